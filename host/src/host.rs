@@ -1,0 +1,451 @@
+//! The host: turns options and a config file into loaded plugins and a live
+//! catalogue, and keeps it current as plugin files change.
+
+use crate::cache::{CacheOutcome, CompileCache};
+use crate::config::{ConfigFile, PluginConfig};
+use crate::plugin::{PluginInterface, SettingDecl};
+use crate::registry::{Catalog, Registry};
+use crate::runtime::{self, Limits, LogLevel, LogSink, Plugin, PluginSpec, PluginState};
+use crate::sandbox::{DirGrant, Policy};
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+/// Options common to `serve`, `tools` and `call`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Config file.
+    pub config: Option<PathBuf>,
+    /// Directory of `*.wasm` plugins.
+    pub plugins_dir: Option<PathBuf>,
+    /// Directories granted to every plugin.
+    pub allow: Vec<String>,
+    /// Workspace directory.
+    pub workspace: Option<PathBuf>,
+    /// Compile cache directory (default: the user cache directory).
+    pub cache_dir: Option<PathBuf>,
+    /// Disable the compile cache.
+    pub no_cache: bool,
+    /// Plugin-declared settings given on the command line (`--logs-dir X`).
+    pub settings: Vec<(String, String)>,
+}
+
+/// A plugin log message, for MCP logging notifications.
+#[derive(Debug, Clone)]
+pub struct LogEvent {
+    /// Plugin name.
+    pub plugin: String,
+    /// Severity.
+    pub level: LogLevel,
+    /// Message.
+    pub message: String,
+}
+
+/// The running host.
+pub struct Host {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    cache: CompileCache,
+    config: ConfigFile,
+    options: Options,
+    workspace: PathBuf,
+    registry: Arc<Registry>,
+    logs: broadcast::Sender<LogEvent>,
+    /// Loaded plugins by source path, in load order.
+    loaded: Mutex<BTreeMap<PathBuf, Arc<Plugin>>>,
+}
+
+/// Default interval of the `tick` hook when the config sets none.
+const DEFAULT_TICK: Duration = Duration::from_millis(100);
+
+impl Host {
+    /// Creates the engine and reads the config; loads nothing yet.
+    pub fn new(options: Options) -> Result<Self> {
+        let config = match &options.config {
+            Some(path) => ConfigFile::load(path)?,
+            None => ConfigFile::default(),
+        };
+        let workspace = options
+            .workspace
+            .clone()
+            .or_else(|| config.workspace.clone())
+            .map_or_else(std::env::current_dir, Ok)
+            .context("finding the workspace directory")?;
+        let workspace = workspace
+            .canonicalize()
+            .with_context(|| format!("workspace directory {} does not exist", workspace.display()))?;
+        let engine = runtime::new_engine()?;
+        let linker = runtime::new_linker(&engine)?;
+        let cache = CompileCache::new(if options.no_cache {
+            None
+        } else {
+            options
+                .cache_dir
+                .clone()
+                .or_else(|| config.cache_dir.clone())
+                .or_else(CompileCache::default_dir)
+        });
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            config,
+            options,
+            workspace,
+            registry: Arc::new(Registry::default()),
+            logs: broadcast::channel(256).0,
+            loaded: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The live catalogue.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// The channel of plugin log messages, for servers to forward.
+    pub fn log_sender(&self) -> broadcast::Sender<LogEvent> {
+        self.logs.clone()
+    }
+
+    /// The directory scanned for plugins, if any.
+    pub fn plugins_dir(&self) -> Option<PathBuf> {
+        self.options
+            .plugins_dir
+            .clone()
+            .or_else(|| self.config.plugins_dir.clone())
+    }
+
+    /// Every plugin file to load: config entries first, then the plugins directory.
+    pub fn plugin_files(&self) -> Result<Vec<PathBuf>> {
+        let mut files: Vec<PathBuf> = self.config.plugins.iter().map(|p| p.path.clone()).collect();
+        if let Some(dir) = self.plugins_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .with_context(|| format!("reading plugins directory {}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
+                .collect();
+            found.sort();
+            for f in found {
+                if !files.iter().any(|g| same_file(g, &f)) {
+                    files.push(f);
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// Loads every plugin and publishes the catalogue. Plugins that fail are
+    /// reported and skipped; returns the problems.
+    pub async fn load_all(&self) -> Result<Vec<String>> {
+        let files = self.plugin_files()?;
+        if files.is_empty() {
+            tracing::warn!("no plugins: pass --plugins DIR or list [[plugin]] entries in a config file");
+        }
+        let mut problems = Vec::new();
+        let mut loaded = BTreeMap::new();
+        for file in files {
+            match self.load_plugin(&file).await {
+                Ok(p) => {
+                    loaded.insert(file, p);
+                }
+                Err(e) => problems.push(format!("{}: {e:#}", file.display())),
+            }
+        }
+        problems.extend(self.unknown_settings(loaded.values()));
+        *self.loaded.lock().expect("loaded lock") = loaded;
+        problems.extend(self.publish());
+        for p in &problems {
+            tracing::error!("{p}");
+        }
+        Ok(problems)
+    }
+
+    fn unknown_settings<'a>(&self, plugins: impl Iterator<Item = &'a Arc<Plugin>>) -> Vec<String> {
+        let declared: Vec<String> = plugins
+            .flat_map(|p| p.interface.settings.iter().filter_map(|s| s.flag.clone()))
+            .collect();
+        self.options
+            .settings
+            .iter()
+            .filter(|(flag, _)| !declared.contains(flag))
+            .map(|(flag, _)| {
+                format!(
+                    "option --{flag} is not a benchtop option and no loaded plugin declares it (plugin options: {})",
+                    if declared.is_empty() { "none".to_owned() } else { declared.iter().map(|d| format!("--{d}")).collect::<Vec<_>>().join(", ") }
+                )
+            })
+            .collect()
+    }
+
+    /// Rebuilds the catalogue from the loaded plugins and swaps it in.
+    fn publish(&self) -> Vec<String> {
+        let plugins: Vec<Arc<Plugin>> = self.loaded.lock().expect("loaded lock").values().cloned().collect();
+        let (catalog, errors) = Catalog::build(plugins);
+        self.registry.replace(catalog);
+        errors
+    }
+
+    fn plugin_config(&self, file: &Path) -> PluginConfig {
+        self.config
+            .plugins
+            .iter()
+            .find(|p| same_file(&p.path, file))
+            .cloned()
+            .unwrap_or_else(|| PluginConfig {
+                path: file.to_owned(),
+                ..Default::default()
+            })
+    }
+
+    /// Compiles, validates and instantiates one plugin file.
+    pub async fn load_plugin(&self, file: &Path) -> Result<Arc<Plugin>> {
+        let started = std::time::Instant::now();
+        let wasm = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let interface = PluginInterface::from_component(&wasm)?;
+        let cfg = self.plugin_config(file);
+        let name = cfg.name.clone().unwrap_or_else(|| {
+            file.file_stem()
+                .map(|s| s.to_string_lossy().replace('_', "-"))
+                .unwrap_or_else(|| "plugin".into())
+        });
+        for w in &interface.warnings {
+            tracing::warn!(plugin = %name, "{w}");
+        }
+        let policy = self.policy_for(&cfg, &interface.settings)?;
+        let limits = self.limits_for(&cfg, interface.tick_interface.is_some());
+        let (component, outcome) = self.cache.load(&self.engine, &wasm)?;
+        let spec = PluginSpec {
+            name: name.clone(),
+            source: file.to_owned(),
+            prefix: cfg.prefix.clone(),
+            policy,
+            limits,
+        };
+        let logs = self.logs.clone();
+        let on_log: LogSink = Arc::new(move |plugin: &str, level: LogLevel, message: &str| {
+            let _ = logs.send(LogEvent {
+                plugin: plugin.to_owned(),
+                level,
+                message: message.to_owned(),
+            });
+        });
+        let plugin = Arc::new(Plugin::load(spec, &component, interface, &self.linker, on_log).await?);
+        if let Some(interval) = plugin.limits.tick {
+            spawn_ticker(Arc::downgrade(&plugin), interval);
+        }
+        tracing::info!(
+            plugin = %plugin.name,
+            tools = plugin.interface.tools.len(),
+            compiled = ?outcome,
+            ms = started.elapsed().as_millis() as u64,
+            "loaded {}",
+            file.display()
+        );
+        if outcome == CacheOutcome::Rebuilt {
+            tracing::warn!(plugin = %plugin.name, "its compile-cache entry was invalid and has been rebuilt");
+        }
+        Ok(plugin)
+    }
+
+    fn limits_for(&self, cfg: &PluginConfig, has_tick: bool) -> Limits {
+        let l = cfg.limits.or(&self.config.defaults);
+        let d = Limits::default();
+        Limits {
+            deadline: l.deadline_ms.map_or(d.deadline, Duration::from_millis),
+            memory: l.memory_mb.map_or(d.memory, |m| (m as usize) << 20),
+            tick: has_tick.then(|| l.tick_ms.map_or(DEFAULT_TICK, Duration::from_millis)),
+        }
+    }
+
+    fn policy_for(&self, cfg: &PluginConfig, settings: &[SettingDecl]) -> Result<Policy> {
+        let mut policy = Policy {
+            workspace: Some(self.workspace.clone()),
+            env: cfg.env.clone(),
+            ..Default::default()
+        };
+        for spec in self.options.allow.iter().chain(&self.config.allow).chain(&cfg.allow) {
+            add_grant(&mut policy, DirGrant::parse(spec, &self.workspace)?);
+        }
+        policy.network = Policy::resolve_network(&cfg.network)?;
+        for decl in settings {
+            let Some(value) = self.setting_value(decl, cfg) else { continue };
+            if let Some(access) = decl.access {
+                match DirGrant::new(&self.workspace.join(&value), access) {
+                    Ok(grant) => {
+                        policy.env.insert(decl.env.clone(), grant.path.to_string_lossy().into_owned());
+                        add_grant(&mut policy, grant);
+                        continue;
+                    }
+                    Err(e) => tracing::warn!("setting {}: {e:#}", decl.env),
+                }
+            }
+            policy.env.insert(decl.env.clone(), value);
+        }
+        Ok(policy)
+    }
+
+    /// A setting's value: command line, then environment, then the config
+    /// file's `env`, then the workspace's `.vscode/settings.json`.
+    fn setting_value(&self, decl: &SettingDecl, cfg: &PluginConfig) -> Option<String> {
+        if let Some(flag) = &decl.flag
+            && let Some((_, v)) = self.options.settings.iter().rev().find(|(f, _)| f == flag)
+        {
+            return Some(v.clone());
+        }
+        if let Ok(v) = std::env::var(&decl.env)
+            && !v.is_empty()
+        {
+            return Some(v);
+        }
+        if let Some(v) = cfg.env.get(&decl.env) {
+            return Some(v.clone());
+        }
+        let key = decl.vscode.as_ref()?;
+        let text = std::fs::read_to_string(self.workspace.join(".vscode/settings.json")).ok()?;
+        let json: serde_json::Value = serde_json::from_str(&strip_jsonc(&text)).ok()?;
+        json.get(key)?.as_str().map(str::to_owned)
+    }
+
+    /// Loads or reloads the plugin at `file` beside the running one and swaps
+    /// it in; on failure the old version keeps serving.
+    pub async fn reload(&self, file: &Path) -> Result<()> {
+        let plugin = self.load_plugin(file).await?;
+        let previous = self
+            .loaded
+            .lock()
+            .expect("loaded lock")
+            .insert(file.to_owned(), plugin.clone());
+        let errors = self.publish();
+        if let Some(err) = errors.into_iter().find(|e| e.contains(&format!("`{}`", plugin.name))) {
+            // The new version collides with another plugin: put the old one back.
+            let mut loaded = self.loaded.lock().expect("loaded lock");
+            match previous {
+                Some(p) => loaded.insert(file.to_owned(), p),
+                None => loaded.remove(file),
+            };
+            drop(loaded);
+            self.publish();
+            bail!("{err}");
+        }
+        Ok(())
+    }
+
+    /// Unloads the plugin loaded from `file`.
+    pub fn unload(&self, file: &Path) -> bool {
+        let removed = self.loaded.lock().expect("loaded lock").remove(file).is_some();
+        if removed {
+            self.publish();
+        }
+        removed
+    }
+}
+
+fn add_grant(policy: &mut Policy, grant: DirGrant) {
+    match policy.dirs.iter_mut().find(|d| d.path == grant.path) {
+        Some(existing) => {
+            if grant.access == crate::sandbox::Access::Rw {
+                existing.access = grant.access;
+            }
+        }
+        None => policy.dirs.push(grant),
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Removes `//` and `/* */` comments and trailing commas, as VS Code's
+/// settings.json allows them.
+fn strip_jsonc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut prev = ' ';
+                for n in chars.by_ref() {
+                    if prev == '*' && n == '/' {
+                        break;
+                    }
+                    prev = n;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    // Trailing commas before } or ].
+    let mut cleaned = String::with_capacity(out.len());
+    let bytes: Vec<char> = out.chars().collect();
+    for (i, c) in bytes.iter().enumerate() {
+        if *c == ',' {
+            let next = bytes[i + 1..].iter().find(|n| !n.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        cleaned.push(*c);
+    }
+    cleaned
+}
+
+fn spawn_ticker(plugin: std::sync::Weak<Plugin>, interval: Duration) {
+    tokio::spawn(async move {
+        let mut timer = tokio::time::interval(interval);
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            timer.tick().await;
+            let Some(plugin) = plugin.upgrade() else { break };
+            if let Err(e) = plugin.tick().await {
+                tracing::warn!(plugin = %plugin.name, "tick failed: {e}");
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonc_comments_and_trailing_commas_are_removed() {
+        let text = "{\n // comment\n \"a\": \"x // not a comment\", /* block */\n \"b\": [1, 2,],\n}";
+        let v: serde_json::Value = serde_json::from_str(&strip_jsonc(text)).unwrap();
+        assert_eq!(v["a"], "x // not a comment");
+        assert_eq!(v["b"], serde_json::json!([1, 2]));
+    }
+}

@@ -1,0 +1,334 @@
+//! The `benchtop` command line.
+
+use anyhow::{Context, Result, bail};
+use benchtop::host::{Host, Options};
+use benchtop::plugin::PluginInterface;
+use benchtop::server::Server;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use rmcp::ServiceExt;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An MCP server whose tools come from WebAssembly components.
+///
+/// Every function a plugin component exports becomes an MCP tool. Plugins run
+/// sandboxed: they see only the directories, network addresses and settings
+/// you grant them.
+#[derive(Parser)]
+#[command(name = "benchtop", version, after_help = "\
+Plugins may declare options of their own (for example --definitions-path or\n\
+--logs-dir); pass them to serve, tools or call like any other option.\n\n\
+Examples:\n  \
+benchtop serve --plugins target/plugins --workspace samples --allow samples:rw\n  \
+benchtop tools --plugins target/plugins\n  \
+benchtop call hello '{}' --plugins target/plugins\n  \
+benchtop check target/plugins/ecu_tables.wasm")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the plugins' tools over MCP (stdio by default, or streamable HTTP).
+    Serve {
+        #[command(flatten)]
+        common: Common,
+        /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8081) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
+    /// List the tools the plugins provide.
+    Tools {
+        #[command(flatten)]
+        common: Common,
+        /// Print the full tool definitions (schemas, annotations) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool and print its result (text on stdout; errors on stderr, exit 1).
+    Call {
+        /// The tool's name, as `benchtop tools` lists it.
+        tool: String,
+        /// Arguments as a JSON object, e.g. '{"rom": "rom.bin"}'.
+        #[arg(default_value = "{}")]
+        json: String,
+        #[command(flatten)]
+        common: Common,
+        /// Print the whole MCP result as JSON.
+        #[arg(long = "raw")]
+        raw: bool,
+    },
+    /// Check a plugin component: the tools it yields, their schemas, and what is wrong.
+    Check {
+        /// The component (.wasm) to check.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args, Clone)]
+struct Common {
+    /// TOML config file (plugins, sandbox, limits, settings).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Directory whose *.wasm files are plugins.
+    #[arg(long = "plugins", value_name = "DIR")]
+    plugins_dir: Option<PathBuf>,
+    /// Grant every plugin a directory: DIR (read-only), DIR:ro or DIR:rw. Repeatable.
+    #[arg(long, value_name = "DIR[:ro|:rw]")]
+    allow: Vec<String>,
+    /// Workspace directory: relative paths in tool arguments resolve here (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Compile cache directory (default: ~/.cache/benchtop).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Do not use the compile cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl Common {
+    fn options(self, settings: Vec<(String, String)>) -> Options {
+        Options {
+            config: self.config,
+            plugins_dir: self.plugins_dir,
+            allow: self.allow,
+            workspace: self.workspace,
+            cache_dir: self.cache_dir,
+            no_cache: self.no_cache,
+            settings,
+        }
+    }
+}
+
+/// Splits plugin-declared options (`--logs-dir X`, `--logs-dir=X`) from the
+/// arguments clap knows, since they are known only once plugins are loaded.
+fn split_plugin_options(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    let cmd = Cli::command();
+    let Some(sub) = args.get(1).and_then(|s| cmd.find_subcommand(s)) else {
+        return (args, Vec::new());
+    };
+    let known: Vec<String> = sub
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .chain(["help".into(), "version".into()])
+        .collect();
+    let mut kept = Vec::new();
+    let mut settings = Vec::new();
+    let mut iter = args.into_iter();
+    while let Some(arg) = iter.next() {
+        if let Some(long) = arg.strip_prefix("--").filter(|l| !l.is_empty()) {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+                None => (long.to_owned(), None),
+            };
+            if !known.contains(&name) {
+                let value = inline.or_else(|| iter.next()).unwrap_or_default();
+                settings.push((name, value));
+                continue;
+            }
+        }
+        kept.push(arg);
+    }
+    (kept, settings)
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BENCHTOP_LOG")
+        .unwrap_or_else(|_| "info,wasmtime=warn,cranelift=warn,rmcp=warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let (args, settings) = split_plugin_options(std::env::args().collect());
+    let cli = Cli::parse_from(args);
+    init_logging();
+    match run(cli, settings).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::ExitCode> {
+    match cli.command {
+        Command::Serve { common, http } => {
+            let host = Arc::new(Host::new(common.options(settings))?);
+            host.load_all().await?;
+            serve(host, http).await?;
+        }
+        Command::Tools { common, json } => {
+            let host = Host::new(common.options(settings))?;
+            let problems = host.load_all().await?;
+            let catalog = host.registry().snapshot();
+            if json {
+                println!("{}", serde_json::to_string_pretty(catalog.tools())?);
+            } else {
+                for plugin in catalog.plugins() {
+                    println!("{} ({})", plugin.name, plugin.source.display());
+                    for (i, tool) in plugin.interface.tools.iter().enumerate() {
+                        let first = tool.description.lines().next().unwrap_or("");
+                        println!("  {:<32} {first}", plugin.tool_name(i));
+                    }
+                }
+            }
+            if !problems.is_empty() {
+                return Ok(std::process::ExitCode::FAILURE);
+            }
+        }
+        Command::Call { tool, json, common, raw } => {
+            let host = Host::new(common.options(settings))?;
+            host.load_all().await?;
+            return call(&host, &tool, &json, raw).await;
+        }
+        Command::Check { file } => return check(&file).await,
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+async fn serve(host: Arc<Host>, http: Option<String>) -> Result<()> {
+    let registry = host.registry();
+    let count = registry.snapshot().tools().len();
+    if std::io::stderr().is_terminal() {
+        print_connect_help(count);
+    }
+    let logs = host.log_sender();
+    match http {
+        None => {
+            let server = Server::new(registry, logs)
+                .serve(rmcp::transport::stdio())
+                .await
+                .context("starting the stdio transport")?;
+            server.waiting().await?;
+        }
+        Some(addr) => benchtop::http::serve(&addr, registry, logs).await?,
+    }
+    Ok(())
+}
+
+fn print_connect_help(tools: usize) {
+    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "benchtop".into());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = format!("{exe} {}", args.join(" "));
+    eprintln!(
+        "\nbenchtop is serving {tools} tools over MCP on stdin/stdout. Connect a client:\n\
+         \n  Claude Code:    claude mcp add benchtop -- {cmd}\
+         \n  VS Code:        add to .vscode/mcp.json: {{\"servers\": {{\"benchtop\": {{\"command\": \"{exe}\", \"args\": {}}}}}}}\
+         \n  MCP Inspector:  npx @modelcontextprotocol/inspector {cmd}\
+         \n\nOr try a tool without a client:  {exe} tools ...  then  {exe} call TOOL '{{...}}' ...\
+         \n(same options as serve). Press Ctrl-C to stop.\n",
+        serde_json::to_string(&args).unwrap_or_default()
+    );
+}
+
+async fn call(host: &Host, tool: &str, json: &str, raw: bool) -> Result<std::process::ExitCode> {
+    let args: serde_json::Value =
+        serde_json::from_str(json).with_context(|| format!("the arguments are not valid JSON: {json}"))?;
+    let serde_json::Value::Object(args) = args else {
+        bail!("the arguments must be a JSON object, like '{{\"name\": \"value\"}}'");
+    };
+    let catalog = host.registry().snapshot();
+    let Some((plugin, index)) = catalog.lookup(tool) else {
+        let similar = catalog.similar(tool);
+        bail!(
+            "unknown tool `{tool}`{}; `benchtop tools` lists them",
+            if similar.is_empty() { String::new() } else { format!(" (did you mean {}?)", similar.join(", ")) }
+        );
+    };
+    let output = plugin.interface.tools[index].output.clone();
+    let result = match plugin.call(index, &args, benchtop::runtime::CallContext::detached()).await {
+        Ok(v) => benchtop::result::to_call_result(&output, v),
+        Err(e) => rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(e.to_string())]),
+    };
+    let failed = result.is_error == Some(true);
+    if raw {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        for block in &result.content {
+            match block.as_text() {
+                Some(t) if failed => eprintln!("{}", t.text),
+                Some(t) => println!("{}", t.text),
+                None => println!("{}", serde_json::to_string(block)?),
+            }
+        }
+    }
+    Ok(if failed { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS })
+}
+
+async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
+    let wasm = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut problems = Vec::new();
+    let interface = match PluginInterface::from_component(&wasm) {
+        Ok(i) => i,
+        Err(e) => {
+            println!("✗ {}: {e:#}", file.display());
+            return Ok(std::process::ExitCode::FAILURE);
+        }
+    };
+    problems.extend(interface.warnings.iter().cloned());
+    let engine = benchtop::runtime::new_engine()?;
+    let linker = benchtop::runtime::new_linker(&engine)?;
+    match benchtop::runtime::compile(&engine, &wasm).and_then(|c| {
+        linker
+            .instantiate_pre(&c)
+            .map(|_| ())
+            .map_err(|e| anyhow::anyhow!("it imports something benchtop does not provide: {e:#}"))
+    }) {
+        Ok(()) => {}
+        Err(e) => problems.push(format!("{e:#}")),
+    }
+    println!("{}: {} tools", file.display(), interface.tools.len());
+    for tool in &interface.tools {
+        println!("\n● {}", tool.name);
+        for line in tool.description.lines() {
+            println!("    {line}");
+        }
+        let a = &tool.annotations;
+        let tags: Vec<&str> = [
+            (a.read_only, "read-only"),
+            (a.destructive, "destructive"),
+            (a.idempotent, "idempotent"),
+            (a.open_world, "open-world"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+        if !tags.is_empty() {
+            println!("    annotations: {}", tags.join(", "));
+        }
+        println!("    input:  {}", serde_json::to_string(&tool.input_schema)?);
+        if let Some(out) = &tool.output_schema {
+            println!("    output: {}", serde_json::to_string(out)?);
+        }
+    }
+    for s in &interface.settings {
+        println!(
+            "\nsetting {} (flag: {}, vscode: {}, access: {:?})",
+            s.env,
+            s.flag.as_deref().map(|f| format!("--{f}")).unwrap_or_else(|| "none".into()),
+            s.vscode.as_deref().unwrap_or("none"),
+            s.access
+        );
+    }
+    if problems.is_empty() {
+        println!("\n✓ no problems found");
+        Ok(std::process::ExitCode::SUCCESS)
+    } else {
+        println!("\nProblems:");
+        for p in &problems {
+            println!("  ✗ {p}");
+        }
+        Ok(std::process::ExitCode::FAILURE)
+    }
+}

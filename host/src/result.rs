@@ -1,0 +1,127 @@
+//! Component return values as MCP tool results (DESIGN.md, Contract 1).
+
+use crate::convert::to_json;
+use crate::plugin::{ErrorOutput, Output};
+use base64::Engine as _;
+use rmcp::model::{CallToolResult, ContentBlock as Content};
+use serde_json::{Value, json};
+use wasmtime::component::Val;
+
+/// Largest text a tool result may carry; beyond it the result is refused
+/// with an error rather than flooding the client (and the agent's context).
+pub const MAX_RESULT_BYTES: usize = 8 << 20;
+
+/// Builds the MCP result of a successful call from the function's return value.
+pub fn to_call_result(output: &Output, value: Option<Val>) -> CallToolResult {
+    let result = build(output, value);
+    let size: usize = result
+        .content
+        .iter()
+        .map(|c| c.as_text().map_or(0, |t| t.text.len()))
+        .sum();
+    if size > MAX_RESULT_BYTES {
+        return CallToolResult::error(vec![Content::text(format!(
+            "the result is {size} bytes, over benchtop's limit of {MAX_RESULT_BYTES} bytes; ask for less (a smaller range or limit)"
+        ))]);
+    }
+    result
+}
+
+fn build(output: &Output, value: Option<Val>) -> CallToolResult {
+    match output {
+        Output::Nothing => CallToolResult::success(vec![Content::text("done")]),
+        Output::Text => CallToolResult::success(vec![Content::text(string_of(value))]),
+        Output::Json => {
+            let text = string_of(value);
+            match serde_json::from_str::<Value>(&text) {
+                Ok(parsed) => {
+                    let mut r = CallToolResult::success(vec![Content::text(text)]);
+                    r.structured_content = Some(wrap(parsed));
+                    r
+                }
+                // Still useful to a reader; the plugin's bug is logged.
+                Err(e) => {
+                    tracing::warn!("a @json tool returned text that is not JSON: {e}");
+                    CallToolResult::success(vec![Content::text(text)])
+                }
+            }
+        }
+        Output::Blocks => CallToolResult::success(blocks(value)),
+        Output::Structured { wrapped } => {
+            let json = value.as_ref().map_or(Value::Null, to_json);
+            let structured = if *wrapped { json!({ "result": json }) } else { json };
+            structured_success(structured)
+        }
+        Output::Result { ok, err } => match value {
+            Some(Val::Result(Ok(inner))) => build(ok, inner.map(|b| *b)),
+            Some(Val::Result(Err(inner))) => error_result(*err, inner.map(|b| *b)),
+            other => build(&Output::Structured { wrapped: true }, other),
+        },
+    }
+}
+
+fn structured_success(structured: Value) -> CallToolResult {
+    let text = serde_json::to_string(&structured).unwrap_or_default();
+    let mut r = CallToolResult::success(vec![Content::text(text)]);
+    r.structured_content = Some(structured);
+    r
+}
+
+fn error_result(kind: ErrorOutput, value: Option<Val>) -> CallToolResult {
+    match (kind, value) {
+        (ErrorOutput::CodeMessage, Some(v)) => {
+            let json = to_json(&v);
+            let code = json.get("code").and_then(Value::as_str).unwrap_or("ERROR");
+            let message = json.get("message").and_then(Value::as_str).unwrap_or("");
+            let mut r = CallToolResult::error(vec![Content::text(format!("{code}: {message}"))]);
+            r.structured_content = Some(json);
+            r
+        }
+        (ErrorOutput::Text, Some(Val::String(s))) => CallToolResult::error(vec![Content::text(s)]),
+        (_, Some(v)) => CallToolResult::error(vec![Content::text(to_json(&v).to_string())]),
+        (_, None) => CallToolResult::error(vec![Content::text("the tool reported an error without details")]),
+    }
+}
+
+fn wrap(v: Value) -> Value {
+    if v.is_object() { v } else { json!({ "result": v }) }
+}
+
+fn string_of(value: Option<Val>) -> String {
+    match value {
+        Some(Val::String(s)) => s,
+        Some(other) => to_json(&other).to_string(),
+        None => String::new(),
+    }
+}
+
+fn blocks(value: Option<Val>) -> Vec<Content> {
+    let Some(Val::List(items)) = value else { return Vec::new() };
+    items
+        .into_iter()
+        .filter_map(|item| match item {
+            Val::Variant(case, Some(payload)) => match (case.as_str(), *payload) {
+                ("text", Val::String(s)) => Some(Content::text(s)),
+                ("image", Val::Record(fields)) => {
+                    let mut mime = String::new();
+                    let mut data = Vec::new();
+                    for (name, v) in fields {
+                        match (name.as_str(), v) {
+                            ("mime-type", Val::String(s)) => mime = s,
+                            ("data", Val::List(bytes)) => {
+                                data = bytes
+                                    .into_iter()
+                                    .filter_map(|b| if let Val::U8(b) = b { Some(b) } else { None })
+                                    .collect()
+                            }
+                            _ => {}
+                        }
+                    }
+                    Some(Content::image(base64::engine::general_purpose::STANDARD.encode(data), mime))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,257 @@
+//! JSON Schemas for WIT types (DESIGN.md, Contract 1).
+//!
+//! Schemas are inlined (no `$defs`): WIT types are not recursive, and inline
+//! schemas are what MCP clients render and validate most reliably.
+
+use crate::names::json_name;
+use serde_json::{Map, Value, json};
+use wit_parser::{Handle, Resolve, Type, TypeDefKind};
+
+/// Whether a schema describes arguments (what we accept) or results (what we emit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Tool arguments.
+    Input,
+    /// Structured results.
+    Output,
+}
+
+/// A WIT type that cannot cross JSON.
+#[derive(Debug, thiserror::Error)]
+#[error("type `{0}` cannot be expressed in JSON (resources, futures and streams are not supported in tool signatures)")]
+pub struct Unsupported(pub String);
+
+/// Follows type aliases to the definition that gives a type its shape.
+pub fn resolve_alias<'a>(resolve: &'a Resolve, ty: &Type) -> Result<Type, &'a TypeDefKind> {
+    let mut ty = *ty;
+    loop {
+        match ty {
+            Type::Id(id) => match &resolve.types[id].kind {
+                TypeDefKind::Type(inner) => ty = *inner,
+                kind => return Err(kind),
+            },
+            other => return Ok(other),
+        }
+    }
+}
+
+/// Integer bounds of a primitive integer type.
+pub fn int_bounds(ty: Type) -> Option<(i128, i128)> {
+    Some(match ty {
+        Type::U8 => (0, u8::MAX as i128),
+        Type::U16 => (0, u16::MAX as i128),
+        Type::U32 => (0, u32::MAX as i128),
+        Type::U64 => (0, u64::MAX as i128),
+        Type::S8 => (i8::MIN as i128, i8::MAX as i128),
+        Type::S16 => (i16::MIN as i128, i16::MAX as i128),
+        Type::S32 => (i32::MIN as i128, i32::MAX as i128),
+        Type::S64 => (i64::MIN as i128, i64::MAX as i128),
+        _ => return None,
+    })
+}
+
+fn bound_json(n: i128) -> Value {
+    if n < 0 {
+        json!(n as i64)
+    } else {
+        json!(n as u64)
+    }
+}
+
+/// The JSON Schema of `ty`.
+pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Unsupported> {
+    let kind = match resolve_alias(resolve, ty) {
+        Ok(prim) => return Ok(primitive(prim, dir)),
+        Err(kind) => kind,
+    };
+    Ok(match kind {
+        TypeDefKind::Record(record) => {
+            let mut props = Map::new();
+            let mut required = Vec::new();
+            for field in &record.fields {
+                let name = json_name(&field.name);
+                let (mut s, optional) = property(resolve, &field.ty, dir)?;
+                if let Some(doc) = &field.docs.contents {
+                    add_description(&mut s, doc);
+                }
+                if !optional {
+                    required.push(Value::String(name.clone()));
+                }
+                props.insert(name, s);
+            }
+            object(props, required)
+        }
+        TypeDefKind::Tuple(tuple) => {
+            let items = tuple
+                .types
+                .iter()
+                .map(|t| schema(resolve, t, dir))
+                .collect::<Result<Vec<_>, _>>()?;
+            let n = items.len();
+            json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n})
+        }
+        TypeDefKind::Flags(flags) => {
+            let names: Vec<String> = flags.flags.iter().map(|f| json_name(&f.name)).collect();
+            json!({"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": true})
+        }
+        TypeDefKind::Enum(e) => {
+            let names: Vec<String> = e.cases.iter().map(|c| json_name(&c.name)).collect();
+            json!({"type": "string", "enum": names})
+        }
+        TypeDefKind::Variant(v) => {
+            let mut one_of = Vec::new();
+            let bare: Vec<String> = v
+                .cases
+                .iter()
+                .filter(|c| c.ty.is_none())
+                .map(|c| json_name(&c.name))
+                .collect();
+            if !bare.is_empty() {
+                one_of.push(json!({"type": "string", "enum": bare}));
+            }
+            for case in &v.cases {
+                if let Some(t) = &case.ty {
+                    let name = json_name(&case.name);
+                    let mut payload = schema(resolve, t, dir)?;
+                    if let Some(doc) = &case.docs.contents {
+                        add_description(&mut payload, doc);
+                    }
+                    let mut props = Map::new();
+                    props.insert(name.clone(), payload);
+                    one_of.push(object(props, vec![Value::String(name)]));
+                }
+            }
+            json!({ "oneOf": one_of })
+        }
+        TypeDefKind::Option(inner) => nullable(schema(resolve, inner, dir)?),
+        TypeDefKind::Result(r) => {
+            let arm = |name: &str, t: &Option<Type>| -> Result<Value, Unsupported> {
+                let payload = match t {
+                    Some(t) => schema(resolve, t, dir)?,
+                    None => json!({"type": "null"}),
+                };
+                let mut props = Map::new();
+                props.insert(name.to_owned(), payload);
+                Ok(object(props, vec![Value::String(name.to_owned())]))
+            };
+            json!({"oneOf": [arm("ok", &r.ok)?, arm("err", &r.err)?]})
+        }
+        TypeDefKind::List(t) => json!({"type": "array", "items": schema(resolve, t, dir)?}),
+        TypeDefKind::FixedLengthList(t, n) => {
+            json!({"type": "array", "items": schema(resolve, t, dir)?, "minItems": n, "maxItems": n})
+        }
+        TypeDefKind::Map(k, v) => {
+            if matches!(resolve_alias(resolve, k), Ok(Type::String)) {
+                json!({"type": "object", "additionalProperties": schema(resolve, v, dir)?})
+            } else {
+                let pair = json!({"type": "array", "prefixItems": [schema(resolve, k, dir)?, schema(resolve, v, dir)?], "items": false, "minItems": 2, "maxItems": 2});
+                json!({"type": "array", "items": pair})
+            }
+        }
+        TypeDefKind::Resource
+        | TypeDefKind::Handle(Handle::Own(_) | Handle::Borrow(_))
+        | TypeDefKind::Future(_)
+        | TypeDefKind::Stream(_)
+        | TypeDefKind::Unknown
+        | TypeDefKind::Type(_) => return Err(Unsupported(type_name(resolve, ty))),
+    })
+}
+
+/// The schema of a record field or parameter, and whether it may be omitted.
+pub fn property(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<(Value, bool), Unsupported> {
+    if let Err(TypeDefKind::Option(inner)) = resolve_alias(resolve, ty) {
+        // An optional argument is simply not required; results spell absence
+        // as null, so output schemas must admit it.
+        let s = schema(resolve, inner, dir)?;
+        return Ok((
+            match dir {
+                Direction::Input => s,
+                Direction::Output => nullable(s),
+            },
+            true,
+        ));
+    }
+    Ok((schema(resolve, ty, dir)?, false))
+}
+
+fn primitive(ty: Type, dir: Direction) -> Value {
+    if let Some((min, max)) = int_bounds(ty) {
+        return json!({"type": "integer", "minimum": bound_json(min), "maximum": bound_json(max)});
+    }
+    match ty {
+        Type::Bool => json!({"type": "boolean"}),
+        Type::F32 | Type::F64 => match dir {
+            Direction::Input => json!({"type": "number"}),
+            // JSON has no NaN or infinity: results spell them as strings.
+            Direction::Output => json!({"anyOf": [
+                {"type": "number"},
+                {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}
+            ]}),
+        },
+        Type::Char => json!({"type": "string", "minLength": 1, "maxLength": 1}),
+        Type::String => json!({"type": "string"}),
+        _ => json!({}),
+    }
+}
+
+fn object(props: Map<String, Value>, required: Vec<Value>) -> Value {
+    let mut o = Map::new();
+    o.insert("type".into(), json!("object"));
+    o.insert("properties".into(), Value::Object(props));
+    if !required.is_empty() {
+        o.insert("required".into(), Value::Array(required));
+    }
+    o.insert("additionalProperties".into(), json!(false));
+    Value::Object(o)
+}
+
+fn nullable(s: Value) -> Value {
+    json!({"anyOf": [s, {"type": "null"}]})
+}
+
+fn add_description(schema: &mut Value, doc: &str) {
+    if let Value::Object(o) = schema {
+        o.insert("description".into(), Value::String(doc.trim().to_owned()));
+    }
+}
+
+/// A readable name for a type, for error messages.
+pub fn type_name(resolve: &Resolve, ty: &Type) -> String {
+    match ty {
+        Type::Id(id) => {
+            let def = &resolve.types[*id];
+            match (&def.name, &def.kind) {
+                (Some(n), _) => n.clone(),
+                (None, TypeDefKind::Handle(_)) => "resource handle".into(),
+                (None, TypeDefKind::Future(_)) => "future".into(),
+                (None, TypeDefKind::Stream(_)) => "stream".into(),
+                (None, k) => k.as_str().to_owned(),
+            }
+        }
+        Type::ErrorContext => "error-context".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+/// Builds the input schema of a tool: the fields of a lone record parameter,
+/// or one property per parameter.
+pub fn input_schema(
+    resolve: &Resolve,
+    params: &[wit_parser::Param],
+    flatten: bool,
+) -> Result<Value, Unsupported> {
+    if flatten {
+        return schema(resolve, &params[0].ty, Direction::Input);
+    }
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for p in params {
+        let name = json_name(&p.name);
+        let (s, optional) = property(resolve, &p.ty, Direction::Input)?;
+        if !optional {
+            required.push(Value::String(name.clone()));
+        }
+        props.insert(name, s);
+    }
+    Ok(object(props, required))
+}

@@ -1,0 +1,183 @@
+//! The MCP face of the host: rmcp's `ServerHandler` over the live catalogue.
+
+// MCP logging (`logging/setLevel`, `notifications/message`) is deprecated by
+// SEP-2577 for the stateless 2026-07-28 revision, but clients up to
+// 2025-11-25, which are most clients in the field, still use it.
+#![allow(deprecated)]
+
+use crate::host::LogEvent;
+use crate::registry::Registry;
+use crate::result::to_call_result;
+use crate::runtime::{CallContext, CallError, LogLevel, ProgressSink};
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use tokio::sync::broadcast;
+
+/// One MCP session's handler. Cheap to clone: state is shared.
+#[derive(Clone)]
+pub struct Server {
+    registry: Arc<Registry>,
+    logs: broadcast::Sender<LogEvent>,
+    /// Minimum level of plugin logs forwarded to this session's client.
+    log_level: Arc<AtomicU8>,
+}
+
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn mcp_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+    }
+}
+
+impl Server {
+    /// A handler over `registry`, forwarding plugin logs from `logs`.
+    pub fn new(registry: Arc<Registry>, logs: broadcast::Sender<LogEvent>) -> Self {
+        Self {
+            registry,
+            logs,
+            log_level: Arc::new(AtomicU8::new(rank(LoggingLevel::Info))),
+        }
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("benchtop", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "benchtop serves tools from WebAssembly plugins. Call tools/list to see them; \
+             the list can change while serving (notifications/tools/list_changed).",
+        )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Forward catalogue changes and plugin logs to this session until it closes.
+        let peer = context.peer;
+        let mut changes = self.registry.subscribe();
+        let mut logs = self.logs.subscribe();
+        let level = self.log_level.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            if peer.notify_tool_list_changed().await.is_err() { break; }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    event = logs.recv() => match event {
+                        Ok(event) => {
+                            let lvl = mcp_level(event.level);
+                            if rank(lvl) < level.load(Ordering::Relaxed) { continue; }
+                            let param = LoggingMessageNotificationParam::new(lvl, serde_json::Value::String(event.message))
+                                .with_logger(event.plugin);
+                            if peer.notify_logging_message(param).await.is_err() { break; }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                }
+                if peer.is_transport_closed() {
+                    break;
+                }
+            }
+        });
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.log_level.store(rank(request.level), Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.registry.snapshot().tools().to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.registry
+            .snapshot()
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let catalog = self.registry.snapshot();
+        let Some((plugin, index)) = catalog.lookup(&request.name) else {
+            let similar = catalog.similar(&request.name);
+            let hint = if similar.is_empty() {
+                "call tools/list to see the tools".to_owned()
+            } else {
+                format!("did you mean {}?", similar.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or "))
+            };
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {} ({hint})", request.name),
+                None,
+            ));
+        };
+        drop(catalog);
+        let progress: Option<ProgressSink> = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            let sink: ProgressSink = Arc::new(move |done, total, message: String| {
+                let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
+                if total > 0 {
+                    param = param.with_total(total as f64);
+                }
+                if !message.is_empty() {
+                    param = param.with_message(message);
+                }
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_progress(param).await;
+                });
+            });
+            sink
+        });
+        let ctx = CallContext {
+            cancel: context.ct.clone(),
+            progress,
+        };
+        let args = request.arguments.unwrap_or_default();
+        let output = plugin.interface.tools[index].output.clone();
+        let result = match plugin.call(index, &args, ctx).await {
+            Ok(value) => to_call_result(&output, value),
+            Err(e @ (CallError::Arguments(_) | CallError::Trapped { .. } | CallError::Unavailable { .. })) => {
+                CallToolResult::error(vec![ContentBlock::text(e.to_string())])
+            }
+        };
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,165 @@
+//! wit-bindgen glue: converts WIT records into calls on [`Sessions`] and
+//! serializes the JSON results.
+
+use crate::tools::{LoadOptions, RegisterWrite, Sessions, ToolError, ToolResult, UntilOptions};
+use std::cell::RefCell;
+
+wit_bindgen::generate!({
+    path: "../../wit/cp1600",
+    world: "plugin",
+    generate_all,
+});
+
+use benchtop::host::progress;
+use exports::benchtop::cp1600::tools as wit;
+
+thread_local! {
+    static SESSIONS: RefCell<Sessions> = RefCell::new(Sessions::new());
+}
+
+fn with(f: impl FnOnce(&mut Sessions) -> ToolResult) -> Result<String, wit::ToolError> {
+    SESSIONS
+        .with(|s| f(&mut s.borrow_mut()))
+        .map(|v| v.to_string())
+        .map_err(|e: ToolError| wit::ToolError {
+            code: e.code.to_string(),
+            message: e.message,
+        })
+}
+
+fn report(done: u64, total: u64, message: &str) -> bool {
+    progress::report(done, total, message)
+}
+
+struct Plugin;
+
+impl wit::Guest for Plugin {
+    fn cp1600_create_session(args: wit::CreateSessionArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.create_session(args.session_id.as_deref()))
+    }
+
+    fn cp1600_list_sessions() -> Result<String, wit::ToolError> {
+        with(|s| s.list_sessions())
+    }
+
+    fn cp1600_switch_session(args: wit::SessionArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.switch_session(&args.session_id))
+    }
+
+    fn cp1600_destroy_session(args: wit::SessionArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.destroy_session(&args.session_id))
+    }
+
+    fn cp1600_load_rom(args: wit::LoadRomArgs) -> Result<String, wit::ToolError> {
+        let opts = LoadOptions {
+            load_address: args.load_address,
+            cfg_path: args.cfg_path,
+            entry_point: args.entry_point,
+            keep_existing: args.keep_existing.unwrap_or(false),
+        };
+        with(|s| s.load_rom(args.session_id.as_deref(), &args.rom_path, &opts))
+    }
+
+    fn cp1600_step(args: wit::StepArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.step(args.session_id.as_deref(), args.count, &mut report))
+    }
+
+    fn cp1600_run(args: wit::RunArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.run(args.session_id.as_deref(), args.max_cycles, &mut report))
+    }
+
+    fn cp1600_run_until(args: wit::RunUntilArgs) -> Result<String, wit::ToolError> {
+        let u = UntilOptions {
+            pc: args.pc,
+            register: args.register,
+            register_value: args.register_value,
+            address: args.address,
+            memory_value: args.memory_value,
+            stop_on_breakpoint: args.stop_on_breakpoint,
+            max_cycles: args.max_cycles,
+        };
+        with(|s| s.run_until(args.session_id.as_deref(), &u, &mut report))
+    }
+
+    fn cp1600_reset(args: wit::ResetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.reset(args.session_id.as_deref(), args.preserve_rom))
+    }
+
+    fn cp1600_get_state(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.get_state(args.session_id.as_deref()))
+    }
+
+    fn cp1600_get_registers(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.get_registers(args.session_id.as_deref()))
+    }
+
+    fn cp1600_get_flags(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.get_flags(args.session_id.as_deref()))
+    }
+
+    fn cp1600_disassemble(args: wit::DisassembleArgs) -> Result<String, wit::ToolError> {
+        with(|s| {
+            s.disassemble(
+                args.session_id.as_deref(),
+                args.start_address,
+                args.end_address,
+            )
+        })
+    }
+
+    fn cp1600_examine_memory(args: wit::ExamineMemoryArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.examine_memory(args.session_id.as_deref(), args.start_address, args.count))
+    }
+
+    fn cp1600_memory_map(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.memory_map(args.session_id.as_deref()))
+    }
+
+    fn cp1600_set_breakpoint(args: wit::BreakpointArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.set_breakpoint(args.session_id.as_deref(), args.address))
+    }
+
+    fn cp1600_clear_breakpoint(args: wit::ClearBreakpointArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.clear_breakpoint(args.session_id.as_deref(), args.address))
+    }
+
+    fn cp1600_list_breakpoints(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.list_breakpoints(args.session_id.as_deref()))
+    }
+
+    fn cp1600_configure_trace(args: wit::ConfigureTraceArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.configure_trace(args.session_id.as_deref(), args.enabled, args.capacity))
+    }
+
+    fn cp1600_get_trace(args: wit::GetTraceArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.get_trace(args.session_id.as_deref(), args.count))
+    }
+
+    fn cp1600_write_memory(args: wit::WriteMemoryArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.write_memory(args.session_id.as_deref(), args.address, &args.values))
+    }
+
+    fn cp1600_write_registers(args: wit::WriteRegistersArgs) -> Result<String, wit::ToolError> {
+        let w = RegisterWrite {
+            r: [
+                args.r0, args.r1, args.r2, args.r3, args.r4, args.r5, args.r6, args.r7,
+            ],
+            s: args.s,
+            z: args.z,
+            ov: args.ov,
+            c: args.c,
+            i: args.i,
+            halted: args.halted,
+        };
+        with(|s| s.write_registers(args.session_id.as_deref(), &w))
+    }
+
+    fn cp1600_interrupt(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
+        with(|s| s.interrupt(args.session_id.as_deref()))
+    }
+}
+
+// Exported symbols carry `:` and `@` in their names, which a native cdylib's
+// linker version script rejects; natively the glue is only type-checked.
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);

@@ -1,0 +1,14 @@
+//! CP-1600 emulator plugin for benchtop: an exact CP-1600 core (jzIntv
+//! cycle conventions), the Intellivision memory map, ROM formats, sessions
+//! and debugging tools. The domain modules are plain Rust; `component` is
+//! the thin wit-bindgen layer.
+
+pub mod asm;
+pub mod cpu;
+pub mod disasm;
+pub mod machine;
+pub mod memory;
+pub mod rom;
+pub mod tools;
+
+mod component;

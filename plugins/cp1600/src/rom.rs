@@ -1,0 +1,520 @@
+//! ROM image formats: raw big-endian word images, `.BIN` + `.CFG` mappings
+//! and the Intellicart `.ROM` format with its CRC-16 checks.
+
+use crate::memory::Region;
+use std::fmt;
+
+/// Words placed at consecutive addresses from `addr`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub addr: u16,
+    pub words: Vec<u16>,
+}
+
+impl Segment {
+    pub fn end(&self) -> u16 {
+        self.addr
+            .wrapping_add(self.words.len() as u16)
+            .wrapping_sub(1)
+    }
+}
+
+/// A decoded image: ROM segments plus RAM the image asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Image {
+    pub format: &'static str,
+    pub segments: Vec<Segment>,
+    /// Extra RAM ranges (`[memattr]` in a CFG, writable banks in a .ROM).
+    pub ram: Vec<(u16, u16, Region)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RomError {
+    Empty,
+    OddSize(usize),
+    TooLarge {
+        words: usize,
+        load_address: u16,
+    },
+    Overlap {
+        addr: u16,
+    },
+    BadHeader(String),
+    Truncated(String),
+    BadCrc {
+        what: String,
+        stored: u16,
+        computed: u16,
+    },
+    Cfg {
+        line: usize,
+        message: String,
+    },
+}
+
+impl fmt::Display for RomError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RomError::Empty => write!(f, "the file is empty"),
+            RomError::OddSize(n) => write!(
+                f,
+                "the file has {n} bytes, an odd number; a raw image holds big-endian 16-bit words (2 bytes each)"
+            ),
+            RomError::TooLarge {
+                words,
+                load_address,
+            } => write!(
+                f,
+                "{words} words loaded at ${load_address:04X} run past $FFFF; use a lower load_address"
+            ),
+            RomError::Overlap { addr } => write!(
+                f,
+                "two parts of the image both map address ${addr:04X}; fix the overlapping ranges"
+            ),
+            RomError::BadHeader(m) => write!(f, "not a valid .ROM file: {m}"),
+            RomError::Truncated(m) => write!(f, "the .ROM file is truncated: {m}"),
+            RomError::BadCrc {
+                what,
+                stored,
+                computed,
+            } => write!(
+                f,
+                "CRC mismatch in {what}: stored ${stored:04X}, computed ${computed:04X}; the file is corrupt"
+            ),
+            RomError::Cfg { line, message } => write!(f, "CFG line {line}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RomError {}
+
+/// CRC-16/CCITT-FALSE as the .ROM format uses it (poly $1021, init $FFFF).
+pub fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0xFFFF;
+    for &b in data {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// Big-endian bytes to words.
+pub fn words_of(bytes: &[u8]) -> Result<Vec<u16>, RomError> {
+    if bytes.is_empty() {
+        return Err(RomError::Empty);
+    }
+    if !bytes.len().is_multiple_of(2) {
+        return Err(RomError::OddSize(bytes.len()));
+    }
+    Ok(bytes
+        .chunks_exact(2)
+        .map(|w| u16::from_be_bytes([w[0], w[1]]))
+        .collect())
+}
+
+/// A raw image loaded contiguously at `load_address`.
+pub fn parse_raw(bytes: &[u8], load_address: u16) -> Result<Image, RomError> {
+    let words = words_of(bytes)?;
+    if load_address as usize + words.len() > 0x1_0000 {
+        return Err(RomError::TooLarge {
+            words: words.len(),
+            load_address,
+        });
+    }
+    Ok(Image {
+        format: "bin",
+        segments: vec![Segment {
+            addr: load_address,
+            words,
+        }],
+        ram: vec![],
+    })
+}
+
+/// jzIntv's mapping for a `.bin` without a `.cfg`: file words $0000–$1FFF
+/// at $5000, $2000–$2FFF at $D000, $3000–$3FFF at $F000.
+pub fn parse_bin_default(bytes: &[u8]) -> Result<Image, RomError> {
+    let words = words_of(bytes)?;
+    if words.len() > 0x4000 {
+        return Err(RomError::TooLarge {
+            words: words.len(),
+            load_address: 0x5000,
+        });
+    }
+    let mut segments = Vec::new();
+    for (from, to, base) in [
+        (0usize, 0x2000usize, 0x5000u16),
+        (0x2000, 0x3000, 0xD000),
+        (0x3000, 0x4000, 0xF000),
+    ] {
+        if words.len() > from {
+            segments.push(Segment {
+                addr: base,
+                words: words[from..to.min(words.len())].to_vec(),
+            });
+        }
+    }
+    Ok(Image {
+        format: "bin",
+        segments,
+        ram: vec![],
+    })
+}
+
+fn parse_num(tok: &str) -> Option<u32> {
+    let t = tok.trim();
+    if let Some(h) = t.strip_prefix('$') {
+        u32::from_str_radix(h, 16).ok()
+    } else if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else {
+        t.parse().ok()
+    }
+}
+
+/// `$a - $b = $c [rest]` → (a, b, c-or-rest).
+fn parse_range_line(line: &str) -> Option<(u32, u32, &str)> {
+    let (range, rhs) = line.split_once('=')?;
+    let (a, b) = range.split_once('-')?;
+    Some((parse_num(a)?, parse_num(b)?, rhs.trim()))
+}
+
+/// A `.bin` placed by its `.cfg` (`[mapping]`, `[preload]`, `[memattr]`).
+pub fn parse_bin_cfg(bytes: &[u8], cfg: &str) -> Result<Image, RomError> {
+    let words = words_of(bytes)?;
+    let mut image = Image {
+        format: "bin+cfg",
+        ..Default::default()
+    };
+    let mut section = String::new();
+    for (i, raw) in cfg.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw.split(';').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('[') {
+            section = line
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_ascii_lowercase();
+            continue;
+        }
+        let err = |message: String| RomError::Cfg {
+            line: line_no,
+            message,
+        };
+        match section.as_str() {
+            "mapping" | "preload" => {
+                let (a, b, rhs) = parse_range_line(line).ok_or_else(|| {
+                    err(format!("expected `$start - $end = $address`, got `{line}`"))
+                })?;
+                let mut parts = rhs.split_whitespace();
+                let addr = parts
+                    .next()
+                    .and_then(parse_num)
+                    .ok_or_else(|| err(format!("bad target address in `{line}`")))?;
+                if let Some(extra) = parts.next() {
+                    return Err(err(format!(
+                        "`{extra}` (bank-switched pages) is not supported"
+                    )));
+                }
+                if a > b || b as usize >= words.len() {
+                    return Err(err(format!(
+                        "file range ${a:04X}-${b:04X} is outside the .bin, which has {} words",
+                        words.len()
+                    )));
+                }
+                if addr + (b - a) > 0xFFFF {
+                    return Err(err(format!("mapping at ${addr:04X} runs past $FFFF")));
+                }
+                image.segments.push(Segment {
+                    addr: addr as u16,
+                    words: words[a as usize..=b as usize].to_vec(),
+                });
+            }
+            "memattr" => {
+                let (a, b, rhs) = parse_range_line(line).ok_or_else(|| {
+                    err(format!(
+                        "expected `$start - $end = RAM 8|RAM 16`, got `{line}`"
+                    ))
+                })?;
+                let kind: Vec<String> = rhs
+                    .split_whitespace()
+                    .map(|s| s.to_ascii_uppercase())
+                    .collect();
+                let region = match kind
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .as_slice()
+                {
+                    ["RAM" | "WOM", "8"] => Region::Ram8,
+                    ["RAM" | "WOM", "16"] => Region::Ram16,
+                    _ => {
+                        return Err(err(format!(
+                            "unsupported memory attribute `{rhs}`; use RAM 8 or RAM 16"
+                        )));
+                    }
+                };
+                if a > b || b > 0xFFFF {
+                    return Err(err(format!("bad range ${a:04X}-${b:04X}")));
+                }
+                image.ram.push((a as u16, b as u16, region));
+            }
+            // Sections about input devices, variables and macros do not
+            // affect the CPU's memory.
+            _ => {}
+        }
+    }
+    if image.segments.is_empty() {
+        return Err(RomError::Cfg {
+            line: 0,
+            message: "no [mapping] lines: nothing to load".into(),
+        });
+    }
+    check_overlaps(&image.segments)?;
+    Ok(image)
+}
+
+fn check_overlaps(segments: &[Segment]) -> Result<(), RomError> {
+    let mut spans: Vec<(u32, u32)> = segments
+        .iter()
+        .map(|s| (s.addr as u32, s.addr as u32 + s.words.len() as u32 - 1))
+        .collect();
+    spans.sort_unstable();
+    for w in spans.windows(2) {
+        if w[1].0 <= w[0].1 {
+            return Err(RomError::Overlap {
+                addr: w[1].0 as u16,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Bits of a .ROM bank attribute nibble.
+const ATTR_WRITE: u8 = 2;
+const ATTR_NARROW: u8 = 4;
+
+/// An Intellicart `.ROM` file.
+pub fn parse_rom(bytes: &[u8]) -> Result<Image, RomError> {
+    if bytes.len() < 3 {
+        return Err(RomError::BadHeader(format!(
+            "{} bytes, shorter than the 3-byte header",
+            bytes.len()
+        )));
+    }
+    if !matches!(bytes[0], 0xA8 | 0x41 | 0x61) {
+        return Err(RomError::BadHeader(format!(
+            "first byte is ${:02X}, expected $A8",
+            bytes[0]
+        )));
+    }
+    let n = bytes[1] as usize;
+    if bytes[2] != bytes[1] ^ 0xFF {
+        return Err(RomError::BadHeader(format!(
+            "segment count ${:02X} and its complement ${:02X} disagree",
+            bytes[1], bytes[2]
+        )));
+    }
+    let mut pos = 3;
+    let mut image = Image {
+        format: "rom",
+        ..Default::default()
+    };
+    for seg in 0..n {
+        let hdr = bytes
+            .get(pos..pos + 2)
+            .ok_or_else(|| RomError::Truncated(format!("segment {seg} header missing")))?;
+        let (lo, hi) = (hdr[0] as usize, hdr[1] as usize);
+        if hi < lo {
+            return Err(RomError::BadHeader(format!(
+                "segment {seg}: end page ${hi:02X} before start ${lo:02X}"
+            )));
+        }
+        let nwords = (hi - lo + 1) * 256;
+        let data_end = pos + 2 + nwords * 2;
+        let crc_bytes = bytes.get(data_end..data_end + 2).ok_or_else(|| {
+            RomError::Truncated(format!("segment {seg} needs {nwords} words and a CRC"))
+        })?;
+        let stored = u16::from_be_bytes([crc_bytes[0], crc_bytes[1]]);
+        let computed = crc16(&bytes[pos..data_end]);
+        if stored != computed {
+            return Err(RomError::BadCrc {
+                what: format!("segment {seg} (${:04X})", lo << 8),
+                stored,
+                computed,
+            });
+        }
+        image.segments.push(Segment {
+            addr: (lo << 8) as u16,
+            words: words_of(&bytes[pos + 2..data_end])?,
+        });
+        pos = data_end + 2;
+    }
+    let tables = bytes
+        .get(pos..pos + 50)
+        .ok_or_else(|| RomError::Truncated("attribute and fine-address tables missing".into()))?;
+    let stored = u16::from_be_bytes([tables[48], tables[49]]);
+    let computed = crc16(&tables[..48]);
+    if stored != computed {
+        return Err(RomError::BadCrc {
+            what: "the attribute tables".into(),
+            stored,
+            computed,
+        });
+    }
+    check_overlaps(&image.segments)?;
+    for bank in 0..32usize {
+        let attr = (tables[bank / 2] >> (4 * (bank % 2))) & 0xF;
+        if attr & ATTR_WRITE == 0 {
+            continue;
+        }
+        let fine = tables[16 + (bank % 2) * 16 + bank / 2];
+        let (first, last) = ((fine >> 4) as usize, (fine & 7) as usize);
+        if last < first {
+            continue;
+        }
+        let lo = bank * 2048 + first * 256;
+        let hi = bank * 2048 + last * 256 + 255;
+        let region = if attr & ATTR_NARROW != 0 {
+            Region::Ram8
+        } else {
+            Region::Ram16
+        };
+        image.ram.push((lo as u16, hi as u16, region));
+    }
+    Ok(image)
+}
+
+/// Writes segments as a .ROM file (256-word aligned segments, read-only
+/// banks). For tests and sample building.
+pub fn encode_rom(segments: &[Segment]) -> Vec<u8> {
+    let mut out = vec![0xA8, segments.len() as u8, segments.len() as u8 ^ 0xFF];
+    let mut attrs = [0u8; 16];
+    let mut fine = [0x07u8; 32];
+    for s in segments {
+        let lo = (s.addr >> 8) as u8;
+        let pages = s.words.len().div_ceil(256);
+        let hi = lo.saturating_add((pages as u8).saturating_sub(1));
+        let start = out.len();
+        out.extend([lo, hi]);
+        for i in 0..pages * 256 {
+            out.extend(s.words.get(i).copied().unwrap_or(0).to_be_bytes());
+        }
+        let crc = crc16(&out[start..]);
+        out.extend(crc.to_be_bytes());
+        for page in lo as usize..=hi as usize {
+            let bank = page / 8;
+            attrs[bank / 2] |= 1 << (4 * (bank % 2));
+            let idx = (bank % 2) * 16 + bank / 2;
+            let p = (page % 8) as u8;
+            fine[idx] = if fine[idx] == 0x07 {
+                (p << 4) | p
+            } else {
+                (fine[idx] & 0xF0) | p
+            };
+        }
+    }
+    let start = out.len();
+    out.extend(attrs);
+    out.extend(fine);
+    let crc = crc16(&out[start..]);
+    out.extend(crc.to_be_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc_check_value() {
+        assert_eq!(crc16(b"123456789"), 0x29B1);
+    }
+
+    #[test]
+    fn raw_sizes() {
+        assert_eq!(parse_raw(&[0, 4, 0], 0x5000), Err(RomError::OddSize(3)));
+        assert_eq!(parse_raw(&[], 0x5000), Err(RomError::Empty));
+        assert!(matches!(
+            parse_raw(&[0, 1, 0, 2], 0xFFFF),
+            Err(RomError::TooLarge { .. })
+        ));
+        let img = parse_raw(&[0x02, 0xB8, 0x12, 0x34], 0x5000).unwrap();
+        assert_eq!(img.segments[0].words, vec![0x02B8, 0x1234]);
+    }
+
+    #[test]
+    fn cfg_mapping_memattr_and_overlap() {
+        let bin: Vec<u8> = (0..8u16).flat_map(|w| w.to_be_bytes()).collect();
+        let cfg = "[mapping]\n$0000 - $0003 = $5000 ; low half\n$0004 - $0007 = $D000\n[memattr]\n$8000 - $80FF = RAM 16\n";
+        let img = parse_bin_cfg(&bin, cfg).unwrap();
+        assert_eq!(
+            img.segments[1],
+            Segment {
+                addr: 0xD000,
+                words: vec![4, 5, 6, 7]
+            }
+        );
+        assert_eq!(img.ram, vec![(0x8000, 0x80FF, Region::Ram16)]);
+        let bad = "[mapping]\n$0000 - $0003 = $5000\n$0004 - $0007 = $5002\n";
+        assert_eq!(
+            parse_bin_cfg(&bin, bad),
+            Err(RomError::Overlap { addr: 0x5002 })
+        );
+        let outside = "[mapping]\n$0000 - $0010 = $5000\n";
+        assert!(matches!(
+            parse_bin_cfg(&bin, outside),
+            Err(RomError::Cfg { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn rom_round_trip_and_crc_errors() {
+        let segs = vec![
+            Segment {
+                addr: 0x5000,
+                words: (0..300).collect(),
+            },
+            Segment {
+                addr: 0xD000,
+                words: vec![0xABCD; 16],
+            },
+        ];
+        let bytes = encode_rom(&segs);
+        let img = parse_rom(&bytes).unwrap();
+        assert_eq!(img.segments.len(), 2);
+        assert_eq!(img.segments[0].addr, 0x5000);
+        assert_eq!(img.segments[0].words.len(), 512);
+        assert_eq!(&img.segments[0].words[..300], &segs[0].words[..]);
+        assert_eq!(img.segments[1].words[0], 0xABCD);
+        let one = encode_rom(&[Segment {
+            addr: 0x5000,
+            words: vec![1; 256],
+        }]);
+        assert_eq!(one.len(), 569);
+        let mut bad = bytes.clone();
+        bad[10] ^= 1;
+        assert!(matches!(parse_rom(&bad), Err(RomError::BadCrc { .. })));
+        let mut bad = bytes.clone();
+        let n = bad.len();
+        bad[n - 20] ^= 1;
+        assert!(matches!(parse_rom(&bad), Err(RomError::BadCrc { .. })));
+        assert!(matches!(
+            parse_rom(&bytes[..40]),
+            Err(RomError::Truncated(_))
+        ));
+        assert!(matches!(
+            parse_rom(&[0xA8, 1, 1]),
+            Err(RomError::BadHeader(_))
+        ));
+    }
+}

@@ -1,0 +1,945 @@
+//! The MCP tools as plain Rust: sessions of emulated machines, and one
+//! method per tool returning the spec's JSON document or a coded error.
+//! The wit-bindgen glue in `component.rs` only converts arguments.
+
+use crate::cpu::CpuState;
+use crate::disasm::{Instr, disassemble, disassemble_range};
+use crate::machine::{Limits, Machine, RunResult, StopReason, StopWhen, TRACE_MAX};
+use crate::memory::{Memory, Region};
+use crate::rom::{self, Image};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// At most this many sessions at once (each holds about 330 KiB).
+pub const MAX_SESSIONS: usize = 64;
+/// Default `cp1600_run` budget (spec) and `cp1600_run_until` budget.
+pub const RUN_DEFAULT_CYCLES: u64 = 10_000;
+pub const RUN_UNTIL_DEFAULT_CYCLES: u64 = 100_000_000;
+/// Output bounds.
+pub const DISASM_DEFAULT_SPAN: u16 = 16;
+pub const DISASM_MAX: usize = 256;
+pub const MEMORY_DEFAULT_COUNT: u32 = 16;
+pub const MEMORY_MAX: u32 = 1024;
+pub const TRACE_DEFAULT_COUNT: u32 = 32;
+/// A single call stops by itself after this long (reason `time_limit`), so
+/// the host's call deadline never traps the plugin and loses every session.
+pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// A tool failure: a stable code plus what went wrong and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ToolError {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        ToolError {
+            code,
+            message: message.into(),
+        }
+    }
+    fn invalid(message: impl Into<String>) -> Self {
+        Self::new("INVALID_ARGUMENT", message)
+    }
+}
+
+pub type ToolResult = Result<Value, ToolError>;
+
+/// Progress callback the glue supplies: `(done, total, message) -> keep going`.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64, &str) -> bool;
+
+struct RomInfo {
+    path: String,
+    format: &'static str,
+    bytes: usize,
+    segments: Vec<(u16, u16)>,
+}
+
+struct Session {
+    created_at: String,
+    machine: Machine,
+    rom: Option<RomInfo>,
+    /// Extra RAM the image asked for, re-mapped on reset.
+    image_ram: Vec<(u16, u16, Region)>,
+    entry_point: u16,
+    /// Code or data was written with `cp1600_write_memory`, so running
+    /// without a ROM is deliberate.
+    poked: bool,
+}
+
+impl Session {
+    fn state_name(&self) -> &'static str {
+        let st = &self.machine.cpu.st;
+        if st.halted {
+            "halted"
+        } else if st.instructions == 0 {
+            "idle"
+        } else {
+            "running"
+        }
+    }
+}
+
+/// Every session of the plugin instance.
+#[derive(Default)]
+pub struct Sessions {
+    sessions: BTreeMap<String, Session>,
+    active: Option<String>,
+    counter: u64,
+}
+
+fn now_millis() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// RFC 3339 UTC timestamp for a Unix time in milliseconds.
+pub fn rfc3339(millis: u128) -> String {
+    let secs = (millis / 1000) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn registers_json(st: &CpuState) -> Value {
+    let mut m = serde_json::Map::new();
+    for (i, v) in st.r.iter().enumerate() {
+        m.insert(format!("R{i}"), json!(v));
+    }
+    Value::Object(m)
+}
+
+fn flags_json(st: &CpuState) -> Value {
+    json!({ "C": st.c, "OV": st.ov, "Z": st.z, "S": st.s })
+}
+
+/// Compact flags for trace lines: `SZOCI`, `-` for a clear flag, `D` when
+/// SDBD is pending.
+fn flags_compact(st: &CpuState) -> String {
+    let mut s = String::with_capacity(6);
+    for (on, ch) in [
+        (st.s, 'S'),
+        (st.z, 'Z'),
+        (st.ov, 'O'),
+        (st.c, 'C'),
+        (st.i, 'I'),
+    ] {
+        s.push(if on { ch } else { '-' });
+    }
+    if st.d {
+        s.push('D');
+    }
+    s
+}
+
+fn instr_json(ins: &Instr) -> Value {
+    json!({
+        "address": ins.address,
+        "opcode": ins.mnemonic,
+        "operands": ins.operands,
+        "raw": ins.words[0],
+        "size": ins.len,
+    })
+}
+
+/// Parses `R0`–`R7` (also `PC` = R7, `SP` = R6).
+pub fn parse_register(name: &str) -> Result<usize, ToolError> {
+    let n = name.trim().to_ascii_uppercase();
+    match n.as_str() {
+        "PC" => Ok(7),
+        "SP" => Ok(6),
+        _ => n
+            .strip_prefix('R')
+            .and_then(|d| d.parse::<usize>().ok())
+            .filter(|d| *d < 8)
+            .ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "unknown register `{name}`; use R0 to R7 (or PC, SP)"
+                ))
+            }),
+    }
+}
+
+/// Options for `load_rom` beyond the spec's path and load address.
+#[derive(Default, Clone)]
+pub struct LoadOptions {
+    pub load_address: Option<u16>,
+    pub cfg_path: Option<String>,
+    pub entry_point: Option<u16>,
+    /// Keep what is already loaded and add this image (default: replace).
+    pub keep_existing: bool,
+}
+
+/// Condition set for `run_until`.
+#[derive(Default, Clone)]
+pub struct UntilOptions {
+    pub pc: Option<u16>,
+    pub register: Option<String>,
+    pub register_value: Option<u16>,
+    pub address: Option<u16>,
+    pub memory_value: Option<u16>,
+    pub stop_on_breakpoint: Option<bool>,
+    pub max_cycles: Option<u64>,
+}
+
+/// New register and flag values for `write_registers`; `None` keeps one.
+#[derive(Default, Clone)]
+pub struct RegisterWrite {
+    pub r: [Option<u16>; 8],
+    pub s: Option<bool>,
+    pub z: Option<bool>,
+    pub ov: Option<bool>,
+    pub c: Option<bool>,
+    pub i: Option<bool>,
+    pub halted: Option<bool>,
+}
+
+fn read_file(path: &str) -> Result<(PathBuf, Vec<u8>), ToolError> {
+    if path.trim().is_empty() {
+        return Err(ToolError::invalid(
+            "rom_path is empty; pass the path of a .bin or .rom file",
+        ));
+    }
+    let resolved = plugin_kit::paths::resolve(path);
+    std::fs::read(&resolved).map(|b| (resolved.clone(), b)).map_err(|e| {
+        ToolError::new(
+            "FILE_ERROR",
+            format!(
+                "cannot read {}: {e}. The file must be inside a directory the plugin was granted; relative paths resolve against the workspace",
+                resolved.display()
+            ),
+        )
+    })
+}
+
+fn has_ext(path: &Path, ext: &str) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+impl Sessions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn resolve_id(&self, session_id: Option<&str>) -> Result<String, ToolError> {
+        match session_id.filter(|s| !s.is_empty()) {
+            Some(id) => {
+                if self.sessions.contains_key(id) {
+                    Ok(id.to_string())
+                } else {
+                    let known: Vec<&str> = self.sessions.keys().map(String::as_str).collect();
+                    Err(ToolError::new(
+                        "SESSION_NOT_FOUND",
+                        format!(
+                            "Session not found: {id}. Existing sessions: [{}]; create one with cp1600_create_session",
+                            known.join(", ")
+                        ),
+                    ))
+                }
+            }
+            None => self.active.clone().ok_or_else(|| {
+                ToolError::new(
+                    "SESSION_NOT_FOUND",
+                    "no session_id given and no active session; call cp1600_create_session first",
+                )
+            }),
+        }
+    }
+
+    fn get(&mut self, session_id: Option<&str>) -> Result<(String, &mut Session), ToolError> {
+        let id = self.resolve_id(session_id)?;
+        let s = self
+            .sessions
+            .get_mut(&id)
+            .ok_or_else(|| ToolError::new("SESSION_NOT_FOUND", id.clone()))?;
+        Ok((id, s))
+    }
+
+    fn runnable(&mut self, session_id: Option<&str>) -> Result<(String, &mut Session), ToolError> {
+        let (id, s) = self.get(session_id)?;
+        if s.rom.is_none() && !s.poked {
+            return Err(ToolError::new(
+                "NO_ROM_LOADED",
+                format!(
+                    "session {id} has no program; call cp1600_load_rom first (or write code with cp1600_write_memory)"
+                ),
+            ));
+        }
+        Ok((id, s))
+    }
+
+    pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult {
+        if self.sessions.len() >= MAX_SESSIONS {
+            return Err(ToolError::new(
+                "SESSION_LIMIT",
+                format!(
+                    "{MAX_SESSIONS} sessions exist; destroy one with cp1600_destroy_session first"
+                ),
+            ));
+        }
+        let millis = now_millis();
+        let id = match session_id.map(str::trim).filter(|s| !s.is_empty()) {
+            Some(id) => {
+                if id.len() > 64
+                    || !id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+                {
+                    return Err(ToolError::invalid(
+                        "session_id must be 1-64 characters of letters, digits, `_`, `-` or `.`",
+                    ));
+                }
+                if self.sessions.contains_key(id) {
+                    return Err(ToolError::new(
+                        "SESSION_EXISTS",
+                        format!("session {id} already exists; pick another id or destroy it first"),
+                    ));
+                }
+                id.to_string()
+            }
+            None => loop {
+                self.counter += 1;
+                let id = if self.counter == 1 {
+                    format!("session_{millis}")
+                } else {
+                    format!("session_{millis}_{}", self.counter)
+                };
+                if !self.sessions.contains_key(&id) {
+                    break id;
+                }
+            },
+        };
+        let mut machine = Machine::new();
+        machine.cpu.reset_to(0x5000);
+        self.sessions.insert(
+            id.clone(),
+            Session {
+                created_at: rfc3339(millis),
+                machine,
+                rom: None,
+                image_ram: vec![],
+                entry_point: 0x5000,
+                poked: false,
+            },
+        );
+        self.active = Some(id.clone());
+        Ok(json!({ "session_id": id, "status": "created", "active": true }))
+    }
+
+    pub fn list_sessions(&self) -> ToolResult {
+        let sessions: Vec<Value> = self
+            .sessions
+            .iter()
+            .map(|(id, s)| {
+                json!({
+                    "session_id": id,
+                    "created_at": s.created_at,
+                    "rom_loaded": s.rom.is_some(),
+                    "rom_path": s.rom.as_ref().map(|r| r.path.clone()),
+                    "rom_format": s.rom.as_ref().map(|r| r.format),
+                    "state": s.state_name(),
+                    "active": self.active.as_deref() == Some(id.as_str()),
+                })
+            })
+            .collect();
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    pub fn switch_session(&mut self, session_id: &str) -> ToolResult {
+        let id = self.resolve_id(Some(session_id))?;
+        self.active = Some(id.clone());
+        Ok(json!({ "session_id": id, "status": "active" }))
+    }
+
+    pub fn destroy_session(&mut self, session_id: &str) -> ToolResult {
+        let id = self.resolve_id(Some(session_id))?;
+        self.sessions.remove(&id);
+        if self.active.as_deref() == Some(id.as_str()) {
+            self.active = None;
+        }
+        Ok(json!({ "session_id": id, "status": "destroyed", "active_session": self.active }))
+    }
+
+    pub fn load_rom(
+        &mut self,
+        session_id: Option<&str>,
+        rom_path: &str,
+        opts: &LoadOptions,
+    ) -> ToolResult {
+        let (id, _) = self.get(session_id)?;
+        let (path, bytes) = read_file(rom_path)?;
+        let invalid =
+            |e: rom::RomError| ToolError::new("INVALID_ROM", format!("{}: {e}", path.display()));
+        let looks_like_rom = bytes.len() >= 3 && bytes[0] == 0xA8 && bytes[2] == bytes[1] ^ 0xFF;
+        let image: Image = if has_ext(&path, "rom") || (looks_like_rom && !has_ext(&path, "bin")) {
+            rom::parse_rom(&bytes).map_err(invalid)?
+        } else if let Some(addr) = opts.load_address {
+            rom::parse_raw(&bytes, addr).map_err(invalid)?
+        } else {
+            let cfg = match &opts.cfg_path {
+                Some(p) => Some(read_file(p)?),
+                None => {
+                    let sibling = path.with_extension("cfg");
+                    std::fs::read(&sibling).ok().map(|b| (sibling, b))
+                }
+            };
+            match cfg {
+                Some((cfg_path, cfg_bytes)) => {
+                    let text = String::from_utf8_lossy(&cfg_bytes);
+                    rom::parse_bin_cfg(&bytes, &text).map_err(|e| {
+                        ToolError::new(
+                            "INVALID_ROM",
+                            format!("{} with {}: {e}", path.display(), cfg_path.display()),
+                        )
+                    })?
+                }
+                None => rom::parse_bin_default(&bytes).map_err(invalid)?,
+            }
+        };
+        let s = self
+            .sessions
+            .get_mut(&id)
+            .ok_or_else(|| ToolError::new("SESSION_NOT_FOUND", id.clone()))?;
+        let mut mem = if opts.keep_existing {
+            s.machine.cpu.mem.clone()
+        } else {
+            Memory::new()
+        };
+        for seg in &image.segments {
+            for (i, _) in seg.words.iter().enumerate() {
+                let a = seg.addr.wrapping_add(i as u16);
+                if opts.keep_existing && mem.region(a) == Region::Rom {
+                    return Err(ToolError::new(
+                        "INVALID_ROM",
+                        format!(
+                            "{}: address ${a:04X} is already loaded; reload without keep_existing",
+                            path.display()
+                        ),
+                    ));
+                }
+            }
+        }
+        for &(lo, hi, region) in &image.ram {
+            mem.map_range(lo, hi, region);
+        }
+        for seg in &image.segments {
+            for (i, w) in seg.words.iter().enumerate() {
+                mem.load_word(seg.addr.wrapping_add(i as u16), *w);
+            }
+        }
+        let first = image
+            .segments
+            .iter()
+            .map(|s| s.addr)
+            .min()
+            .unwrap_or(0x5000);
+        let entry = opts.entry_point.unwrap_or(match opts.load_address {
+            Some(a) => a,
+            None if mem.region(0x5000) == Region::Rom => 0x5000,
+            None => first,
+        });
+        let segments: Vec<(u16, u16)> = image.segments.iter().map(|s| (s.addr, s.end())).collect();
+        s.machine.cpu.mem = mem;
+        s.machine.cpu.reset_to(entry);
+        s.machine.clear_trace();
+        if !opts.keep_existing {
+            s.image_ram.clear();
+        }
+        s.image_ram.extend(image.ram.iter().copied());
+        s.entry_point = entry;
+        let mut all_segments = match (&s.rom, opts.keep_existing) {
+            (Some(r), true) => r.segments.clone(),
+            _ => vec![],
+        };
+        all_segments.extend(&segments);
+        let total_bytes = bytes.len()
+            + if opts.keep_existing {
+                s.rom.as_ref().map_or(0, |r| r.bytes)
+            } else {
+                0
+            };
+        s.rom = Some(RomInfo {
+            path: path.display().to_string(),
+            format: image.format,
+            bytes: total_bytes,
+            segments: all_segments,
+        });
+        Ok(json!({
+            "status": "loaded",
+            "session_id": id,
+            "rom_size": bytes.len(),
+            "load_address": opts.load_address.unwrap_or(first),
+            "entry_point": entry,
+            "format": image.format,
+            "segments": segments.iter().map(|(a, b)| json!({"start": a, "end": b})).collect::<Vec<_>>(),
+        }))
+    }
+
+    fn run_with(
+        s: &mut Session,
+        limits: Limits,
+        when: &StopWhen,
+        total: u64,
+        unit: &str,
+        progress: Progress,
+    ) -> RunResult {
+        let started = Instant::now();
+        let mut timed_out = false;
+        let mut report = |done: u64, cycles: u64| {
+            if started.elapsed() > CALL_TIME_LIMIT {
+                timed_out = true;
+                return false;
+            }
+            let d = if unit == "cycles" { cycles } else { done };
+            progress(d, total, &format!("{done} instructions, {cycles} cycles"))
+        };
+        let mut r = s.machine.run(limits, when, &mut report);
+        if timed_out && r.reason == StopReason::Cancelled {
+            r.reason = StopReason::TimeLimit;
+        }
+        r
+    }
+
+    pub fn step(
+        &mut self,
+        session_id: Option<&str>,
+        count: Option<u64>,
+        progress: Progress,
+    ) -> ToolResult {
+        let count = count.unwrap_or(1);
+        if count == 0 {
+            return Err(ToolError::invalid("count must be at least 1"));
+        }
+        let (id, s) = self.runnable(session_id)?;
+        let limits = Limits {
+            instructions: count,
+            cycles: u64::MAX,
+        };
+        let r = Self::run_with(
+            s,
+            limits,
+            &StopWhen::default(),
+            count,
+            "instructions",
+            progress,
+        );
+        let st = &s.machine.cpu.st;
+        let mut out = json!({
+            "executed": r.executed,
+            "halted": st.halted,
+            "pc": st.r[7],
+            "cycles": st.cycles,
+            "session_id": id,
+        });
+        if matches!(r.reason, StopReason::Cancelled | StopReason::TimeLimit) {
+            out["reason"] = json!(r.reason.as_str());
+        }
+        Ok(out)
+    }
+
+    pub fn run(
+        &mut self,
+        session_id: Option<&str>,
+        max_cycles: Option<u64>,
+        progress: Progress,
+    ) -> ToolResult {
+        let budget = max_cycles.unwrap_or(RUN_DEFAULT_CYCLES);
+        if budget == 0 {
+            return Err(ToolError::invalid("max_cycles must be at least 1"));
+        }
+        let (id, s) = self.runnable(session_id)?;
+        let when = StopWhen {
+            breakpoints: true,
+            ..Default::default()
+        };
+        let limits = Limits {
+            instructions: u64::MAX,
+            cycles: budget,
+        };
+        let r = Self::run_with(s, limits, &when, budget, "cycles", progress);
+        Ok(run_json(&id, s, &r))
+    }
+
+    pub fn run_until(
+        &mut self,
+        session_id: Option<&str>,
+        u: &UntilOptions,
+        progress: Progress,
+    ) -> ToolResult {
+        let register = match (&u.register, u.register_value) {
+            (Some(name), Some(v)) => Some((parse_register(name)?, v)),
+            (None, None) => None,
+            _ => {
+                return Err(ToolError::invalid(
+                    "register and register_value go together; pass both or neither",
+                ));
+            }
+        };
+        let memory = match (u.address, u.memory_value) {
+            (Some(a), Some(v)) => Some((a, v)),
+            (None, None) => None,
+            _ => {
+                return Err(ToolError::invalid(
+                    "address and memory_value go together; pass both or neither",
+                ));
+            }
+        };
+        let budget = u.max_cycles.unwrap_or(RUN_UNTIL_DEFAULT_CYCLES);
+        if budget == 0 {
+            return Err(ToolError::invalid("max_cycles must be at least 1"));
+        }
+        let (id, s) = self.runnable(session_id)?;
+        let when = StopWhen {
+            breakpoints: u.stop_on_breakpoint.unwrap_or(true),
+            pc: u.pc,
+            register,
+            memory,
+        };
+        let limits = Limits {
+            instructions: u64::MAX,
+            cycles: budget,
+        };
+        let r = Self::run_with(s, limits, &when, budget, "cycles", progress);
+        Ok(run_json(&id, s, &r))
+    }
+
+    pub fn reset(&mut self, session_id: Option<&str>, preserve_rom: Option<bool>) -> ToolResult {
+        let (id, s) = self.get(session_id)?;
+        if preserve_rom.unwrap_or(true) {
+            s.machine.cpu.mem.clear_ram();
+        } else {
+            s.machine.cpu.mem = Memory::new();
+            s.rom = None;
+            s.image_ram.clear();
+            s.poked = false;
+            s.entry_point = 0x5000;
+        }
+        let entry = s.entry_point;
+        s.machine.cpu.reset_to(entry);
+        s.machine.clear_trace();
+        Ok(
+            json!({ "status": "reset", "pc": entry, "session_id": id, "rom_loaded": s.rom.is_some() }),
+        )
+    }
+
+    pub fn get_state(&mut self, session_id: Option<&str>) -> ToolResult {
+        let (id, s) = self.get(session_id)?;
+        let st = &s.machine.cpu.st;
+        Ok(json!({
+            "registers": registers_json(st),
+            "flags": flags_json(st),
+            "halted": st.halted,
+            "cycles": st.cycles,
+            "pc": st.r[7],
+            "instructions": st.instructions,
+            "interrupts_enabled": st.i,
+            "sdbd_pending": st.d,
+            "session_id": id,
+        }))
+    }
+
+    pub fn get_registers(&mut self, session_id: Option<&str>) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        Ok(json!({ "registers": registers_json(&s.machine.cpu.st) }))
+    }
+
+    pub fn get_flags(&mut self, session_id: Option<&str>) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        Ok(json!({ "flags": flags_json(&s.machine.cpu.st) }))
+    }
+
+    pub fn disassemble(
+        &mut self,
+        session_id: Option<&str>,
+        start: u16,
+        end: Option<u16>,
+    ) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let end = end.unwrap_or(start.saturating_add(DISASM_DEFAULT_SPAN));
+        if end < start {
+            return Err(ToolError::invalid(format!(
+                "end_address ${end:04X} is below start_address ${start:04X}"
+            )));
+        }
+        let mem = &s.machine.cpu.mem;
+        let list = disassemble_range(|a| mem.read(a), start, end, DISASM_MAX);
+        let mut out = json!({ "disassembly": list.iter().map(instr_json).collect::<Vec<_>>() });
+        if let Some(last) = list.last() {
+            let next = last.address as u32 + last.len as u32;
+            if list.len() == DISASM_MAX && next <= end as u32 {
+                out["note"] = json!(format!(
+                    "stopped after {DISASM_MAX} instructions; call again with start_address {next} for the rest"
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn examine_memory(
+        &mut self,
+        session_id: Option<&str>,
+        start: u16,
+        count: Option<u32>,
+    ) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let want = count.unwrap_or(MEMORY_DEFAULT_COUNT);
+        if want == 0 {
+            return Err(ToolError::invalid("count must be at least 1"));
+        }
+        let avail = 0x1_0000 - start as u32;
+        let n = want.min(MEMORY_MAX).min(avail);
+        let mem = &s.machine.cpu.mem;
+        let memory: Vec<Value> = (0..n)
+            .map(|i| {
+                let a = start + i as u16;
+                json!({ "address": a, "value": mem.read(a) })
+            })
+            .collect();
+        let mut out = json!({ "memory": memory });
+        if n < want {
+            out["note"] = json!(if n < avail {
+                format!(
+                    "showing {n} of {want} words (limit {MEMORY_MAX}); call again with start_address {}",
+                    start as u32 + n
+                )
+            } else {
+                format!("showing {n} words: the address space ends at $FFFF")
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn memory_map(&mut self, session_id: Option<&str>) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let regions: Vec<Value> = s
+            .machine
+            .cpu
+            .mem
+            .regions()
+            .into_iter()
+            .map(|(a, b, r)| json!({ "start": a, "end": b, "kind": r.name() }))
+            .collect();
+        Ok(json!({ "regions": regions, "unmapped_reads": 0xFFFF }))
+    }
+
+    pub fn set_breakpoint(&mut self, session_id: Option<&str>, address: u16) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let added = s.machine.set_breakpoint(address);
+        Ok(json!({
+            "status": if added { "set" } else { "already_set" },
+            "address": address,
+            "breakpoints": s.machine.breakpoints(),
+        }))
+    }
+
+    pub fn clear_breakpoint(
+        &mut self,
+        session_id: Option<&str>,
+        address: Option<u16>,
+    ) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let cleared = match address {
+            Some(a) => {
+                if !s.machine.clear_breakpoint(a) {
+                    return Err(ToolError::new(
+                        "BREAKPOINT_NOT_FOUND",
+                        format!("no breakpoint at {a} (${a:04X}); see cp1600_list_breakpoints"),
+                    ));
+                }
+                1
+            }
+            None => s.machine.clear_all_breakpoints(),
+        };
+        Ok(json!({ "cleared": cleared, "breakpoints": s.machine.breakpoints() }))
+    }
+
+    pub fn list_breakpoints(&mut self, session_id: Option<&str>) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        Ok(json!({ "breakpoints": s.machine.breakpoints() }))
+    }
+
+    pub fn configure_trace(
+        &mut self,
+        session_id: Option<&str>,
+        enabled: bool,
+        capacity: Option<u32>,
+    ) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        if capacity == Some(0) || capacity.is_some_and(|c| c as usize > TRACE_MAX) {
+            return Err(ToolError::invalid(format!(
+                "capacity must be 1 to {TRACE_MAX}"
+            )));
+        }
+        s.machine
+            .configure_trace(enabled, capacity.map(|c| c as usize));
+        Ok(json!({
+            "tracing": s.machine.tracing(),
+            "capacity": s.machine.trace_capacity(),
+            "entries": s.machine.trace().len(),
+        }))
+    }
+
+    pub fn get_trace(&mut self, session_id: Option<&str>, count: Option<u32>) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let want = count.unwrap_or(TRACE_DEFAULT_COUNT) as usize;
+        let trace = s.machine.trace();
+        let n = want.min(trace.len());
+        let mut prev_sdbd = trace.len() > n && trace[trace.len() - n - 1].words[0] & 0x3FF == 1;
+        let entries: Vec<Value> = trace
+            .iter()
+            .skip(trace.len() - n)
+            .map(|t| {
+                let ins = disassemble(
+                    |a| t.words[a.wrapping_sub(t.before.r[7]) as usize % 3],
+                    t.before.r[7],
+                    prev_sdbd,
+                );
+                prev_sdbd = ins.mnemonic == "SDBD";
+                json!({
+                    "step": t.before.instructions,
+                    "pc": t.before.r[7],
+                    "r": t.before.r,
+                    "flags": flags_compact(&t.before),
+                    "cycles": t.before.cycles,
+                    "text": ins.text(),
+                })
+            })
+            .collect();
+        let mut out = json!({
+            "trace": entries,
+            "tracing": s.machine.tracing(),
+            "buffered": trace.len(),
+        });
+        if !s.machine.tracing() && trace.is_empty() {
+            out["note"] =
+                json!("tracing is off; enable it with cp1600_configure_trace, then step or run");
+        } else if n < trace.len() {
+            out["note"] = json!(format!(
+                "last {n} of {} buffered instructions (state before each); pass a larger count for more",
+                trace.len()
+            ));
+        }
+        Ok(out)
+    }
+
+    pub fn write_memory(
+        &mut self,
+        session_id: Option<&str>,
+        address: u16,
+        values: &[u16],
+    ) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        if values.is_empty() {
+            return Err(ToolError::invalid(
+                "values is empty; pass at least one word",
+            ));
+        }
+        if address as usize + values.len() > 0x1_0000 {
+            return Err(ToolError::invalid("the write runs past $FFFF"));
+        }
+        let mem = &mut s.machine.cpu.mem;
+        if let Some(bad) = (0..values.len())
+            .map(|i| address + i as u16)
+            .find(|a| mem.region(*a) == Region::Unmapped)
+        {
+            return Err(ToolError::new(
+                "UNMAPPED_ADDRESS",
+                format!(
+                    "address {bad} (${bad:04X}) is unmapped; writable: RAM $0100-$01EF (8-bit), $0200-$035F, and loaded ROM"
+                ),
+            ));
+        }
+        for (i, v) in values.iter().enumerate() {
+            mem.poke(address + i as u16, *v);
+        }
+        s.poked = true;
+        let read_back: Vec<u16> = (0..values.len())
+            .map(|i| mem.read(address + i as u16))
+            .collect();
+        Ok(json!({ "written": values.len(), "address": address, "values": read_back }))
+    }
+
+    pub fn write_registers(&mut self, session_id: Option<&str>, w: &RegisterWrite) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        let st = &mut s.machine.cpu.st;
+        for (i, v) in w.r.iter().enumerate() {
+            if let Some(v) = v {
+                st.r[i] = *v;
+            }
+        }
+        let set = |f: &mut bool, v: Option<bool>| {
+            if let Some(v) = v {
+                *f = v;
+            }
+        };
+        set(&mut st.s, w.s);
+        set(&mut st.z, w.z);
+        set(&mut st.ov, w.ov);
+        set(&mut st.c, w.c);
+        set(&mut st.i, w.i);
+        set(&mut st.halted, w.halted);
+        self.get_state(session_id)
+    }
+
+    pub fn interrupt(&mut self, session_id: Option<&str>) -> ToolResult {
+        let (_, s) = self.get(session_id)?;
+        s.machine.cpu.irq = true;
+        let i = s.machine.cpu.st.i;
+        Ok(json!({
+            "status": "pending",
+            "interrupts_enabled": i,
+            "note": if i {
+                "taken after the next interruptible instruction: pushes the PC and jumps to $1004"
+            } else {
+                "interrupts are disabled (EIS enables them); the request stays pending"
+            },
+        }))
+    }
+}
+
+fn run_json(id: &str, s: &Session, r: &RunResult) -> Value {
+    let st = &s.machine.cpu.st;
+    let mut out = json!({
+        "halted": st.halted,
+        "reason": r.reason.as_str(),
+        "cycles": st.cycles,
+        "pc": st.r[7],
+        "executed": r.executed,
+        "cycles_run": r.cycles_run,
+        "session_id": id,
+    });
+    match r.reason {
+        StopReason::Cancelled => {
+            out["note"] =
+                json!("cancelled by the client; the session is intact, run again to continue")
+        }
+        StopReason::TimeLimit => {
+            out["note"] = json!(format!(
+                "stopped after {}s of wall time to stay within the call deadline; run again to continue",
+                CALL_TIME_LIMIT.as_secs()
+            ))
+        }
+        _ => {}
+    }
+    out
+}

@@ -1,0 +1,177 @@
+//! A test plugin: functions over every WIT type, and probes of the sandbox.
+
+use std::cell::Cell;
+use std::io::Write;
+
+wit_bindgen::generate!({
+    path: "wit",
+    world: "plugin",
+    generate_all,
+});
+
+use benchtop::host::content::{Block, Image};
+use benchtop::host::{log, progress};
+use exports::benchtop_test::kitchen_sink::{sandbox, types};
+use types::{AppError, Color, Nested, Perms, Point, Shape};
+
+struct KitchenSink;
+
+impl types::Guest for KitchenSink {
+    fn echo_ints(
+        a: u8,
+        b: i8,
+        c: u16,
+        d: i16,
+        e: u32,
+        f: i32,
+        g: u64,
+        h: i64,
+    ) -> (u8, i8, u16, i16, u32, i32, u64, i64) {
+        (a, b, c, d, e, f, g, h)
+    }
+
+    fn echo_floats(single: f32, double: f64) -> (f32, f64, f64) {
+        (single, double, single as f64 + double)
+    }
+
+    fn divide(a: f64, b: f64) -> f64 {
+        a / b
+    }
+
+    fn echo_nested(value: Nested) -> Nested {
+        value
+    }
+
+    fn echo_char(c: char) -> (char, u32) {
+        (c, c as u32)
+    }
+
+    fn echo_flags(perms: Perms, color: Color, shape: Shape) -> (Perms, Color, Shape) {
+        (perms, color, shape)
+    }
+
+    fn echo_option(value: Option<String>, numbers: Option<Vec<i64>>) -> Option<String> {
+        value.map(|v| format!("{v} {:?}", numbers.unwrap_or_default()))
+    }
+
+    fn hello() -> String {
+        "hello from kitchen-sink".into()
+    }
+
+    fn nothing() {}
+
+    fn structured_error(fail: bool) -> Result<Point, AppError> {
+        if fail {
+            Err(AppError {
+                code: "BAD_THING".into(),
+                message: "the thing was bad; pass fail=false".into(),
+            })
+        } else {
+            Ok(Point { x: 1, y: -1 })
+        }
+    }
+
+    fn plain_error(fail: bool) -> Result<String, String> {
+        if fail {
+            Err("plain failure".into())
+        } else {
+            Ok("plain success".into())
+        }
+    }
+
+    fn blocks() -> Vec<Block> {
+        vec![
+            Block::Text("a caption".into()),
+            Block::Image(Image {
+                mime_type: "image/png".into(),
+                data: vec![0x89, b'P', b'N', b'G'],
+            }),
+        ]
+    }
+}
+
+thread_local! {
+    static CALLS: Cell<u32> = const { Cell::new(0) };
+}
+
+impl sandbox::Guest for KitchenSink {
+    fn read_file(path: String) -> Result<String, String> {
+        std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))
+    }
+
+    fn write_file(path: String, contents: String) -> Result<(), String> {
+        std::fs::write(&path, contents).map_err(|e| format!("{path}: {e}"))
+    }
+
+    fn list_dir(path: String) -> Result<Vec<String>, String> {
+        let entries = std::fs::read_dir(&path).map_err(|e| format!("{path}: {e}"))?;
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn env_var(name: String) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    #[allow(clippy::empty_loop)]
+    fn spin() {
+        loop {}
+    }
+
+    fn allocate(mebibytes: u32) -> u32 {
+        let mut chunks = Vec::new();
+        for _ in 0..mebibytes {
+            let mut chunk = vec![0u8; 1 << 20];
+            for page in chunk.iter_mut().step_by(4096) {
+                *page = 1;
+            }
+            chunks.push(chunk);
+        }
+        chunks.len() as u32
+    }
+
+    fn panic(message: String) {
+        panic!("{message}");
+    }
+
+    fn noisy() -> String {
+        println!("this line goes to guest stdout");
+        eprintln!("this line goes to guest stderr");
+        let _ = std::io::stdout().flush();
+        log::write(log::Level::Info, "a log line from kitchen-sink");
+        "noisy done".into()
+    }
+
+    fn counter() -> u32 {
+        CALLS.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        })
+    }
+
+    fn slow_count(steps: u32, millis_per_step: u32) -> Result<u32, String> {
+        for i in 0..steps {
+            if !progress::report(i as u64, steps as u64, &format!("step {i}")) {
+                return Err(format!("cancelled after {i} steps"));
+            }
+            let until = std::time::Instant::now()
+                + std::time::Duration::from_millis(millis_per_step as u64);
+            while std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        Ok(steps)
+    }
+
+    fn connect(address: String) -> Result<String, String> {
+        std::net::TcpStream::connect(&address)
+            .map(|_| format!("connected to {address}"))
+            .map_err(|e| format!("{address}: {e}"))
+    }
+}
+
+export!(KitchenSink);
