@@ -496,11 +496,12 @@ impl Plugin {
             Some(wasmtime::Trap::OutOfFuel) => "it ran out of fuel".to_owned(),
             Some(trap) => format!("it trapped: {trap}"),
             None => {
+                // The root cause, without the wasm backtrace wasmtime attaches.
                 let root = err.root_cause().to_string();
-                if root.contains("forcing a memory growth failure") || root.contains("memory") && root.contains("limit") {
+                if root.contains("growing memory") || root.contains("memory growth") {
                     format!("it exceeded its memory cap of {} MiB", self.limits.memory >> 20)
                 } else {
-                    format!("{err:#}")
+                    root
                 }
             }
         };

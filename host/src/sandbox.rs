@@ -110,6 +110,13 @@ impl Policy {
         for (k, v) in &self.env {
             b.env(k, v);
         }
+        // Lets the plugin explain a refused path in terms of what was granted.
+        let roots: Vec<String> = self
+            .dirs
+            .iter()
+            .map(|d| format!("{} {}", if d.access == Access::Rw { "rw" } else { "ro" }, d.path.display()))
+            .collect();
+        b.env(ALLOWED_VAR, roots.join("\n"));
         if let Some(ws) = self.workspace.as_ref().and_then(|w| w.to_str()) {
             b.env(WORKSPACE_VAR, ws);
             b.initial_cwd(ws);
@@ -155,6 +162,9 @@ impl Policy {
 
 /// Environment variable holding the workspace directory inside the guest.
 pub const WORKSPACE_VAR: &str = "BENCHTOP_WORKSPACE";
+
+/// Environment variable listing the granted directories (`ro /path` lines).
+pub const ALLOWED_VAR: &str = "BENCHTOP_ALLOWED_DIRS";
 
 /// Where a plugin's stdout and stderr go: the host log (stderr), never the
 /// JSON-RPC stream. The tail of stderr is kept so a trap's error can quote

@@ -52,3 +52,115 @@ mod tests {
         );
     }
 }
+
+/// Environment variable through which the host lists the directories a
+/// plugin may use, one per line as `ro /path` or `rw /path`.
+pub const ALLOWED_VAR: &str = "BENCHTOP_ALLOWED_DIRS";
+
+/// A directory the host granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// Its path (the same inside and outside the sandbox).
+    pub path: PathBuf,
+    /// Whether the plugin may write there.
+    pub writable: bool,
+}
+
+/// The directories the host granted this plugin.
+pub fn allowed_roots() -> Vec<Root> {
+    parse_roots(&std::env::var(ALLOWED_VAR).unwrap_or_default())
+}
+
+fn parse_roots(text: &str) -> Vec<Root> {
+    text.lines()
+        .filter_map(|line| {
+            let (access, path) = line.split_once(' ')?;
+            Some(Root {
+                path: PathBuf::from(path),
+                writable: access == "rw",
+            })
+        })
+        .collect()
+}
+
+/// Removes `.` and `..` components without touching the filesystem (the
+/// sandbox cannot see outside its roots, so it cannot canonicalize).
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Explains a failed file operation on `path` in terms a user can act on:
+/// outside every granted directory, in a read-only one, or the OS error.
+pub fn explain_io_error(path: &Path, err: &std::io::Error, writing: bool) -> String {
+    explain_with_roots(path, err, writing, &allowed_roots())
+}
+
+fn explain_with_roots(path: &Path, err: &std::io::Error, writing: bool, roots: &[Root]) -> String {
+    let abs = normalize(&resolve(path));
+    let list = || {
+        if roots.is_empty() {
+            "none".to_owned()
+        } else {
+            roots
+                .iter()
+                .map(|r| format!("{} ({})", r.path.display(), if r.writable { "read-write" } else { "read-only" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    match roots.iter().filter(|r| abs.starts_with(&r.path)).max_by_key(|r| r.path.as_os_str().len()) {
+        None => format!(
+            "`{}` is outside the directories this plugin may use ({}). Use a path inside them, or grant the directory when starting benchtop (--allow DIR or --allow DIR:rw).",
+            path.display(),
+            list()
+        ),
+        Some(root) if writing && !root.writable => format!(
+            "`{}` is in {}, which this plugin may only read. Grant it read-write when starting benchtop (--allow {}:rw).",
+            path.display(),
+            root.path.display(),
+            root.path.display()
+        ),
+        Some(_) => format!("`{}`: {}", path.display(), describe_kind(err)),
+    }
+}
+
+fn describe_kind(err: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match err.kind() {
+        NotFound => "no such file or directory".into(),
+        PermissionDenied => "permission denied".into(),
+        IsADirectory => "is a directory, not a file".into(),
+        NotADirectory => "a component of the path is not a directory".into(),
+        _ => err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod root_tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_granted_roots() {
+        let roots = parse_roots("rw /work/ws\nro /defs");
+        let nf = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let msg = explain_with_roots(Path::new("/etc/passwd"), &nf, false, &roots);
+        assert!(msg.contains("outside") && msg.contains("/work/ws (read-write)") && msg.contains("/defs (read-only)"));
+        let msg = explain_with_roots(Path::new("/work/ws/../../etc/x"), &nf, false, &roots);
+        assert!(msg.contains("outside"));
+        let msg = explain_with_roots(Path::new("/defs/a.xml"), &nf, true, &roots);
+        assert!(msg.contains("may only read"));
+        let msg = explain_with_roots(Path::new("/work/ws/rom.bin"), &nf, false, &roots);
+        assert!(msg.ends_with("no such file or directory"));
+    }
+}

@@ -1,6 +1,7 @@
 //! A test plugin: functions over every WIT type, and probes of the sandbox.
 
 use std::cell::Cell;
+use plugin_kit::paths;
 use std::io::Write;
 
 wit_bindgen::generate!({
@@ -96,15 +97,18 @@ thread_local! {
 
 impl sandbox::Guest for KitchenSink {
     fn read_file(path: String) -> Result<String, String> {
-        std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))
+        let path = paths::resolve(&path);
+        std::fs::read_to_string(&path).map_err(|e| paths::explain_io_error(&path, &e, false))
     }
 
     fn write_file(path: String, contents: String) -> Result<(), String> {
-        std::fs::write(&path, contents).map_err(|e| format!("{path}: {e}"))
+        let path = paths::resolve(&path);
+        std::fs::write(&path, contents).map_err(|e| paths::explain_io_error(&path, &e, true))
     }
 
     fn list_dir(path: String) -> Result<Vec<String>, String> {
-        let entries = std::fs::read_dir(&path).map_err(|e| format!("{path}: {e}"))?;
+        let path = paths::resolve(&path);
+        let entries = std::fs::read_dir(&path).map_err(|e| paths::explain_io_error(&path, &e, false))?;
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -174,4 +178,7 @@ impl sandbox::Guest for KitchenSink {
     }
 }
 
+// Off wasm the generated export symbols clash with the host linker's rules;
+// the crate is only ever built as a component.
+#[cfg(target_arch = "wasm32")]
 export!(KitchenSink);

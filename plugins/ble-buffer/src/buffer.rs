@@ -1,0 +1,655 @@
+//! The packet ring buffer, the separate system-event log, reader positions
+//! and the queries over them.
+//!
+//! Packet ids come from one global counter starting at 1 that is never
+//! reset or reused, so ids in the ring are always contiguous and a cursor
+//! (`after id N`) maps to a ring index by subtraction. System events have
+//! their own counter and ring: they are never packets and never counted as
+//! such (the original counted every INFO line as a received packet).
+
+use crate::hex::Pattern;
+use crate::since::Since;
+use crate::time::Micros;
+use std::collections::{BTreeMap, VecDeque};
+
+pub const DEFAULT_CAPACITY: usize = 10_000;
+pub const MIN_CAPACITY: usize = 100;
+pub const MAX_CAPACITY: usize = 1_000_000;
+pub const EVENT_CAPACITY: usize = 1_000;
+/// How far a reply/request is looked for, in packets.
+const PARTNER_WINDOW: usize = 256;
+/// Payload bytes one answer may carry (about 75 K characters of hex), so a
+/// page of long packets stays within what MCP clients accept.
+pub const ANSWER_BYTES: usize = 24 * 1024;
+/// Named readers kept; the alphabetically first is dropped beyond this.
+const MAX_READERS: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Host to device (a write).
+    Tx,
+    /// Device to host (a notification or indication).
+    Rx,
+}
+
+impl Direction {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Tx => "TX",
+            Self::Rx => "RX",
+        }
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Packet {
+    pub id: u64,
+    pub ts: Micros,
+    pub dir: Direction,
+    pub data: Box<[u8]>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub id: u64,
+    pub ts: Micros,
+    pub level: Level,
+    pub message: String,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DirTotals {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// Packets per direction per wall-clock second, for rates.
+#[derive(Debug, Default)]
+struct RateBuckets {
+    buckets: VecDeque<(i64, [u64; 2])>,
+}
+
+impl RateBuckets {
+    fn add(&mut self, now: Micros, dir: Direction) {
+        let sec = now.div_euclid(1_000_000);
+        match self.buckets.back_mut() {
+            Some((s, c)) if *s == sec => c[dir.index()] += 1,
+            _ => {
+                let mut c = [0; 2];
+                c[dir.index()] = 1;
+                self.buckets.push_back((sec, c));
+                while self.buckets.len() > 61 {
+                    self.buckets.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Mean packets per second over the `secs` seconds before now.
+    fn rate(&self, now: Micros, dir: Direction, secs: i64) -> f64 {
+        let cur = now.div_euclid(1_000_000);
+        let n: u64 = self
+            .buckets
+            .iter()
+            .filter(|(s, _)| *s > cur - secs && *s <= cur)
+            .map(|(_, c)| c[dir.index()])
+            .sum();
+        n as f64 / secs as f64
+    }
+}
+
+/// What get_logs asks for.
+#[derive(Debug, Clone)]
+pub struct LogQuery<'a> {
+    pub since: Since,
+    pub direction: Option<Direction>,
+    pub pattern: Option<&'a Pattern>,
+    pub limit: usize,
+    pub reader: &'a str,
+    pub newest: bool,
+    pub include_events: bool,
+}
+
+#[derive(Debug)]
+pub struct LogPage<'a> {
+    pub entries: Vec<&'a Packet>,
+    pub total_matching: usize,
+    pub truncated: bool,
+    pub next_since: u64,
+    pub events: Vec<&'a Event>,
+    pub events_left_out: usize,
+    /// Packets after the cursor that were evicted before being read.
+    pub evicted_unread: u64,
+    /// The cursor was beyond the newest id (the plugin restarted since).
+    pub cursor_ahead: bool,
+}
+
+#[derive(Debug)]
+pub struct SearchHit<'a> {
+    pub packet: &'a Packet,
+    pub reply: Option<&'a Packet>,
+    pub request: Option<&'a Packet>,
+}
+
+#[derive(Debug)]
+pub struct SearchOut<'a> {
+    pub hits: Vec<SearchHit<'a>>,
+    pub total_matching: usize,
+}
+
+#[derive(Debug)]
+pub struct PacketLog {
+    capacity: usize,
+    packets: VecDeque<Packet>,
+    next_id: u64,
+    evicted: u64,
+    events: VecDeque<Event>,
+    next_event_id: u64,
+    readers: BTreeMap<String, u64>,
+    totals: [DirTotals; 2],
+    rates: RateBuckets,
+    imported: u64,
+}
+
+impl Default for PacketLog {
+    fn default() -> Self {
+        Self::new(DEFAULT_CAPACITY)
+    }
+}
+
+impl PacketLog {
+    /// A buffer of `capacity` packets, clamped to 100..=1,000,000.
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.clamp(MIN_CAPACITY, MAX_CAPACITY);
+        Self {
+            capacity,
+            packets: VecDeque::with_capacity(capacity),
+            next_id: 1,
+            evicted: 0,
+            events: VecDeque::new(),
+            next_event_id: 1,
+            readers: BTreeMap::new(),
+            totals: Default::default(),
+            rates: Default::default(),
+            imported: 0,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+    pub fn oldest_id(&self) -> Option<u64> {
+        self.packets.front().map(|p| p.id)
+    }
+    pub fn newest_id(&self) -> Option<u64> {
+        self.packets.back().map(|p| p.id)
+    }
+    pub fn packets(&self) -> impl DoubleEndedIterator<Item = &Packet> + ExactSizeIterator {
+        self.packets.iter()
+    }
+    pub fn events(&self) -> impl DoubleEndedIterator<Item = &Event> {
+        self.events.iter()
+    }
+    pub fn events_total(&self) -> u64 {
+        self.next_event_id - 1
+    }
+    pub fn totals(&self, dir: Direction) -> DirTotals {
+        self.totals[dir.index()]
+    }
+    pub fn rate(&self, now: Micros, dir: Direction, secs: i64) -> f64 {
+        self.rates.rate(now, dir, secs)
+    }
+    pub fn readers(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.readers.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// Appends a packet seen live at `ts` (arrival at `now`); returns its id.
+    pub fn push(&mut self, dir: Direction, data: &[u8], ts: Micros, now: Micros) -> u64 {
+        let t = &mut self.totals[dir.index()];
+        t.packets += 1;
+        t.bytes += data.len() as u64;
+        self.rates.add(now, dir);
+        self.append(dir, data, ts)
+    }
+
+    /// Appends an imported packet: buffered, but not counted as traffic.
+    pub fn push_imported(&mut self, dir: Direction, data: &[u8], ts: Micros) -> u64 {
+        self.imported += 1;
+        self.append(dir, data, ts)
+    }
+
+    pub fn imported(&self) -> u64 {
+        self.imported
+    }
+
+    fn append(&mut self, dir: Direction, data: &[u8], ts: Micros) -> u64 {
+        if self.packets.len() == self.capacity {
+            self.packets.pop_front();
+            self.evicted += 1;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.packets.push_back(Packet {
+            id,
+            ts,
+            dir,
+            data: data.into(),
+        });
+        id
+    }
+
+    pub fn push_event(&mut self, level: Level, message: impl Into<String>, ts: Micros) -> u64 {
+        if self.events.len() == EVENT_CAPACITY {
+            self.events.pop_front();
+        }
+        let id = self.next_event_id;
+        self.next_event_id += 1;
+        self.events.push_back(Event {
+            id,
+            ts,
+            level,
+            message: message.into(),
+        });
+        id
+    }
+
+    /// Ring index of the first packet with an id greater than `id`.
+    fn index_after(&self, id: u64) -> usize {
+        match self.packets.front() {
+            None => 0,
+            Some(first) => (id + 1)
+                .saturating_sub(first.id)
+                .min(self.packets.len() as u64) as usize,
+        }
+    }
+
+    fn matches(p: &Packet, dir: Option<Direction>, pat: Option<&Pattern>) -> bool {
+        dir.is_none_or(|d| d == p.dir) && pat.is_none_or(|pat| pat.is_match(&p.data))
+    }
+
+    /// Resolves `since` to a ring start index and an optional time floor.
+    fn window(&self, since: &Since, reader: &str) -> (usize, Option<Micros>, Option<u64>) {
+        match *since {
+            Since::Time(t) => (0, Some(t), None),
+            Since::AfterId(id) => (self.index_after(id), None, Some(id)),
+            Since::Last => {
+                let id = self.readers.get(reader).copied().unwrap_or(0);
+                (self.index_after(id), None, Some(id))
+            }
+        }
+    }
+
+    /// Runs a get_logs query and moves `q.reader`'s position to the answer's
+    /// `next_since`.
+    pub fn query(&mut self, q: &LogQuery<'_>) -> LogPage<'_> {
+        let (start, floor, cursor) = self.window(&q.since, q.reader);
+        let newest_id = self.newest_id().unwrap_or(self.next_id - 1);
+        let limit = q.limit.max(1);
+
+        let mut picked: VecDeque<usize> = VecDeque::with_capacity(limit.min(1024));
+        let (mut total, mut bytes, mut full) = (0usize, 0usize, false);
+        for (i, p) in self.packets.range(start..).enumerate() {
+            if floor.is_some_and(|t| p.ts < t) || !Self::matches(p, q.direction, q.pattern) {
+                continue;
+            }
+            total += 1;
+            if q.newest {
+                picked.push_back(start + i);
+                bytes += p.data.len();
+                while picked.len() > limit || (bytes > ANSWER_BYTES && picked.len() > 1) {
+                    let dropped = picked.pop_front().expect("non-empty");
+                    bytes -= self.packets[dropped].data.len();
+                }
+            } else if !full {
+                if picked.len() < limit && (picked.is_empty() || bytes + p.data.len() <= ANSWER_BYTES) {
+                    picked.push_back(start + i);
+                    bytes += p.data.len();
+                } else {
+                    full = true;
+                }
+            }
+        }
+        let truncated = total > picked.len();
+        let next_since = match picked.back() {
+            Some(&i) if truncated && !q.newest => self.packets[i].id,
+            _ => match cursor {
+                Some(c) if c > newest_id => newest_id,
+                Some(c) => c.max(newest_id),
+                None => newest_id,
+            },
+        };
+        let evicted_unread = match (cursor, self.oldest_id()) {
+            (Some(c), Some(old)) if c + 1 < old => old - c - 1,
+            (Some(c), None) if c + 1 < self.next_id => self.next_id - 1 - c,
+            _ => 0,
+        };
+        let cursor_ahead = cursor.is_some_and(|c| c > newest_id);
+
+        // Events of the same period: from the window's start time on.
+        let event_floor = floor.or_else(|| match cursor {
+            Some(_) => self.packets.get(start).map(|p| p.ts).or(Some(Micros::MAX)),
+            None => None,
+        });
+        let (events, events_left_out) = if q.include_events {
+            let all: Vec<&Event> = self
+                .events
+                .iter()
+                .filter(|e| event_floor.is_none_or(|t| e.ts >= t))
+                .collect();
+            let skip = all.len().saturating_sub(20);
+            (all[skip..].to_vec(), skip)
+        } else {
+            (Vec::new(), 0)
+        };
+
+        if self.readers.len() >= MAX_READERS && !self.readers.contains_key(q.reader) {
+            self.readers.pop_first();
+        }
+        self.readers.insert(q.reader.to_string(), next_since);
+        let entries = picked.iter().map(|&i| &self.packets[i]).collect();
+        LogPage {
+            entries,
+            total_matching: total,
+            truncated,
+            next_since,
+            events,
+            events_left_out,
+            evicted_unread,
+            cursor_ahead,
+        }
+    }
+
+    /// Finds packets containing `pattern`, newest `limit` kept, returned
+    /// oldest first, each with its reply (TX) or request (RX).
+    pub fn search(
+        &self,
+        pattern: &Pattern,
+        direction: Option<Direction>,
+        since: Option<&Since>,
+        limit: usize,
+    ) -> SearchOut<'_> {
+        let (start, floor, _) = match since {
+            Some(s) => self.window(s, ""),
+            None => (0, None, None),
+        };
+        let limit = limit.max(1);
+        let mut picked = Vec::with_capacity(limit.min(1024));
+        let (mut total, mut bytes) = (0usize, 0usize);
+        for (i, p) in self.packets.range(start..).enumerate().rev() {
+            if floor.is_some_and(|t| p.ts < t) || !Self::matches(p, direction, Some(pattern)) {
+                continue;
+            }
+            total += 1;
+            // Each match shows its partner too: budget about twice its size.
+            let cost = 2 * p.data.len();
+            if picked.len() < limit && (picked.is_empty() || bytes + cost <= ANSWER_BYTES) {
+                picked.push(start + i);
+                bytes += cost;
+            }
+        }
+        picked.reverse();
+        let hits = picked
+            .into_iter()
+            .map(|i| {
+                let packet = &self.packets[i];
+                let (reply, request) = match packet.dir {
+                    Direction::Tx => (self.next_rx(i), None),
+                    Direction::Rx => (None, self.prev_tx(i)),
+                };
+                SearchHit {
+                    packet,
+                    reply,
+                    request,
+                }
+            })
+            .collect();
+        SearchOut {
+            hits,
+            total_matching: total,
+        }
+    }
+
+    fn next_rx(&self, i: usize) -> Option<&Packet> {
+        self.packets
+            .range(i + 1..)
+            .take(PARTNER_WINDOW)
+            .find(|p| p.dir == Direction::Rx)
+    }
+
+    fn prev_tx(&self, i: usize) -> Option<&Packet> {
+        self.packets
+            .range(..i)
+            .rev()
+            .take(PARTNER_WINDOW)
+            .find(|p| p.dir == Direction::Tx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Direction::*;
+
+    fn filled(n: u64, cap: usize) -> PacketLog {
+        let mut log = PacketLog::new(cap);
+        for i in 0..n {
+            let dir = if i % 2 == 0 { Tx } else { Rx };
+            log.push(dir, &(i as u32).to_be_bytes(), i as i64 * 1000, 0);
+        }
+        log
+    }
+
+    fn q(since: Since) -> LogQuery<'static> {
+        LogQuery {
+            since,
+            direction: None,
+            pattern: None,
+            limit: 100,
+            reader: "default",
+            newest: false,
+            include_events: true,
+        }
+    }
+
+    #[test]
+    fn keeps_exactly_capacity_with_contiguous_ids() {
+        let log = filled(25_000, DEFAULT_CAPACITY);
+        assert_eq!(log.len(), 10_000);
+        assert_eq!(log.oldest_id(), Some(15_001));
+        assert_eq!(log.newest_id(), Some(25_000));
+        assert_eq!(log.evicted(), 15_000);
+        for (k, p) in log.packets().enumerate() {
+            assert_eq!(p.id, 15_001 + k as u64);
+        }
+        assert_eq!(PacketLog::new(5).capacity(), MIN_CAPACITY);
+    }
+
+    #[test]
+    fn events_are_not_packets() {
+        let mut log = PacketLog::new(100);
+        log.push_event(Level::Info, "BLE connected", 0);
+        log.push(Tx, &[1], 1, 0);
+        log.push_event(Level::Error, "oops", 2);
+        assert_eq!(log.len(), 1);
+        assert_eq!(log.newest_id(), Some(1));
+        assert_eq!(log.totals(Rx).packets, 0);
+        assert_eq!(log.totals(Tx).packets, 1);
+        assert_eq!(log.events_total(), 2);
+    }
+
+    #[test]
+    fn after_id_pages_without_gaps_or_repeats() {
+        let mut log = filled(250, 1000);
+        let mut seen = Vec::new();
+        let mut since = Since::AfterId(0);
+        loop {
+            let page = log.query(&q(since.clone()));
+            seen.extend(page.entries.iter().map(|p| p.id));
+            let (trunc, next) = (page.truncated, page.next_since);
+            since = Since::AfterId(next);
+            if !trunc {
+                break;
+            }
+        }
+        assert_eq!(seen, (1..=250).collect::<Vec<_>>());
+        let page = log.query(&q(since));
+        assert!(page.entries.is_empty() && !page.truncated);
+        assert_eq!(page.next_since, 250);
+    }
+
+    #[test]
+    fn last_is_per_reader_and_empty_when_nothing_new() {
+        let mut log = filled(150, 1000);
+        let a = LogQuery {
+            reader: "a",
+            ..q(Since::Last)
+        };
+        let page = log.query(&a);
+        assert_eq!(page.entries.first().map(|p| p.id), Some(1));
+        assert_eq!(page.entries.len(), 100);
+        assert!(page.truncated);
+        assert_eq!(log.query(&a).entries.len(), 50);
+        assert!(
+            log.query(&a).entries.is_empty(),
+            "no repeat of the last entry"
+        );
+        // Reader b is independent and starts at the beginning.
+        let b = LogQuery {
+            reader: "b",
+            limit: 1000,
+            ..q(Since::Last)
+        };
+        assert_eq!(log.query(&b).entries.len(), 150);
+        log.push(Rx, &[9], 0, 0);
+        let page = log.query(&a);
+        assert_eq!(page.entries.iter().map(|p| p.id).collect::<Vec<_>>(), [151]);
+        assert_eq!(log.readers().collect::<Vec<_>>(), [("a", 151), ("b", 150)]);
+    }
+
+    #[test]
+    fn time_window_with_nothing_newer_is_empty() {
+        let mut log = filled(10, 100);
+        let page = log.query(&q(Since::Time(1_000_000)));
+        assert!(page.entries.is_empty());
+        assert_eq!(page.total_matching, 0);
+        let page = log.query(&q(Since::Time(5_000)));
+        assert_eq!(page.entries.first().map(|p| p.id), Some(6));
+    }
+
+    #[test]
+    fn filters_apply_before_the_limit_and_truncated_is_honest() {
+        let mut log = filled(300, 1000);
+        let query = LogQuery {
+            direction: Some(Rx),
+            limit: 100,
+            ..q(Since::AfterId(0))
+        };
+        let page = log.query(&query);
+        assert_eq!(page.total_matching, 150);
+        assert_eq!(page.entries.len(), 100);
+        assert!(page.entries.iter().all(|p| p.dir == Rx));
+        assert!(page.truncated);
+        let query = LogQuery {
+            limit: 150,
+            ..query
+        };
+        assert!(!log.query(&query).truncated);
+        let newest = LogQuery {
+            newest: true,
+            limit: 3,
+            ..q(Since::AfterId(0))
+        };
+        let page = log.query(&newest);
+        assert_eq!(
+            page.entries.iter().map(|p| p.id).collect::<Vec<_>>(),
+            [298, 299, 300]
+        );
+        assert_eq!(page.next_since, 300);
+    }
+
+    #[test]
+    fn answers_stay_within_the_byte_budget() {
+        let mut log = PacketLog::new(1000);
+        for _ in 0..100 {
+            log.push(Rx, &[0xAB; 500], 0, 0);
+        }
+        let page = log.query(&LogQuery { limit: 1000, ..q(Since::AfterId(0)) });
+        let n = page.entries.len();
+        assert!(n * 500 <= ANSWER_BYTES && n > 10);
+        assert!(page.truncated);
+        assert_eq!(page.next_since, n as u64, "continue after the last one given");
+        let page = log.query(&LogQuery { limit: 1000, newest: true, ..q(Since::AfterId(0)) });
+        assert_eq!(page.entries.last().map(|p| p.id), Some(100));
+        assert_eq!(page.entries.len(), n);
+        let pat = Pattern::parse("AB").unwrap();
+        let out = log.search(&pat, None, None, 1000);
+        assert!(out.hits.len() * 1000 <= ANSWER_BYTES);
+        assert_eq!(out.total_matching, 100);
+    }
+
+    #[test]
+    fn reports_evicted_unread_and_cursor_ahead() {
+        let mut log = filled(300, 100);
+        let page = log.query(&q(Since::AfterId(50)));
+        assert_eq!(page.evicted_unread, 150);
+        assert_eq!(page.entries[0].id, 201);
+        let page = log.query(&q(Since::AfterId(999)));
+        assert!(page.cursor_ahead && page.entries.is_empty());
+        assert_eq!(page.next_since, 300);
+    }
+
+    #[test]
+    fn search_correlates_replies_and_requests() {
+        let mut log = PacketLog::new(100);
+        log.push(Tx, &[0xA7, 0xB3, 0x01], 1_000, 0);
+        log.push(Rx, &[0x99], 2_000, 0);
+        log.push(Rx, &[0xB3, 0xA7, 0x01, 0x55], 5_000, 0);
+        log.push(Tx, &[0xA7, 0xB3, 0x02], 6_000, 0);
+        let pat = Pattern::parse("A7 B3 ??").unwrap();
+        let out = log.search(&pat, None, None, 10);
+        assert_eq!(out.total_matching, 2);
+        assert_eq!(out.hits[0].packet.id, 1);
+        assert_eq!(out.hits[0].reply.map(|p| p.id), Some(2));
+        assert!(out.hits[1].reply.is_none());
+        let pat = Pattern::parse("B3A7").unwrap();
+        let out = log.search(&pat, Some(Rx), None, 10);
+        assert_eq!(out.hits[0].request.map(|p| p.id), Some(1));
+        // Newest matches are kept when limited; returned oldest first.
+        let pat = Pattern::parse("A7").unwrap();
+        let out = log.search(&pat, None, None, 2);
+        assert_eq!(out.total_matching, 3);
+        assert_eq!(
+            out.hits.iter().map(|h| h.packet.id).collect::<Vec<_>>(),
+            [3, 4]
+        );
+    }
+}

@@ -1,0 +1,529 @@
+//! A minimal WebSocket client protocol (RFC 6455): URL parsing, the opening
+//! handshake, and frame encoding/decoding. No I/O here: the feed moves bytes,
+//! so the same code runs natively and in the wasm guest.
+//!
+//! Hand-written because the usual crates pull in tokio or expect blocking
+//! sockets; the guest reads a non-blocking WASI socket from the host's tick.
+
+use std::fmt;
+
+const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+/// Largest message accepted; a bridge message is a few hundred bytes.
+pub const MAX_MESSAGE: usize = 16 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WsError {
+    BadUrl(String),
+    Handshake(String),
+    Protocol(String),
+}
+
+impl fmt::Display for WsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BadUrl(m) => write!(f, "bad bridge URL: {m}"),
+            Self::Handshake(m) => write!(f, "WebSocket handshake failed: {m}"),
+            Self::Protocol(m) => write!(f, "WebSocket protocol error: {m}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WsUrl {
+    pub host: String,
+    pub port: u16,
+    /// Path and query, at least "/".
+    pub resource: String,
+}
+
+impl WsUrl {
+    pub fn parse(s: &str) -> Result<Self, WsError> {
+        let s = s.trim();
+        let rest = if let Some(r) = s.strip_prefix("ws://") {
+            r
+        } else if s.starts_with("wss://") {
+            return Err(WsError::BadUrl(format!(
+                "{s}: wss:// (TLS) is not supported; use the bridge's plain ws:// address"
+            )));
+        } else {
+            return Err(WsError::BadUrl(format!(
+                "{s}: expected ws://HOST:PORT[/path][?query]"
+            )));
+        };
+        let split = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, resource) = rest.split_at(split);
+        let resource = if resource.is_empty() {
+            "/".to_string()
+        } else if resource.starts_with('?') {
+            format!("/{resource}")
+        } else {
+            resource.to_string()
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+                let port = p
+                    .parse()
+                    .map_err(|_| WsError::BadUrl(format!("{s}: bad port {p:?}")))?;
+                (h, port)
+            }
+            _ => (authority, 80),
+        };
+        if host.is_empty() {
+            return Err(WsError::BadUrl(format!("{s}: no host")));
+        }
+        Ok(Self {
+            host: host.to_string(),
+            port,
+            resource,
+        })
+    }
+
+    /// `host:port` for connecting (IPv6 literals keep their brackets off).
+    pub fn addr(&self) -> String {
+        let h = self.host.trim_start_matches('[').trim_end_matches(']');
+        if h.contains(':') {
+            format!("[{h}]:{}", self.port)
+        } else {
+            format!("{h}:{}", self.port)
+        }
+    }
+
+    pub fn query(&self) -> &str {
+        self.resource.split_once('?').map_or("", |(_, q)| q)
+    }
+
+    pub fn has_param(&self, name: &str) -> bool {
+        self.query()
+            .split('&')
+            .any(|kv| kv.split('=').next() == Some(name))
+    }
+
+    /// The same server with another resource (e.g. `/?command=scan`).
+    pub fn with_resource(&self, resource: &str) -> Self {
+        Self {
+            resource: resource.to_string(),
+            ..self.clone()
+        }
+    }
+
+    pub fn to_url(&self) -> String {
+        format!("ws://{}:{}{}", self.host, self.port, self.resource)
+    }
+}
+
+/// The client's opening request.
+pub fn handshake_request(url: &WsUrl, key: &str) -> String {
+    let host = if url.port == 80 {
+        url.host.clone()
+    } else {
+        format!("{}:{}", url.host, url.port)
+    };
+    format!(
+        "GET {} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nUser-Agent: benchtop-ble-buffer\r\n\r\n",
+        url.resource
+    )
+}
+
+/// The accept value the server must answer for `key`.
+pub fn accept_key(key: &str) -> String {
+    let mut input = key.as_bytes().to_vec();
+    input.extend_from_slice(GUID.as_bytes());
+    base64(&sha1(&input))
+}
+
+/// Checks the server's response in `buf`: `Ok(None)` until the header is
+/// complete, then the number of header bytes consumed.
+pub fn check_handshake_response(buf: &[u8], key: &str) -> Result<Option<usize>, WsError> {
+    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+        if buf.len() > 16 * 1024 {
+            return Err(WsError::Handshake("response header too long".into()));
+        }
+        return Ok(None);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]);
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap_or("");
+    if status.split_whitespace().nth(1) != Some("101") {
+        return Err(WsError::Handshake(format!(
+            "the server answered {status:?} instead of 101 Switching Protocols"
+        )));
+    }
+    let expected = accept_key(key);
+    let accepted = lines.any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("sec-websocket-accept") && v.trim() == expected
+        })
+    });
+    if !accepted {
+        return Err(WsError::Handshake(
+            "missing or wrong Sec-WebSocket-Accept".into(),
+        ));
+    }
+    Ok(Some(end + 4))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opcode {
+    Continuation = 0,
+    Text = 1,
+    Binary = 2,
+    Close = 8,
+    Ping = 9,
+    Pong = 10,
+}
+
+impl Opcode {
+    fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => Self::Continuation,
+            1 => Self::Text,
+            2 => Self::Binary,
+            8 => Self::Close,
+            9 => Self::Ping,
+            10 => Self::Pong,
+            _ => return None,
+        })
+    }
+}
+
+/// A complete message (fragments joined) or a control frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    Text(String),
+    Binary(Vec<u8>),
+    Ping(Vec<u8>),
+    Pong,
+    Close(Option<u16>, String),
+}
+
+/// Encodes one final frame; client frames must be masked (RFC 6455 §5.3).
+pub fn encode_frame(op: Opcode, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 14);
+    out.push(0x80 | op as u8);
+    let m = if mask.is_some() { 0x80 } else { 0 };
+    match payload.len() {
+        n if n < 126 => out.push(m | n as u8),
+        n if n <= 0xFFFF => {
+            out.push(m | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(m | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    match mask {
+        Some(k) => {
+            out.extend_from_slice(&k);
+            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ k[i & 3]));
+        }
+        None => out.extend_from_slice(payload),
+    }
+    out
+}
+
+/// Incremental frame decoder: feed it bytes as they arrive.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+    pos: usize,
+    partial: Option<(Opcode, Vec<u8>)>,
+}
+
+impl Decoder {
+    pub fn feed(&mut self, data: &[u8]) {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 64 * 1024 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        self.buf.extend_from_slice(data);
+    }
+
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// The next complete message, `Ok(None)` when more bytes are needed.
+    pub fn next_message(&mut self) -> Result<Option<Message>, WsError> {
+        loop {
+            let b = &self.buf[self.pos..];
+            if b.len() < 2 {
+                return Ok(None);
+            }
+            let fin = b[0] & 0x80 != 0;
+            if b[0] & 0x70 != 0 {
+                return Err(WsError::Protocol(
+                    "reserved bits set (no extension was negotiated)".into(),
+                ));
+            }
+            let op = Opcode::from_u8(b[0] & 0x0F)
+                .ok_or_else(|| WsError::Protocol(format!("unknown opcode {}", b[0] & 0x0F)))?;
+            let masked = b[1] & 0x80 != 0;
+            let (len, mut hdr) = match b[1] & 0x7F {
+                126 if b.len() >= 4 => (u16::from_be_bytes([b[2], b[3]]) as u64, 4),
+                127 if b.len() >= 10 => (u64::from_be_bytes(b[2..10].try_into().unwrap()), 10),
+                126 | 127 => return Ok(None),
+                n => (n as u64, 2),
+            };
+            if len > MAX_MESSAGE as u64 {
+                return Err(WsError::Protocol(format!(
+                    "a {len}-byte frame exceeds the limit"
+                )));
+            }
+            let mask = if masked {
+                if b.len() < hdr + 4 {
+                    return Ok(None);
+                }
+                let k = [b[hdr], b[hdr + 1], b[hdr + 2], b[hdr + 3]];
+                hdr += 4;
+                Some(k)
+            } else {
+                None
+            };
+            let len = len as usize;
+            if b.len() < hdr + len {
+                return Ok(None);
+            }
+            let mut payload = b[hdr..hdr + len].to_vec();
+            self.pos += hdr + len;
+            if let Some(k) = mask {
+                for (i, x) in payload.iter_mut().enumerate() {
+                    *x ^= k[i & 3];
+                }
+            }
+            let whole = match op {
+                Opcode::Ping => return Ok(Some(Message::Ping(payload))),
+                Opcode::Pong => return Ok(Some(Message::Pong)),
+                Opcode::Close => {
+                    let code =
+                        (payload.len() >= 2).then(|| u16::from_be_bytes([payload[0], payload[1]]));
+                    let reason =
+                        String::from_utf8_lossy(payload.get(2..).unwrap_or(&[])).into_owned();
+                    return Ok(Some(Message::Close(code, reason)));
+                }
+                Opcode::Continuation => {
+                    let Some((first, mut acc)) = self.partial.take() else {
+                        return Err(WsError::Protocol(
+                            "continuation without a first fragment".into(),
+                        ));
+                    };
+                    if acc.len() + payload.len() > MAX_MESSAGE {
+                        return Err(WsError::Protocol(
+                            "fragmented message exceeds the limit".into(),
+                        ));
+                    }
+                    acc.extend_from_slice(&payload);
+                    if !fin {
+                        self.partial = Some((first, acc));
+                        continue;
+                    }
+                    (first, acc)
+                }
+                Opcode::Text | Opcode::Binary => {
+                    if self.partial.is_some() {
+                        return Err(WsError::Protocol(
+                            "new message inside a fragmented one".into(),
+                        ));
+                    }
+                    if !fin {
+                        self.partial = Some((op, payload));
+                        continue;
+                    }
+                    (op, payload)
+                }
+            };
+            return Ok(Some(match whole.0 {
+                Opcode::Text => Message::Text(
+                    String::from_utf8(whole.1)
+                        .map_err(|_| WsError::Protocol("text message is not UTF-8".into()))?,
+                ),
+                _ => Message::Binary(whole.1),
+            }));
+        }
+    }
+}
+
+/// SHA-1 (FIPS 180-4), needed only for the handshake's accept key.
+pub fn sha1(data: &[u8]) -> [u8; 20] {
+    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+    for block in msg.chunks(64) {
+        let mut w = [0u32; 80];
+        for (i, c) in block.chunks(4).enumerate() {
+            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A827999),
+                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
+                _ => (b ^ c ^ d, 0xCA62C1D6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b.rotate_left(30);
+            b = a;
+            a = t;
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    let mut out = [0u8; 20];
+    for (i, x) in h.iter().enumerate() {
+        out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
+    }
+    out
+}
+
+pub fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc6455_accept_example() {
+        assert_eq!(
+            accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+    }
+
+    #[test]
+    fn sha1_known_vectors() {
+        let hex = |d: [u8; 20]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        assert_eq!(
+            hex(sha1(b"abc")),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+        assert_eq!(hex(sha1(b"")), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        let long = vec![b'a'; 1000];
+        assert_eq!(hex(sha1(&long)), "291e9a6c66994949b57ba5e650361e98fc36b1ba");
+    }
+
+    #[test]
+    fn urls() {
+        let u = WsUrl::parse("ws://127.0.0.1:8080").unwrap();
+        assert_eq!(
+            (u.addr().as_str(), u.resource.as_str()),
+            ("127.0.0.1:8080", "/")
+        );
+        let u = WsUrl::parse("ws://localhost:9?device=CS108&service=9800").unwrap();
+        assert_eq!(u.resource, "/?device=CS108&service=9800");
+        assert!(u.has_param("device") && !u.has_param("command"));
+        let u = WsUrl::parse("ws://[::1]:8080/x").unwrap();
+        assert_eq!(u.addr(), "[::1]:8080");
+        assert_eq!(WsUrl::parse("ws://h").unwrap().port, 80);
+        assert!(
+            WsUrl::parse("wss://h:1")
+                .unwrap_err()
+                .to_string()
+                .contains("TLS")
+        );
+        assert!(WsUrl::parse("http://h:1").is_err());
+        assert!(WsUrl::parse("ws://h:x").is_err());
+    }
+
+    #[test]
+    fn handshake_checks_status_and_accept() {
+        let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let ok = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\x81\x00";
+        assert_eq!(check_handshake_response(ok, key), Ok(Some(ok.len() - 2)));
+        assert_eq!(check_handshake_response(&ok[..20], key), Ok(None));
+        let bad = b"HTTP/1.1 400 Bad Request\r\n\r\n";
+        assert!(check_handshake_response(bad, key).is_err());
+        let wrong = b"HTTP/1.1 101 OK\r\nSec-WebSocket-Accept: nope\r\n\r\n";
+        assert!(check_handshake_response(wrong, key).is_err());
+        let req = handshake_request(&WsUrl::parse("ws://h:1/?a=b").unwrap(), key);
+        assert!(req.starts_with("GET /?a=b HTTP/1.1\r\nHost: h:1\r\n"));
+    }
+
+    #[test]
+    fn frames_round_trip_in_pieces() {
+        let mut wire = Vec::new();
+        wire.extend(encode_frame(Opcode::Text, b"hello", None));
+        wire.extend(encode_frame(Opcode::Binary, &[7; 300], Some([1, 2, 3, 4])));
+        wire.extend(encode_frame(Opcode::Text, &vec![b'x'; 70_000], None));
+        wire.extend(encode_frame(Opcode::Ping, b"p", None));
+        wire.extend(encode_frame(
+            Opcode::Close,
+            &[0x03, 0xE8, b'b', b'y', b'e'],
+            None,
+        ));
+        let mut d = Decoder::default();
+        let mut got = Vec::new();
+        for chunk in wire.chunks(7) {
+            d.feed(chunk);
+            while let Some(m) = d.next_message().unwrap() {
+                got.push(m);
+            }
+        }
+        assert_eq!(got.len(), 5);
+        assert_eq!(got[0], Message::Text("hello".into()));
+        assert_eq!(got[1], Message::Binary(vec![7; 300]));
+        assert!(matches!(&got[2], Message::Text(s) if s.len() == 70_000));
+        assert_eq!(got[3], Message::Ping(b"p".to_vec()));
+        assert_eq!(got[4], Message::Close(Some(1000), "bye".into()));
+        assert_eq!(d.buffered(), 0);
+    }
+
+    #[test]
+    fn fragments_are_joined_and_violations_rejected() {
+        let mut d = Decoder::default();
+        d.feed(&[0x01, 3, b'a', b'b', b'c']); // text, not final
+        d.feed(&[0x89, 0]); // ping in between is allowed
+        d.feed(&[0x80, 2, b'd', b'e']); // final continuation
+        assert_eq!(d.next_message().unwrap(), Some(Message::Ping(vec![])));
+        assert_eq!(
+            d.next_message().unwrap(),
+            Some(Message::Text("abcde".into()))
+        );
+        let mut d = Decoder::default();
+        d.feed(&[0x80, 1, b'x']);
+        assert!(d.next_message().is_err());
+        let mut d = Decoder::default();
+        d.feed(&[0xC1, 0]);
+        assert!(d.next_message().is_err());
+        let mut d = Decoder::default();
+        d.feed(&[0x82, 127, 0xFF, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(d.next_message().is_err());
+    }
+}

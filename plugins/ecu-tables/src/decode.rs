@@ -1,0 +1,302 @@
+//! Reading a table's axes and cells out of a ROM image in physical units.
+
+use crate::definition::{Axis, AxisSource, Table};
+use crate::scaling::{Kind, Scaling, Storage, hex_upper};
+use std::sync::Arc;
+
+/// Decoded axis breakpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisData {
+    /// Display texts (formatted numbers, or static labels).
+    pub labels: Vec<String>,
+    /// Physical values of a dynamic axis.
+    pub values: Option<Vec<f64>>,
+    /// Raw stored values of a dynamic axis.
+    pub raw: Option<Vec<f64>>,
+}
+
+/// One cell's content.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// A number in physical units (bits read as 0/1).
+    Num(f64),
+    /// A bloblist cell: the matching choice's name, or None with the bytes.
+    Blob(Option<String>, Vec<u8>),
+}
+
+/// A decoded table: `rows × cols` cells, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableData {
+    pub rows: usize,
+    pub cols: usize,
+    pub cells: Vec<Cell>,
+    /// Raw stored numbers (NaN for blob cells).
+    pub raw: Vec<f64>,
+    pub row_axis: Option<AxisData>,
+    pub col_axis: Option<AxisData>,
+    pub scaling: Arc<Scaling>,
+}
+
+impl TableData {
+    pub fn cell(&self, row: usize, col: usize) -> &Cell {
+        &self.cells[row * self.cols + col]
+    }
+
+    /// Physical value, NaN for blob cells.
+    pub fn value(&self, row: usize, col: usize) -> f64 {
+        match self.cell(row, col) {
+            Cell::Num(v) => *v,
+            Cell::Blob(..) => f64::NAN,
+        }
+    }
+
+    /// The cell as the scaling formats it.
+    pub fn display(&self, row: usize, col: usize) -> String {
+        display_cell(&self.scaling, self.cell(row, col))
+    }
+}
+
+/// Formats one cell with its scaling.
+pub fn display_cell(scaling: &Scaling, cell: &Cell) -> String {
+    match cell {
+        Cell::Num(v) => scaling.display(*v),
+        Cell::Blob(Some(name), _) => name.clone(),
+        Cell::Blob(None, bytes) => format!("unknown (0x{})", hex_upper(bytes)),
+    }
+}
+
+/// A table or axis that does not fit in the image.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{what} at 0x{address:X} needs {len} bytes but the ROM is only {rom_len} bytes")]
+pub struct OutOfRom {
+    pub what: String,
+    pub address: usize,
+    pub len: usize,
+    pub rom_len: usize,
+}
+
+fn check_span(
+    what: impl FnOnce() -> String,
+    address: usize,
+    len: usize,
+    rom: &[u8],
+) -> Result<(), OutOfRom> {
+    if address.checked_add(len).is_none_or(|end| end > rom.len()) {
+        return Err(OutOfRom {
+            what: what(),
+            address,
+            len,
+            rom_len: rom.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Decodes `table` from `rom`.
+pub fn read_table(table: &Table, rom: &[u8]) -> Result<TableData, OutOfRom> {
+    check_span(
+        || format!("table `{}`", table.id),
+        table.address as usize,
+        table.byte_len(),
+        rom,
+    )?;
+    let rows = table.rows();
+    let cols = table.cols();
+    let scaling = &table.scaling;
+    let mut cells = Vec::with_capacity(rows * cols);
+    let mut raw = Vec::with_capacity(rows * cols);
+    for r in 0..rows {
+        for c in 0..cols {
+            let (cell, rv) = read_cell(table, rom, r, c);
+            cells.push(cell);
+            raw.push(rv);
+        }
+    }
+    Ok(TableData {
+        rows,
+        cols,
+        cells,
+        raw,
+        row_axis: table
+            .row_axis
+            .as_ref()
+            .map(|a| read_axis(a, rom))
+            .transpose()?,
+        col_axis: table
+            .col_axis
+            .as_ref()
+            .map(|a| read_axis(a, rom))
+            .transpose()?,
+        scaling: scaling.clone(),
+    })
+}
+
+/// Bit tables: cell i is bit (n-1-i) of the big-endian bit string, so the
+/// first label (`bit.15`) is the most significant bit.
+pub fn bit_position(table: &Table, row: usize, col: usize) -> (usize, u8) {
+    let n = table.rows() * table.cols();
+    let index = row * table.cols() + col;
+    let bit = n - 1 - index;
+    let byte_len = n.div_ceil(8);
+    let byte = table.address as usize + byte_len - 1 - bit / 8;
+    (byte, 1u8 << (bit % 8))
+}
+
+fn read_cell(table: &Table, rom: &[u8], row: usize, col: usize) -> (Cell, f64) {
+    let scaling = &table.scaling;
+    match (&scaling.kind, scaling.storage) {
+        (Kind::Bit, _) => {
+            let (byte, mask) = bit_position(table, row, col);
+            let v = f64::from(u8::from(rom[byte] & mask != 0));
+            (Cell::Num(v), v)
+        }
+        (Kind::Blobs(_), Storage::Blob(len)) => {
+            let at = table.cell_offset(row, col);
+            let bytes = rom[at..at + len].to_vec();
+            let name = scaling.blob_name(&bytes).map(str::to_string);
+            (Cell::Blob(name, bytes), f64::NAN)
+        }
+        _ => {
+            let at = table.cell_offset(row, col);
+            let rv = scaling.storage.read(scaling.endian, &rom[at..]);
+            (Cell::Num(scaling.to_physical(rv)), rv)
+        }
+    }
+}
+
+fn read_axis(axis: &Axis, rom: &[u8]) -> Result<AxisData, OutOfRom> {
+    match &axis.source {
+        AxisSource::Static(labels) => Ok(AxisData {
+            labels: labels.clone(),
+            values: None,
+            raw: None,
+        }),
+        AxisSource::Dynamic {
+            address,
+            elements,
+            scaling,
+        } => {
+            let size = scaling.storage.size();
+            check_span(
+                || format!("axis `{}`", axis.label()),
+                *address as usize,
+                elements * size,
+                rom,
+            )?;
+            let mut raw = Vec::with_capacity(*elements);
+            let mut values = Vec::with_capacity(*elements);
+            let mut labels = Vec::with_capacity(*elements);
+            for i in 0..*elements {
+                let at = *address as usize + i * size;
+                let rv = scaling.storage.read(scaling.endian, &rom[at..]);
+                let v = scaling.to_physical(rv);
+                raw.push(rv);
+                values.push(v);
+                labels.push(scaling.display(v));
+            }
+            Ok(AxisData {
+                labels,
+                values: Some(values),
+                raw: Some(raw),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::definition::{ChainFile, Definition, Lookup, merge};
+    use crate::xml::parse_definition;
+
+    /// A one-file definition: every table at the addresses the XML gives.
+    pub(crate) fn definition(xml: &str) -> Definition {
+        let raw = parse_definition(xml).unwrap();
+        merge(
+            "t.xml".into(),
+            &[ChainFile {
+                label: "t".into(),
+                raw: &raw,
+            }],
+        )
+    }
+
+    pub(crate) fn table<'a>(d: &'a Definition, name: &str) -> &'a Table {
+        match d.table(name) {
+            Lookup::Found(t) => t,
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    pub(crate) const XML: &str = r#"<rom><romid><xmlid>t</xmlid></romid>
+  <scaling name="u8" toexpr="x" frexpr="x" storagetype="uint8"/>
+  <scaling name="half" units="deg" toexpr="x/2" frexpr="x*2" format="%.1f" storagetype="int8"/>
+  <scaling name="le16" toexpr="x" frexpr="x" storagetype="uint16" endian="little"/>
+  <scaling name="sw" storagetype="bloblist"><data name="off" value="00"/><data name="on" value="01"/></scaling>
+  <scaling name="bits" storagetype="bloblist" storagebits="1"><data name="0" value="00"/><data name="1" value="01"/></scaling>
+  <table name="Swapped" type="3D" swapxy="true" scaling="u8" address="a">
+    <table name="X" type="X Axis" elements="3" scaling="u8" address="0"/>
+    <table name="Y" type="Y Axis" elements="2" scaling="u8" address="4"/>
+  </table>
+  <table name="RowMajor" type="3D" scaling="half" address="14">
+    <table name="X" type="X Axis" elements="3" scaling="u8" address="0"/>
+    <table name="Y" type="Y Axis" elements="2" scaling="u8" address="4"/>
+  </table>
+  <table name="LE" type="1D" scaling="le16" address="1e"/>
+  <table name="Switch" type="1D" scaling="sw" address="20"/>
+  <table name="Flags" type="2D" scaling="bits" address="22">
+    <table type="Static Y Axis" elements="16"/>
+  </table>
+</rom>"#;
+
+    pub(crate) fn rom() -> Vec<u8> {
+        let mut rom: Vec<u8> = (0..64).collect();
+        rom[30] = 0x34;
+        rom[31] = 0x12;
+        rom[32] = 0x07;
+        rom[34] = 0b1000_0000;
+        rom[35] = 0b0000_0001;
+        rom
+    }
+
+    #[test]
+    fn swapxy_is_column_major_and_axes_stay_put() {
+        let d = definition(XML);
+        let data = read_table(table(&d, "Swapped"), &rom()).unwrap();
+        assert_eq!((data.rows, data.cols), (2, 3));
+        // Y varies fastest: cell (row 1, col 0) is the second byte.
+        assert_eq!(data.value(0, 0), 10.0);
+        assert_eq!(data.value(1, 0), 11.0);
+        assert_eq!(data.value(0, 1), 12.0);
+        assert_eq!(data.col_axis.as_ref().unwrap().labels, ["0", "1", "2"]);
+        let rm = read_table(table(&d, "RowMajor"), &rom()).unwrap();
+        assert_eq!(rm.value(0, 1), 10.5);
+        assert_eq!(rm.value(1, 0), 11.5);
+        assert_eq!(rm.display(1, 0), "11.5");
+    }
+
+    #[test]
+    fn little_endian_blobs_and_bits() {
+        let d = definition(XML);
+        let le = read_table(table(&d, "LE"), &rom()).unwrap();
+        assert_eq!(le.value(0, 0), 0x1234 as f64);
+        let sw = read_table(table(&d, "Switch"), &rom()).unwrap();
+        assert_eq!(sw.display(0, 0), "unknown (0x07)");
+        let bits = read_table(table(&d, "Flags"), &rom()).unwrap();
+        assert_eq!((bits.rows, bits.cols), (16, 1));
+        // First label is bit 15 (MSB of the first byte); last is bit 0.
+        assert_eq!(bits.value(0, 0), 1.0);
+        assert_eq!(bits.value(1, 0), 0.0);
+        assert_eq!(bits.value(15, 0), 1.0);
+    }
+
+    #[test]
+    fn tables_past_the_end_are_reported() {
+        let d = definition(XML);
+        let err = read_table(table(&d, "RowMajor"), &rom()[..22]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("needs 6 bytes but the ROM is only 22 bytes")
+        );
+    }
+}

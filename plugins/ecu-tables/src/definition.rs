@@ -1,0 +1,682 @@
+//! Merging an include chain into one resolved definition.
+//!
+//! Rules (ECUFlash publishes none; these follow the files and other readers):
+//! includes are applied parents first in document order, each file once;
+//! scalings merge by name, tables by name, axis children by name (an unnamed
+//! axis matches the unnamed one with the same role, else the one in the same
+//! position); attributes the later file gives win; a table only exists in a
+//! ROM when some file in the chain gives it an address.
+
+use crate::scaling::{Scaling, Storage};
+use crate::xml::{RawDefinition, RawScaling, RawTable, RomId};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// ECUFlash's table type: the value counts as a dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableType {
+    /// One value.
+    Scalar,
+    /// One axis and its values.
+    OneAxis,
+    /// X axis (columns) and Y axis (rows).
+    Grid,
+}
+
+impl TableType {
+    pub fn xml_name(self) -> &'static str {
+        match self {
+            TableType::Scalar => "1D",
+            TableType::OneAxis => "2D",
+            TableType::Grid => "3D",
+        }
+    }
+}
+
+/// Where an axis's breakpoints come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AxisSource {
+    /// Text labels, no ROM storage.
+    Static(Vec<String>),
+    /// Values stored in the ROM.
+    Dynamic {
+        address: u32,
+        elements: usize,
+        scaling: Arc<Scaling>,
+    },
+}
+
+/// A resolved axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub name: Option<String>,
+    /// `X Axis`, `Y Axis`, `Static X Axis`, `Static Y Axis` (as given).
+    pub xml_type: String,
+    pub source: AxisSource,
+}
+
+impl Axis {
+    pub fn len(&self) -> usize {
+        match &self.source {
+            AxisSource::Static(labels) => labels.len(),
+            AxisSource::Dynamic { elements, .. } => *elements,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn unit(&self) -> Option<&str> {
+        match &self.source {
+            AxisSource::Dynamic { scaling, .. } => scaling.units.as_deref(),
+            AxisSource::Static(_) => None,
+        }
+    }
+
+    /// `RPM (rpm)`, or the role when the axis is unnamed.
+    pub fn label(&self) -> String {
+        let name = self.name.clone().unwrap_or_else(|| self.xml_type.clone());
+        match self.unit() {
+            Some(u) if !u.is_empty() => format!("{name} ({u})"),
+            _ => name,
+        }
+    }
+}
+
+/// A resolved, readable table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub name: String,
+    /// Unique key: the name, or `name @0xADDR` when names collide.
+    pub id: String,
+    pub category: Option<String>,
+    pub table_type: TableType,
+    pub address: u32,
+    pub scaling: Arc<Scaling>,
+    pub swapxy: bool,
+    pub level: Option<u32>,
+    /// Rows: the Y axis of a grid, or the only axis of a one-axis table.
+    pub row_axis: Option<Axis>,
+    /// Columns: the X axis of a grid.
+    pub col_axis: Option<Axis>,
+}
+
+impl Table {
+    pub fn rows(&self) -> usize {
+        self.row_axis.as_ref().map_or(1, Axis::len)
+    }
+
+    pub fn cols(&self) -> usize {
+        self.col_axis.as_ref().map_or(1, Axis::len)
+    }
+
+    /// `<X elements>x<Y elements>`, `1x<n>` or `1x1`.
+    pub fn dimensions(&self) -> String {
+        format!("{}x{}", self.cols(), self.rows())
+    }
+
+    pub fn unit(&self) -> Option<&str> {
+        match self.scaling.storage {
+            Storage::Blob(_) | Storage::Bits => None,
+            _ => self.scaling.units.as_deref(),
+        }
+    }
+
+    /// Byte offset of cell (row, col) for byte-sized storage.
+    pub fn cell_offset(&self, row: usize, col: usize) -> usize {
+        let size = self.scaling.storage.size();
+        let index = if self.table_type == TableType::Grid && self.swapxy {
+            col * self.rows() + row
+        } else {
+            row * self.cols() + col
+        };
+        self.address as usize + index * size
+    }
+
+    /// Bytes the cells occupy.
+    pub fn byte_len(&self) -> usize {
+        let cells = self.rows() * self.cols();
+        match self.scaling.storage {
+            Storage::Bits => cells.div_ceil(8),
+            s => cells * s.size(),
+        }
+    }
+}
+
+/// A definition with its include chain merged.
+#[derive(Debug, Clone)]
+pub struct Definition {
+    /// The file that carries the ROM id.
+    pub file: PathBuf,
+    pub romid: RomId,
+    /// Merged `<romid>` fields, later files winning (checksum module, make…).
+    pub fields: HashMap<String, String>,
+    /// xmlids (or file names) of the chain, parents first.
+    pub chain: Vec<String>,
+    pub tables: Vec<Table>,
+    /// Addressed tables that cannot be read, with the reason.
+    pub unresolvable: Vec<(String, String)>,
+    by_id: HashMap<String, usize>,
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl Definition {
+    fn field(&self, key: &str) -> Option<&str> {
+        self.fields
+            .get(key)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `<xmlid> <year> <market> <model> <submodel> <transmission>`.
+    pub fn display_name(&self) -> String {
+        let mut parts = vec![self.romid.xmlid.clone().unwrap_or_else(|| self.file_stem())];
+        for key in ["year", "market", "model", "submodel", "transmission"] {
+            parts.extend(self.field(key).map(str::to_string));
+        }
+        parts.join(" ")
+    }
+
+    fn file_stem(&self) -> String {
+        self.file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// `<year> <make> <model> <submodel> <transmission>`, None when empty.
+    pub fn vehicle(&self) -> Option<String> {
+        let parts: Vec<&str> = ["year", "make", "model", "submodel", "transmission"]
+            .iter()
+            .filter_map(|k| self.field(k))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
+
+    pub fn ecu_id(&self) -> Option<String> {
+        self.romid
+            .internal_id_hex
+            .clone()
+            .or_else(|| self.romid.internal_id_string.clone())
+    }
+
+    pub fn memmodel(&self) -> Option<&str> {
+        self.field("memmodel")
+    }
+
+    pub fn checksum_module(&self) -> Option<&str> {
+        self.field("checksummodule")
+    }
+
+    /// Looks a table up by its id or, when unambiguous, by name.
+    pub fn table(&self, key: &str) -> Lookup<'_> {
+        if let Some(&i) = self.by_id.get(key) {
+            return Lookup::Found(&self.tables[i]);
+        }
+        match self.by_name.get(key).map(Vec::as_slice) {
+            Some([i]) => Lookup::Found(&self.tables[*i]),
+            Some(many) if !many.is_empty() => {
+                Lookup::Ambiguous(many.iter().map(|&i| self.tables[i].id.clone()).collect())
+            }
+            _ => Lookup::Missing(self.suggest(key)),
+        }
+    }
+
+    /// Up to five table ids that look like `key` (typo distance or substring).
+    pub fn suggest(&self, key: &str) -> Vec<String> {
+        let needle = key.to_lowercase();
+        let mut scored: Vec<(usize, &str)> = self
+            .tables
+            .iter()
+            .map(|t| {
+                let hay = t.id.to_lowercase();
+                let score = if !needle.is_empty() && hay.contains(&needle) {
+                    0
+                } else {
+                    1 + levenshtein(&needle, &hay).min(word_overlap_distance(&needle, &hay))
+                };
+                (score, t.id.as_str())
+            })
+            .collect();
+        scored.sort();
+        let limit = (needle.chars().count() / 2).max(3) + 1;
+        scored
+            .into_iter()
+            .filter(|(s, _)| *s <= limit)
+            .take(5)
+            .map(|(_, n)| n.to_string())
+            .collect()
+    }
+}
+
+/// Result of a table lookup.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    Found(&'a Table),
+    Ambiguous(Vec<String>),
+    Missing(Vec<String>),
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// Small when every word of the query appears in the candidate, so
+/// `timing map high` still finds `High Octane Timing Map`.
+fn word_overlap_distance(query: &str, hay: &str) -> usize {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    if words.is_empty() {
+        return usize::MAX / 2;
+    }
+    let missing = words.iter().filter(|w| !hay.contains(*w)).count();
+    if missing == 0 { 1 } else { usize::MAX / 2 }
+}
+
+/// One file of a chain: its label (xmlid or file name) and parsed content.
+pub struct ChainFile<'a> {
+    pub label: String,
+    pub raw: &'a RawDefinition,
+}
+
+/// Merges `files` (parents first, each once) into a resolved definition
+/// whose ROM id is the last file's.
+pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
+    let mut scalings: Vec<RawScaling> = Vec::new();
+    let mut scaling_index: HashMap<String, usize> = HashMap::new();
+    let mut tables: Vec<RawTable> = Vec::new();
+    let mut table_index: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut fields: HashMap<String, String> = HashMap::new();
+
+    for f in files {
+        for (k, v) in &f.raw.romid.fields {
+            if !v.is_empty() {
+                fields.insert(k.clone(), v.clone());
+            }
+        }
+        for s in &f.raw.scalings {
+            match scaling_index.get(&s.name) {
+                Some(&i) => {
+                    let target = &mut scalings[i];
+                    target
+                        .attrs
+                        .extend(s.attrs.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    if !s.blobs.is_empty() {
+                        target.blobs = s.blobs.clone();
+                    }
+                }
+                None => {
+                    scaling_index.insert(s.name.clone(), scalings.len());
+                    scalings.push(s.clone());
+                }
+            }
+        }
+        for t in &f.raw.tables {
+            let Some(name) = t.name.clone() else { continue };
+            merge_table(&mut tables, &mut table_index, name, t);
+        }
+    }
+
+    let mut resolved_scalings: HashMap<&str, Result<Arc<Scaling>, String>> = HashMap::new();
+    for s in &scalings {
+        resolved_scalings.insert(s.name.as_str(), Scaling::from_raw(s).map(Arc::new));
+    }
+    let lookup = |name: Option<&str>| -> Result<Arc<Scaling>, String> {
+        let name = name.ok_or_else(|| "no scaling".to_string())?;
+        match resolved_scalings.get(name) {
+            Some(Ok(s)) => Ok(s.clone()),
+            Some(Err(e)) => Err(format!("scaling `{name}` is unusable: {e}")),
+            None => Err(format!("scaling `{name}` is not defined in the chain")),
+        }
+    };
+
+    let mut out = Vec::new();
+    let mut unresolvable = Vec::new();
+    for t in &tables {
+        let Some(address) = t.attr("address").and_then(parse_hex) else {
+            continue;
+        };
+        let name = t.name.clone().unwrap_or_default();
+        match resolve_table(t, address, &lookup) {
+            Ok(table) => out.push(table),
+            Err(reason) => unresolvable.push((name, reason)),
+        }
+    }
+
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, t) in out.iter().enumerate() {
+        by_name.entry(t.name.clone()).or_default().push(i);
+    }
+    for idxs in by_name.values().filter(|v| v.len() > 1) {
+        for &i in idxs {
+            out[i].id = format!("{} @0x{:X}", out[i].name, out[i].address);
+        }
+    }
+    let by_id = out
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.clone(), i))
+        .collect();
+
+    Definition {
+        file,
+        romid: files
+            .last()
+            .map(|f| f.raw.romid.clone())
+            .unwrap_or_default(),
+        fields,
+        chain: files.iter().map(|f| f.label.clone()).collect(),
+        tables: out,
+        unresolvable,
+        by_id,
+        by_name,
+    }
+}
+
+fn merge_table(
+    tables: &mut Vec<RawTable>,
+    index: &mut HashMap<String, Vec<usize>>,
+    name: String,
+    child: &RawTable,
+) {
+    let child_addr = child.attr("address").and_then(parse_hex);
+    let entries = index.entry(name).or_default();
+    if entries.is_empty() {
+        entries.push(tables.len());
+        tables.push(child.clone());
+        return;
+    }
+    let addr_of = |t: &RawTable| t.attr("address").and_then(parse_hex);
+    match child_addr {
+        // Metadata without an address refines every table of that name.
+        None => {
+            for &i in entries.iter() {
+                apply(&mut tables[i], child);
+            }
+        }
+        Some(a) => {
+            if let Some(&i) = entries
+                .iter()
+                .find(|&&i| addr_of(&tables[i]) == Some(a))
+                .or_else(|| entries.iter().find(|&&i| addr_of(&tables[i]).is_none()))
+            {
+                apply(&mut tables[i], child);
+            } else {
+                // Same name at a second address: a second table that
+                // inherits the first one's metadata.
+                let mut copy = tables[entries[0]].clone();
+                apply(&mut copy, child);
+                entries.push(tables.len());
+                tables.push(copy);
+            }
+        }
+    }
+}
+
+fn apply(target: &mut RawTable, child: &RawTable) {
+    target
+        .attrs
+        .extend(child.attrs.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if !child.labels.is_empty() {
+        target.labels = child.labels.clone();
+    }
+    for (pos, axis) in child.axes.iter().enumerate() {
+        let found = match &axis.name {
+            Some(n) => target
+                .axes
+                .iter()
+                .position(|a| a.name.as_deref() == Some(n)),
+            None => target
+                .axes
+                .iter()
+                .position(|a| a.name.is_none() && a.attr("type") == axis.attr("type"))
+                .or_else(|| (pos < target.axes.len()).then_some(pos)),
+        };
+        match found {
+            Some(i) => apply(&mut target.axes[i], axis),
+            None => target.axes.push(axis.clone()),
+        }
+    }
+}
+
+fn resolve_table(t: &RawTable, address: u32, lookup: &ScalingLookup<'_>) -> Result<Table, String> {
+    let name = t.name.clone().unwrap_or_default();
+    let table_type = match t
+        .attr("type")
+        .map(|s| s.trim().to_ascii_uppercase())
+        .as_deref()
+    {
+        Some("1D") => TableType::Scalar,
+        Some("2D") => TableType::OneAxis,
+        Some("3D") => TableType::Grid,
+        Some(other) => return Err(format!("unknown table type `{other}`")),
+        None => return Err("no type (1D/2D/3D) in any file of the chain".into()),
+    };
+    let scaling = lookup(t.attr("scaling"))?;
+    let axes: Vec<Axis> = t
+        .axes
+        .iter()
+        .enumerate()
+        .map(|(i, a)| resolve_axis(a, i, lookup))
+        .collect::<Result<_, _>>()?;
+    let role = |a: &Axis, r: char| {
+        a.xml_type
+            .to_ascii_uppercase()
+            .contains(&format!("{r} AXIS"))
+    };
+    let (row_axis, col_axis) = match table_type {
+        TableType::Scalar => (None, None),
+        TableType::OneAxis => {
+            let axis = axes
+                .into_iter()
+                .next()
+                .ok_or("2D table without an axis child")?;
+            (Some(axis), None)
+        }
+        TableType::Grid => {
+            let x = axes.iter().position(|a| role(a, 'X'));
+            let y = axes.iter().position(|a| role(a, 'Y'));
+            let (x, y) = match (x, y) {
+                (Some(x), Some(y)) if x != y => (x, y),
+                _ if axes.len() == 2 => (0, 1),
+                _ => return Err("3D table needs an X axis and a Y axis".into()),
+            };
+            (Some(axes[y].clone()), Some(axes[x].clone()))
+        }
+    };
+    for axis in row_axis.iter().chain(col_axis.iter()) {
+        if axis.is_empty() {
+            return Err(format!("axis `{}` has no elements", axis.label()));
+        }
+    }
+    Ok(Table {
+        id: name.clone(),
+        name,
+        category: t.attr("category").map(str::to_string),
+        table_type,
+        address,
+        scaling,
+        swapxy: t
+            .attr("swapxy")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        level: t.attr("level").and_then(|v| v.trim().parse().ok()),
+        row_axis,
+        col_axis,
+    })
+}
+
+fn resolve_axis(a: &RawTable, position: usize, lookup: &ScalingLookup<'_>) -> Result<Axis, String> {
+    let xml_type = a.attr("type").unwrap_or("").to_string();
+    let label = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("#{position} {xml_type}"));
+    let elements = a
+        .attr("elements")
+        .and_then(|e| e.trim().parse::<usize>().ok());
+    let is_static = xml_type.to_ascii_lowercase().starts_with("static")
+        || (a.attr("address").is_none() && !a.labels.is_empty());
+    let source = if is_static {
+        let mut labels = a.labels.clone();
+        let n = elements.unwrap_or(labels.len());
+        // Fewer labels than elements: number the rest rather than lose cells.
+        labels.truncate(n);
+        while labels.len() < n {
+            labels.push(labels.len().to_string());
+        }
+        AxisSource::Static(labels)
+    } else {
+        let address = a
+            .attr("address")
+            .ok_or_else(|| format!("axis `{label}` has no address"))?;
+        let address = parse_hex(address)
+            .ok_or_else(|| format!("axis `{label}` address `{address}` is not hex"))?;
+        let elements = elements.ok_or_else(|| format!("axis `{label}` has no elements count"))?;
+        let scaling = lookup(a.attr("scaling")).map_err(|e| format!("axis `{label}`: {e}"))?;
+        if matches!(scaling.storage, Storage::Blob(_) | Storage::Bits) {
+            return Err(format!("axis `{label}` uses a bloblist scaling"));
+        }
+        AxisSource::Dynamic {
+            address,
+            elements,
+            scaling,
+        }
+    };
+    Ok(Axis {
+        name: a.name.clone(),
+        xml_type: if xml_type.is_empty() {
+            "Axis".into()
+        } else {
+            xml_type
+        },
+        source,
+    })
+}
+
+/// Finds a scaling by name, or says why it cannot be used.
+type ScalingLookup<'a> = dyn Fn(Option<&str>) -> Result<Arc<Scaling>, String> + 'a;
+
+/// ECUFlash hex without `0x` (accepting it anyway).
+pub fn parse_hex(text: &str) -> Option<u32> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if t.is_empty() {
+        return None;
+    }
+    u32::from_str_radix(t, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xml::parse_definition;
+
+    const BASE: &str = r#"<rom><romid><xmlid>base</xmlid><checksummodule>mitsucan</checksummodule></romid>
+  <scaling name="RPM" units="rpm" toexpr="x*1000/256" frexpr="x*256/1000" format="%.0f" storagetype="uint16" endian="big"/>
+  <scaling name="Timing" units="deg" toexpr="x" frexpr="x" format="%.0f" storagetype="int8"/>
+  <scaling name="Lbl" units="ms" toexpr="x" frexpr="x" storagetype="uint8"/>
+  <table name="Map" category="Timing" type="3D" swapxy="true" scaling="Timing">
+    <table name="Load" type="X Axis" elements="3" scaling="RPM"/>
+    <table name="RPM" type="Y Axis" elements="2" scaling="RPM"/>
+  </table>
+  <table name="Limiter" category="Limits" type="2D" scaling="Lbl">
+    <table type="Static Y Axis" elements="2"><data>ON</data><data>OFF</data></table>
+  </table>
+  <table name="Unused" type="1D" scaling="Lbl"/>
+  <table name="Dup" type="1D" scaling="Lbl"/>
+  <table name="NoType" scaling="Lbl"/>
+</rom>"#;
+
+    const CHILD: &str = r#"<rom><romid><xmlid>child</xmlid><internalidaddress>10</internalidaddress>
+  <internalidhex>1234</internalidhex><year>2011</year><make>Mitsubishi</make><model>Lancer</model></romid>
+  <include>base</include>
+  <table name="Map" address="100"><table name="Load" address="200" elements="4"/><table name="RPM" address="300"/></table>
+  <table name="Limiter" address="400"/>
+  <table name="Dup" address="500"/>
+  <table name="Dup" address="600"/>
+  <table name="NoType" address="700"/>
+</rom>"#;
+
+    fn merged() -> Definition {
+        let base = parse_definition(BASE).unwrap();
+        let child = parse_definition(CHILD).unwrap();
+        merge(
+            "child.xml".into(),
+            &[
+                ChainFile {
+                    label: "base".into(),
+                    raw: &base,
+                },
+                ChainFile {
+                    label: "child".into(),
+                    raw: &child,
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn child_addresses_materialise_base_tables() {
+        let d = merged();
+        let names: Vec<&str> = d.tables.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(names, ["Map", "Limiter", "Dup @0x500", "Dup @0x600"]);
+        assert_eq!(d.unresolvable.len(), 1);
+        assert_eq!(d.unresolvable[0].0, "NoType");
+        assert_eq!(d.checksum_module(), Some("mitsucan"));
+        assert_eq!(d.display_name(), "child 2011 Lancer");
+        assert_eq!(d.vehicle().as_deref(), Some("2011 Mitsubishi Lancer"));
+        assert_eq!(d.chain, ["base", "child"]);
+    }
+
+    #[test]
+    fn axes_merge_by_name_with_child_overrides() {
+        let d = merged();
+        let Lookup::Found(t) = d.table("Map") else {
+            panic!()
+        };
+        assert_eq!(t.table_type, TableType::Grid);
+        assert!(t.swapxy);
+        assert_eq!(t.dimensions(), "4x2");
+        assert_eq!(t.col_axis.as_ref().unwrap().name.as_deref(), Some("Load"));
+        assert_eq!(t.cell_offset(1, 2), 0x100 + 2 * 2 + 1);
+        let Lookup::Found(l) = d.table("Limiter") else {
+            panic!()
+        };
+        assert_eq!(l.dimensions(), "1x2");
+        assert_eq!(
+            l.row_axis.as_ref().unwrap().source,
+            AxisSource::Static(vec!["ON".into(), "OFF".into()])
+        );
+    }
+
+    #[test]
+    fn lookups_report_ambiguity_and_suggest_names() {
+        let d = merged();
+        assert!(matches!(d.table("Dup"), Lookup::Ambiguous(v) if v.len() == 2));
+        assert!(matches!(d.table("Dup @0x600"), Lookup::Found(t) if t.address == 0x600));
+        match d.table("map") {
+            Lookup::Missing(s) => assert_eq!(s[0], "Map"),
+            other => panic!("{other:?}"),
+        }
+        match d.table("Limitr") {
+            Lookup::Missing(s) => assert_eq!(s[0], "Limiter"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Errors of the ECU tools. Each message says what was wrong and what to do.
+
+use crate::checksum::ChecksumError;
+use crate::decode::OutOfRom;
+use crate::patch::PatchError;
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "no definitions directory is configured: start benchtop with --definitions-path DIR, set ECU_DEFINITIONS_PATH, or set ecuExplorer.definitionsPath in .vscode/settings.json"
+    )]
+    NoDefinitionsPath,
+
+    #[error(
+        "cannot read the definitions directory {path}: {source}; check --definitions-path / ECU_DEFINITIONS_PATH"
+    )]
+    DefinitionsDir { path: PathBuf, source: io::Error },
+
+    #[error("cannot read ROM {path}: {source}{hint}")]
+    RomRead {
+        path: PathBuf,
+        source: io::Error,
+        hint: String,
+    },
+
+    #[error(
+        "no definition matches ROM {rom}: tried {tried}. Add the ROM's ECUFlash definition to {dir}, or check that the file is a raw ROM image"
+    )]
+    UnknownRom {
+        rom: PathBuf,
+        dir: PathBuf,
+        tried: String,
+    },
+
+    #[error("definition {file}: {message}")]
+    Definition { file: PathBuf, message: String },
+
+    #[error("no table named `{table}` in {definition}.{hint} Call list_tables to see the names")]
+    UnknownTable {
+        table: String,
+        definition: String,
+        hint: String,
+    },
+
+    #[error("`{table}` names {n} tables at different addresses: pass one of {list}", n = candidates.len(), list = candidates.join(" | "))]
+    AmbiguousTable {
+        table: String,
+        candidates: Vec<String>,
+    },
+
+    #[error("{0}")]
+    InvalidArgument(String),
+
+    #[error(transparent)]
+    Patch(#[from] PatchError),
+
+    #[error("{0}; the definition does not fit this ROM image")]
+    OutOfRom(#[from] OutOfRom),
+
+    #[error("{0}")]
+    Checksum(#[from] ChecksumError),
+
+    #[error("cannot write ROM {path}: {message}. The ROM on disk was not changed")]
+    Write { path: PathBuf, message: String },
+}
+
+impl Error {
+    pub fn rom_read(path: PathBuf, source: io::Error) -> Self {
+        let hint = match source.kind() {
+            io::ErrorKind::NotFound => {
+                "; pass an absolute path or one relative to the workspace".to_string()
+            }
+            io::ErrorKind::PermissionDenied => {
+                "; the directory is not granted to this plugin (allow it with --allow DIR)"
+                    .to_string()
+            }
+            _ => String::new(),
+        };
+        Error::RomRead { path, source, hint }
+    }
+}

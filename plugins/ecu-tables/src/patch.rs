@@ -1,0 +1,426 @@
+//! Table math (set/add/multiply/clamp/smooth) written back through `frexpr`.
+
+use crate::decode::{Cell, TableData, bit_position, display_cell};
+use crate::definition::Table;
+use crate::scaling::Kind;
+
+/// The operation to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Set(f64),
+    Add(f64),
+    Multiply(f64),
+    Clamp {
+        min: f64,
+        max: f64,
+    },
+    Smooth,
+    /// Bloblist tables: select a named choice.
+    Choose(String),
+}
+
+impl Op {
+    pub fn describe(&self) -> String {
+        match self {
+            Op::Set(v) => format!("set {v}"),
+            Op::Add(v) => format!("add {v}"),
+            Op::Multiply(v) => format!("multiply {v}"),
+            Op::Clamp { min, max } => format!("clamp [{min}, {max}]"),
+            Op::Smooth => "smooth".into(),
+            Op::Choose(c) => format!("set {c}"),
+        }
+    }
+}
+
+/// Which cells an operation targets (0-based; None = every row/column).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Target {
+    pub row: Option<usize>,
+    pub col: Option<usize>,
+}
+
+/// One written cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedCell {
+    pub row: usize,
+    pub col: usize,
+    pub before: String,
+    pub after: String,
+    pub raw_before: f64,
+    pub raw_after: f64,
+    /// The physical value asked for before rounding and limiting.
+    pub requested: f64,
+    /// True when `frexpr(requested)` was outside the storage range.
+    pub limited: bool,
+}
+
+/// What a patch did to the image.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PatchEffect {
+    pub targeted: usize,
+    /// Cells whose stored bytes changed.
+    pub changed: Vec<ChangedCell>,
+    /// Cells that had to be limited to the storage range.
+    pub limited: Vec<ChangedCell>,
+    /// Cells whose new value is outside the scaling's soft min/max.
+    pub outside_soft_limits: usize,
+}
+
+/// Why a patch was refused; the image is untouched.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PatchError {
+    #[error(
+        "{axis} {index} is out of range: table `{table}` has {len} {axis}s (valid indices 0..={max}); take indices from read_table",
+        max = len - 1
+    )]
+    OutOfRange {
+        table: String,
+        axis: &'static str,
+        index: usize,
+        len: usize,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    /// A value that frexpr cannot turn into a stored number (message says which).
+    #[error("{0}")]
+    NotRepresentable(String),
+}
+
+/// Applies `op` to the targeted cells of `table` in `rom` (already decoded
+/// as `data`). Only targeted cells' bytes are written.
+pub fn apply(
+    table: &Table,
+    data: &TableData,
+    rom: &mut [u8],
+    op: &Op,
+    target: Target,
+) -> Result<PatchEffect, PatchError> {
+    let (rows, cols) = (data.rows, data.cols);
+    if let Some(r) = target.row.filter(|&r| r >= rows) {
+        return Err(out_of_range(table, "row", r, rows));
+    }
+    if let Some(c) = target.col.filter(|&c| c >= cols) {
+        return Err(out_of_range(table, "column", c, cols));
+    }
+    let cells: Vec<(usize, usize)> = (0..rows)
+        .filter(|r| target.row.is_none_or(|t| t == *r))
+        .flat_map(|r| {
+            (0..cols)
+                .filter(move |c| target.col.is_none_or(|t| t == *c))
+                .map(move |c| (r, c))
+        })
+        .collect();
+    let scaling = &table.scaling;
+    let mut effect = PatchEffect {
+        targeted: cells.len(),
+        ..Default::default()
+    };
+
+    match (&scaling.kind, op) {
+        (Kind::Blobs(choices), Op::Choose(name)) => {
+            let Some((_, bytes)) = choices.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
+            else {
+                return Err(PatchError::Invalid(format!(
+                    "`{name}` is not a choice of `{}`; choose one of: {}",
+                    table.id,
+                    choice_list(choices)
+                )));
+            };
+            for &(r, c) in &cells {
+                let at = table.cell_offset(r, c);
+                let before = data.cell(r, c).clone();
+                if rom[at..at + bytes.len()] != bytes[..] {
+                    rom[at..at + bytes.len()].copy_from_slice(bytes);
+                    effect.changed.push(ChangedCell {
+                        row: r,
+                        col: c,
+                        before: display_cell(scaling, &before),
+                        after: display_cell(
+                            scaling,
+                            &Cell::Blob(Some(name.clone()), bytes.clone()),
+                        ),
+                        raw_before: f64::NAN,
+                        raw_after: f64::NAN,
+                        requested: f64::NAN,
+                        limited: false,
+                    });
+                }
+            }
+            return Ok(effect);
+        }
+        (Kind::Blobs(choices), _) => {
+            return Err(PatchError::Invalid(format!(
+                "`{}` is a bloblist (switch) table: use op=set with choice set to one of: {}",
+                table.id,
+                choice_list(choices)
+            )));
+        }
+        (_, Op::Choose(_)) => {
+            return Err(PatchError::Invalid(format!(
+                "`choice` only applies to bloblist tables; `{}` is numeric: pass `value` instead",
+                table.id
+            )));
+        }
+        _ => {}
+    }
+
+    if matches!(op, Op::Smooth) && rows * cols < 2 {
+        return Err(PatchError::Invalid(format!(
+            "smooth needs a table with neighbours; `{}` is a single value",
+            table.id
+        )));
+    }
+    if let Kind::Bit = scaling.kind {
+        let Op::Set(v) = op else {
+            return Err(PatchError::Invalid(format!(
+                "`{}` is a bit table: only op=set with value 0 or 1 applies",
+                table.id
+            )));
+        };
+        if *v != 0.0 && *v != 1.0 {
+            return Err(PatchError::Invalid(format!(
+                "bit tables hold 0 or 1, not {v}; `{}` is a bit table",
+                table.id
+            )));
+        }
+        for &(r, c) in &cells {
+            let (byte, mask) = bit_position(table, r, c);
+            let old = rom[byte] & mask != 0;
+            if old != (*v == 1.0) {
+                rom[byte] ^= mask;
+                effect.changed.push(ChangedCell {
+                    row: r,
+                    col: c,
+                    before: u8::from(old).to_string(),
+                    after: (*v as u8).to_string(),
+                    raw_before: f64::from(u8::from(old)),
+                    raw_after: *v,
+                    requested: *v,
+                    limited: false,
+                });
+            }
+        }
+        return Ok(effect);
+    }
+
+    let Kind::Numeric { from, .. } = &scaling.kind else {
+        unreachable!("blob and bit scalings handled above")
+    };
+    let Some(from) = from else {
+        return Err(PatchError::Invalid(format!(
+            "scaling `{}` of `{}` has a toexpr but no frexpr, so values cannot be converted back to raw; this table is read-only",
+            scaling.name, table.id
+        )));
+    };
+
+    // Compute every new value from the original grid before writing, so
+    // smoothing never sees its own output and a refusal leaves no partial write.
+    let mut planned = Vec::with_capacity(cells.len());
+    for &(r, c) in &cells {
+        let v = data.value(r, c);
+        let new = match op {
+            Op::Set(x) => *x,
+            Op::Add(x) => v + x,
+            Op::Multiply(x) => v * x,
+            Op::Clamp { min, max } => v.max(*min).min(*max),
+            Op::Smooth => smooth_at(data, r, c),
+            Op::Choose(_) => unreachable!(),
+        };
+        let raw = from.eval(new);
+        if !raw.is_finite() || !new.is_finite() {
+            let (lo, hi) = value_span(data);
+            return Err(PatchError::NotRepresentable(format!(
+                "cannot represent {new} in cell [{r},{c}] of `{}`: frexpr `{}` gives {raw}; choose a value the scaling can store (current values range {} … {})",
+                table.id,
+                from.source(),
+                scaling.display(lo),
+                scaling.display(hi)
+            )));
+        }
+        planned.push((r, c, new, raw));
+    }
+
+    let size = scaling.storage.size();
+    for (r, c, new, raw) in planned {
+        let (stored, limited) = match scaling.storage.int_range() {
+            Some((lo, hi)) => {
+                // f64::round rounds half away from zero, the rule ECUFlash
+                // definitions' values are checked against.
+                let rounded = raw.round();
+                let clamped = rounded.clamp(lo, hi);
+                (clamped, clamped != rounded)
+            }
+            None => {
+                let max = f32::MAX as f64;
+                let clamped = raw.clamp(-max, max);
+                (clamped, clamped != raw)
+            }
+        };
+        let at = table.cell_offset(r, c);
+        let old_bytes = rom[at..at + size].to_vec();
+        scaling
+            .storage
+            .write(scaling.endian, stored, &mut rom[at..at + size]);
+        let raw_after = scaling.storage.read(scaling.endian, &rom[at..at + size]);
+        let after = scaling.to_physical(raw_after);
+        if scaling.min.is_some_and(|m| after < m) || scaling.max.is_some_and(|m| after > m) {
+            effect.outside_soft_limits += 1;
+        }
+        let changed = ChangedCell {
+            row: r,
+            col: c,
+            before: data.display(r, c),
+            after: scaling.display(after),
+            raw_before: data.raw[r * cols + c],
+            raw_after,
+            requested: new,
+            limited,
+        };
+        if limited {
+            effect.limited.push(changed.clone());
+        }
+        if rom[at..at + size] != old_bytes[..] {
+            effect.changed.push(changed);
+        }
+    }
+    Ok(effect)
+}
+
+fn out_of_range(table: &Table, axis: &'static str, index: usize, len: usize) -> PatchError {
+    PatchError::OutOfRange {
+        table: table.id.clone(),
+        axis,
+        index,
+        len,
+    }
+}
+
+fn choice_list(choices: &[(String, Vec<u8>)]) -> String {
+    choices
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Mean of the cell and its existing neighbours in the 3×3 block.
+fn smooth_at(data: &TableData, r: usize, c: usize) -> f64 {
+    let (mut sum, mut n) = (0.0, 0u32);
+    for rr in r.saturating_sub(1)..=(r + 1).min(data.rows - 1) {
+        for cc in c.saturating_sub(1)..=(c + 1).min(data.cols - 1) {
+            sum += data.value(rr, cc);
+            n += 1;
+        }
+    }
+    sum / f64::from(n)
+}
+
+fn value_span(data: &TableData) -> (f64, f64) {
+    data.cells
+        .iter()
+        .filter_map(|c| match c {
+            Cell::Num(v) if v.is_finite() => Some(*v),
+            _ => None,
+        })
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::read_table;
+    use crate::decode::tests::{XML, definition, rom, table};
+
+    fn run(name: &str, op: Op, target: Target) -> (Result<PatchEffect, PatchError>, Vec<u8>) {
+        let d = definition(XML);
+        let t = table(&d, name);
+        let mut image = rom();
+        let data = read_table(t, &image).unwrap();
+        (apply(t, &data, &mut image, &op, target), image)
+    }
+
+    #[test]
+    fn smooth_uses_the_original_grid() {
+        // RowMajor (int8, x/2): rows [10,10.5,11],[11.5,12,12.5] physical.
+        let (effect, image) = run("RowMajor", Op::Smooth, Target::default());
+        let effect = effect.unwrap();
+        assert_eq!(effect.targeted, 6);
+        // Corner (0,0): mean of 10, 10.5, 11.5, 12 = 11 → raw 22.
+        assert_eq!(image[20], 22);
+        // Centre top (0,1): mean of all six = 11.25 → raw 22.5 → 23 (half away from zero).
+        assert_eq!(image[21], 23);
+    }
+
+    #[test]
+    fn rounding_limiting_and_targets() {
+        let (effect, image) = run(
+            "RowMajor",
+            Op::Set(100.0),
+            Target {
+                row: Some(1),
+                col: Some(2),
+            },
+        );
+        let effect = effect.unwrap();
+        assert_eq!(effect.limited.len(), 1);
+        assert_eq!(image[25] as i8, 127);
+        assert_eq!(effect.limited[0].after, "63.5");
+        let (effect, image) = run(
+            "RowMajor",
+            Op::Add(-0.25),
+            Target {
+                row: Some(0),
+                col: None,
+            },
+        );
+        // 9.75 → raw 19.5 → 20, 10.25 → 20.5 → 21, 10.75 → 21.5 → 22: half a
+        // raw step rounds away from zero, back to the stored values.
+        assert_eq!(&image[20..23], &[20, 21, 22]);
+        let effect = effect.unwrap();
+        assert_eq!((effect.targeted, effect.changed.len()), (3, 0));
+        let (err, image) = run(
+            "RowMajor",
+            Op::Set(1.0),
+            Target {
+                row: Some(2),
+                col: None,
+            },
+        );
+        assert!(matches!(
+            err,
+            Err(PatchError::OutOfRange {
+                index: 2,
+                len: 2,
+                ..
+            })
+        ));
+        assert_eq!(image, rom());
+    }
+
+    #[test]
+    fn bits_and_switches() {
+        let (effect, image) = run(
+            "Flags",
+            Op::Set(1.0),
+            Target {
+                row: Some(1),
+                col: None,
+            },
+        );
+        assert_eq!(effect.unwrap().changed.len(), 1);
+        assert_eq!(image[34], 0b1100_0000);
+        let (err, _) = run("Flags", Op::Add(1.0), Target::default());
+        assert!(matches!(err, Err(PatchError::Invalid(_))));
+        let (effect, image) = run("Switch", Op::Choose("ON".into()), Target::default());
+        assert_eq!(effect.unwrap().changed.len(), 1);
+        assert_eq!(image[32], 1);
+        let (err, _) = run("Switch", Op::Set(1.0), Target::default());
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("choice set to one of: off, on")
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! Scalings: how raw ROM bytes become physical values and back.
+
+use crate::expr::Expr;
+use crate::printf::Format;
+use crate::xml::RawScaling;
+
+/// Byte order of a stored value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endian {
+    Big,
+    Little,
+}
+
+/// How one cell is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    I32,
+    F32,
+    /// A byte string of this length whose meaning is a named choice.
+    Blob(usize),
+    /// One bit per cell (`storagebits="1"` bloblists), most significant first.
+    Bits,
+}
+
+impl Storage {
+    /// Bytes per cell; bit tables report 0 and are sized per table.
+    pub fn size(self) -> usize {
+        match self {
+            Storage::U8 | Storage::I8 => 1,
+            Storage::U16 | Storage::I16 => 2,
+            Storage::U32 | Storage::I32 | Storage::F32 => 4,
+            Storage::Blob(n) => n,
+            Storage::Bits => 0,
+        }
+    }
+
+    /// The ECUFlash name, as listed to users.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::U8 => "uint8",
+            Storage::I8 => "int8",
+            Storage::U16 => "uint16",
+            Storage::I16 => "int16",
+            Storage::U32 => "uint32",
+            Storage::I32 => "int32",
+            Storage::F32 => "float",
+            Storage::Blob(_) => "bloblist",
+            Storage::Bits => "bits",
+        }
+    }
+
+    /// Inclusive raw range of integer types (None for float, blob, bits).
+    pub fn int_range(self) -> Option<(f64, f64)> {
+        Some(match self {
+            Storage::U8 => (0.0, u8::MAX as f64),
+            Storage::I8 => (i8::MIN as f64, i8::MAX as f64),
+            Storage::U16 => (0.0, u16::MAX as f64),
+            Storage::I16 => (i16::MIN as f64, i16::MAX as f64),
+            Storage::U32 => (0.0, u32::MAX as f64),
+            Storage::I32 => (i32::MIN as f64, i32::MAX as f64),
+            Storage::F32 | Storage::Blob(_) | Storage::Bits => return None,
+        })
+    }
+
+    /// Decodes one numeric cell from exactly `size()` bytes.
+    pub fn read(self, endian: Endian, b: &[u8]) -> f64 {
+        macro_rules! get {
+            ($t:ty, $n:literal) => {{
+                let mut a = [0u8; $n];
+                a.copy_from_slice(&b[..$n]);
+                match endian {
+                    Endian::Big => <$t>::from_be_bytes(a),
+                    Endian::Little => <$t>::from_le_bytes(a),
+                }
+            }};
+        }
+        match self {
+            Storage::U8 => b[0] as f64,
+            Storage::I8 => b[0] as i8 as f64,
+            Storage::U16 => get!(u16, 2) as f64,
+            Storage::I16 => get!(i16, 2) as f64,
+            Storage::U32 => get!(u32, 4) as f64,
+            Storage::I32 => get!(i32, 4) as f64,
+            Storage::F32 => get!(f32, 4) as f64,
+            Storage::Blob(_) | Storage::Bits => f64::NAN,
+        }
+    }
+
+    /// Encodes a raw value that is already rounded and inside `int_range`.
+    pub fn write(self, endian: Endian, raw: f64, out: &mut [u8]) {
+        macro_rules! put {
+            ($v:expr) => {{
+                let v = $v;
+                let bytes = match endian {
+                    Endian::Big => v.to_be_bytes(),
+                    Endian::Little => v.to_le_bytes(),
+                };
+                out[..bytes.len()].copy_from_slice(&bytes);
+            }};
+        }
+        match self {
+            Storage::U8 => out[0] = raw as u8,
+            Storage::I8 => out[0] = raw as i8 as u8,
+            Storage::U16 => put!(raw as u16),
+            Storage::I16 => put!(raw as i16),
+            Storage::U32 => put!(raw as u32),
+            Storage::I32 => put!(raw as i32),
+            Storage::F32 => put!(raw as f32),
+            Storage::Blob(_) | Storage::Bits => {}
+        }
+    }
+}
+
+/// What a cell means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// A number through `toexpr`/`frexpr`.
+    Numeric { to: Expr, from: Option<Expr> },
+    /// A named byte pattern.
+    Blobs(Vec<(String, Vec<u8>)>),
+    /// A single bit, 0 or 1.
+    Bit,
+}
+
+/// A resolved `<scaling>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scaling {
+    pub name: String,
+    pub units: Option<String>,
+    pub format_text: Option<String>,
+    pub format: Format,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub storage: Storage,
+    pub endian: Endian,
+    pub kind: Kind,
+}
+
+impl Scaling {
+    /// Builds a scaling from its merged attributes, or says why it is unusable.
+    pub fn from_raw(raw: &RawScaling) -> Result<Self, String> {
+        let attr = |k: &str| raw.attrs.get(k).map(|s| s.trim()).filter(|s| !s.is_empty());
+        let storage_name = attr("storagetype").unwrap_or("uint8").to_ascii_lowercase();
+        let endian = match attr("endian").map(str::to_ascii_lowercase).as_deref() {
+            // Every ECU these definitions describe is big-endian; a missing
+            // attribute must not silently flip the byte order.
+            None | Some("big") => Endian::Big,
+            Some("little") => Endian::Little,
+            Some(other) => return Err(format!("unknown endian `{other}`")),
+        };
+        let (storage, kind) = if storage_name == "bloblist" {
+            if attr("storagebits") == Some("1") {
+                (Storage::Bits, Kind::Bit)
+            } else {
+                let mut blobs = Vec::with_capacity(raw.blobs.len());
+                for (name, hex) in &raw.blobs {
+                    let bytes = parse_hex_bytes(hex)
+                        .ok_or_else(|| format!("bloblist value `{hex}` of `{name}` is not hex"))?;
+                    blobs.push((name.clone(), bytes));
+                }
+                let len = blobs.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
+                if len == 0 {
+                    return Err("bloblist scaling has no <data value> entries".into());
+                }
+                if blobs.iter().any(|(_, b)| b.len() != len) {
+                    return Err("bloblist values differ in length".into());
+                }
+                (Storage::Blob(len), Kind::Blobs(blobs))
+            }
+        } else {
+            let storage = match storage_name.as_str() {
+                "uint8" => Storage::U8,
+                "int8" => Storage::I8,
+                "uint16" => Storage::U16,
+                "int16" => Storage::I16,
+                "uint32" => Storage::U32,
+                "int32" => Storage::I32,
+                "float" | "float32" => Storage::F32,
+                other => return Err(format!("unknown storagetype `{other}`")),
+            };
+            let to = match attr("toexpr") {
+                Some(e) => Expr::parse(e).map_err(|e| format!("toexpr: {e}"))?,
+                None => Expr::identity(),
+            };
+            let from = match (attr("frexpr"), attr("toexpr")) {
+                (Some(e), _) => Some(Expr::parse(e).map_err(|e| format!("frexpr: {e}"))?),
+                // Without either expression the value is the raw number.
+                (None, None) => Some(Expr::identity()),
+                // Inverting toexpr would be a guess: such tables stay read-only.
+                (None, Some(_)) => None,
+            };
+            (storage, Kind::Numeric { to, from })
+        };
+        let format_text = attr("format").map(str::to_string);
+        Ok(Self {
+            name: raw.name.clone(),
+            units: attr("units").map(str::to_string),
+            format: format_text
+                .as_deref()
+                .map(Format::parse)
+                .unwrap_or_default(),
+            format_text,
+            min: attr("min").and_then(|v| v.parse().ok()),
+            max: attr("max").and_then(|v| v.parse().ok()),
+            storage,
+            endian,
+            kind,
+        })
+    }
+
+    /// Raw → physical for numeric scalings.
+    pub fn to_physical(&self, raw: f64) -> f64 {
+        match &self.kind {
+            Kind::Numeric { to, .. } => to.eval(raw),
+            _ => raw,
+        }
+    }
+
+    /// Renders a physical value with the scaling's format.
+    pub fn display(&self, value: f64) -> String {
+        match self.kind {
+            Kind::Bit => format!("{}", value as i64),
+            _ => self.format.apply(value),
+        }
+    }
+
+    /// The name of the blob matching `bytes`, if any.
+    pub fn blob_name(&self, bytes: &[u8]) -> Option<&str> {
+        match &self.kind {
+            Kind::Blobs(list) => list
+                .iter()
+                .find(|(_, b)| b == bytes)
+                .map(|(n, _)| n.as_str()),
+            _ => None,
+        }
+    }
+}
+
+/// `"00E9"` → `[0x00, 0xE9]`; None for odd length or non-hex text.
+pub fn parse_hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    let hex = hex.trim();
+    let hex = hex
+        .strip_prefix("0x")
+        .or_else(|| hex.strip_prefix("0X"))
+        .unwrap_or(hex);
+    if hex.is_empty() || !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Uppercase hex of a byte string.
+pub fn hex_upper(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn scaling(attrs: &[(&str, &str)]) -> Result<Scaling, String> {
+        Scaling::from_raw(&RawScaling {
+            name: "s".into(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            blobs: vec![],
+        })
+    }
+
+    #[test]
+    fn storage_round_trips_in_both_byte_orders() {
+        let cases = [
+            (Storage::U8, 200.0),
+            (Storage::I8, -5.0),
+            (Storage::U16, 54321.0),
+            (Storage::I16, -1234.0),
+            (Storage::U32, 4_000_000_000.0),
+            (Storage::I32, -2_000_000_000.0),
+            (Storage::F32, 1.5),
+        ];
+        for (s, v) in cases {
+            for e in [Endian::Big, Endian::Little] {
+                let mut buf = [0u8; 4];
+                s.write(e, v, &mut buf);
+                assert_eq!(s.read(e, &buf), v, "{s:?} {e:?}");
+            }
+        }
+        let mut buf = [0u8; 2];
+        Storage::U16.write(Endian::Big, 0x1234 as f64, &mut buf);
+        assert_eq!(buf, [0x12, 0x34]);
+        Storage::U16.write(Endian::Little, 0x1234 as f64, &mut buf);
+        assert_eq!(buf, [0x34, 0x12]);
+    }
+
+    #[test]
+    fn missing_endian_is_big_and_missing_frexpr_is_read_only() {
+        let s = scaling(&[("storagetype", "uint16"), ("toexpr", "x/2")]).unwrap();
+        assert_eq!(s.endian, Endian::Big);
+        assert!(matches!(s.kind, Kind::Numeric { from: None, .. }));
+        let id = scaling(&[("storagetype", "int8")]).unwrap();
+        assert!(matches!(id.kind, Kind::Numeric { from: Some(_), .. }));
+        assert!(scaling(&[("storagetype", "int64")]).is_err());
+        assert!(scaling(&[("toexpr", "pow(x,2)")]).is_err());
+    }
+
+    #[test]
+    fn hex_bytes() {
+        assert_eq!(parse_hex_bytes("00E9"), Some(vec![0, 0xE9]));
+        assert_eq!(parse_hex_bytes("0E9"), None);
+        assert_eq!(parse_hex_bytes("zz"), None);
+        assert_eq!(hex_upper(&[0xc5, 0x86]), "C586");
+    }
+}

@@ -1,0 +1,606 @@
+//! Finding definitions, matching ROMs and caching both by path and mtime.
+//!
+//! Each call re-lists the definitions directory and re-stats the ROM (cheap),
+//! but re-reads and re-parses only files whose size or mtime changed, so a
+//! warm call costs a few `stat`s plus the table decode.
+
+use crate::checksum::Module;
+use crate::definition::{ChainFile, Definition, merge, parse_hex};
+use crate::error::Error;
+use crate::scaling::parse_hex_bytes;
+use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Size + modification time: a file is re-read when either changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub len: u64,
+    pub mtime: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Self {
+        Self {
+            len: meta.len(),
+            mtime: meta.modified().ok(),
+        }
+    }
+}
+
+struct CachedFile {
+    stamp: Stamp,
+    romid: Result<RomId, String>,
+    full: Option<Result<Arc<RawDefinition>, String>>,
+}
+
+struct CachedDefinition {
+    chain: Vec<(PathBuf, Stamp)>,
+    definition: Arc<Definition>,
+}
+
+struct CachedRom {
+    stamp: Stamp,
+    bytes: Arc<Vec<u8>>,
+}
+
+/// A ROM image and the definition that matched it (if any).
+#[derive(Debug, Clone)]
+pub struct OpenedRom {
+    pub path: PathBuf,
+    pub bytes: Arc<Vec<u8>>,
+    pub definition: Option<Arc<Definition>>,
+    /// `xmlid @address` ids tried, with what the ROM holds there.
+    pub tried: Vec<String>,
+    /// Notes such as "several definitions match".
+    pub warnings: Vec<String>,
+    pub definitions_dir: PathBuf,
+}
+
+impl OpenedRom {
+    /// The definition, or the unknown-ROM error listing the ids tried.
+    pub fn require_definition(&self) -> Result<Arc<Definition>, Error> {
+        self.definition.clone().ok_or_else(|| Error::UnknownRom {
+            rom: self.path.clone(),
+            dir: self.definitions_dir.clone(),
+            tried: if self.tried.is_empty() {
+                "no definition with an internal id (internalidhex/internalidstring) was found"
+                    .into()
+            } else {
+                self.tried.join("; ")
+            },
+        })
+    }
+}
+
+/// Checksum state of an image under its definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChecksumState {
+    pub algorithm: Option<String>,
+    pub module: Option<Module>,
+    /// None: no module, unknown module, or the image does not fit it.
+    pub valid: Option<bool>,
+    pub note: Option<String>,
+}
+
+/// Checksum state of `bytes` for `definition`.
+pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> ChecksumState {
+    let Some(name) = definition.and_then(Definition::checksum_module) else {
+        return ChecksumState {
+            algorithm: None,
+            module: None,
+            valid: None,
+            note: None,
+        };
+    };
+    match Module::by_name(name) {
+        Ok(module) => match module.validate(bytes) {
+            Ok(valid) => ChecksumState {
+                algorithm: Some(name.to_string()),
+                module: Some(module),
+                valid: Some(valid),
+                note: None,
+            },
+            Err(e) => ChecksumState {
+                algorithm: Some(name.to_string()),
+                module: Some(module),
+                valid: None,
+                note: Some(e.to_string()),
+            },
+        },
+        Err(e) => ChecksumState {
+            algorithm: Some(name.to_string()),
+            module: None,
+            valid: None,
+            note: Some(e.to_string()),
+        },
+    }
+}
+
+/// The plugin's long-lived state: parsed files, merged definitions, ROMs.
+#[derive(Default)]
+pub struct Explorer {
+    files: HashMap<PathBuf, CachedFile>,
+    definitions: HashMap<PathBuf, CachedDefinition>,
+    roms: HashMap<PathBuf, CachedRom>,
+}
+
+const MAX_DEPTH: usize = 16;
+const MAX_CACHED_ROMS: usize = 8;
+/// ROM images bigger than this are not calibration images (largest ECUs
+/// in ECUFlash are 4 MiB); refuse rather than exhaust the memory cap.
+const MAX_ROM: u64 = 16 << 20;
+
+impl Explorer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads `rom` (cached by mtime) and matches it against the definitions in `dir`.
+    pub fn open(&mut self, dir: &Path, rom: &Path) -> Result<OpenedRom, Error> {
+        self.open_with(dir, rom, false)
+    }
+
+    /// Like [`open`](Self::open) but always re-reads the ROM: a patch must
+    /// start from the bytes on disk, never from a cache entry whose stamp
+    /// happens to match after an outside edit (coarse mtimes).
+    pub fn open_fresh(&mut self, dir: &Path, rom: &Path) -> Result<OpenedRom, Error> {
+        self.open_with(dir, rom, true)
+    }
+
+    fn open_with(&mut self, dir: &Path, rom: &Path, fresh: bool) -> Result<OpenedRom, Error> {
+        if fresh {
+            self.roms.remove(rom);
+        }
+        let bytes = self.load_rom(rom)?;
+        let files = scan_dir(dir)?;
+        self.refresh(&files);
+        let mut matches = Vec::new();
+        let mut tried = Vec::new();
+        for (path, _) in &files {
+            let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path) else {
+                continue;
+            };
+            if let Some(result) = match_id(id, &bytes) {
+                let label = id.xmlid.clone().unwrap_or_else(|| file_label(path));
+                match result {
+                    Ok(()) => matches.push(path.clone()),
+                    Err(found) => tried.push(format!("{label} ({found})")),
+                }
+            }
+        }
+        let mut warnings = Vec::new();
+        let definition = match matches.len() {
+            0 => None,
+            _ => {
+                let mut resolved = Vec::new();
+                for path in &matches {
+                    resolved.push(self.definition(dir, &files, path)?);
+                }
+                // A definition included by another match is the less specific one.
+                let keep: Vec<&Arc<Definition>> = resolved
+                    .iter()
+                    .filter(|d| {
+                        let id = d.romid.xmlid.as_deref();
+                        !resolved.iter().any(|o| {
+                            !Arc::ptr_eq(o, d)
+                                && o.chain[..o.chain.len() - 1]
+                                    .iter()
+                                    .any(|c| Some(c.as_str()) == id)
+                        })
+                    })
+                    .collect();
+                if keep.len() > 1 {
+                    warnings.push(format!(
+                        "{} definitions match this ROM ({}); using {}",
+                        keep.len(),
+                        keep.iter()
+                            .map(|d| d.file.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        keep[0].file.display()
+                    ));
+                }
+                keep.first().map(|d| (*d).clone())
+            }
+        };
+        Ok(OpenedRom {
+            path: rom.to_path_buf(),
+            bytes,
+            definition,
+            tried,
+            warnings,
+            definitions_dir: dir.to_path_buf(),
+        })
+    }
+
+    fn cache_rom(&mut self, path: &Path, stamp: Stamp, bytes: Arc<Vec<u8>>) {
+        // Images are up to a few MiB: keep a handful, not every ROM ever seen.
+        if self.roms.len() >= MAX_CACHED_ROMS && !self.roms.contains_key(path) {
+            self.roms.clear();
+        }
+        self.roms
+            .insert(path.to_path_buf(), CachedRom { stamp, bytes });
+    }
+
+    fn load_rom(&mut self, path: &Path) -> Result<Arc<Vec<u8>>, Error> {
+        let meta = fs::metadata(path).map_err(|e| Error::rom_read(path.into(), e))?;
+        if !meta.is_file() {
+            return Err(Error::rom_read(
+                path.into(),
+                io::Error::other("not a regular file"),
+            ));
+        }
+        if meta.len() > MAX_ROM {
+            return Err(Error::rom_read(
+                path.into(),
+                io::Error::other(format!(
+                    "{} bytes is larger than any ECU image (limit {MAX_ROM})",
+                    meta.len()
+                )),
+            ));
+        }
+        let stamp = Stamp::of(&meta);
+        if let Some(c) = self.roms.get(path).filter(|c| c.stamp == stamp) {
+            return Ok(c.bytes.clone());
+        }
+        let bytes = Arc::new(fs::read(path).map_err(|e| Error::rom_read(path.into(), e))?);
+        self.cache_rom(path, stamp, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// Replaces the ROM atomically and refreshes the cache.
+    pub fn write_rom(&mut self, path: &Path, bytes: Vec<u8>) -> Result<Arc<Vec<u8>>, Error> {
+        write_atomic(path, &bytes).map_err(|message| Error::Write {
+            path: path.into(),
+            message,
+        })?;
+        let bytes = Arc::new(bytes);
+        match fs::metadata(path) {
+            Ok(meta) => self.cache_rom(path, Stamp::of(&meta), bytes.clone()),
+            Err(_) => {
+                self.roms.remove(path);
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Updates the per-file romid cache for the files now in the directory.
+    fn refresh(&mut self, files: &[(PathBuf, Stamp)]) {
+        for (path, stamp) in files {
+            if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
+                continue;
+            }
+            let romid = fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| parse_romid_only(&text));
+            self.files.insert(
+                path.clone(),
+                CachedFile {
+                    stamp: *stamp,
+                    romid,
+                    full: None,
+                },
+            );
+        }
+    }
+
+    fn full(&mut self, path: &Path) -> Result<Arc<RawDefinition>, Error> {
+        let entry = self.files.get_mut(path).ok_or_else(|| Error::Definition {
+            file: path.into(),
+            message: "file disappeared from the definitions directory".into(),
+        })?;
+        if entry.full.is_none() {
+            entry.full = Some(
+                fs::read_to_string(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| parse_definition(&t))
+                    .map(Arc::new),
+            );
+        }
+        match entry.full.as_ref() {
+            Some(Ok(raw)) => Ok(raw.clone()),
+            Some(Err(message)) => Err(Error::Definition {
+                file: path.into(),
+                message: format!("not a readable ECUFlash XML file: {message}"),
+            }),
+            None => unreachable!(),
+        }
+    }
+
+    /// The merged definition rooted at `leaf`, cached while no file of its
+    /// chain changes.
+    fn definition(
+        &mut self,
+        dir: &Path,
+        files: &[(PathBuf, Stamp)],
+        leaf: &Path,
+    ) -> Result<Arc<Definition>, Error> {
+        let stamps: HashMap<&Path, Stamp> = files.iter().map(|(p, s)| (p.as_path(), *s)).collect();
+        if let Some(cached) = self.definitions.get(leaf)
+            && cached
+                .chain
+                .iter()
+                .all(|(p, s)| stamps.get(p.as_path()) == Some(s))
+        {
+            return Ok(cached.definition.clone());
+        }
+        // Index every file by xmlid (and by file stem as a fallback).
+        let mut by_id: HashMap<String, PathBuf> = HashMap::new();
+        for (path, _) in files {
+            if let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path)
+                && let Some(x) = &id.xmlid
+            {
+                by_id.entry(x.clone()).or_insert_with(|| path.clone());
+            }
+        }
+        for (path, _) in files {
+            by_id
+                .entry(file_label(path))
+                .or_insert_with(|| path.clone());
+        }
+        let mut order: Vec<PathBuf> = Vec::new();
+        let mut stack: Vec<PathBuf> = Vec::new();
+        self.visit(dir, leaf, &by_id, &mut order, &mut stack)?;
+        let raws: Vec<(PathBuf, Arc<RawDefinition>)> = order
+            .iter()
+            .map(|p| Ok((p.clone(), self.full(p)?)))
+            .collect::<Result<_, Error>>()?;
+        let chain_files: Vec<ChainFile<'_>> = raws
+            .iter()
+            .map(|(p, raw)| ChainFile {
+                label: raw.romid.xmlid.clone().unwrap_or_else(|| file_label(p)),
+                raw,
+            })
+            .collect();
+        let definition = Arc::new(merge(leaf.to_path_buf(), &chain_files));
+        self.definitions.insert(
+            leaf.to_path_buf(),
+            CachedDefinition {
+                chain: order
+                    .iter()
+                    .filter_map(|p| stamps.get(p.as_path()).map(|s| (p.clone(), *s)))
+                    .collect(),
+                definition: definition.clone(),
+            },
+        );
+        Ok(definition)
+    }
+
+    /// Depth-first include resolution: parents first, each file once.
+    fn visit(
+        &mut self,
+        dir: &Path,
+        path: &Path,
+        by_id: &HashMap<String, PathBuf>,
+        order: &mut Vec<PathBuf>,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<(), Error> {
+        if order.iter().any(|p| p == path) {
+            return Ok(());
+        }
+        if stack.iter().any(|p| p == path) {
+            let mut cycle: Vec<String> = stack.iter().map(|p| file_label(p)).collect();
+            cycle.push(file_label(path));
+            return Err(Error::Definition {
+                file: path.into(),
+                message: format!("include cycle: {}", cycle.join(" → ")),
+            });
+        }
+        let raw = self.full(path)?;
+        stack.push(path.to_path_buf());
+        for include in &raw.includes {
+            let target = by_id.get(include).ok_or_else(|| Error::Definition {
+                file: path.into(),
+                message: format!(
+                    "<include>{include}</include> not found: no file under {} has <xmlid>{include}</xmlid>; add the base definition to the directory",
+                    dir.display()
+                ),
+            })?;
+            self.visit(dir, &target.clone(), by_id, order, stack)?;
+        }
+        stack.pop();
+        order.push(path.to_path_buf());
+        Ok(())
+    }
+}
+
+fn file_label(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Compares a definition's internal id with the ROM. None when the
+/// definition has no id (base files); Err with what the ROM holds instead.
+fn match_id(id: &RomId, rom: &[u8]) -> Option<Result<(), String>> {
+    let address = parse_hex(id.internal_id_address.as_deref()?)? as usize;
+    let (expected, shown_as_text) = if let Some(hex) = &id.internal_id_hex {
+        (parse_hex_bytes(hex)?, false)
+    } else {
+        (id.internal_id_string.as_ref()?.as_bytes().to_vec(), true)
+    };
+    let found = rom.get(address..address + expected.len());
+    Some(match found {
+        Some(f) if f == expected.as_slice() => Ok(()),
+        Some(f) => Err(if shown_as_text {
+            format!(
+                "expects \"{}\" at 0x{address:X}, ROM has \"{}\"",
+                String::from_utf8_lossy(&expected),
+                String::from_utf8_lossy(f)
+            )
+        } else {
+            format!(
+                "expects {} at 0x{address:X}, ROM has {}",
+                crate::scaling::hex_upper(&expected),
+                crate::scaling::hex_upper(f)
+            )
+        }),
+        None => Err(format!(
+            "id address 0x{address:X} is past the end of the {}-byte ROM",
+            rom.len()
+        )),
+    })
+}
+
+/// Every `*.xml` under `dir`, recursively, sorted by path.
+pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
+    let mut out = Vec::new();
+    let top = fs::read_dir(dir).map_err(|source| Error::DefinitionsDir {
+        path: dir.into(),
+        source,
+    })?;
+    walk(top, 0, &mut out);
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+fn walk(entries: fs::ReadDir, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
+    for entry in entries.flatten() {
+        let path = entry.path();
+        // Follow symlinks (metadata, not symlink_metadata); depth bounds loops.
+        let Ok(meta) = fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if depth < MAX_DEPTH
+                && let Ok(sub) = fs::read_dir(&path)
+            {
+                walk(sub, depth + 1, out);
+            }
+        } else if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
+        {
+            out.push((path, Stamp::of(&meta)));
+        }
+    }
+}
+
+/// Writes `bytes` beside `path`, flushes, then renames over it: a crash
+/// leaves either the old or the new image, never a torn one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or("the path has no file name")?;
+    let meta = fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.permissions().readonly() {
+        return Err("the ROM file is read-only; make it writable or patch a writable copy".into());
+    }
+    let nonce = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(".{name}.{nonce:x}.tmp"));
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| {
+            format!(
+                "cannot create a file in {} ({e}); the directory is read-only or not granted for writing: grant it read-write (--allow DIR:rw) or copy the ROM to a writable directory and patch the copy",
+                dir.display()
+            )
+        })?;
+    let result = (|| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        // Keep the original's permission bits where the platform allows it.
+        let _ = fs::set_permissions(&tmp, meta.permissions());
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!("writing {} failed ({e})", tmp.display()));
+    }
+    // Make the rename itself durable where directories can be synced.
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    remove_stale_temps(dir, &name);
+    Ok(())
+}
+
+/// Temp files of writes that were killed before their rename are garbage:
+/// the ROM itself is intact, so sweep them on the next successful write.
+fn remove_stale_temps(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        if file.starts_with(&prefix) && file.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(addr: &str, hex: Option<&str>, text: Option<&str>) -> RomId {
+        RomId {
+            xmlid: Some("x".into()),
+            internal_id_address: Some(addr.into()),
+            internal_id_hex: hex.map(str::to_string),
+            internal_id_string: text.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ids_match_by_hex_or_ascii() {
+        let mut rom = vec![0u8; 0x3000];
+        rom[0x2004..0x200C].copy_from_slice(b"DZ1E402B");
+        assert_eq!(
+            match_id(&id("2004", None, Some("DZ1E402B")), &rom),
+            Some(Ok(()))
+        );
+        assert_eq!(
+            match_id(&id("2004", Some("445A3145"), None), &rom),
+            Some(Ok(()))
+        );
+        let miss = match_id(&id("2004", None, Some("DZ1E402C")), &rom)
+            .unwrap()
+            .unwrap_err();
+        assert!(miss.contains("ROM has \"DZ1E402B\""), "{miss}");
+        let past = match_id(&id("2ffe", Some("11223344"), None), &rom)
+            .unwrap()
+            .unwrap_err();
+        assert!(past.contains("past the end"), "{past}");
+        // Base files (no id) are never candidates.
+        assert_eq!(match_id(&id("0", None, None), &rom), None);
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_cleans_up() {
+        let dir = std::env::temp_dir().join(format!("ecu-store-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let rom = dir.join("r.bin");
+        fs::write(&rom, b"old").unwrap();
+        fs::write(dir.join(".r.bin.dead.tmp"), b"torn").unwrap();
+        write_atomic(&rom, b"new image").unwrap();
+        assert_eq!(fs::read(&rom).unwrap(), b"new image");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["r.bin"]);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

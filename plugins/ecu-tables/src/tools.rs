@@ -1,0 +1,903 @@
+//! The tools: argument checking, the domain calls, and the YAML-frontmatter +
+//! markdown documents the spec shows. Independent of wit-bindgen, so tests
+//! and benchmarks call exactly what the component runs.
+
+use crate::decode::{TableData, display_cell, read_table as decode_table};
+use crate::definition::{Definition, Lookup, Table, TableType};
+use crate::error::Error;
+use crate::patch::{self, Op, PatchEffect, Target};
+use crate::store::{ChecksumState, Explorer, OpenedRom, checksum_state};
+use plugin_kit::{Frontmatter, MarkdownTable};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Environment variable naming the definitions directory.
+pub const DEFINITIONS_VAR: &str = "ECU_DEFINITIONS_PATH";
+
+/// Where the tools find definitions.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub definitions: Option<PathBuf>,
+}
+
+impl Config {
+    /// Reads `ECU_DEFINITIONS_PATH`, which the host fills from
+    /// `--definitions-path`, the environment or `.vscode/settings.json`.
+    pub fn from_env() -> Self {
+        Self {
+            definitions: std::env::var_os(DEFINITIONS_VAR)
+                .filter(|v| !v.is_empty())
+                .map(|v| plugin_kit::paths::resolve(PathBuf::from(v))),
+        }
+    }
+
+    pub fn with_definitions(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            definitions: Some(dir.into()),
+        }
+    }
+
+    fn dir(&self) -> Result<&Path, Error> {
+        self.definitions.as_deref().ok_or(Error::NoDefinitionsPath)
+    }
+}
+
+/// Default and maximum rows/columns shown by read_table.
+pub const DEFAULT_ROWS: usize = 64;
+pub const DEFAULT_COLS: usize = 32;
+pub const MAX_ROWS: usize = 256;
+pub const MAX_COLS: usize = 128;
+/// Default and maximum entries listed by list_tables.
+pub const DEFAULT_LIST: usize = 150;
+pub const MAX_LIST: usize = 1000;
+
+/// `list_tables` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct ListTables {
+    pub rom: String,
+    pub category: Option<String>,
+    pub search: Option<String>,
+    pub offset: Option<u32>,
+    pub limit: Option<u32>,
+}
+
+/// `read_table` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct ReadTable {
+    pub rom: String,
+    pub table: String,
+    pub row_start: Option<u32>,
+    pub row_count: Option<u32>,
+    pub col_start: Option<u32>,
+    pub col_count: Option<u32>,
+}
+
+/// The operation names of `patch_table`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Set,
+    Add,
+    Multiply,
+    Clamp,
+    Smooth,
+}
+
+/// `patch_table` arguments.
+#[derive(Debug, Clone)]
+pub struct PatchTable {
+    pub rom: String,
+    pub table: String,
+    pub op: OpKind,
+    pub value: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub row: Option<u32>,
+    pub col: Option<u32>,
+    pub choice: Option<String>,
+}
+
+/// `diff_tables` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct DiffTables {
+    pub rom: String,
+    pub other: String,
+    pub table: Option<String>,
+    pub limit: Option<u32>,
+}
+
+/// The spec's `rom_info` fields plus where the definition came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RomInfo {
+    pub file: String,
+    pub size_kb: f64,
+    pub definition: Option<String>,
+    pub vehicle: Option<String>,
+    pub ecu_id: Option<String>,
+    pub memmodel: Option<String>,
+    pub checksum_valid: Option<bool>,
+    pub checksum_algorithm: Option<String>,
+    pub definition_file: Option<String>,
+    pub include_chain: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// What a patch did, for callers that want data rather than text.
+#[derive(Debug, Clone)]
+pub struct PatchOutcome {
+    pub path: PathBuf,
+    pub definition: Arc<Definition>,
+    pub table: Table,
+    pub before: TableData,
+    pub after: TableData,
+    pub op: Op,
+    pub target: Target,
+    pub effect: PatchEffect,
+    pub checksum: ChecksumState,
+    pub warnings: Vec<String>,
+    /// The image now on disk.
+    pub bytes: Arc<Vec<u8>>,
+    /// False when nothing needed writing (values already as requested).
+    pub written: bool,
+}
+
+fn rom_path(rom: &str) -> Result<PathBuf, Error> {
+    if rom.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "`rom` is empty: pass the ROM image's absolute or workspace-relative path".into(),
+        ));
+    }
+    Ok(plugin_kit::paths::resolve(rom))
+}
+
+/// Opens a ROM and its definition.
+pub fn open(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<OpenedRom, Error> {
+    let dir = cfg.dir()?;
+    ex.open(dir, &rom_path(rom)?)
+}
+
+fn open_fresh(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<OpenedRom, Error> {
+    let dir = cfg.dir()?;
+    ex.open_fresh(dir, &rom_path(rom)?)
+}
+
+/// Finds a table by name, with suggestions when it is missing.
+pub fn find_table<'a>(def: &'a Definition, name: &str) -> Result<&'a Table, Error> {
+    match def.table(name) {
+        Lookup::Found(t) => Ok(t),
+        Lookup::Ambiguous(candidates) => Err(Error::AmbiguousTable {
+            table: name.to_string(),
+            candidates,
+        }),
+        Lookup::Missing(suggestions) => Err(Error::UnknownTable {
+            table: name.to_string(),
+            definition: def.display_name(),
+            hint: if suggestions.is_empty() {
+                String::new()
+            } else {
+                format!(" Did you mean: {}?", suggestions.join(" | "))
+            },
+        }),
+    }
+}
+
+// ---------------------------------------------------------------- rom_info
+
+/// rom_info as data.
+pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomInfo, Error> {
+    let opened = open(ex, cfg, rom)?;
+    let def = opened.definition.as_deref();
+    let checksum = checksum_state(def, &opened.bytes);
+    let mut notes = opened.warnings.clone();
+    if def.is_none() {
+        notes.push(format!(
+            "no definition matches: tried {}",
+            if opened.tried.is_empty() {
+                "nothing (no definition with an internal id)".to_string()
+            } else {
+                opened.tried.join("; ")
+            }
+        ));
+    }
+    notes.extend(checksum.note.clone());
+    Ok(RomInfo {
+        file: opened
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        size_kb: opened.bytes.len() as f64 / 1024.0,
+        definition: def.map(Definition::display_name),
+        vehicle: def.and_then(Definition::vehicle),
+        ecu_id: def.and_then(Definition::ecu_id),
+        memmodel: def.and_then(|d| d.memmodel().map(str::to_string)),
+        checksum_valid: checksum.valid,
+        checksum_algorithm: checksum.algorithm,
+        definition_file: def.map(|d| d.file.display().to_string()),
+        include_chain: def.map(|d| d.chain.clone()).unwrap_or_default(),
+        notes,
+    })
+}
+
+/// rom_info: a plain YAML document.
+pub fn rom_info(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<String, Error> {
+    let info = rom_info_data(ex, cfg, rom)?;
+    let size = if info.size_kb.fract() == 0.0 {
+        format!("{}", info.size_kb)
+    } else {
+        format!("{:.2}", info.size_kb)
+    };
+    let mut fm = Frontmatter::new()
+        .text("file", &info.file)
+        .raw("size_kb", size)
+        .opt_text("definition", info.definition.as_ref())
+        .opt_text("vehicle", info.vehicle.as_ref())
+        .opt_text("ecu_id", info.ecu_id.as_ref())
+        .opt_text("memmodel", info.memmodel.as_ref())
+        .raw(
+            "checksum_valid",
+            info.checksum_valid.map_or("null".into(), |v| v.to_string()),
+        )
+        .opt_text("checksum_algorithm", info.checksum_algorithm.as_ref());
+    if let Some(f) = &info.definition_file {
+        fm = fm
+            .text("definition_file", f)
+            .list("include_chain", &info.include_chain);
+    }
+    for note in &info.notes {
+        fm = fm.text("note", note);
+    }
+    Ok(fm.to_yaml())
+}
+
+// ------------------------------------------------------------- list_tables
+
+/// list_tables: frontmatter + one row per table.
+pub fn list_tables(ex: &mut Explorer, cfg: &Config, args: &ListTables) -> Result<String, Error> {
+    let opened = open(ex, cfg, &args.rom)?;
+    let def = opened.require_definition()?;
+    let category = args.category.as_deref().map(str::to_lowercase);
+    let search = args.search.as_deref().map(str::to_lowercase);
+    let matching: Vec<&Table> = def
+        .tables
+        .iter()
+        .filter(|t| {
+            category.as_ref().is_none_or(|c| {
+                t.category
+                    .as_deref()
+                    .is_some_and(|tc| tc.to_lowercase().contains(c.as_str()))
+            })
+        })
+        .filter(|t| {
+            search
+                .as_ref()
+                .is_none_or(|s| t.id.to_lowercase().contains(s.as_str()))
+        })
+        .collect();
+    let offset = args.offset.unwrap_or(0) as usize;
+    let limit = (args.limit.map_or(DEFAULT_LIST, |l| l as usize)).clamp(1, MAX_LIST);
+    let shown: Vec<&&Table> = matching.iter().skip(offset).take(limit).collect();
+
+    let mut md = MarkdownTable::new(["Name", "Category", "Dimensions", "Unit"]);
+    for t in &shown {
+        md.row([
+            t.id.clone(),
+            t.category.clone().unwrap_or_default(),
+            t.dimensions(),
+            t.unit().unwrap_or("").to_string(),
+        ]);
+    }
+    let mut fm = Frontmatter::new()
+        .text("rom", opened.path.display().to_string())
+        .text("definition", def.display_name())
+        .raw("table_count", matching.len());
+    if let Some(c) = &args.category {
+        fm = fm.text("category", c);
+    }
+    if let Some(s) = &args.search {
+        fm = fm.text("search", s);
+    }
+    if offset > 0 || shown.len() < matching.len() {
+        let end = offset + shown.len();
+        fm = fm.text(
+            "shown",
+            format!("{}-{} of {}", offset.min(end), end, matching.len()),
+        );
+        if end < matching.len() {
+            fm = fm.text(
+                "note",
+                format!(
+                    "{} more; call again with offset={end}, or narrow with category/search",
+                    matching.len() - end
+                ),
+            );
+        }
+    }
+    if !def.unresolvable.is_empty() {
+        let names: Vec<String> = def
+            .unresolvable
+            .iter()
+            .take(10)
+            .map(|(n, why)| format!("{n}: {why}"))
+            .collect();
+        fm = fm
+            .raw("unreadable_tables", def.unresolvable.len())
+            .list("unreadable", &names);
+    }
+    for w in &opened.warnings {
+        fm = fm.text("warning", w);
+    }
+    let body = if shown.is_empty() {
+        if matching.is_empty() {
+            let mut cats: Vec<&str> = def
+                .tables
+                .iter()
+                .filter_map(|t| t.category.as_deref())
+                .collect();
+            cats.sort_unstable();
+            cats.dedup();
+            format!(
+                "No table matches. Categories in this definition: {}.\n",
+                cats.join(", ")
+            )
+        } else {
+            format!(
+                "offset {offset} is past the last table ({}).\n",
+                matching.len()
+            )
+        }
+    } else {
+        md.render()
+    };
+    Ok(fm.with_body(&body))
+}
+
+// -------------------------------------------------------------- read_table
+
+/// A window of rows and columns to render.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub row_start: usize,
+    pub row_count: usize,
+    pub col_start: usize,
+    pub col_count: usize,
+}
+
+impl Window {
+    fn new(
+        rows: usize,
+        cols: usize,
+        row_start: Option<u32>,
+        row_count: Option<u32>,
+        col_start: Option<u32>,
+        col_count: Option<u32>,
+    ) -> Result<Self, Error> {
+        let rs = row_start.unwrap_or(0) as usize;
+        let cs = col_start.unwrap_or(0) as usize;
+        if rs >= rows {
+            return Err(Error::InvalidArgument(format!(
+                "row_start {rs} is past the last row: the table has {rows} rows (0..={})",
+                rows - 1
+            )));
+        }
+        if cs >= cols {
+            return Err(Error::InvalidArgument(format!(
+                "col_start {cs} is past the last column: the table has {cols} columns (0..={})",
+                cols - 1
+            )));
+        }
+        let rc = row_count.map_or(DEFAULT_ROWS, |c| (c as usize).clamp(1, MAX_ROWS));
+        let cc = col_count.map_or(DEFAULT_COLS, |c| (c as usize).clamp(1, MAX_COLS));
+        Ok(Self {
+            row_start: rs,
+            row_count: rc.min(rows - rs),
+            col_start: cs,
+            col_count: cc.min(cols - cs),
+        })
+    }
+
+    fn is_whole(&self, rows: usize, cols: usize) -> bool {
+        self.row_start == 0
+            && self.col_start == 0
+            && self.row_count == rows
+            && self.col_count == cols
+    }
+}
+
+/// Decodes a table as data.
+pub fn table_data(
+    ex: &mut Explorer,
+    cfg: &Config,
+    rom: &str,
+    table: &str,
+) -> Result<(Arc<Definition>, Table, TableData), Error> {
+    let opened = open(ex, cfg, rom)?;
+    let def = opened.require_definition()?;
+    let t = find_table(&def, table)?.clone();
+    let data = decode_table(&t, &opened.bytes)?;
+    Ok((def, t, data))
+}
+
+/// read_table: frontmatter + the table in physical units.
+pub fn read_table(ex: &mut Explorer, cfg: &Config, args: &ReadTable) -> Result<String, Error> {
+    let (_, t, data) = table_data(ex, cfg, &args.rom, &args.table)?;
+    let window = Window::new(
+        data.rows,
+        data.cols,
+        args.row_start,
+        args.row_count,
+        args.col_start,
+        args.col_count,
+    )?;
+    Ok(render_table(&t, &data, window, Frontmatter::new()))
+}
+
+fn axis_label(t: &Table, rows: bool) -> Option<String> {
+    let axis = if rows { &t.row_axis } else { &t.col_axis };
+    axis.as_ref().map(|a| a.label())
+}
+
+/// The spec's table document; `extra` lines go after the standard fields.
+pub fn render_table(t: &Table, data: &TableData, w: Window, extra: Frontmatter) -> String {
+    let mut fm = Frontmatter::new()
+        .text("table", &t.id)
+        .opt_text("category", t.category.as_ref())
+        .opt_text("unit", t.unit())
+        .text("dimensions", t.dimensions());
+    match t.table_type {
+        TableType::Grid => {
+            fm = fm
+                .opt_text("x_axis", axis_label(t, false))
+                .opt_text("y_axis", axis_label(t, true));
+        }
+        TableType::OneAxis => fm = fm.opt_text("x_axis", axis_label(t, true)),
+        TableType::Scalar => {}
+    }
+    if let crate::scaling::Kind::Blobs(choices) = &t.scaling.kind {
+        let names: Vec<&str> = choices.iter().map(|(n, _)| n.as_str()).collect();
+        fm = fm.list("choices", &names);
+    }
+    if matches!(t.scaling.kind, crate::scaling::Kind::Bit) {
+        fm = fm.text("storage", "bits (0/1)");
+    }
+    let whole = w.is_whole(data.rows, data.cols);
+    if !whole {
+        fm = fm
+            .raw("first_row", w.row_start)
+            .raw("first_col", w.col_start);
+    }
+    let mut doc = extra.to_yaml();
+    let mut head = fm.to_yaml();
+    head.push_str(&doc);
+    doc = head;
+    if !whole {
+        let mut parts = Vec::new();
+        let row_end = w.row_start + w.row_count;
+        let col_end = w.col_start + w.col_count;
+        parts.push(format!(
+            "showing rows {}-{} of {} and columns {}-{} of {} (indices are absolute)",
+            w.row_start,
+            row_end - 1,
+            data.rows,
+            w.col_start,
+            col_end - 1,
+            data.cols
+        ));
+        if row_end < data.rows {
+            parts.push(format!("more rows: row_start={row_end}"));
+        }
+        if col_end < data.cols {
+            parts.push(format!("more columns: col_start={col_end}"));
+        }
+        doc.push_str(&format!(
+            "note: {}\n",
+            plugin_kit::yaml::scalar(&parts.join("; "))
+        ));
+    }
+    let body = render_grid(t, data, w);
+    format!("---\n{doc}---\n\n{body}")
+}
+
+fn render_grid(t: &Table, data: &TableData, w: Window) -> String {
+    let value_header = match t.unit() {
+        Some(u) if !u.is_empty() => format!("Value ({u})"),
+        _ => "Value".to_string(),
+    };
+    let rows = w.row_start..w.row_start + w.row_count;
+    let cols = w.col_start..w.col_start + w.col_count;
+    match t.table_type {
+        TableType::Grid => {
+            let x = data.col_axis.as_ref().map(|a| &a.labels);
+            let y = data.row_axis.as_ref().map(|a| &a.labels);
+            let mut header = vec!["Y\\X".to_string()];
+            header.extend(
+                cols.clone()
+                    .map(|c| x.map_or(c.to_string(), |l| l[c].clone())),
+            );
+            let mut md = MarkdownTable::new(header);
+            for r in rows {
+                let mut row = Vec::with_capacity(w.col_count + 1);
+                row.push(y.map_or(r.to_string(), |l| l[r].clone()));
+                row.extend(cols.clone().map(|c| data.display(r, c)));
+                md.row(row);
+            }
+            md.render()
+        }
+        TableType::OneAxis => {
+            let axis = axis_label(t, true).unwrap_or_else(|| "Index".into());
+            let labels = data.row_axis.as_ref().map(|a| &a.labels);
+            let mut md = MarkdownTable::new([axis, value_header]);
+            for r in rows {
+                md.row([
+                    labels.map_or(r.to_string(), |l| l[r].clone()),
+                    data.display(r, 0),
+                ]);
+            }
+            md.render()
+        }
+        TableType::Scalar => {
+            let mut md = MarkdownTable::new([value_header]);
+            md.row([data.display(0, 0)]);
+            md.render()
+        }
+    }
+}
+
+// ------------------------------------------------------------- patch_table
+
+fn build_op(args: &PatchTable) -> Result<Op, Error> {
+    let need = |v: Option<f64>, what: &str| {
+        v.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "op={what} needs `value` (a number in the table's physical units)"
+            ))
+        })
+    };
+    let finite = |v: f64, name: &str| {
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "`{name}` must be a finite number, got {v}"
+            )))
+        }
+    };
+    if let Some(choice) = &args.choice {
+        if args.op != OpKind::Set {
+            return Err(Error::InvalidArgument(
+                "`choice` selects a bloblist option and only goes with op=set".into(),
+            ));
+        }
+        return Ok(Op::Choose(choice.clone()));
+    }
+    Ok(match args.op {
+        OpKind::Set => Op::Set(finite(need(args.value, "set")?, "value")?),
+        OpKind::Add => Op::Add(finite(need(args.value, "add")?, "value")?),
+        OpKind::Multiply => Op::Multiply(finite(need(args.value, "multiply")?, "value")?),
+        OpKind::Clamp => {
+            let (Some(min), Some(max)) = (args.min, args.max) else {
+                return Err(Error::InvalidArgument(
+                    "op=clamp needs both `min` and `max` (physical units)".into(),
+                ));
+            };
+            let (min, max) = (finite(min, "min")?, finite(max, "max")?);
+            if min > max {
+                return Err(Error::InvalidArgument(format!(
+                    "clamp bounds are reversed: min {min} > max {max}"
+                )));
+            }
+            Op::Clamp { min, max }
+        }
+        OpKind::Smooth => Op::Smooth,
+    })
+}
+
+/// Applies a patch, writes the ROM atomically with its checksum fixed, and
+/// returns what happened.
+pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<PatchOutcome, Error> {
+    let op = build_op(args)?;
+    let opened = open_fresh(ex, cfg, &args.rom)?;
+    let def = opened.require_definition()?;
+    let table = find_table(&def, &args.table)?.clone();
+    let before = decode_table(&table, &opened.bytes)?;
+    let target = Target {
+        row: args.row.map(|r| r as usize),
+        col: args.col.map(|c| c as usize),
+    };
+    let mut warnings = opened.warnings.clone();
+    let prior = checksum_state(Some(&def), &opened.bytes);
+    let mut image = opened.bytes.as_ref().clone();
+    let effect = patch::apply(&table, &before, &mut image, &op, target)?;
+
+    let checksum = match prior.module {
+        Some(module) => {
+            // A module that cannot handle this image must not write a
+            // ROM with a knowingly wrong checksum.
+            module.fix(&mut image).map_err(|e| Error::Write {
+                path: opened.path.clone(),
+                message: format!("{e}, so its checksum could not be fixed"),
+            })?;
+            if !module.validate(&image)? {
+                return Err(Error::Write {
+                    path: opened.path.clone(),
+                    message: format!("{} checksum did not validate after fixing", module.name()),
+                });
+            }
+            if prior.valid == Some(false) {
+                warnings.push(format!(
+                    "the {} checksum was already invalid before this patch (edited elsewhere?); it has been recomputed over the whole image",
+                    module.name()
+                ));
+            }
+            checksum_state(Some(&def), &image)
+        }
+        None => {
+            if let Some(alg) = &prior.algorithm {
+                warnings.push(format!(
+                    "checksum module `{alg}` is not supported: the checksum was NOT updated; fix it with ECUFlash before flashing this ROM"
+                ));
+            }
+            prior
+        }
+    };
+    let written = image != *opened.bytes;
+    let bytes = if written {
+        ex.write_rom(&opened.path, image)?
+    } else {
+        opened.bytes.clone()
+    };
+    let after = decode_table(&table, &bytes)?;
+    Ok(PatchOutcome {
+        path: opened.path,
+        definition: def,
+        table,
+        before,
+        after,
+        op,
+        target,
+        effect,
+        checksum,
+        warnings,
+        bytes,
+        written,
+    })
+}
+
+/// patch_table: applies the patch and returns the updated table.
+pub fn patch_table(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<String, Error> {
+    let out = patch(ex, cfg, args)?;
+    let data = &out.after;
+    // Show the targeted row/column even when it is outside the default window.
+    let start =
+        |target: Option<usize>, default: usize| target.filter(|&t| t >= default).map(|t| t as u32);
+    let window = Window::new(
+        data.rows,
+        data.cols,
+        start(out.target.row, DEFAULT_ROWS),
+        None,
+        start(out.target.col, DEFAULT_COLS),
+        None,
+    )?;
+    let where_ = match (out.target.row, out.target.col) {
+        (None, None) => "whole table".to_string(),
+        (Some(r), None) => format!("row {r}"),
+        (None, Some(c)) => format!("column {c}"),
+        (Some(r), Some(c)) => format!("cell [{r},{c}]"),
+    };
+    let mut fm = Frontmatter::new()
+        .text("operation", format!("{} on {where_}", out.op.describe()))
+        .raw("cells_targeted", out.effect.targeted)
+        .raw("cells_changed", out.effect.changed.len())
+        .opt_text("checksum_algorithm", out.checksum.algorithm.as_ref())
+        .raw(
+            "checksum_valid",
+            out.checksum.valid.map_or("null".into(), |v| v.to_string()),
+        )
+        .text(
+            "saved",
+            if out.written {
+                out.path.display().to_string()
+            } else {
+                "nothing written (values already as requested)".to_string()
+            },
+        );
+    if !out.effect.limited.is_empty() {
+        let items: Vec<String> = out
+            .effect
+            .limited
+            .iter()
+            .take(20)
+            .map(|c| {
+                format!(
+                    "[{},{}] wanted {} stored {}",
+                    c.row,
+                    c.col,
+                    out.table.scaling.display(c.requested),
+                    c.after
+                )
+            })
+            .collect();
+        fm = fm
+            .raw("limited_cells", out.effect.limited.len())
+            .list("limited", &items)
+            .text(
+                "limited_note",
+                format!(
+                    "these cells were limited to the {} storage range",
+                    out.table.scaling.storage.name()
+                ),
+            );
+    }
+    if out.effect.outside_soft_limits > 0 {
+        fm = fm.text(
+            "warning",
+            format!(
+                "{} cell(s) are now outside the scaling's range [{}, {}]",
+                out.effect.outside_soft_limits,
+                out.table.scaling.min.map_or("-".into(), |v| v.to_string()),
+                out.table.scaling.max.map_or("-".into(), |v| v.to_string())
+            ),
+        );
+    }
+    for w in &out.warnings {
+        fm = fm.text("warning", w);
+    }
+    Ok(render_table(&out.table, data, window, fm))
+}
+
+// ------------------------------------------------------------- diff_tables
+
+/// diff_tables: which tables (or cells of one table) differ between two ROMs.
+pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result<String, Error> {
+    let a = open(ex, cfg, &args.rom)?;
+    let b = open(ex, cfg, &args.other)?;
+    let da = a.require_definition()?;
+    let db = b.require_definition()?;
+    let limit = args.limit.map_or(200, |l| (l as usize).clamp(1, 2000));
+    let mut fm = Frontmatter::new()
+        .text("rom", a.path.display().to_string())
+        .text("other", b.path.display().to_string())
+        .text("definition", da.display_name());
+    if db.display_name() != da.display_name() {
+        fm = fm.text("other_definition", db.display_name()).text(
+            "note",
+            "different definitions: tables are compared by name where their shapes agree",
+        );
+    }
+    match &args.table {
+        Some(name) => {
+            let ta = find_table(&da, name)?;
+            let tb = find_table(&db, &ta.id).or_else(|_| find_table(&db, &ta.name))?;
+            let xa = decode_table(ta, &a.bytes)?;
+            let xb = decode_table(tb, &b.bytes)?;
+            if (xa.rows, xa.cols) != (xb.rows, xb.cols) {
+                return Err(Error::InvalidArgument(format!(
+                    "`{}` has different shapes in the two ROMs ({} vs {}); they cannot be compared cell by cell",
+                    ta.id,
+                    ta.dimensions(),
+                    tb.dimensions()
+                )));
+            }
+            let row_labels = xa.row_axis.as_ref().map(|a| &a.labels);
+            let col_labels = xa.col_axis.as_ref().map(|a| &a.labels);
+            let mut md = MarkdownTable::new(["Row", "Col", "Y", "X", "ROM", "Other", "Delta"]);
+            let mut changed = 0usize;
+            for r in 0..xa.rows {
+                for c in 0..xa.cols {
+                    if xa.cell(r, c) == xb.cell(r, c) {
+                        continue;
+                    }
+                    changed += 1;
+                    if changed > limit {
+                        continue;
+                    }
+                    let delta = xb.value(r, c) - xa.value(r, c);
+                    md.row([
+                        r.to_string(),
+                        c.to_string(),
+                        row_labels.map_or(String::new(), |l| l[r].clone()),
+                        col_labels.map_or(String::new(), |l| l[c].clone()),
+                        xa.display(r, c),
+                        display_cell(&tb.scaling, xb.cell(r, c)),
+                        if delta.is_finite() {
+                            ta.scaling.display(delta)
+                        } else {
+                            String::new()
+                        },
+                    ]);
+                }
+            }
+            let axes_differ = xa.row_axis != xb.row_axis || xa.col_axis != xb.col_axis;
+            fm = fm
+                .text("table", &ta.id)
+                .text("dimensions", ta.dimensions())
+                .raw("cells_changed", changed)
+                .raw("axes_changed", axes_differ);
+            if changed > limit {
+                fm = fm.text(
+                    "shown",
+                    format!("first {limit} of {changed} changed cells; raise limit to see more"),
+                );
+            }
+            let body = if changed == 0 {
+                "No cell differs.\n".to_string()
+            } else {
+                md.render()
+            };
+            Ok(fm.with_body(&body))
+        }
+        None => {
+            let mut md = MarkdownTable::new(["Table", "Category", "Cells changed", "Max |delta|"]);
+            let (mut differing, mut compared) = (0usize, 0usize);
+            let mut skipped = Vec::new();
+            for ta in &da.tables {
+                let Ok(tb) = find_table(&db, &ta.id) else {
+                    skipped.push(ta.id.clone());
+                    continue;
+                };
+                let (Ok(xa), Ok(xb)) = (decode_table(ta, &a.bytes), decode_table(tb, &b.bytes))
+                else {
+                    skipped.push(ta.id.clone());
+                    continue;
+                };
+                if (xa.rows, xa.cols) != (xb.rows, xb.cols) {
+                    skipped.push(ta.id.clone());
+                    continue;
+                }
+                compared += 1;
+                let mut n = 0usize;
+                let mut max = 0f64;
+                for (ca, cb) in xa.cells.iter().zip(&xb.cells) {
+                    if ca != cb {
+                        n += 1;
+                        if let (crate::decode::Cell::Num(x), crate::decode::Cell::Num(y)) = (ca, cb)
+                        {
+                            max = max.max((y - x).abs());
+                        }
+                    }
+                }
+                let axes = xa.row_axis != xb.row_axis || xa.col_axis != xb.col_axis;
+                if n == 0 && !axes {
+                    continue;
+                }
+                differing += 1;
+                if differing <= limit {
+                    md.row([
+                        if axes {
+                            format!("{} (axes differ)", ta.id)
+                        } else {
+                            ta.id.clone()
+                        },
+                        ta.category.clone().unwrap_or_default(),
+                        n.to_string(),
+                        if n > 0 {
+                            ta.scaling.display(max)
+                        } else {
+                            String::new()
+                        },
+                    ]);
+                }
+            }
+            fm = fm
+                .raw("tables_compared", compared)
+                .raw("tables_differing", differing);
+            if differing > limit {
+                fm = fm.text("shown", format!("first {limit} of {differing}"));
+            }
+            if !skipped.is_empty() {
+                let few: Vec<&String> = skipped.iter().take(10).collect();
+                fm = fm
+                    .raw("tables_not_compared", skipped.len())
+                    .list("not_compared", &few);
+            }
+            let body = if differing == 0 {
+                "No table differs.\n".to_string()
+            } else {
+                format!(
+                    "{}\nPass `table` to see the changed cells of one table.\n",
+                    md.render()
+                )
+            };
+            Ok(fm.with_body(&body))
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! wit-bindgen glue: WIT arguments into domain types, results out.
+
+wit_bindgen::generate!({
+    path: "../../wit/log-query",
+    world: "plugin",
+    generate_all,
+});
+
+use crate::logs::{cache, logs_dir};
+use crate::plot::PlotArgs;
+use crate::query::QueryArgs;
+use benchtop::host::content::{Block, Image};
+use benchtop::host::progress;
+use exports::benchtop::log_query::tools;
+
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+struct Component;
+
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn report(done: u64, total: u64, message: &str) -> bool {
+    progress::report(done, total, message)
+}
+
+impl tools::Guest for Component {
+    fn list_logs() -> Result<String, String> {
+        let dir = logs_dir()?;
+        let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        crate::query::list_logs(&dir, &mut cache, &mut report)
+    }
+
+    fn query_logs(args: tools::QueryArgs) -> Result<String, String> {
+        let dir = logs_dir()?;
+        let args = QueryArgs {
+            filter: args.filter,
+            channels: args.channels,
+            file: args.file,
+            sample_rate: args.sample_rate,
+            limit: args.limit,
+            offset: args.offset,
+        };
+        let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        crate::query::query_logs(&dir, &mut cache, &args, &mut report)
+    }
+
+    fn plot_log(args: tools::PlotArgs) -> Result<Vec<Block>, String> {
+        let dir = logs_dir()?;
+        let args = PlotArgs {
+            file: args.file,
+            channels: args.channels,
+            filter: args.filter,
+            start_s: args.start_s,
+            end_s: args.end_s,
+            width: args.width,
+            height: args.height,
+        };
+        let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        let plot = crate::plot::plot_log(&dir, &mut cache, &args, &mut report)?;
+        Ok(vec![
+            Block::Text(plot.caption),
+            Block::Image(Image {
+                mime_type: "image/png".into(),
+                data: plot.png,
+            }),
+        ])
+    }
+}
+
+// Exported symbols carry `:` and `@` in their names, which a native cdylib's
+// linker version script rejects; natively the glue is only type-checked.
+#[cfg(target_arch = "wasm32")]
+export!(Component);

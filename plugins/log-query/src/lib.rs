@@ -1,0 +1,15 @@
+//! log-query: CSV datalogs (EvoScan, RomRaider, plain) queried with filtrex
+//! filters, tabulated or plotted, as a benchtop plugin.
+//!
+//! The domain logic is plain Rust ([`reader`], [`filter`], [`logs`],
+//! [`query`], [`plot`]); `component` is the thin wit-bindgen glue.
+
+pub mod column;
+pub mod filter;
+pub mod logs;
+pub mod plot;
+pub mod query;
+pub mod reader;
+pub mod synth;
+
+mod component;

@@ -1,0 +1,400 @@
+//! The logs directory: which files are logs, how recent each is, and a cache
+//! of parsed logs keyed by path, modification time and size.
+
+use crate::reader::{self, Log};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+/// Environment variable holding the logs directory (set by the host from
+/// `--logs-dir`, the environment, or `.vscode/settings.json`).
+pub const LOGS_DIR_VAR: &str = "ECU_LOGS_DIR";
+
+/// The configured logs directory.
+pub fn logs_dir() -> Result<PathBuf, String> {
+    match std::env::var(LOGS_DIR_VAR) {
+        Ok(v) if !v.trim().is_empty() => Ok(plugin_kit::paths::resolve(v.trim())),
+        _ => Err(format!(
+            "no logs directory is configured. Start benchtop with --logs-dir DIR, set the \
+             {LOGS_DIR_VAR} environment variable, or set \"ecuExplorer.logsDir\" in the \
+             workspace's .vscode/settings.json; then call list_logs again."
+        )),
+    }
+}
+
+/// When a log was recorded: seconds since 1970 of a civil date-time, in UTC
+/// when `utc`, otherwise in the logger's unknown local zone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogDate {
+    pub secs: i64,
+    pub utc: bool,
+}
+
+impl LogDate {
+    /// `2026-02-22 14:30 UTC` (the zone only when known).
+    pub fn display(&self) -> String {
+        let days = self.secs.div_euclid(86_400);
+        let rem = self.secs.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        format!(
+            "{y:04}-{m:02}-{d:02} {:02}:{:02}{}",
+            rem / 3600,
+            rem % 3600 / 60,
+            if self.utc { " UTC" } else { "" }
+        )
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn date_regex() -> &'static regex_lite::Regex {
+    static RE: OnceLock<regex_lite::Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        regex_lite::Regex::new(
+            r"(\d{4})[-._]?(\d{2})[-._]?(\d{2})[T_ -]?(\d{2})[-._:]?(\d{2})[-._:]?(\d{2})(?:[-.]\d{1,3})?(Z)?",
+        )
+        .expect("valid date regex")
+    })
+}
+
+fn civil(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
+    let ok = (1980..=2200).contains(&y)
+        && (1..=12).contains(&mo)
+        && (1..=31).contains(&d)
+        && h < 24
+        && mi < 60
+        && s < 61;
+    ok.then(|| days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
+}
+
+/// The recording time a file name carries: `log-2026-02-22T14-30-00-000Z`,
+/// `EvoScanDataLog_2024.06.01_10.20.00`, `romraiderlog_20240601_102500`.
+pub fn date_from_name(name: &str) -> Option<LogDate> {
+    let caps = date_regex().captures(name)?;
+    let n = |i: usize| caps.get(i).and_then(|m| m.as_str().parse::<i64>().ok());
+    let secs = civil(n(1)?, n(2)?, n(3)?, n(4)?, n(5)?, n(6)?)?;
+    Some(LogDate {
+        secs,
+        utc: caps.get(7).is_some(),
+    })
+}
+
+/// `2024-06-01 10:20:00.03125` (EvoScan's first row).
+pub fn date_from_clock(s: &str) -> Option<LogDate> {
+    let (date, time) = s.trim().split_once(' ')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, mo, dd) = (d.next()??, d.next()??, d.next()??);
+    let secs = reader::parse_clock(time)? as i64;
+    Some(LogDate {
+        secs: civil(y, mo, dd, 0, 0, 0)? + secs,
+        utc: false,
+    })
+}
+
+fn date_from_mtime(t: SystemTime) -> Option<LogDate> {
+    let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs() as i64;
+    Some(LogDate { secs, utc: true })
+}
+
+/// One CSV file of the logs directory.
+#[derive(Debug, Clone)]
+pub struct LogFile {
+    pub name: String,
+    pub path: PathBuf,
+    pub mtime: Option<SystemTime>,
+    pub size: u64,
+}
+
+/// The CSV files of `dir`, unordered.
+pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        format!(
+            "cannot read the logs directory {}: {e}. Check --logs-dir / {LOGS_DIR_VAR} and that \
+             the host grants access to it.",
+            dir.display()
+        )
+    })?;
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.to_ascii_lowercase().ends_with(".csv") || name.starts_with('.') {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        files.push(LogFile {
+            name,
+            path: entry.path(),
+            mtime: meta.modified().ok(),
+            size: meta.len(),
+        });
+    }
+    Ok(files)
+}
+
+/// The date shown for a log and used for recency.
+pub fn log_date(file: &LogFile, log: Option<&Log>) -> Option<LogDate> {
+    date_from_name(&file.name)
+        .or_else(|| {
+            log.and_then(|l| l.start_clock.as_deref())
+                .and_then(date_from_clock)
+        })
+        .or_else(|| file.mtime.and_then(date_from_mtime))
+}
+
+struct Entry {
+    mtime: Option<SystemTime>,
+    size: u64,
+    log: Arc<Log>,
+    used: u64,
+}
+
+/// Parsed logs by path; an entry is valid while mtime and size are unchanged.
+pub struct Cache {
+    entries: HashMap<PathBuf, Entry>,
+    clock: u64,
+    /// Bytes of parsed data kept before the least recently used log is dropped.
+    pub budget: usize,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            entries: HashMap::new(),
+            clock: 0,
+            budget: 256 << 20,
+        }
+    }
+}
+
+impl Cache {
+    /// Returns the parsed log, reading and parsing the file only when it is
+    /// new or changed.
+    pub fn load(&mut self, file: &LogFile) -> Result<Arc<Log>, String> {
+        self.clock += 1;
+        if let Some(e) = self.entries.get_mut(&file.path)
+            && e.mtime == file.mtime
+            && e.size == file.size
+        {
+            e.used = self.clock;
+            return Ok(e.log.clone());
+        }
+        self.entries.remove(&file.path);
+        let data =
+            std::fs::read(&file.path).map_err(|e| format!("cannot read {}: {e}", file.name))?;
+        let log = reader::parse(&data, &file.name)
+            .map_err(|e| format!("{} is not a readable CSV log: {e}", file.name))?;
+        drop(data);
+        let log = Arc::new(log);
+        let bytes = log.heap_bytes();
+        while !self.entries.is_empty()
+            && self
+                .entries
+                .values()
+                .map(|e| e.log.heap_bytes())
+                .sum::<usize>()
+                + bytes
+                > self.budget
+        {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.entries.remove(&k);
+            }
+        }
+        self.entries.insert(
+            file.path.clone(),
+            Entry {
+                mtime: file.mtime,
+                size: file.size,
+                log: log.clone(),
+                used: self.clock,
+            },
+        );
+        Ok(log)
+    }
+
+    /// The cached log of an unchanged file, without reading it.
+    pub fn peek(&self, file: &LogFile) -> Option<Arc<Log>> {
+        self.entries
+            .get(&file.path)
+            .filter(|e| e.mtime == file.mtime && e.size == file.size)
+            .map(|e| e.log.clone())
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The process-wide cache (one plugin instance serves calls one at a time).
+pub fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Cache::default()))
+}
+
+/// One entry of a [`Listing`].
+pub struct Item {
+    pub file: LogFile,
+    /// The parsed log, once loaded.
+    pub log: Option<Result<Arc<Log>, String>>,
+    pub date: Option<LogDate>,
+}
+
+/// The logs directory, newest first.
+pub struct Listing {
+    pub files: Vec<Item>,
+}
+
+impl Listing {
+    /// Lists the directory. With `parse_all` every log is parsed (through the
+    /// cache) first, so logs dated only by their content sort correctly;
+    /// otherwise only already cached logs contribute their content's date.
+    pub fn read(
+        dir: &Path,
+        cache: &mut Cache,
+        parse_all: bool,
+        progress: &mut dyn FnMut(u64, u64, &str) -> bool,
+    ) -> Result<Listing, String> {
+        let files = scan_dir(dir)?;
+        let total = files.len() as u64;
+        let mut out = Vec::with_capacity(files.len());
+        for (k, f) in files.into_iter().enumerate() {
+            if !progress(k as u64, total, &f.name) {
+                return Err("cancelled by the client".into());
+            }
+            let log = if parse_all {
+                Some(cache.load(&f))
+            } else {
+                cache.peek(&f).map(Ok)
+            };
+            let date = log_date(&f, log.as_ref().and_then(|l| l.as_ref().ok()).map(|l| &**l));
+            out.push(Item { file: f, log, date });
+        }
+        out.sort_by(|a, b| {
+            let key = |x: &Item| (x.date.map(|d| d.secs), x.file.mtime);
+            key(b)
+                .cmp(&key(a))
+                .then_with(|| a.file.name.cmp(&b.file.name))
+        });
+        Ok(Listing { files: out })
+    }
+
+    /// The parsed log of entry `i`, loading it when needed.
+    pub fn log(&mut self, i: usize, cache: &mut Cache) -> Result<Arc<Log>, String> {
+        let item = &mut self.files[i];
+        item.log
+            .get_or_insert_with(|| cache.load(&item.file))
+            .clone()
+    }
+
+    /// Finds a file by name (exact, then case-insensitive) or by its `#`.
+    pub fn find(&self, wanted: &str) -> Result<usize, String> {
+        let w = wanted.trim();
+        let base = Path::new(w)
+            .file_name()
+            .map_or(w.to_string(), |b| b.to_string_lossy().into_owned());
+        if let Some(i) = self.files.iter().position(|f| f.file.name == base) {
+            return Ok(i);
+        }
+        if let Some(i) = self
+            .files
+            .iter()
+            .position(|f| f.file.name.eq_ignore_ascii_case(&base))
+        {
+            return Ok(i);
+        }
+        let index = w.trim_start_matches('#');
+        if let Ok(n) = index.parse::<usize>()
+            && (1..=self.files.len()).contains(&n)
+        {
+            return Ok(n - 1);
+        }
+        let names: Vec<&str> = self.files.iter().map(|f| f.file.name.as_str()).collect();
+        let mut msg = format!("no log file named `{w}` in the logs directory");
+        if let Some(best) = crate::filter::closest(&base, &names) {
+            msg.push_str(&format!("; did you mean `{best}`?"));
+        }
+        if names.is_empty() {
+            msg.push_str(" (it holds no .csv files)");
+        } else {
+            let shown: Vec<&str> = names.iter().take(10).copied().collect();
+            msg.push_str(&format!(
+                ". Files (newest first): {}{}. Call list_logs for details.",
+                shown.join(", "),
+                if names.len() > 10 { ", …" } else { "" }
+            ));
+        }
+        Err(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_from_logger_file_names() {
+        let d = date_from_name("log-2026-02-22T14-30-00-000Z.csv").unwrap();
+        assert_eq!(d.display(), "2026-02-22 14:30 UTC");
+        let d = date_from_name("EvoScanDataLog_2024.06.01_10.20.00.csv").unwrap();
+        assert_eq!(d.display(), "2024-06-01 10:20");
+        let d = date_from_name("romraiderlog_track_20240601_102500.csv").unwrap();
+        assert_eq!(d.display(), "2024-06-01 10:25");
+        assert!(date_from_name("pull.csv").is_none());
+        let d = date_from_clock("2024-06-01 10:20:00.03125").unwrap();
+        assert_eq!(d.display(), "2024-06-01 10:20");
+        assert_eq!(civil_from_days(days_from_civil(2000, 2, 29)), (2000, 2, 29));
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+    }
+
+    #[test]
+    fn cache_reuses_until_the_file_changes() {
+        let dir = std::env::temp_dir().join(format!("logq-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.csv");
+        std::fs::write(&path, "Time,RPM\n0,1\n").unwrap();
+        let mut cache = Cache::default();
+        let files = scan_dir(&dir).unwrap();
+        let a = cache.load(&files[0]).unwrap();
+        let b = cache.load(&files[0]).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        std::fs::write(&path, "Time,RPM\n0,1\n1,2\n").unwrap();
+        let files = scan_dir(&dir).unwrap();
+        let c = cache.load(&files[0]).unwrap();
+        assert_eq!(c.rows(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,570 @@
+//! The `list_logs` and `query_logs` tools as plain functions: arguments in,
+//! YAML-frontmatter + markdown document (or an error message saying what to
+//! do) out.
+
+use crate::column::format_number;
+use crate::filter::{self, Filter};
+use crate::logs::{Cache, Listing};
+use crate::reader::Log;
+use plugin_kit::{Frontmatter, MarkdownTable};
+use std::path::Path;
+use std::sync::Arc;
+
+pub const DEFAULT_LIMIT: u32 = 200;
+pub const MAX_LIMIT: u32 = 5000;
+const MAX_LISTED_FILES: usize = 100;
+
+/// Progress callback: (done, total, message) → false when cancelled.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64, &str) -> bool;
+
+/// Arguments of `query_logs`.
+#[derive(Debug, Clone, Default)]
+pub struct QueryArgs {
+    pub filter: String,
+    pub channels: Option<Vec<String>>,
+    pub file: Option<String>,
+    pub sample_rate: Option<f64>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+}
+
+/// Sample rates print with one decimal (two below 10 Hz), trailing zeros cut.
+pub fn fmt_rate(hz: f64) -> String {
+    let s = if hz >= 10.0 {
+        format!("{hz:.1}")
+    } else {
+        format!("{hz:.2}")
+    };
+    trim_zeros(s)
+}
+
+fn trim_zeros(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn fmt_duration(s: f64) -> String {
+    trim_zeros(format!("{s:.2}"))
+}
+
+/// `list_logs`.
+pub fn list_logs(dir: &Path, cache: &mut Cache, progress: Progress) -> Result<String, String> {
+    let listing = Listing::read(dir, cache, true, progress)?;
+    let mut table = MarkdownTable::new([
+        "#",
+        "Filename",
+        "Date",
+        "Duration (s)",
+        "Rows",
+        "Sample Rate (Hz)",
+        "Channels",
+    ]);
+    for (i, item) in listing.files.iter().enumerate().take(MAX_LISTED_FILES) {
+        let date = item.date.map_or(String::new(), |d| d.display());
+        match &item.log {
+            Some(Ok(log)) => table.row([
+                (i + 1).to_string(),
+                item.file.name.clone(),
+                date,
+                log.duration_s().map_or(String::new(), fmt_duration),
+                log.rows().to_string(),
+                log.sample_rate_hz().map_or(String::new(), fmt_rate),
+                log.channels().join(", "),
+            ]),
+            Some(Err(e)) => table.row([
+                (i + 1).to_string(),
+                item.file.name.clone(),
+                date,
+                String::new(),
+                String::new(),
+                String::new(),
+                format!("(unreadable: {e})"),
+            ]),
+            None => {}
+        }
+    }
+    let mut body = if listing.files.is_empty() {
+        "No .csv log files in this directory. Put datalogs (EvoScan, RomRaider or any CSV with a time column) there.\n".to_string()
+    } else {
+        table.render()
+    };
+    if listing.files.len() > MAX_LISTED_FILES {
+        body.push_str(&format!(
+            "\nShowing the {MAX_LISTED_FILES} most recent of {} files; query older ones by filename.\n",
+            listing.files.len()
+        ));
+    }
+    Ok(Frontmatter::new()
+        .text("logs_dir", dir.display().to_string())
+        .raw("total_files", listing.files.len())
+        .with_body(&body))
+}
+
+struct FileResult {
+    index: usize,
+    name: String,
+    log: Arc<Log>,
+    rows_matched: usize,
+    stride: usize,
+    output_rows: usize,
+    error_rows: usize,
+    first_error: Option<(usize, String)>,
+    missing: Vec<String>,
+}
+
+/// `query_logs`.
+pub fn query_logs(
+    dir: &Path,
+    cache: &mut Cache,
+    args: &QueryArgs,
+    progress: Progress,
+) -> Result<String, String> {
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(format!(
+            "limit must be between 1 and {MAX_LIMIT} (got {limit})"
+        ));
+    }
+    let offset = args.offset.unwrap_or(0) as usize;
+    if let Some(sr) = args.sample_rate
+        && !(sr.is_finite() && sr > 0.0)
+    {
+        return Err(format!(
+            "sample_rate must be a positive number of Hz (got {sr}); omit it for full resolution"
+        ));
+    }
+    let filter = Filter::compile(&args.filter).map_err(|e| e.to_string())?;
+
+    let mut listing = Listing::read(dir, cache, args.file.is_none(), progress)?;
+    let selected: Vec<usize> = match &args.file {
+        Some(f) => vec![listing.find(f)?],
+        None => (0..listing.files.len()).collect(),
+    };
+    if selected.is_empty() {
+        return Err(format!(
+            "the logs directory {} holds no .csv files; nothing to query",
+            dir.display()
+        ));
+    }
+    let mut logs = Vec::new();
+    let mut unreadable = Vec::new();
+    for &i in &selected {
+        match listing.log(i, cache) {
+            Ok(log) => logs.push((i, log)),
+            Err(e) if args.file.is_some() => return Err(e),
+            Err(e) => unreadable.push(e),
+        }
+    }
+    if logs.is_empty() {
+        return Err(format!("no readable log: {}", unreadable.join("; ")));
+    }
+
+    // Names must exist in at least one searched log.
+    let mut available: Vec<&str> = Vec::new();
+    for (_, log) in &logs {
+        for c in &log.columns {
+            if !available.contains(&c.name.as_str()) {
+                available.push(&c.name);
+            }
+        }
+    }
+    filter.check_channels(&available).map_err(|e| {
+        let scope = match &args.file {
+            Some(f) => format!(" (in {f})"),
+            None => " (in any log)".into(),
+        };
+        format!("{e}{scope}\nCall list_logs to see each file's channels.")
+    })?;
+    let extra: Vec<String> = args.channels.clone().unwrap_or_default();
+    for c in &extra {
+        if !available.contains(&c.as_str()) {
+            let mut msg = format!("unknown channel `{c}` in channels");
+            if let Some(best) = filter::closest(c, &available) {
+                msg.push_str(&format!("; did you mean `{best}`?"));
+            }
+            msg.push_str(". Channel names are case-sensitive, as list_logs shows them.");
+            return Err(msg);
+        }
+    }
+
+    // Output columns: the filter's channels, then the extra ones, without
+    // the time axis (it is always the first column).
+    let is_time = |name: &str| {
+        logs.iter()
+            .any(|(_, l)| l.time_column.is_some_and(|t| l.columns[t].name == name))
+    };
+    let mut channels: Vec<String> = Vec::new();
+    for n in filter.channel_names().map(str::to_string).chain(extra) {
+        if !channels.contains(&n) && available.contains(&n.as_str()) && !is_time(&n) {
+            channels.push(n);
+        }
+    }
+
+    let mut results: Vec<FileResult> = Vec::new();
+    let mut out_rows: Vec<(usize, usize)> = Vec::new(); // (result index, row)
+    let mut out_seen = 0usize; // output rows (after downsampling) before this file
+    let total = logs.len() as u64;
+    for (k, (index, log)) in logs.iter().enumerate() {
+        let name = listing.files[*index].file.name.clone();
+        if !progress(k as u64, total, &format!("scanning {name}")) {
+            return Err("cancelled by the client".into());
+        }
+        let rate = log.sample_rate_hz();
+        let stride = match (args.sample_rate, rate) {
+            (Some(want), Some(have)) => ((have / want).round() as usize).max(1),
+            _ => 1,
+        };
+        let bound = filter.bind(&log.columns);
+        let mut matched = 0usize;
+        let result_index = results.len();
+        let stats = bound.scan(0..log.rows(), |row| {
+            if matched.is_multiple_of(stride) {
+                let j = out_seen + matched / stride;
+                if j >= offset && j < offset + limit as usize {
+                    out_rows.push((result_index, row));
+                }
+            }
+            matched += 1;
+        });
+        let output_rows = matched.div_ceil(stride);
+        out_seen += output_rows;
+        results.push(FileResult {
+            index: *index,
+            name,
+            log: log.clone(),
+            rows_matched: matched,
+            stride,
+            output_rows,
+            error_rows: stats.error_rows,
+            first_error: stats.first_error,
+            missing: filter
+                .missing_in(&log.columns)
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        });
+    }
+
+    let rows_matched: usize = results.iter().map(|r| r.rows_matched).sum();
+    let multi = results.iter().filter(|r| r.output_rows > 0).count() > 1;
+    let mut header = vec!["Time (s)".to_string()];
+    header.extend(channels.iter().cloned());
+    if multi {
+        header.push("File".into());
+    }
+    let mut table = MarkdownTable::new(header);
+    for &(ri, row) in &out_rows {
+        let r = &results[ri];
+        let log = &r.log;
+        let t = log.time[row];
+        let mut cells = vec![if t.is_nan() {
+            String::new()
+        } else {
+            format_number(t, log.time_decimals)
+        }];
+        for c in &channels {
+            cells.push(log.column(c).map_or(String::new(), |col| col.display(row)));
+        }
+        if multi {
+            cells.push(r.name.clone());
+        }
+        table.row(cells);
+    }
+
+    let rates = |f: &dyn Fn(&FileResult) -> Option<f64>| -> String {
+        let vals: Vec<Option<f64>> = results.iter().map(f).collect();
+        let first = vals[0];
+        let same = vals.iter().all(|v| match (v, first) {
+            (Some(a), Some(b)) => (a - b).abs() <= 0.01 * b.abs(),
+            (None, None) => true,
+            _ => false,
+        });
+        let show = |v: &Option<f64>| v.map_or("null".to_string(), fmt_rate);
+        if same {
+            show(&first)
+        } else {
+            format!("[{}]", vals.iter().map(show).collect::<Vec<_>>().join(", "))
+        }
+    };
+    let actual = rates(&|r| r.log.sample_rate_hz());
+    let output = rates(&|r| r.log.sample_rate_hz().map(|h| h / r.stride as f64));
+    let mut all_channels = vec!["Time".to_string()];
+    all_channels.extend(channels.iter().cloned());
+    let error_rows: usize = results.iter().map(|r| r.error_rows).sum();
+    let total_out: usize = results.iter().map(|r| r.output_rows).sum();
+    let mut fm = Frontmatter::new()
+        .raw("files_searched", results.len())
+        .raw("rows_matched", rows_matched)
+        .raw("actual_sample_rate_hz", actual)
+        .raw("output_sample_rate_hz", output)
+        .list("channels", &all_channels)
+        .raw("rows_returned", out_rows.len());
+    if offset > 0 {
+        fm = fm.raw("offset", offset);
+    }
+    if error_rows > 0 {
+        fm = fm.raw("rows_with_errors", error_rows);
+    }
+
+    let mut body = String::new();
+    if !out_rows.is_empty() {
+        body.push_str(&table.render());
+    }
+    let mut notes: Vec<String> = Vec::new();
+    if total_out > offset + out_rows.len() {
+        let downsampled = if total_out < rows_matched {
+            format!(" ({rows_matched} matched, thinned by sample_rate)")
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "Showing output rows {}–{} of {total_out}{downsampled}. Next page: offset={}. \
+             To see less: tighten the filter, pass file, or set sample_rate (e.g. {}).",
+            offset + 1,
+            offset + out_rows.len(),
+            offset + out_rows.len(),
+            suggest_rate(&results, total_out, limit),
+        ));
+    } else if out_rows.is_empty() && offset > 0 && total_out > 0 {
+        notes.push(format!(
+            "offset={offset} is past the last of {total_out} output rows."
+        ));
+    }
+    if rows_matched == 0 {
+        notes.push(no_match_note(&filter, &results));
+    }
+    if error_rows > 0 {
+        let (r, (row, msg)) = results
+            .iter()
+            .find_map(|r| r.first_error.as_ref().map(|e| (r, e)))
+            .map(|(r, e)| (r, e.clone()))
+            .unwrap_or((&results[0], (0, String::new())));
+        notes.push(format!(
+            "{error_rows} rows could not be evaluated and do not match (first: {} row {}: {msg}). \
+             Empty cells are missing values: guard with exists(Channel) or empty(Channel).",
+            r.name,
+            row + 1
+        ));
+    }
+    for r in results.iter().filter(|r| !r.missing.is_empty()) {
+        notes.push(format!(
+            "{} has no channel {}: conditions on it cannot match there.",
+            r.name,
+            r.missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !unreadable.is_empty() {
+        notes.push(format!(
+            "Skipped unreadable files: {}",
+            unreadable.join("; ")
+        ));
+    }
+    if results.len() > 1 {
+        let mut t = MarkdownTable::new(["#", "File", "Rows", "Matched", "Sample Rate (Hz)"]);
+        for r in &results {
+            t.row([
+                (r.index + 1).to_string(),
+                r.name.clone(),
+                r.log.rows().to_string(),
+                r.rows_matched.to_string(),
+                r.log.sample_rate_hz().map_or(String::new(), fmt_rate),
+            ]);
+        }
+        notes.push(format!("Per file:\n\n{}", t.render()));
+    }
+    for n in notes {
+        if !body.is_empty() {
+            body.push('\n');
+        }
+        body.push_str(&n);
+        body.push('\n');
+    }
+    Ok(fm.with_body(&body))
+}
+
+fn suggest_rate(results: &[FileResult], total_out: usize, limit: u32) -> String {
+    let rate = results
+        .iter()
+        .filter_map(|r| r.log.sample_rate_hz().map(|h| h / r.stride as f64))
+        .fold(0.0f64, f64::max);
+    if rate <= 0.0 {
+        return "sample_rate: 1".into();
+    }
+    let want = rate * limit as f64 / total_out.max(1) as f64;
+    format!("sample_rate: {}", fmt_rate(want.max(0.01)))
+}
+
+/// Why nothing matched: the ranges of the numeric channels the filter uses.
+fn no_match_note(filter: &Filter, results: &[FileResult]) -> String {
+    let mut parts = Vec::new();
+    for r in results.iter().take(3) {
+        let ranges: Vec<String> = filter
+            .channel_names()
+            .filter_map(|n| {
+                let col = r.log.column(n)?;
+                let (lo, hi) = col
+                    .values
+                    .iter()
+                    .filter(|v| !v.is_nan())
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                        (lo.min(v), hi.max(v))
+                    });
+                (lo <= hi).then(|| {
+                    format!(
+                        "{n} {}…{}",
+                        format_number(lo, col.decimals),
+                        format_number(hi, col.decimals)
+                    )
+                })
+            })
+            .collect();
+        if !ranges.is_empty() {
+            parts.push(format!("{}: {}", r.name, ranges.join(", ")));
+        }
+    }
+    let mut s = "No rows matched.".to_string();
+    if !parts.is_empty() {
+        s.push_str(&format!(" Ranges in the data — {}.", parts.join("; ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with_logs() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "logq-query-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = String::from("Time,RPM,Knock,AFR\n");
+        for i in 0..1000 {
+            let afr = if i % 100 == 0 {
+                String::new()
+            } else {
+                format!("{:.1}", 12.0 + (i % 3) as f64)
+            };
+            a.push_str(&format!(
+                "{:.2},{},{},{}\n",
+                i as f64 / 100.0,
+                800 + i * 6,
+                (i / 50) % 3,
+                afr
+            ));
+        }
+        std::fs::write(dir.join("log-2024-06-01T10-15-00-000Z.csv"), a).unwrap();
+        let mut b = String::from("Time (msec),Engine Speed (rpm),RPM\n");
+        for i in 0..100 {
+            b.push_str(&format!("{},{},{}\n", i * 40, 900 + i, 900 + i));
+        }
+        std::fs::write(dir.join("romraiderlog_20240601_102500.csv"), b).unwrap();
+        dir
+    }
+
+    fn no_progress() -> impl FnMut(u64, u64, &str) -> bool {
+        |_, _, _| true
+    }
+
+    #[test]
+    fn lists_newest_first() {
+        let dir = dir_with_logs();
+        let mut cache = Cache::default();
+        let out = list_logs(&dir, &mut cache, &mut no_progress()).unwrap();
+        assert!(
+            out.starts_with(&format!(
+                "---\nlogs_dir: {}\ntotal_files: 2\n---\n",
+                dir.display()
+            )),
+            "{out}"
+        );
+        let rr = out.find("romraiderlog").unwrap();
+        let plain = out.find("log-2024").unwrap();
+        assert!(rr < plain, "{out}");
+        assert!(out.contains("| 2024-06-01 10:15 UTC |"), "{out}");
+        assert!(out.contains("| RPM, Knock, AFR "), "{out}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn queries_with_limits_strides_and_errors() {
+        let dir = dir_with_logs();
+        let mut cache = Cache::default();
+        let args = QueryArgs {
+            filter: "RPM > 3000 && Knock > 0".into(),
+            channels: Some(vec!["AFR".into()]),
+            file: Some("log-2024-06-01T10-15-00-000Z.csv".into()),
+            sample_rate: Some(10.0),
+            limit: Some(5),
+            offset: None,
+        };
+        let out = query_logs(&dir, &mut cache, &args, &mut no_progress()).unwrap();
+        assert!(out.contains("files_searched: 1\nrows_matched: 433\nactual_sample_rate_hz: 100\noutput_sample_rate_hz: 10\nchannels: [Time, RPM, Knock, AFR]\nrows_returned: 5\n"), "{out}");
+        assert!(out.contains("| Time (s) | RPM  | Knock | AFR  |"), "{out}");
+        assert!(out.contains("Next page: offset=5"), "{out}");
+
+        let err = query_logs(
+            &dir,
+            &mut cache,
+            &QueryArgs {
+                filter: "rpm > 1".into(),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap_err();
+        assert!(err.contains("did you mean `RPM`"), "{err}");
+        let err = query_logs(
+            &dir,
+            &mut cache,
+            &QueryArgs {
+                filter: "RPM > 1".into(),
+                file: Some("nope.csv".into()),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap_err();
+        assert!(err.contains("no log file named"), "{err}");
+
+        // All files: a channel only one log has, and rows with empty cells.
+        let out = query_logs(
+            &dir,
+            &mut cache,
+            &QueryArgs {
+                filter: "AFR > 12.5 or RPM < 905".into(),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap();
+        assert!(out.contains("files_searched: 2\n"), "{out}");
+        assert!(out.contains("rows_with_errors: "), "{out}");
+        assert!(
+            out.contains("romraiderlog_20240601_102500.csv has no channel `AFR`"),
+            "{out}"
+        );
+        assert!(out.contains("| File"), "{out}");
+        let out = query_logs(
+            &dir,
+            &mut cache,
+            &QueryArgs {
+                filter: "RPM > 100000".into(),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap();
+        assert!(out.contains("No rows matched. Ranges in the data"), "{out}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

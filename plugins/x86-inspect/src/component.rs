@@ -1,0 +1,133 @@
+//! wit-bindgen glue: argument records in, JSON strings out.
+
+use std::cell::RefCell;
+
+use crate::cpu::Model;
+use crate::tools::{RegisterWrite, Session, ToolError as DomainError};
+
+wit_bindgen::generate!({
+    path: "../../wit/x86-inspect",
+    world: "plugin",
+    generate_all,
+});
+
+use benchtop::host::progress;
+use exports::benchtop::x86_inspect::tools::{self as wit, CpuModel, Guest, ToolError};
+
+thread_local! {
+    static SESSION: RefCell<Session> = RefCell::new(Session::default());
+}
+
+fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, ToolError> {
+    SESSION
+        .with(|s| f(&mut s.borrow_mut()))
+        .map_err(|e| ToolError {
+            code: e.code.into(),
+            message: e.message,
+        })
+}
+
+// Off wasm the plugin is type-checked but not exported: a native cdylib
+// cannot carry export names such as `benchtop:x86-inspect/tools@0.1.0#run`.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+struct Plugin;
+
+impl Guest for Plugin {
+    fn load_program(a: wit::LoadProgramArgs) -> Result<String, ToolError> {
+        let path = plugin_kit::paths::resolve(&a.path);
+        let model = match a.cpu {
+            Some(CpuModel::I8086) => Model::I8086,
+            _ => Model::I80186,
+        };
+        with(|s| {
+            s.load_program(
+                &path,
+                a.command_tail.as_deref(),
+                model,
+                a.tracking.unwrap_or(true),
+                a.machine,
+            )
+        })
+    }
+
+    fn list_machines() -> Result<String, ToolError> {
+        with(|s| Ok(s.list_machines()))
+    }
+
+    fn remove_machine(a: wit::RemoveMachineArgs) -> Result<String, ToolError> {
+        with(|s| s.remove_machine(a.machine))
+    }
+
+    fn read_cpu_registers(a: wit::MachineArgs) -> Result<String, ToolError> {
+        with(|s| s.read_cpu_registers(a.machine))
+    }
+
+    fn read_memory(a: wit::ReadMemoryArgs) -> Result<String, ToolError> {
+        with(|s| s.read_memory(a.address, a.length, a.machine))
+    }
+
+    fn write_memory(a: wit::WriteMemoryArgs) -> Result<String, ToolError> {
+        with(|s| s.write_memory(a.address, &a.data, a.machine))
+    }
+
+    fn write_registers(a: wit::WriteRegistersArgs) -> Result<String, ToolError> {
+        let w = RegisterWrite {
+            ax: a.ax,
+            bx: a.bx,
+            cx: a.cx,
+            dx: a.dx,
+            si: a.si,
+            di: a.di,
+            sp: a.sp,
+            bp: a.bp,
+            cs: a.cs,
+            ds: a.ds,
+            es: a.es,
+            ss: a.ss,
+            ip: a.ip,
+            flags: a.flags,
+        };
+        with(|s| s.write_registers(w, a.machine))
+    }
+
+    fn list_functions(a: wit::ListFunctionsArgs) -> Result<String, ToolError> {
+        with(|s| s.list_functions(a.limit, a.machine))
+    }
+
+    fn read_cfg_cpu_graph(a: wit::ReadCfgCpuGraphArgs) -> Result<String, ToolError> {
+        with(|s| s.read_cfg_cpu_graph(a.node_limit, a.machine))
+    }
+
+    fn run(a: wit::RunArgs) -> Result<String, ToolError> {
+        let mut report =
+            |done: u64, total: u64| progress::report(done, total, &format!("{done} instructions"));
+        with(|s| s.run(a.max_instructions, a.machine, &mut report))
+    }
+
+    fn step(a: wit::StepArgs) -> Result<String, ToolError> {
+        with(|s| s.step(a.count, a.machine))
+    }
+
+    fn add_breakpoint(a: wit::AddBreakpointArgs) -> Result<String, ToolError> {
+        with(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine))
+    }
+
+    fn remove_breakpoint(a: wit::RemoveBreakpointArgs) -> Result<String, ToolError> {
+        with(|s| s.remove_breakpoint(a.id, a.machine))
+    }
+
+    fn list_breakpoints(a: wit::MachineArgs) -> Result<String, ToolError> {
+        with(|s| s.list_breakpoints(a.machine))
+    }
+
+    fn read_disassembly(a: wit::ReadDisassemblyArgs) -> Result<String, ToolError> {
+        with(|s| s.read_disassembly(a.segment, a.offset, a.instruction_count, a.machine))
+    }
+
+    fn read_console(a: wit::ReadConsoleArgs) -> Result<String, ToolError> {
+        with(|s| s.read_console(a.offset, a.max_bytes, a.machine))
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+export!(Plugin);

@@ -1,0 +1,12 @@
+//! x86-inspect: a real-mode 8086/80186 PC running DOS programs, inspected
+//! like Spice86. The domain logic lives in plain modules; `component` is the
+//! thin wit-bindgen glue.
+
+pub mod cpu;
+pub mod disasm;
+pub mod dos;
+pub mod machine;
+pub mod tools;
+pub mod tracking;
+
+mod component;

@@ -1,0 +1,290 @@
+//! One emulated PC: CPU, DOS state, breakpoints and optional tracking.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::cpu::{CS, Cpu, Exit, Model};
+use crate::dos::{Dos, Flow, LoadError, Program};
+use crate::tracking::{SegOff, Tracker};
+
+/// Why a run or step stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The program terminated (INT 20h, INT 21h AH=00h/4Ch).
+    Exited(u8),
+    Breakpoint(u32),
+    /// The instruction budget (or the step count) was used up.
+    Budget,
+    Halted,
+    Cancelled,
+}
+
+impl StopReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Exited(_) => "exited",
+            StopReason::Breakpoint(_) => "breakpoint",
+            StopReason::Budget => "budget",
+            StopReason::Halted => "halted",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RunError {
+    #[error("the program has exited with code {0}; call load_program to start it again")]
+    AlreadyExited(u8),
+    #[error(
+        "the CPU is halted (HLT with no interrupt source); call load_program or write_registers to continue"
+    )]
+    Halted,
+}
+
+/// Instructions per progress report / cancellation check.
+pub const CHUNK: u64 = 1 << 20;
+
+pub struct Machine {
+    pub id: u32,
+    pub cpu: Cpu,
+    pub dos: Dos,
+    pub program: Program,
+    pub tracker: Option<Tracker>,
+    pub breakpoints: BTreeMap<u32, u32>,
+    next_breakpoint: u32,
+    bp_bitmap: Vec<u64>,
+    pub exit_code: Option<u8>,
+    pub halted: bool,
+}
+
+impl Machine {
+    /// Loads a program image. `root` is drive C: for the DOS file services.
+    pub fn load(
+        id: u32,
+        path: &Path,
+        image: &[u8],
+        tail: &str,
+        model: Model,
+        tracking: bool,
+    ) -> Result<Machine, LoadError> {
+        let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut cpu = Cpu::new(model);
+        let mut dos = Dos::new(root);
+        let program = dos.load(&mut cpu, path, image, tail)?;
+        let tracker = tracking.then(|| Tracker::new(SegOff(program.entry.0, program.entry.1)));
+        Ok(Machine {
+            id,
+            cpu,
+            dos,
+            program,
+            tracker,
+            breakpoints: BTreeMap::new(),
+            next_breakpoint: 1,
+            bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
+            exit_code: None,
+            halted: false,
+        })
+    }
+
+    pub fn cs_ip(&self) -> SegOff {
+        SegOff(self.cpu.sregs[CS], self.cpu.ip)
+    }
+
+    pub fn add_breakpoint(&mut self, linear: u32) -> u32 {
+        let id = self.next_breakpoint;
+        self.next_breakpoint += 1;
+        self.breakpoints.insert(id, linear & 0xFFFFF);
+        self.rebuild_bitmap();
+        id
+    }
+
+    pub fn remove_breakpoint(&mut self, id: u32) -> bool {
+        let removed = self.breakpoints.remove(&id).is_some();
+        self.rebuild_bitmap();
+        removed
+    }
+
+    fn rebuild_bitmap(&mut self) {
+        self.bp_bitmap.iter_mut().for_each(|w| *w = 0);
+        for &a in self.breakpoints.values() {
+            self.bp_bitmap[(a >> 6) as usize] |= 1 << (a & 63);
+        }
+    }
+
+    fn breakpoint_at(&self, linear: u32) -> Option<u32> {
+        self.breakpoints
+            .iter()
+            .find(|(_, a)| **a == linear)
+            .map(|(id, _)| *id)
+    }
+
+    fn check(&self) -> Result<(), RunError> {
+        if let Some(c) = self.exit_code {
+            return Err(RunError::AlreadyExited(c));
+        }
+        if self.halted {
+            return Err(RunError::Halted);
+        }
+        Ok(())
+    }
+
+    /// Handles an exit of the CPU loop; returns a stop reason when the run ends.
+    fn on_exit(&mut self, e: Exit) -> Option<StopReason> {
+        match e {
+            Exit::Budget => None,
+            Exit::Halt => {
+                self.halted = true;
+                Some(StopReason::Halted)
+            }
+            Exit::Breakpoint => {
+                let a = Cpu::lin(self.cpu.sregs[CS], self.cpu.ip);
+                Some(StopReason::Breakpoint(self.breakpoint_at(a).unwrap_or(0)))
+            }
+            Exit::Service(n) => match self.dos.service(n, &mut self.cpu) {
+                Flow::Continue => None,
+                Flow::Exit(code) => {
+                    self.exit_code = Some(code);
+                    Some(StopReason::Exited(code))
+                }
+            },
+        }
+    }
+
+    /// Runs up to `budget` instructions. `progress(done, total)` is called
+    /// every [`CHUNK`] instructions; returning false stops the run cleanly.
+    pub fn run(
+        &mut self,
+        budget: u64,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<(u64, StopReason), RunError> {
+        self.check()?;
+        let mut done = 0u64;
+        let mut since_report = 0u64;
+        while done < budget {
+            let chunk = (budget - done).min(CHUNK);
+            // The first instruction of a run never stops at a breakpoint, so
+            // a run resumes from one.
+            let resume = done == 0;
+            let (n, exit) = if self.tracker.is_some() {
+                self.run_tracked(chunk, resume)
+            } else {
+                let bp = (!self.breakpoints.is_empty()).then_some(&self.bp_bitmap[..]);
+                self.cpu.run(chunk, bp, resume)
+            };
+            done += n;
+            since_report += n;
+            if let Some(r) = self.on_exit(exit) {
+                return Ok((done, r));
+            }
+            if since_report >= CHUNK && done < budget {
+                since_report = 0;
+                if !progress(done, budget) {
+                    return Ok((done, StopReason::Cancelled));
+                }
+            }
+        }
+        Ok((done, StopReason::Budget))
+    }
+
+    fn run_tracked(&mut self, budget: u64, resume: bool) -> (u64, Exit) {
+        let mut n = 0;
+        let Some(t) = self.tracker.as_mut() else {
+            return (0, Exit::Budget);
+        };
+        let has_bp = !self.breakpoints.is_empty();
+        while n < budget {
+            if has_bp && (n > 0 || !resume) {
+                let a = Cpu::lin(self.cpu.sregs[CS], self.cpu.ip) as usize;
+                if self.bp_bitmap[a >> 6] & (1 << (a & 63)) != 0 {
+                    return (n, Exit::Breakpoint);
+                }
+            }
+            t.before(&self.cpu);
+            let e = self.cpu.step();
+            n += 1;
+            let serviced = match e {
+                Some(Exit::Service(v)) => Some(v),
+                _ => None,
+            };
+            t.after(&self.cpu, serviced);
+            if let Some(e) = e {
+                return (n, e);
+            }
+        }
+        (n, Exit::Budget)
+    }
+
+    /// Executes up to `count` instructions one at a time (stopping at exit or
+    /// HLT; breakpoints are ignored so stepping always advances).
+    pub fn step(&mut self, count: u32) -> Result<(u32, StopReason), RunError> {
+        self.check()?;
+        for i in 0..count {
+            let exit = if let Some(t) = self.tracker.as_mut() {
+                t.before(&self.cpu);
+                let e = self.cpu.step();
+                let serviced = match e {
+                    Some(Exit::Service(v)) => Some(v),
+                    _ => None,
+                };
+                t.after(&self.cpu, serviced);
+                e
+            } else {
+                self.cpu.step()
+            };
+            if let Some(e) = exit
+                && let Some(r) = self.on_exit(e)
+            {
+                return Ok((i + 1, r));
+            }
+        }
+        Ok((count, StopReason::Budget))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(code: &[u8]) -> Machine {
+        Machine::load(1, Path::new("/tmp/T.COM"), code, "", Model::I80186, true).unwrap()
+    }
+
+    // mov cx,3 ; l: call f ; loop l ; mov ax,4c02h ; int 21h ; f: ret
+    const LOOP: [u8; 14] = [
+        0xB9, 3, 0, 0xE8, 7, 0, 0xE2, 0xFB, 0xB8, 2, 0x4C, 0xCD, 0x21, 0xC3,
+    ];
+
+    #[test]
+    fn run_counts_calls_and_exits() {
+        let mut m = machine(&LOOP);
+        let (n, r) = m.run(1000, &mut |_, _| true).unwrap();
+        assert_eq!(r, StopReason::Exited(2));
+        assert_eq!(n, 1 + 3 * 3 + 2);
+        let t = m.tracker.as_ref().unwrap();
+        let f = &t.functions[&SegOff(0x87, 0x10D)];
+        assert_eq!(f.called_count, 3);
+        assert_eq!(m.run(10, &mut |_, _| true), Err(RunError::AlreadyExited(2)));
+    }
+
+    #[test]
+    fn breakpoints_stop_and_resume() {
+        let mut m = machine(&LOOP);
+        let id = m.add_breakpoint(Cpu::lin(0x87, 0x10D));
+        let (_, r) = m.run(1000, &mut |_, _| true).unwrap();
+        assert_eq!(r, StopReason::Breakpoint(id));
+        assert_eq!(m.cs_ip(), SegOff(0x87, 0x10D));
+        let (_, r) = m.run(1000, &mut |_, _| true).unwrap();
+        assert_eq!(r, StopReason::Breakpoint(id));
+        m.remove_breakpoint(id);
+        let (_, r) = m.run(1000, &mut |_, _| true).unwrap();
+        assert_eq!(r, StopReason::Exited(2));
+    }
+
+    #[test]
+    fn step_advances_one_instruction() {
+        let mut m = machine(&LOOP);
+        let (n, r) = m.step(1).unwrap();
+        assert_eq!((n, r), (1, StopReason::Budget));
+        assert_eq!(m.cpu.ip, 0x103);
+    }
+}

@@ -1,0 +1,994 @@
+//! The tools' logic and JSON shapes, independent of wit-bindgen so that it
+//! is tested natively. The four Spice86 tools keep Spice86's key names
+//! (`generalPurpose`, `EAX`, `calledCount`, ...); benchtop's own tools use
+//! snake_case keys.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::cpu::{self, Cpu, Model};
+use crate::disasm;
+use crate::machine::{Machine, StopReason};
+use crate::tracking::SegOff;
+
+/// A tool failure: a stable code and a message saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn err<T>(code: &'static str, message: impl Into<String>) -> Result<T, ToolError> {
+    Err(ToolError {
+        code,
+        message: message.into(),
+    })
+}
+
+pub const MAX_MACHINES: usize = 8;
+pub const DEFAULT_BUDGET: u64 = 200_000_000;
+const OUTPUT_PREVIEW: usize = 2000;
+
+#[derive(Default)]
+pub struct Session {
+    machines: Vec<Machine>,
+    next_id: u32,
+}
+
+fn addr(a: SegOff) -> String {
+    a.to_string()
+}
+
+fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| b as char).collect()
+}
+
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("tool results always serialize")
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct GeneralPurpose {
+    EAX: u32,
+    EBX: u32,
+    ECX: u32,
+    EDX: u32,
+    ESI: u32,
+    EDI: u32,
+    ESP: u32,
+    EBP: u32,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Segments {
+    CS: u16,
+    DS: u16,
+    ES: u16,
+    FS: u16,
+    GS: u16,
+    SS: u16,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct InstructionPointer {
+    IP: u16,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Flags {
+    CarryFlag: bool,
+    ParityFlag: bool,
+    AuxiliaryFlag: bool,
+    ZeroFlag: bool,
+    SignFlag: bool,
+    DirectionFlag: bool,
+    OverflowFlag: bool,
+    InterruptFlag: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Registers {
+    general_purpose: GeneralPurpose,
+    segments: Segments,
+    instruction_pointer: InstructionPointer,
+    flags: Flags,
+}
+
+fn registers(c: &Cpu) -> Registers {
+    use cpu::*;
+    let r = |i: usize| c.regs[i] as u32;
+    let f = |b: u16| c.flags & b != 0;
+    Registers {
+        general_purpose: GeneralPurpose {
+            EAX: r(AX),
+            EBX: r(BX),
+            ECX: r(CX),
+            EDX: r(DX),
+            ESI: r(SI),
+            EDI: r(DI),
+            ESP: r(SP),
+            EBP: r(BP),
+        },
+        segments: Segments {
+            CS: c.sregs[CS],
+            DS: c.sregs[DS],
+            ES: c.sregs[ES],
+            FS: 0,
+            GS: 0,
+            SS: c.sregs[SS],
+        },
+        instruction_pointer: InstructionPointer { IP: c.ip },
+        flags: Flags {
+            CarryFlag: f(CF),
+            ParityFlag: f(PF),
+            AuxiliaryFlag: f(AF),
+            ZeroFlag: f(ZF),
+            SignFlag: f(SF),
+            DirectionFlag: f(DF),
+            OverflowFlag: f(OF),
+            InterruptFlag: f(IF),
+        },
+    }
+}
+
+#[derive(Serialize)]
+struct DisasmLine {
+    address: String,
+    linear: u32,
+    bytes: String,
+    asm: String,
+}
+
+fn disassemble(m: &Machine, seg: u16, mut off: u16, count: usize) -> Vec<DisasmLine> {
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let read = |o: u16| m.cpu.rb(Cpu::lin(seg, o));
+        let insn = disasm::decode(&read, off, m.cpu.model);
+        let bytes: String = (0..insn.len)
+            .map(|i| format!("{:02X}", read(off.wrapping_add(i as u16))))
+            .collect();
+        out.push(DisasmLine {
+            address: addr(SegOff(seg, off)),
+            linear: Cpu::lin(seg, off),
+            bytes,
+            asm: insn.text,
+        });
+        off = off.wrapping_add(insn.len as u16);
+    }
+    out
+}
+
+fn parse_hex(data: &str) -> Result<Vec<u8>, ToolError> {
+    let clean: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+    let clean = clean.trim_start_matches("0x");
+    if !clean.len().is_multiple_of(2) {
+        return err(
+            "INVALID_ARGUMENT",
+            "data must hold an even number of hex digits, e.g. \"B8341290\"",
+        );
+    }
+    (0..clean.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&clean[i..i + 2], 16).or_else(|_| {
+                err(
+                    "INVALID_ARGUMENT",
+                    format!(
+                        "data has a non-hex pair {:?} at offset {i}",
+                        &clean[i..i + 2]
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Registers to change; `None` leaves a register as it is.
+#[derive(Default, Clone, Copy)]
+pub struct RegisterWrite {
+    pub ax: Option<u16>,
+    pub bx: Option<u16>,
+    pub cx: Option<u16>,
+    pub dx: Option<u16>,
+    pub si: Option<u16>,
+    pub di: Option<u16>,
+    pub sp: Option<u16>,
+    pub bp: Option<u16>,
+    pub cs: Option<u16>,
+    pub ds: Option<u16>,
+    pub es: Option<u16>,
+    pub ss: Option<u16>,
+    pub ip: Option<u16>,
+    pub flags: Option<u16>,
+}
+
+impl Session {
+    fn index(&self, id: Option<u32>) -> Result<usize, ToolError> {
+        match id {
+            None if self.machines.is_empty() => err(
+                "NO_MACHINE",
+                "no machine exists yet; call load_program first",
+            ),
+            None => Ok(self.machines.len() - 1),
+            Some(id) => self.machines.iter().position(|m| m.id == id).map_or_else(
+                || {
+                    let ids: Vec<String> = self.machines.iter().map(|m| m.id.to_string()).collect();
+                    err(
+                        "UNKNOWN_MACHINE",
+                        format!(
+                            "no machine {id}; existing: [{}] (list_machines)",
+                            ids.join(", ")
+                        ),
+                    )
+                },
+                Ok,
+            ),
+        }
+    }
+
+    fn machine(&mut self, id: Option<u32>) -> Result<&mut Machine, ToolError> {
+        let i = self.index(id)?;
+        Ok(&mut self.machines[i])
+    }
+
+    /// Loads a program into a new machine (or replaces `replace`).
+    pub fn load_program(
+        &mut self,
+        path: &Path,
+        command_tail: Option<&str>,
+        model: Model,
+        tracking: bool,
+        replace: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let image = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                return err(
+                    "LOAD_FAILED",
+                    format!(
+                        "cannot read {}: {e}; pass an absolute path or one relative to the workspace",
+                        path.display()
+                    ),
+                );
+            }
+        };
+        let slot = match replace {
+            Some(id) => Some(self.index(Some(id))?),
+            None if self.machines.len() >= MAX_MACHINES => {
+                return err(
+                    "TOO_MANY_MACHINES",
+                    format!(
+                        "{MAX_MACHINES} machines exist; remove one with remove_machine or pass machine to reuse it"
+                    ),
+                );
+            }
+            None => None,
+        };
+        let mut tail = command_tail.unwrap_or("").to_string();
+        if !tail.is_empty() && !tail.starts_with(' ') {
+            tail.insert(0, ' ');
+        }
+        let id = match slot {
+            Some(i) => self.machines[i].id,
+            None => {
+                self.next_id += 1;
+                self.next_id
+            }
+        };
+        let m = Machine::load(id, path, &image, &tail, model, tracking).map_err(|e| ToolError {
+            code: "LOAD_FAILED",
+            message: e.to_string(),
+        })?;
+        #[derive(Serialize)]
+        struct Loaded {
+            machine: u32,
+            program: String,
+            format: &'static str,
+            cpu: &'static str,
+            size: usize,
+            psp_segment: String,
+            load_segment: String,
+            entry_point: String,
+            stack: String,
+            tracking: bool,
+            next: &'static str,
+        }
+        let out = Loaded {
+            machine: id,
+            program: path.display().to_string(),
+            format: m.program.format.name(),
+            cpu: m.cpu.model.name(),
+            size: m.program.size,
+            psp_segment: format!("{:04X}", m.program.psp),
+            load_segment: format!("{:04X}", m.program.load_segment),
+            entry_point: addr(SegOff(m.program.entry.0, m.program.entry.1)),
+            stack: addr(SegOff(m.cpu.sregs[cpu::SS], m.cpu.regs[cpu::SP])),
+            tracking,
+            next: "run (to exit/breakpoint), step, add_breakpoint, read_disassembly",
+        };
+        match slot {
+            Some(i) => {
+                // Keep the machine last so that it becomes the default.
+                self.machines.remove(i);
+                self.machines.push(m);
+            }
+            None => self.machines.push(m),
+        }
+        Ok(to_json(&out))
+    }
+
+    pub fn list_machines(&self) -> String {
+        #[derive(Serialize)]
+        struct Row {
+            machine: u32,
+            program: String,
+            cpu: &'static str,
+            address: String,
+            instructions: u64,
+            state: &'static str,
+            exit_code: Option<u8>,
+            tracking: bool,
+        }
+        let rows: Vec<Row> = self
+            .machines
+            .iter()
+            .map(|m| Row {
+                machine: m.id,
+                program: m.program.path.display().to_string(),
+                cpu: m.cpu.model.name(),
+                address: addr(m.cs_ip()),
+                instructions: m.cpu.instructions,
+                state: if m.exit_code.is_some() {
+                    "exited"
+                } else if m.halted {
+                    "halted"
+                } else {
+                    "ready"
+                },
+                exit_code: m.exit_code,
+                tracking: m.tracker.is_some(),
+            })
+            .collect();
+        to_json(&serde_json::json!({
+            "machines": rows,
+            "default": self.machines.last().map(|m| m.id),
+        }))
+    }
+
+    pub fn remove_machine(&mut self, id: u32) -> Result<String, ToolError> {
+        let i = self.index(Some(id))?;
+        self.machines.remove(i);
+        Ok(to_json(
+            &serde_json::json!({ "removed": id, "remaining": self.machines.len() }),
+        ))
+    }
+
+    pub fn read_cpu_registers(&mut self, id: Option<u32>) -> Result<String, ToolError> {
+        let m = self.machine(id)?;
+        Ok(to_json(&registers(&m.cpu)))
+    }
+
+    pub fn read_memory(
+        &mut self,
+        address: u32,
+        length: u32,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        if !(1..=4096).contains(&length) {
+            return err("INVALID_ARGUMENT", "Length must be between 1 and 4096");
+        }
+        if address > 0xFFFFF {
+            return err(
+                "INVALID_ARGUMENT",
+                format!("address {address:#X} is beyond 1 MiB (0xFFFFF); pass a linear address"),
+            );
+        }
+        let m = self.machine(id)?;
+        let data: String = (0..length)
+            .map(|i| format!("{:02X}", m.cpu.rb(address + i)))
+            .collect();
+        #[derive(Serialize)]
+        struct Mem {
+            address: u32,
+            length: u32,
+            data: String,
+        }
+        Ok(to_json(&Mem {
+            address,
+            length,
+            data,
+        }))
+    }
+
+    pub fn write_memory(
+        &mut self,
+        address: u32,
+        data: &str,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let bytes = parse_hex(data)?;
+        if bytes.is_empty() || bytes.len() > 4096 {
+            return err("INVALID_ARGUMENT", "data must hold 1 to 4096 bytes of hex");
+        }
+        if address > 0xFFFFF {
+            return err(
+                "INVALID_ARGUMENT",
+                format!("address {address:#X} is beyond 1 MiB (0xFFFFF)"),
+            );
+        }
+        let m = self.machine(id)?;
+        for (i, b) in bytes.iter().enumerate() {
+            m.cpu.wb(address + i as u32, *b);
+        }
+        Ok(to_json(
+            &serde_json::json!({ "address": address, "length": bytes.len(), "wrapped": address as usize + bytes.len() > 0x100000 }),
+        ))
+    }
+
+    pub fn write_registers(
+        &mut self,
+        w: RegisterWrite,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        use cpu::*;
+        let m = self.machine(id)?;
+        let c = &mut m.cpu;
+        for (v, r) in [
+            (w.ax, AX),
+            (w.bx, BX),
+            (w.cx, CX),
+            (w.dx, DX),
+            (w.si, SI),
+            (w.di, DI),
+            (w.sp, SP),
+            (w.bp, BP),
+        ] {
+            if let Some(v) = v {
+                c.regs[r] = v;
+            }
+        }
+        for (v, s) in [(w.cs, CS), (w.ds, DS), (w.es, ES), (w.ss, SS)] {
+            if let Some(v) = v {
+                c.sregs[s] = v;
+            }
+        }
+        if let Some(v) = w.ip {
+            c.ip = v;
+        }
+        if let Some(v) = w.flags {
+            c.load_flags(v);
+        }
+        if w.cs.is_some() || w.ip.is_some() {
+            m.halted = false;
+        }
+        Ok(to_json(&registers(&m.cpu)))
+    }
+
+    pub fn list_functions(
+        &mut self,
+        limit: Option<u32>,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let limit = limit.unwrap_or(100) as usize;
+        let m = self.machine(id)?;
+        let mid = m.id;
+        let Some(t) = m.tracker.as_ref() else {
+            return err(
+                "TRACKING_OFF",
+                format!(
+                    "function tracking is off for machine {mid}; load the program again with tracking=true"
+                ),
+            );
+        };
+        let mut fs: Vec<_> = t.functions.values().collect();
+        fs.sort_by(|a, b| {
+            b.called_count
+                .cmp(&a.called_count)
+                .then(a.address.cmp(&b.address))
+        });
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct F {
+            address: String,
+            name: String,
+            called_count: u64,
+            has_override: bool,
+            callers: Vec<String>,
+        }
+        let functions: Vec<F> = fs
+            .iter()
+            .take(limit)
+            .map(|f| F {
+                address: addr(f.address),
+                name: f.name.clone(),
+                called_count: f.called_count,
+                has_override: false,
+                callers: f.callers.iter().take(8).map(|a| addr(*a)).collect(),
+            })
+            .collect();
+        let mut v = serde_json::json!({ "functions": functions, "totalCount": fs.len() });
+        if fs.len() > limit {
+            v["note"] = format!(
+                "showing {limit} of {}; pass a larger limit for more",
+                fs.len()
+            )
+            .into();
+        }
+        Ok(to_json(&v))
+    }
+
+    pub fn read_cfg_cpu_graph(
+        &mut self,
+        node_limit: Option<u32>,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let limit = node_limit.unwrap_or(50).min(2000) as usize;
+        let m = self.machine(id)?;
+        let mid = m.id;
+        let Some(t) = m.tracker.as_ref() else {
+            return err(
+                "TRACKING_OFF",
+                format!(
+                    "CFG CPU is not enabled for machine {mid}; load the program again with tracking=true"
+                ),
+            );
+        };
+        let ctx = t.current_context();
+        let mut v = serde_json::json!({
+            "currentContextDepth": ctx.depth,
+            "currentContextEntryPoint": addr(ctx.entry_point),
+            "totalEntryPoints": t.entry_points.len(),
+            "entryPointAddresses": t.entry_points.iter().map(|a| addr(*a)).collect::<Vec<_>>(),
+            "lastExecutedAddress": t.last_executed().map(addr).unwrap_or_else(|| "None".into()),
+        });
+        let contexts: Vec<_> = t
+            .contexts
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "depth": c.depth,
+                    "entryPoint": addr(c.entry_point),
+                    "lastExecutedAddress": c.last_executed.map(|i| addr(t.nodes[i as usize].address)),
+                })
+            })
+            .collect();
+        let nodes: Vec<_> = t
+            .nodes
+            .iter()
+            .enumerate()
+            .take(limit)
+            .map(|(i, n)| {
+                let (seg, off) = (n.address.0, n.address.1);
+                let read = |o: u16| m.cpu.rb(Cpu::lin(seg, o));
+                let bytes: String = (0..n.len.min(8))
+                    .map(|k| format!("{:02X}", (n.signature >> (8 * k)) as u8))
+                    .collect();
+                let text = disasm::decode(
+                    &|o: u16| {
+                        let k = o.wrapping_sub(off);
+                        if k < 8 {
+                            (n.signature >> (8 * k)) as u8
+                        } else {
+                            read(o)
+                        }
+                    },
+                    off,
+                    m.cpu.model,
+                )
+                .text;
+                serde_json::json!({
+                    "id": i,
+                    "address": addr(n.address),
+                    "asm": format!("{bytes}|{text}"),
+                    "successors": n.successors,
+                    "predecessors": n.predecessors,
+                    "executions": n.executions,
+                })
+            })
+            .collect();
+        v["nodeCount"] = t.nodes.len().into();
+        v["edgeCount"] = t.edges.into();
+        v["selfModifiedAddresses"] = t.variant_addresses.into();
+        v["contexts"] = contexts.into();
+        v["nodes"] = nodes.into();
+        v["truncated"] = (t.nodes.len() > limit).into();
+        if t.nodes.len() > limit {
+            v["note"] = format!("showing {limit} of {} nodes in discovery order; pass node_limit (max 2000) for more", t.nodes.len()).into();
+        }
+        Ok(to_json(&v))
+    }
+
+    pub fn run(
+        &mut self,
+        max_instructions: Option<u64>,
+        id: Option<u32>,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<String, ToolError> {
+        let budget = max_instructions.unwrap_or(DEFAULT_BUDGET);
+        if budget == 0 {
+            return err("INVALID_ARGUMENT", "max_instructions must be at least 1");
+        }
+        let m = self.machine(id)?;
+        let out_before = m.dos.stdout.len();
+        let (n, reason) = m.run(budget, progress).map_err(|e| ToolError {
+            code: "NOT_RUNNABLE",
+            message: e.to_string(),
+        })?;
+        Ok(to_json(&run_result(m, n, reason, out_before)))
+    }
+
+    pub fn step(&mut self, count: Option<u32>, id: Option<u32>) -> Result<String, ToolError> {
+        let count = count.unwrap_or(1);
+        if !(1..=10_000).contains(&count) {
+            return err(
+                "INVALID_ARGUMENT",
+                "count must be between 1 and 10000; use run for longer stretches",
+            );
+        }
+        let m = self.machine(id)?;
+        let out_before = m.dos.stdout.len();
+        let mut executed = Vec::new();
+        let mut done = 0;
+        let mut reason = StopReason::Budget;
+        for _ in 0..count {
+            let here = m.cs_ip();
+            let line = disassemble(m, here.0, here.1, 1).pop();
+            let (n, r) = m.step(1).map_err(|e| ToolError {
+                code: "NOT_RUNNABLE",
+                message: e.to_string(),
+            })?;
+            done += n;
+            if let Some(l) = line {
+                if executed.len() == 20 {
+                    executed.remove(0);
+                }
+                executed.push(l);
+            }
+            reason = r;
+            if r != StopReason::Budget {
+                break;
+            }
+        }
+        let mut v = serde_json::to_value(run_result(m, done as u64, reason, out_before))
+            .expect("serializable");
+        v["executed"] = serde_json::to_value(&executed).expect("serializable");
+        if done > 20 {
+            v["note"] = format!("executed lists the last 20 of {done} instructions").into();
+        }
+        v["registers"] = serde_json::to_value(registers(&m.cpu)).expect("serializable");
+        v["next_instruction"] =
+            serde_json::to_value(disassemble(m, m.cpu.sregs[cpu::CS], m.cpu.ip, 1))
+                .expect("serializable")[0]
+                .take();
+        Ok(to_json(&v))
+    }
+
+    pub fn add_breakpoint(
+        &mut self,
+        address: Option<u32>,
+        segment: Option<u16>,
+        offset: Option<u16>,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let linear = match (address, segment, offset) {
+            (Some(a), None, None) if a <= 0xFFFFF => a,
+            (Some(a), None, None) => {
+                return err(
+                    "INVALID_ARGUMENT",
+                    format!("address {a:#X} is beyond 0xFFFFF"),
+                );
+            }
+            (None, Some(s), Some(o)) => Cpu::lin(s, o),
+            _ => {
+                return err(
+                    "INVALID_ARGUMENT",
+                    "pass either address (linear) or both segment and offset",
+                );
+            }
+        };
+        let m = self.machine(id)?;
+        let bid = m.add_breakpoint(linear);
+        Ok(to_json(
+            &serde_json::json!({ "id": bid, "linear": linear, "machine": m.id, "type": "execution" }),
+        ))
+    }
+
+    pub fn remove_breakpoint(&mut self, bp: u32, id: Option<u32>) -> Result<String, ToolError> {
+        let m = self.machine(id)?;
+        if !m.remove_breakpoint(bp) {
+            return err(
+                "NOT_FOUND",
+                format!(
+                    "machine {} has no breakpoint {bp}; see list_breakpoints",
+                    m.id
+                ),
+            );
+        }
+        Ok(to_json(
+            &serde_json::json!({ "removed": bp, "remaining": m.breakpoints.len() }),
+        ))
+    }
+
+    pub fn list_breakpoints(&mut self, id: Option<u32>) -> Result<String, ToolError> {
+        let m = self.machine(id)?;
+        let list: Vec<_> = m
+            .breakpoints
+            .iter()
+            .map(|(id, a)| serde_json::json!({ "id": id, "linear": a, "type": "execution" }))
+            .collect();
+        Ok(to_json(
+            &serde_json::json!({ "machine": m.id, "breakpoints": list }),
+        ))
+    }
+
+    pub fn read_disassembly(
+        &mut self,
+        segment: Option<u16>,
+        offset: Option<u16>,
+        count: Option<u32>,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let count = count.unwrap_or(20);
+        if !(1..=500).contains(&count) {
+            return err("INVALID_ARGUMENT", "count must be between 1 and 500");
+        }
+        let m = self.machine(id)?;
+        let seg = segment.unwrap_or(m.cpu.sregs[cpu::CS]);
+        let off = offset.unwrap_or(if segment.is_some() { 0 } else { m.cpu.ip });
+        let lines = disassemble(m, seg, off, count as usize);
+        Ok(to_json(
+            &serde_json::json!({ "machine": m.id, "cpu": m.cpu.model.name(), "instructions": lines }),
+        ))
+    }
+
+    pub fn read_console(
+        &mut self,
+        offset: Option<u32>,
+        max_bytes: Option<u32>,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let offset = offset.unwrap_or(0) as usize;
+        let max = max_bytes.unwrap_or(8192).clamp(1, 65536) as usize;
+        let m = self.machine(id)?;
+        let slice = |v: &[u8]| -> (String, bool) {
+            let start = offset.min(v.len());
+            let end = (start + max).min(v.len());
+            (latin1(&v[start..end]), end < v.len())
+        };
+        let (stdout, t1) = slice(&m.dos.stdout);
+        let (stderr, t2) = slice(&m.dos.stderr);
+        let (screen, t3) = slice(&m.dos.screen);
+        let mut v = serde_json::json!({
+            "machine": m.id,
+            "stdout": stdout,
+            "stderr": stderr,
+            "screen": screen,
+            "stdout_bytes": m.dos.stdout.len(),
+            "stderr_bytes": m.dos.stderr.len(),
+            "screen_bytes": m.dos.screen.len(),
+            "int21_calls": m.dos.int21_calls.iter().map(|(k, v)| (format!("21h/{k:02X}h"), *v)).collect::<std::collections::BTreeMap<_, _>>(),
+        });
+        if t1 || t2 || t3 {
+            v["note"] = format!("output truncated at {max} bytes from offset {offset}; pass offset/max_bytes for the rest").into();
+        }
+        if !m.dos.unsupported.is_empty() {
+            v["unsupported_services"] =
+                serde_json::to_value(&m.dos.unsupported).expect("serializable");
+        }
+        Ok(to_json(&v))
+    }
+}
+
+#[derive(Serialize)]
+struct RunResult {
+    machine: u32,
+    stop_reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    breakpoint: Option<u32>,
+    instructions: u64,
+    total_instructions: u64,
+    address: String,
+    output: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_note: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unsupported_services: Vec<String>,
+}
+
+fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: usize) -> RunResult {
+    let new = &m.dos.stdout[out_before.min(m.dos.stdout.len())..];
+    let (output, output_note) = if new.len() > OUTPUT_PREVIEW {
+        (
+            latin1(&new[..OUTPUT_PREVIEW]),
+            Some(format!(
+                "{} more bytes; read_console with offset {}",
+                new.len() - OUTPUT_PREVIEW,
+                out_before + OUTPUT_PREVIEW
+            )),
+        )
+    } else {
+        (latin1(new), None)
+    };
+    RunResult {
+        machine: m.id,
+        stop_reason: reason.name(),
+        exit_code: match reason {
+            StopReason::Exited(c) => Some(c),
+            _ => None,
+        },
+        breakpoint: match reason {
+            StopReason::Breakpoint(b) => Some(b),
+            _ => None,
+        },
+        instructions: n,
+        total_instructions: m.cpu.instructions,
+        address: addr(m.cs_ip()),
+        output,
+        output_note,
+        unsupported_services: m
+            .dos
+            .unsupported
+            .iter()
+            .map(|(k, v)| format!("{k} x{v}"))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn session_with(code: &[u8]) -> Session {
+        let dir = std::env::temp_dir().join(format!(
+            "x86-inspect-tools-{}-{}",
+            std::process::id(),
+            code.len()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("T.COM");
+        std::fs::write(&p, code).unwrap();
+        let mut s = Session::default();
+        s.load_program(&p, None, Model::I80186, true, None).unwrap();
+        s
+    }
+
+    // call f ; mov ax,4c03h ; int 21h ; f: mov dl,'A' ; mov ah,2 ; int 21h ; ret
+    const PROG: [u8; 17] = [
+        0xE8, 5, 0, 0xB8, 3, 0x4C, 0xCD, 0x21, 0xB2, b'A', 0xB4, 2, 0xCD, 0x21, 0xC3, 0, 0,
+    ];
+
+    #[test]
+    fn registers_have_spice86_keys() {
+        let mut s = session_with(&PROG);
+        let v: Value = serde_json::from_str(&s.read_cpu_registers(None).unwrap()).unwrap();
+        assert_eq!(v["generalPurpose"]["ESP"], 0xFFFE);
+        assert_eq!(v["segments"]["CS"], 0x87);
+        assert_eq!(v["segments"]["FS"], 0);
+        assert_eq!(v["instructionPointer"]["IP"], 0x100);
+        assert_eq!(v["flags"]["InterruptFlag"], true);
+        assert_eq!(v["flags"]["CarryFlag"], false);
+        assert_eq!(v.as_object().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn read_memory_validates_and_reads() {
+        let mut s = session_with(&PROG);
+        let v: Value = serde_json::from_str(&s.read_memory(0x970, 3, None).unwrap()).unwrap();
+        assert_eq!(v["data"], "E80500");
+        assert_eq!(v["length"], 3);
+        assert_eq!(
+            s.read_memory(0, 4097, None).unwrap_err().message,
+            "Length must be between 1 and 4096"
+        );
+        assert_eq!(
+            s.read_memory(0, 0, None).unwrap_err().code,
+            "INVALID_ARGUMENT"
+        );
+    }
+
+    #[test]
+    fn run_reports_exit_and_functions() {
+        let mut s = session_with(&PROG);
+        let v: Value = serde_json::from_str(&s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        assert_eq!(v["stop_reason"], "exited");
+        assert_eq!(v["exit_code"], 3);
+        assert_eq!(v["output"], "A");
+        let f: Value = serde_json::from_str(&s.list_functions(None, None).unwrap()).unwrap();
+        let names: Vec<&str> = f["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"interrupt_handler_21"));
+        assert_eq!(f["functions"][0]["calledCount"], 2);
+        let g: Value = serde_json::from_str(&s.read_cfg_cpu_graph(None, None).unwrap()).unwrap();
+        assert_eq!(g["currentContextDepth"], 0);
+        assert_eq!(g["currentContextEntryPoint"], "0087:0100");
+        assert_eq!(g["lastExecutedAddress"], "0087:0106");
+        assert!(g["nodeCount"].as_u64().unwrap() >= 7);
+        let c: Value = serde_json::from_str(&s.read_console(None, None, None).unwrap()).unwrap();
+        assert_eq!(c["stdout"], "A");
+        assert_eq!(
+            s.run(None, None, &mut |_, _| true).unwrap_err().code,
+            "NOT_RUNNABLE"
+        );
+    }
+
+    #[test]
+    fn step_breakpoints_and_writes() {
+        let mut s = session_with(&PROG);
+        let v: Value = serde_json::from_str(&s.step(Some(1), None).unwrap()).unwrap();
+        assert_eq!(v["executed"][0]["asm"], "call 0x0108");
+        assert_eq!(v["registers"]["instructionPointer"]["IP"], 0x108);
+        let b: Value = serde_json::from_str(
+            &s.add_breakpoint(None, Some(0x87), Some(0x103), None)
+                .unwrap(),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        assert_eq!(v["stop_reason"], "breakpoint");
+        assert_eq!(v["breakpoint"], b["id"]);
+        s.write_registers(
+            RegisterWrite {
+                ax: Some(0x4C09),
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap();
+        s.write_memory(0x973, "90 90 90", None).unwrap();
+        let v: Value = serde_json::from_str(&s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        assert_eq!(v["exit_code"], 9);
+        assert!(s.remove_breakpoint(99, None).is_err());
+        assert!(
+            s.read_disassembly(Some(0x87), Some(0x100), Some(3), None)
+                .unwrap()
+                .contains("call 0x0108")
+        );
+    }
+
+    #[test]
+    fn cancellation_keeps_the_machine() {
+        // jmp $ (an endless loop)
+        let mut s = session_with(&[0xEB, 0xFE]);
+        let v: Value =
+            serde_json::from_str(&s.run(Some(5 << 20), None, &mut |_, _| false).unwrap()).unwrap();
+        assert_eq!(v["stop_reason"], "cancelled");
+        assert_eq!(v["address"], "0087:0100");
+        assert!(s.step(Some(1), None).is_ok());
+    }
+
+    #[test]
+    fn errors_name_the_fix() {
+        let mut s = Session::default();
+        assert_eq!(s.read_cpu_registers(None).unwrap_err().code, "NO_MACHINE");
+        assert_eq!(
+            s.load_program(
+                Path::new("/nonexistent/X.COM"),
+                None,
+                Model::I8086,
+                false,
+                None
+            )
+            .unwrap_err()
+            .code,
+            "LOAD_FAILED"
+        );
+        let mut s = session_with(&PROG);
+        assert_eq!(
+            s.read_cpu_registers(Some(42)).unwrap_err().code,
+            "UNKNOWN_MACHINE"
+        );
+        assert!(parse_hex("ABC").is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! Test support: start the real `benchtop` binary and talk MCP to it over
+
+// MCP logging is deprecated for the 2026-07-28 revision (SEP-2577), but the
+// host still serves it to the clients in the field; the tests check it.
+#![allow(deprecated)]
+//! stdio with rmcp's client, recording the notifications it sends.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientConfig, LoggingMessageNotificationParam, ProgressNotificationParam, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncBufReadExt;
+use tokio::process::Command;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the repo").to_owned()
+}
+
+/// The `benchtop` binary under test (`BENCHTOP_BIN`, or the debug build).
+pub fn bin() -> PathBuf {
+    let path = std::env::var_os("BENCHTOP_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/debug/benchtop"));
+    assert!(path.exists(), "{} is missing: run `make test` (it builds the host and the plugins first)", path.display());
+    path
+}
+
+/// Directory of the test components (`make plugins` builds them).
+pub fn test_plugins() -> PathBuf {
+    let dir = repo().join("target/test-plugins");
+    assert!(dir.join("kitchen_sink.wasm").exists(), "test components missing: run `make plugins`");
+    dir
+}
+
+/// Directory of the first-party plugins.
+pub fn plugins() -> PathBuf {
+    repo().join("target/plugins")
+}
+
+/// `../shared/fixtures/<sub>`, or `None` (with a message) when absent.
+pub fn fixtures(sub: &str) -> Option<PathBuf> {
+    let dir = repo().join("../shared/fixtures").join(sub);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: {} not found (fixtures live beside the repository)", dir.display());
+        None
+    }
+}
+
+/// What the server sent besides responses.
+#[derive(Default, Debug)]
+pub struct Events {
+    /// Progress notifications.
+    pub progress: Vec<ProgressNotificationParam>,
+    /// `notifications/tools/list_changed` count.
+    pub list_changed: usize,
+    /// Logging notifications.
+    pub logs: Vec<LoggingMessageNotificationParam>,
+}
+
+/// A client handler that records notifications.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    /// Recorded events.
+    pub events: Arc<Mutex<Events>>,
+}
+
+#[allow(deprecated)]
+impl ClientHandler for Recorder {
+    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        self.events.lock().unwrap().progress.push(params);
+    }
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.events.lock().unwrap().list_changed += 1;
+    }
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+        self.events.lock().unwrap().logs.push(params);
+    }
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+}
+
+/// A running `benchtop serve` with a connected client.
+pub struct Server {
+    /// The MCP client session.
+    pub client: RunningService<RoleClient, Recorder>,
+    /// Notifications received.
+    pub events: Arc<Mutex<Events>>,
+    /// Everything the server wrote to stderr.
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `benchtop serve ARGS…` and initializes a session.
+    pub async fn start(args: &[&str]) -> Server {
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve").args(args).env("BENCHTOP_LOG", "info");
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawning benchtop");
+        let captured = Arc::new(Mutex::new(String::new()));
+        if let Some(stderr) = stderr {
+            let sink = captured.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut s = sink.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+        }
+        let recorder = Recorder::default();
+        let events = recorder.events.clone();
+        let client = recorder.serve(transport).await.expect("MCP initialize");
+        Server {
+            client,
+            events,
+            stderr: captured,
+        }
+    }
+
+    /// `tools/list`.
+    pub async fn tools(&self) -> Vec<Tool> {
+        self.client.list_all_tools().await.expect("tools/list")
+    }
+
+    /// `tools/call`, panicking on a protocol error.
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        self.try_call(name, args)
+            .await
+            .unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}"))
+    }
+
+    /// `tools/call`, returning protocol errors.
+    pub async fn try_call(&self, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        self.client.call_tool(params).await
+    }
+
+    /// Stops the server.
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+/// The text of a result's first text block.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .unwrap_or_default()
+}
+
+/// Whether a result is an error.
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
