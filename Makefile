@@ -29,6 +29,7 @@ build: host plugins
 run: build
 	@rm -rf $(RUN_WS) && mkdir -p $(RUN_WS) && cp -R samples/. $(RUN_WS)/
 	$(BENCHTOP) serve --plugins target/plugins --workspace $(RUN_WS) --allow $(RUN_WS):rw \
+		--definitions-path $(RUN_WS)/ecu/definitions --logs-dir $(RUN_WS)/logs \
 		$(RUN_ARGS)
 
 test: build

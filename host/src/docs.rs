@@ -87,15 +87,18 @@ pub fn apply(resolve: &mut Resolve, docs: &Value) -> Vec<String> {
             if let Some(d) = meta.get("docs").and_then(Value::as_str) {
                 world_docs.push(d.to_owned());
             }
-            let Some(funcs) = meta.get("funcs").and_then(Value::as_object) else {
-                continue;
-            };
-            for world in resolve.worlds.iter_mut().map(|(_, w)| w) {
-                for item in world.exports.values_mut() {
-                    if let wit_parser::WorldItem::Function(f) = item
-                        && let Some(d) = funcs.get(&f.name).and_then(docs_of)
-                    {
-                        f.docs.contents = Some(d);
+            // `func_exports` holds names that are also imported; `funcs` the rest.
+            for key in ["funcs", "func_exports"] {
+                let Some(funcs) = meta.get(key).and_then(Value::as_object) else {
+                    continue;
+                };
+                for world in resolve.worlds.iter_mut().map(|(_, w)| w) {
+                    for item in world.exports.values_mut() {
+                        if let wit_parser::WorldItem::Function(f) = item
+                            && let Some(d) = funcs.get(&f.name).and_then(docs_of)
+                        {
+                            f.docs.contents = Some(d);
+                        }
                     }
                 }
             }

@@ -58,6 +58,10 @@ pub struct Host {
     logs: broadcast::Sender<LogEvent>,
     /// Loaded plugins by source path, in load order.
     loaded: Mutex<BTreeMap<PathBuf, Arc<Plugin>>>,
+    /// SHA-256 of each loaded file, so a touch without a change is no reload.
+    digests: Mutex<BTreeMap<PathBuf, Vec<u8>>>,
+    /// Serializes reloads, so two quick changes swap in order.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 /// Default interval of the `tick` hook when the config sets none.
@@ -100,6 +104,8 @@ impl Host {
             registry: Arc::new(Registry::default()),
             logs: broadcast::channel(256).0,
             loaded: Mutex::new(BTreeMap::new()),
+            digests: Mutex::new(BTreeMap::new()),
+            reloading: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -152,6 +158,9 @@ impl Host {
         for file in files {
             match self.load_plugin(&file).await {
                 Ok(p) => {
+                    if let Ok(d) = file_digest(&file) {
+                        self.digests.lock().expect("digests lock").insert(file.clone(), d);
+                    }
                     loaded.insert(file, p);
                 }
                 Err(e) => problems.push(format!("{}: {e:#}", file.display())),
@@ -269,14 +278,17 @@ impl Host {
             env: cfg.env.clone(),
             ..Default::default()
         };
+        // Command-line paths are relative to where benchtop was started;
+        // config-file paths were made absolute against the file's directory.
+        let cwd = std::env::current_dir().context("reading the current directory")?;
         for spec in self.options.allow.iter().chain(&self.config.allow).chain(&cfg.allow) {
-            add_grant(&mut policy, DirGrant::parse(spec, &self.workspace)?);
+            add_grant(&mut policy, DirGrant::parse(spec, &cwd)?);
         }
         policy.network = Policy::resolve_network(&cfg.network)?;
         for decl in settings {
-            let Some(value) = self.setting_value(decl, cfg) else { continue };
+            let Some((value, base)) = self.setting_value(decl, cfg, &cwd) else { continue };
             if let Some(access) = decl.access {
-                match DirGrant::new(&self.workspace.join(&value), access) {
+                match DirGrant::new(&base.join(&value), access) {
                     Ok(grant) => {
                         policy.env.insert(decl.env.clone(), grant.path.to_string_lossy().into_owned());
                         add_grant(&mut policy, grant);
@@ -290,31 +302,40 @@ impl Host {
         Ok(policy)
     }
 
-    /// A setting's value: command line, then environment, then the config
-    /// file's `env`, then the workspace's `.vscode/settings.json`.
-    fn setting_value(&self, decl: &SettingDecl, cfg: &PluginConfig) -> Option<String> {
+    /// A setting's value and the directory a relative value is relative to:
+    /// the command line, then the environment (both relative to the current
+    /// directory), then the config file's `env`, then the workspace's
+    /// `.vscode/settings.json` (relative to the workspace).
+    fn setting_value(&self, decl: &SettingDecl, cfg: &PluginConfig, cwd: &Path) -> Option<(String, PathBuf)> {
         if let Some(flag) = &decl.flag
             && let Some((_, v)) = self.options.settings.iter().rev().find(|(f, _)| f == flag)
         {
-            return Some(v.clone());
+            return Some((v.clone(), cwd.to_owned()));
         }
         if let Ok(v) = std::env::var(&decl.env)
             && !v.is_empty()
         {
-            return Some(v);
+            return Some((v, cwd.to_owned()));
         }
+        let config_dir = self.options.config.as_ref().and_then(|c| c.parent()).map_or_else(|| cwd.to_owned(), Path::to_path_buf);
         if let Some(v) = cfg.env.get(&decl.env) {
-            return Some(v.clone());
+            return Some((v.clone(), config_dir));
         }
         let key = decl.vscode.as_ref()?;
         let text = std::fs::read_to_string(self.workspace.join(".vscode/settings.json")).ok()?;
         let json: serde_json::Value = serde_json::from_str(&strip_jsonc(&text)).ok()?;
-        json.get(key)?.as_str().map(str::to_owned)
+        json.get(key)?.as_str().map(|v| (v.to_owned(), self.workspace.clone()))
     }
 
     /// Loads or reloads the plugin at `file` beside the running one and swaps
-    /// it in; on failure the old version keeps serving.
-    pub async fn reload(&self, file: &Path) -> Result<()> {
+    /// it in; on failure the old version keeps serving. Returns false when
+    /// the file's content is what is already serving.
+    pub async fn reload(&self, file: &Path) -> Result<bool> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let digest = file_digest(file)?;
+        if self.digests.lock().expect("digests lock").get(file) == Some(&digest) {
+            return Ok(false);
+        }
         let plugin = self.load_plugin(file).await?;
         let previous = self
             .loaded
@@ -333,17 +354,25 @@ impl Host {
             self.publish();
             bail!("{err}");
         }
-        Ok(())
+        self.digests.lock().expect("digests lock").insert(file.to_owned(), digest);
+        Ok(true)
     }
 
     /// Unloads the plugin loaded from `file`.
     pub fn unload(&self, file: &Path) -> bool {
+        self.digests.lock().expect("digests lock").remove(file);
         let removed = self.loaded.lock().expect("loaded lock").remove(file).is_some();
         if removed {
             self.publish();
         }
         removed
     }
+}
+
+fn file_digest(file: &Path) -> Result<Vec<u8>> {
+    use sha2::Digest;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    Ok(sha2::Sha256::digest(&bytes).to_vec())
 }
 
 fn add_grant(policy: &mut Policy, grant: DirGrant) {

@@ -21,3 +21,4 @@ pub mod runtime;
 pub mod sandbox;
 pub mod schema;
 pub mod server;
+pub mod watch;

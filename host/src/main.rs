@@ -38,6 +38,9 @@ enum Command {
         /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8081) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// Do not watch the plugins directory (no hot swap).
+        #[arg(long)]
+        no_watch: bool,
     },
     /// List the tools the plugins provide.
     Tools {
@@ -162,9 +165,14 @@ async fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::ExitCode> {
     match cli.command {
-        Command::Serve { common, http } => {
+        Command::Serve { common, http, no_watch } => {
             let host = Arc::new(Host::new(common.options(settings))?);
             host.load_all().await?;
+            // Kept alive while serving: dropping the watcher stops hot swap.
+            let _watcher = match host.plugins_dir() {
+                Some(dir) if !no_watch => Some(benchtop::watch::watch(host.clone(), &dir)?),
+                _ => None,
+            };
             serve(host, http).await?;
         }
         Command::Tools { common, json } => {

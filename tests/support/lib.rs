@@ -169,3 +169,38 @@ pub fn text(result: &CallToolResult) -> String {
 pub fn is_error(result: &CallToolResult) -> bool {
     result.is_error == Some(true)
 }
+
+/// A temporary plugins directory holding only `target/plugins/<file>` (e.g.
+/// `ecu_tables.wasm`), so that a server serves one plugin's tools.
+pub fn only_plugin(file: &str) -> tempfile::TempDir {
+    let src = plugins().join(file);
+    assert!(src.exists(), "{} is missing: run `make plugins`", src.display());
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(&src, dir.path().join(file)).expect("copying the plugin");
+    dir
+}
+
+/// A result's structured content, or its text parsed as JSON.
+pub fn json(result: &CallToolResult) -> Value {
+    result
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| serde_json::from_str(&text(result)).unwrap_or(Value::Null))
+}
+
+/// The value of `key: value` in a YAML-frontmatter document (first match).
+pub fn field(doc: &str, key: &str) -> Option<String> {
+    let prefix = format!("{key}: ");
+    doc.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_owned)
+}
+
+/// The rows of the first markdown table in a document, header first,
+/// without the `|---|` separator; cells trimmed.
+pub fn markdown_rows(doc: &str) -> Vec<Vec<String>> {
+    doc.lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| !l.starts_with("|-"))
+        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().to_owned()).collect())
+        .collect()
+}

@@ -108,6 +108,11 @@ impl RateBuckets {
     /// Mean packets per second over the `secs` seconds before now.
     fn rate(&self, now: Micros, dir: Direction, secs: i64) -> f64 {
         let cur = now.div_euclid(1_000_000);
+        // Right after start-up, average over the seconds actually observed.
+        let secs = match self.buckets.front() {
+            Some((first, _)) => secs.min(cur - first + 1).max(1),
+            None => secs,
+        };
         let n: u64 = self
             .buckets
             .iter()
@@ -330,7 +335,9 @@ impl PacketLog {
                     bytes -= self.packets[dropped].data.len();
                 }
             } else if !full {
-                if picked.len() < limit && (picked.is_empty() || bytes + p.data.len() <= ANSWER_BYTES) {
+                if picked.len() < limit
+                    && (picked.is_empty() || bytes + p.data.len() <= ANSWER_BYTES)
+                {
                     picked.push_back(start + i);
                     bytes += p.data.len();
                 } else {
@@ -494,6 +501,19 @@ mod tests {
     }
 
     #[test]
+    fn rates_average_over_observed_seconds() {
+        let mut log = PacketLog::new(100);
+        let t = 1_000_000_000_000;
+        for i in 0..30 {
+            log.push(Tx, &[1], t, t + i * 100_000); // 10 per second for 3 s
+        }
+        let now = t + 2_900_000;
+        assert_eq!(log.rate(now, Tx, 10), 10.0);
+        assert_eq!(log.rate(now, Rx, 10), 0.0);
+        assert_eq!(log.rate(now + 20_000_000, Tx, 10), 0.0);
+    }
+
+    #[test]
     fn events_are_not_packets() {
         let mut log = PacketLog::new(100);
         log.push_event(Level::Info, "BLE connected", 0);
@@ -602,12 +622,22 @@ mod tests {
         for _ in 0..100 {
             log.push(Rx, &[0xAB; 500], 0, 0);
         }
-        let page = log.query(&LogQuery { limit: 1000, ..q(Since::AfterId(0)) });
+        let page = log.query(&LogQuery {
+            limit: 1000,
+            ..q(Since::AfterId(0))
+        });
         let n = page.entries.len();
         assert!(n * 500 <= ANSWER_BYTES && n > 10);
         assert!(page.truncated);
-        assert_eq!(page.next_since, n as u64, "continue after the last one given");
-        let page = log.query(&LogQuery { limit: 1000, newest: true, ..q(Since::AfterId(0)) });
+        assert_eq!(
+            page.next_since, n as u64,
+            "continue after the last one given"
+        );
+        let page = log.query(&LogQuery {
+            limit: 1000,
+            newest: true,
+            ..q(Since::AfterId(0))
+        });
         assert_eq!(page.entries.last().map(|p| p.id), Some(100));
         assert_eq!(page.entries.len(), n);
         let pat = Pattern::parse("AB").unwrap();

@@ -237,7 +237,7 @@ impl Feed {
                             let hint = if e.kind() == ErrorKind::PermissionDenied {
                                 " (is this address in the plugin's network allow-list?)"
                             } else {
-                                ""
+                                " (is the bridge running there? ble-bridge-sim simulates one)"
                             };
                             let why = format!("cannot connect to {}: {e}{hint}", url.addr());
                             self.fail(now, why, false, out);

@@ -60,6 +60,7 @@ fn imports_both_datalinks_with_timestamps_and_correlation() {
         let path = write_temp(&format!("cap-{datalink}.log"), &capture(datalink));
         let mut s = service();
         let r = s.import_btsnoop(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
         assert_eq!(r.datalink, datalink);
         assert_eq!((r.tx, r.rx), (50, 50));
         assert_eq!(r.records, 250);
@@ -98,10 +99,13 @@ fn bad_captures_are_clear_errors() {
     let mut s = service();
     let p = write_temp("not-a-capture.txt", b"hello world, not btsnoop");
     let e = s.import_btsnoop(&p).err().unwrap();
+    let _ = std::fs::remove_file(&p);
     assert_eq!(e.code, "BAD_CAPTURE");
     assert!(e.message.contains("btsnoop_hci.log"));
     let p = write_temp("h1.log", &header(1001));
-    assert!(s.import_btsnoop(&p).err().unwrap().message.contains("1002"));
+    let e = s.import_btsnoop(&p).err().unwrap();
+    let _ = std::fs::remove_file(&p);
+    assert!(e.message.contains("1002"));
 }
 
 #[test]

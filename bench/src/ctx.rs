@@ -1,0 +1,165 @@
+//! What every group shares: the binary under test, a scratch directory, a
+//! compile cache, and starting a server with the client the tests use.
+
+use anyhow::{Context as _, Result, bail};
+use e2e::{Recorder, Server};
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tempfile::TempDir;
+use tokio::io::AsyncBufReadExt;
+use tokio::process::Command;
+
+/// Per-call deadline given to every plugin: long emulator runs must not be cut.
+pub const DEADLINE_MS: u64 = 600_000;
+
+pub struct Ctx {
+    /// The repository root.
+    pub repo: PathBuf,
+    /// The `benchtop` binary measured.
+    pub bin: PathBuf,
+    /// Said on every row that measures `bin` when it is not an optimized build.
+    pub bin_note: Option<String>,
+    /// Scratch space, removed at the end.
+    pub tmp: TempDir,
+}
+
+impl Ctx {
+    pub fn new() -> Result<Self> {
+        let repo = e2e::repo();
+        let bench = repo.join("target/bench/benchtop");
+        let (bin, bin_note) = match std::env::var_os("BENCHTOP_BIN") {
+            Some(p) => (PathBuf::from(p), None),
+            None if bench.exists() => (bench, None),
+            None => (
+                repo.join("target/debug/benchtop"),
+                Some("debug host build (no target/bench/benchtop)".to_owned()),
+            ),
+        };
+        if !bin.exists() {
+            bail!("{} is missing: run `make bench`", bin.display());
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix("benchtop-bench-")
+            .tempdir()?;
+        Ok(Ctx {
+            repo,
+            bin,
+            bin_note,
+            tmp,
+        })
+    }
+
+    /// The compile cache shared by every server after the startup group.
+    pub fn cache(&self) -> PathBuf {
+        self.tmp.path().join("cache")
+    }
+
+    /// A note for rows measured through `bin`, with `extra` appended.
+    pub fn note(&self, extra: impl AsRef<str>) -> String {
+        match (&self.bin_note, extra.as_ref()) {
+            (None, e) => e.to_owned(),
+            (Some(n), "") => n.clone(),
+            (Some(n), e) => format!("{e}; {n}"),
+        }
+    }
+
+    /// Writes a config file loading `plugins` (paths) with a generous
+    /// deadline and the shared cache; returns its path.
+    pub fn config(&self, name: &str, plugins: &[PathBuf]) -> Result<PathBuf> {
+        let mut toml = format!(
+            "cache_dir = {}\n\n[defaults]\ndeadline_ms = {DEADLINE_MS}\n",
+            quote(&self.cache())
+        );
+        for p in plugins {
+            toml.push_str(&format!("\n[[plugin]]\npath = {}\n", quote(p)));
+        }
+        let path = self.tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&path, toml)?;
+        Ok(path)
+    }
+
+    /// `target/plugins/<stem>.wasm`.
+    pub fn plugin(&self, stem: &str) -> PathBuf {
+        self.repo
+            .join("target/plugins")
+            .join(format!("{stem}.wasm"))
+    }
+
+    /// `benchtop serve ARGS…`, connected.
+    pub async fn benchtop<I, S>(&self, args: I) -> Result<Server>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("serve").args(args);
+        cmd.env("BENCHTOP_LOG", "warn").current_dir(&self.repo);
+        connect(cmd).await
+    }
+}
+
+fn quote(p: &Path) -> String {
+    Value::String(p.to_string_lossy().into_owned()).to_string()
+}
+
+/// Spawns `cmd` as an MCP server on stdio and initializes a session with
+/// the end-to-end tests' client (so benchtop and the native server are
+/// driven by the same client code).
+pub async fn connect(mut cmd: Command) -> Result<Server> {
+    cmd.kill_on_drop(true);
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("spawning the server")?;
+    let captured = Arc::new(Mutex::new(String::new()));
+    if let Some(stderr) = stderr {
+        let sink = captured.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+    }
+    let recorder = Recorder::default();
+    let events = recorder.events.clone();
+    let client = match recorder.serve(transport).await {
+        Ok(c) => c,
+        Err(e) => {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            bail!(
+                "MCP initialize failed: {e}; server stderr:\n{}",
+                captured.lock().unwrap()
+            );
+        }
+    };
+    Ok(Server {
+        client,
+        events,
+        stderr: captured,
+    })
+}
+
+/// `tools/call` returning the result's text, failing on an error result.
+pub async fn call_text(server: &Server, tool: &str, args: Value) -> Result<String> {
+    let r = server
+        .try_call(tool, args)
+        .await
+        .with_context(|| format!("tools/call {tool}"))?;
+    let text = e2e::text(&r);
+    if e2e::is_error(&r) {
+        bail!("{tool} failed: {text}");
+    }
+    Ok(text)
+}
+
+/// `tools/call` of a `@json` tool, parsed.
+pub async fn call_json(server: &Server, tool: &str, args: Value) -> Result<Value> {
+    let text = call_text(server, tool, args).await?;
+    serde_json::from_str(&text).with_context(|| format!("{tool} returned non-JSON: {text}"))
+}

@@ -1,0 +1,89 @@
+//! Time from process start to the first `tools/list` answer with every
+//! plugin of target/plugins loaded: cold (empty compile cache) and warm.
+
+use crate::ctx::Ctx;
+use crate::table::{Goal, Table};
+use crate::timing::{Samples, ms};
+use anyhow::{Result, bail};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const COLD_RUNS: usize = 3;
+const WARM_RUNS: usize = 7;
+
+/// Spawn → initialize → `tools/list` answered; returns the time and the tool count.
+async fn start_once(ctx: &Ctx, plugins: &Path, cache: &Path) -> Result<(Duration, usize)> {
+    let t = Instant::now();
+    let server = ctx
+        .benchtop([
+            OsStr::new("--plugins"),
+            plugins.as_os_str(),
+            OsStr::new("--cache-dir"),
+            cache.as_os_str(),
+        ])
+        .await?;
+    let tools = server.client.list_all_tools().await?;
+    let elapsed = t.elapsed();
+    server.stop().await;
+    Ok((elapsed, tools.len()))
+}
+
+pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
+    let plugins = ctx.repo.join("target/plugins");
+    let count = std::fs::read_dir(&plugins)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "wasm"))
+        .count();
+    if count == 0 {
+        bail!("no plugins in {}: run `make plugins`", plugins.display());
+    }
+
+    let mut expected = None;
+    let mut check = |n: usize| -> Result<()> {
+        match expected {
+            None => expected = Some(n),
+            Some(e) if e != n => bail!("tools/list answered {n} tools, an earlier start {e}"),
+            _ => {}
+        }
+        Ok(())
+    };
+
+    let mut cold = Vec::new();
+    for i in 0..COLD_RUNS {
+        let cache = ctx.tmp.path().join(format!("cold-cache-{i}"));
+        let (t, n) = start_once(ctx, &plugins, &cache).await?;
+        check(n)?;
+        cold.push(t);
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+    // Fill the shared cache (untimed), then start warm.
+    let cache = ctx.cache();
+    let (_, n) = start_once(ctx, &plugins, &cache).await?;
+    check(n)?;
+    let mut warm = Vec::new();
+    for _ in 0..WARM_RUNS {
+        let (t, n) = start_once(ctx, &plugins, &cache).await?;
+        check(n)?;
+        warm.push(t);
+    }
+    let tools = expected.unwrap_or(0);
+    let what = format!("{count} plugins, {tools} tools");
+    table.add(
+        "startup to first tools/list, cold (empty compile cache)",
+        ms(Samples::new(cold).median()),
+        0,
+        "ms",
+        Goal::None,
+        ctx.note(format!("{what}; median of {COLD_RUNS}")),
+    );
+    table.add(
+        "startup to first tools/list, warm (cache filled)",
+        ms(Samples::new(warm).median()),
+        1,
+        "ms",
+        Goal::Below(150.0),
+        ctx.note(format!("{what}; median of {WARM_RUNS}")),
+    );
+    Ok(())
+}

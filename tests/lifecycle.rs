@@ -1,0 +1,262 @@
+//! End-to-end tests of the lifecycle (DESIGN.md, Contracts 4–5): hot swap
+//! while serving, the compile cache, name collisions, streamable HTTP.
+
+use e2e::{Server, bin, is_error, test_plugins, text};
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+fn component(name: &str) -> PathBuf {
+    test_plugins().join(format!("{name}.wasm"))
+}
+
+/// Replaces `dest` the way a build does: write beside, then rename.
+fn install(src: &Path, dest: &Path) {
+    let tmp = dest.with_extension("partial");
+    std::fs::copy(src, &tmp).unwrap();
+    std::fs::rename(&tmp, dest).unwrap();
+}
+
+fn install_bytes(bytes: &[u8], dest: &Path) {
+    let tmp = dest.with_extension("partial");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, dest).unwrap();
+}
+
+async fn hello(s: &Server) -> String {
+    text(&s.call("hello", json!({})).await)
+}
+
+async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn hot_swap_under_load_loses_no_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("plugin.wasm");
+    install(&component("kitchen_sink"), &live);
+    let s = Arc::new(Server::start(&["--plugins", dir.path().to_str().unwrap()]).await);
+    assert_eq!(hello(&s).await, "hello from kitchen-sink");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let failures = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let looper = {
+        let (s, stop, failures, calls) = (s.clone(), stop.clone(), failures.clone(), calls.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match s.try_call("hello", json!({})).await {
+                    Ok(r) if !is_error(&r) => {}
+                    other => {
+                        eprintln!("failed call during swap: {other:?}");
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                calls.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    for round in 0..4 {
+        let (next, expect) = if round % 2 == 0 {
+            ("greeter", "hello from greeter")
+        } else {
+            ("kitchen_sink", "hello from kitchen-sink")
+        };
+        install(&component(next), &live);
+        wait_for(&format!("round {round}: {next} serving"), async || hello(&s).await == expect).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    looper.await.unwrap();
+    assert_eq!(failures.load(Ordering::Relaxed), 0, "calls failed during the swaps");
+    assert!(calls.load(Ordering::Relaxed) > 20, "the loop ran");
+    assert!(s.events.lock().unwrap().list_changed >= 4, "clients are told the list changed");
+}
+
+#[tokio::test]
+async fn a_broken_replacement_keeps_the_old_version_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("plugin.wasm");
+    install(&component("greeter"), &live);
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap()]).await;
+    assert_eq!(hello(&s).await, "hello from greeter");
+    install_bytes(b"\0asm\x0d\0\x01\0 this is not a component", &live);
+    let stderr = s.stderr.clone();
+    wait_for("the refusal to be logged", async || stderr.lock().unwrap().contains("hot swap refused")).await;
+    assert_eq!(hello(&s).await, "hello from greeter");
+    let log = s.stderr.lock().unwrap().clone();
+    assert!(log.contains("plugin.wasm") && log.contains("keeps serving"), "{log}");
+    // A good file afterwards is picked up.
+    install(&component("kitchen_sink"), &live);
+    wait_for("the fixed file", async || hello(&s).await == "hello from kitchen-sink").await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn adding_and_removing_files_loads_and_unloads_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap()]).await;
+    assert!(s.tools().await.is_empty());
+    let file = dir.path().join("greeter.wasm");
+    install(&component("greeter"), &file);
+    wait_for("greeter's tools", async || s.tools().await.iter().any(|t| t.name == "greet")).await;
+    assert_eq!(text(&s.call("greet", json!({"name": "Ada"})).await), "hello, Ada");
+    std::fs::remove_file(&file).unwrap();
+    wait_for("the tools to go", async || s.tools().await.is_empty()).await;
+    let err = s.try_call("greet", json!({"name": "Ada"})).await.expect_err("unloaded");
+    assert!(err.to_string().contains("Unknown tool: greet"), "{err}");
+    assert!(s.events.lock().unwrap().list_changed >= 2);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn colliding_tool_names_are_refused_unless_prefixed() {
+    let dir = tempfile::tempdir().unwrap();
+    install(&component("kitchen_sink"), &dir.path().join("a_kitchen.wasm"));
+    install(&component("greeter"), &dir.path().join("b_greeter.wasm"));
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch"]).await;
+    assert_eq!(hello(&s).await, "hello from kitchen-sink");
+    assert!(!s.tools().await.iter().any(|t| t.name == "greet"), "the later plugin is refused whole");
+    let log = s.stderr.lock().unwrap().clone();
+    assert!(log.contains("plugin `b-greeter`") && log.contains("plugin `a-kitchen`") && log.contains("prefix"), "{log}");
+    s.stop().await;
+
+    let config = dir.path().join("benchtop.toml");
+    std::fs::write(
+        &config,
+        format!("[[plugin]]\npath = \"{}\"\nprefix = \"gr\"\n", dir.path().join("b_greeter.wasm").display()),
+    )
+    .unwrap();
+    let s = Server::start(&["--config", config.to_str().unwrap(), "--plugins", dir.path().to_str().unwrap()]).await;
+    assert_eq!(hello(&s).await, "hello from kitchen-sink");
+    assert_eq!(text(&s.call("gr_hello", json!({})).await), "hello from greeter");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    install(&component("greeter"), &dir.path().join("greeter.wasm"));
+    let cache = dir.path().join("cache");
+    let args = ["--plugins", dir.path().to_str().unwrap(), "--cache-dir", cache.to_str().unwrap(), "--no-watch"];
+    let s = Server::start(&args).await;
+    assert_eq!(hello(&s).await, "hello from greeter");
+    s.stop().await;
+    let entries: Vec<PathBuf> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1, "one cache entry: {entries:?}");
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&entries[0], &bytes).unwrap();
+    let s = Server::start(&args).await;
+    assert_eq!(hello(&s).await, "hello from greeter");
+    let log = s.stderr.lock().unwrap().clone();
+    assert!(log.contains("corrupt; rebuilding"), "{log}");
+    s.stop().await;
+    // The rebuilt entry is valid again: a third start is a clean hit.
+    let s = Server::start(&args).await;
+    assert!(s.stderr.lock().unwrap().contains("compiled=Hit"));
+    s.stop().await;
+}
+
+/// `benchtop serve --http` on a free port; returns the child and its endpoint.
+async fn start_http(plugins: &Path) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(bin())
+        .args(["serve", "--http", "127.0.0.1:0", "--no-watch", "--plugins", plugins.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("benchtop: MCP endpoint ") {
+                return url.to_owned();
+            }
+        }
+        panic!("benchtop exited before serving HTTP");
+    })
+    .await
+    .expect("HTTP endpoint announced");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+/// A raw HTTP/1.1 POST, to send headers a well-behaved client would not.
+async fn raw_post(url: &str, host: &str, origin: Option<&str>) -> u16 {
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response).await;
+    response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn streamable_http_serves_many_clients_and_refuses_rebinding() {
+    let dir = tempfile::tempdir().unwrap();
+    install(&component("kitchen_sink"), &dir.path().join("kitchen_sink.wasm"));
+    let (_child, url) = start_http(dir.path()).await;
+    let client = ().serve(StreamableHttpClientTransport::from_uri(url.clone())).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo_nested"));
+    client.cancel().await.unwrap();
+
+    // Many concurrent sessions, each making calls.
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+            for j in 0..10 {
+                let args = json!({"c": char::from(b'a' + ((i + j) % 26) as u8).to_string()});
+                let r = client
+                    .call_tool(rmcp::model::CallToolRequestParams::new("echo_char").with_arguments(args.as_object().unwrap().clone()))
+                    .await
+                    .unwrap();
+                assert!(!is_error(&r), "{}", text(&r));
+            }
+            client.cancel().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+
+    // DNS rebinding: a foreign Host or Origin is refused.
+    let port = url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp").to_owned();
+    assert!(raw_post(&url, &format!("127.0.0.1:{port}"), None).await < 400, "a plain local request is served");
+    let status = raw_post(&url, "evil.example", None).await;
+    assert!((400..500).contains(&status), "foreign Host got {status}");
+    let status = raw_post(&url, &format!("127.0.0.1:{port}"), Some("http://evil.example")).await;
+    assert!((400..500).contains(&status), "foreign Origin got {status}");
+}
+
+#[test]
+fn http_refuses_non_loopback_addresses() {
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--http", "0.0.0.0:0", "--plugins", test_plugins().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+}
