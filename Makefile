@@ -21,26 +21,28 @@ plugins: wasm-target
 	$(CARGO) run -q -p xtask -- plugins
 
 host:
-	$(CARGO) build -p benchtop
+	$(CARGO) build -p benchtop -p ble-bridge-sim
 
 build: host plugins
 
-# A scratch copy of samples/ so that patching a ROM never dirties the repository.
+# Serves benchtop.toml: all plugins on a scratch copy of samples/ (so patching
+# a ROM never dirties the repository), with the BLE bridge simulator feeding
+# ble-buffer. Extra options: make run RUN_ARGS="--http 127.0.0.1:8081".
 run: build
 	@rm -rf $(RUN_WS) && mkdir -p $(RUN_WS) && cp -R samples/. $(RUN_WS)/
-	$(BENCHTOP) serve --plugins target/plugins --workspace $(RUN_WS) --allow $(RUN_WS):rw \
-		--definitions-path $(RUN_WS)/ecu/definitions --logs-dir $(RUN_WS)/logs \
-		$(RUN_ARGS)
+	@target/debug/ble-bridge-sim --port 8080 --rate 5 >/dev/null 2>&1 & sim=$$!; \
+	trap 'kill $$sim 2>/dev/null' EXIT INT TERM; \
+	$(BENCHTOP) serve --config benchtop.toml $(RUN_ARGS)
 
 test: build
 	$(CARGO) test --workspace -- --skip shared_
 
+# Fixture tests (each skips cleanly when ../shared/fixtures is absent), then
+# real clients: the MCP Inspector CLI and the official conformance suite.
 test-shared: build
-	@if [ -d ../shared/fixtures ]; then \
-		$(CARGO) test --workspace -- shared_ ; \
-	else \
-		echo "make test-shared: ../shared/fixtures not found; nothing to run (the fixture tests skip cleanly)"; \
-	fi
+	@[ -d ../shared/fixtures ] || echo "make test-shared: ../shared/fixtures not found; the fixture tests will skip"
+	$(CARGO) test --workspace -- shared_
+	tests/node/clients.sh
 
 bench: wasm-target
 	$(CARGO) run -q -p xtask -- plugins

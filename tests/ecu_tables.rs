@@ -8,14 +8,23 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
-const TOOLS: [&str; 5] = ["diff_tables", "list_tables", "patch_table", "read_table", "rom_info"];
+const TOOLS: [&str; 5] = [
+    "diff_tables",
+    "list_tables",
+    "patch_table",
+    "read_table",
+    "rom_info",
+];
 
 fn samples() -> PathBuf {
     repo().join("samples/ecu")
 }
 
 fn sample_rom() -> String {
-    samples().join("BT000001.bin").to_string_lossy().into_owned()
+    samples()
+        .join("BT000001.bin")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A server with only ecu-tables, the given definitions, and the given grants.
@@ -85,9 +94,9 @@ fn copy_rom(rom: &Path, name: &str) -> (TempDir, PathBuf) {
 /// The mitsucan rule, computed independently of the plugin: the big-endian
 /// 32-bit words of the image sum to 0x5AA55AA5.
 fn mitsucan_valid(image: &[u8]) -> bool {
-    let sum = image
-        .chunks_exact(4)
-        .fold(0u32, |s, w| s.wrapping_add(u32::from_be_bytes(w.try_into().unwrap())));
+    let sum = image.chunks_exact(4).fold(0u32, |s, w| {
+        s.wrapping_add(u32::from_be_bytes(w.try_into().unwrap()))
+    });
     sum == 0x5AA5_5AA5
 }
 
@@ -111,7 +120,9 @@ struct Grid {
 
 fn grid(doc: &str) -> Grid {
     let rows = markdown_rows(doc);
-    let (header, body) = rows.split_first().unwrap_or_else(|| panic!("no table in\n{doc}"));
+    let (header, body) = rows
+        .split_first()
+        .unwrap_or_else(|| panic!("no table in\n{doc}"));
     if header[0] == "Y\\X" {
         Grid {
             col_labels: header[1..].to_vec(),
@@ -154,7 +165,11 @@ fn check_cells(g: &Grid, values: &Value, format: &str, ctx: &str) {
         assert_eq!(g.cells[r].len(), row.len(), "{ctx}: columns of row {r}");
         for (c, v) in row.iter().enumerate() {
             let v = v.as_f64().unwrap();
-            assert!(shows(&g.cells[r][c], v, format), "{ctx} [{r},{c}]: shows {} for {v}", g.cells[r][c]);
+            assert!(
+                shows(&g.cells[r][c], v, format),
+                "{ctx} [{r},{c}]: shows {} for {v}",
+                g.cells[r][c]
+            );
         }
     }
 }
@@ -164,7 +179,12 @@ fn check_axis(labels: &[String], axis: &Value, ctx: &str) {
         return;
     }
     if axis["static"].as_bool().unwrap() {
-        let want: Vec<&str> = axis["labels"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+        let want: Vec<&str> = axis["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
         assert_eq!(labels, want, "{ctx}: static axis labels");
     } else {
         let want = axis["values"].as_array().unwrap();
@@ -185,11 +205,20 @@ async fn serves_exactly_the_five_ecu_tools_with_annotations() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, TOOLS);
     let patch = tools.iter().find(|t| t.name == "patch_table").unwrap();
-    assert_eq!(patch.annotations.as_ref().unwrap().destructive_hint, Some(true));
+    assert_eq!(
+        patch.annotations.as_ref().unwrap().destructive_hint,
+        Some(true)
+    );
     let read = tools.iter().find(|t| t.name == "read_table").unwrap();
-    assert_eq!(read.annotations.as_ref().unwrap().read_only_hint, Some(true));
+    assert_eq!(
+        read.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
     let schema = Value::Object((*patch.input_schema).clone());
-    assert_eq!(schema["properties"]["op"]["enum"], json!(["set", "add", "multiply", "clamp", "smooth"]));
+    assert_eq!(
+        schema["properties"]["op"]["enum"],
+        json!(["set", "add", "multiply", "clamp", "smooth"])
+    );
     ecu.server.stop().await;
 }
 
@@ -199,7 +228,10 @@ async fn rom_info_identifies_the_sample_rom() {
     let info = ecu.ok("rom_info", json!({"rom": sample_rom()})).await;
     assert_eq!(val(&info, "file"), "BT000001.bin");
     assert_eq!(val(&info, "size_kb"), "1024");
-    assert_eq!(val(&info, "definition"), "BT000001 2024 SAMPLE Sample ECU 5MT");
+    assert_eq!(
+        val(&info, "definition"),
+        "BT000001 2024 SAMPLE Sample ECU 5MT"
+    );
     assert_eq!(val(&info, "vehicle"), "2024 Benchtop Sample ECU 5MT");
     assert_eq!(val(&info, "ecu_id"), "42540001");
     assert_eq!(val(&info, "checksum_valid"), "true");
@@ -213,9 +245,19 @@ async fn rom_info_identifies_the_sample_rom() {
 #[tokio::test]
 async fn workspace_relative_rom_paths_resolve() {
     // The repository as the workspace: the README's `rom: samples/ecu/BT000001.bin`.
-    let ecu = Ecu::start(&samples().join("definitions"), &[format!("{}:ro", samples().display())], Some(&repo())).await;
-    let info = ecu.ok("rom_info", json!({"rom": "samples/ecu/BT000001.bin"})).await;
-    assert_eq!(val(&info, "definition"), "BT000001 2024 SAMPLE Sample ECU 5MT");
+    let ecu = Ecu::start(
+        &samples().join("definitions"),
+        &[format!("{}:ro", samples().display())],
+        Some(&repo()),
+    )
+    .await;
+    let info = ecu
+        .ok("rom_info", json!({"rom": "samples/ecu/BT000001.bin"}))
+        .await;
+    assert_eq!(
+        val(&info, "definition"),
+        "BT000001 2024 SAMPLE Sample ECU 5MT"
+    );
     ecu.server.stop().await;
 }
 
@@ -244,17 +286,38 @@ async fn list_tables_lists_filters_and_pages() {
         ]
     );
     // Category filter is case-insensitive.
-    let fuel = ecu.ok("list_tables", json!({"rom": sample_rom(), "category": "fUEL"})).await;
+    let fuel = ecu
+        .ok(
+            "list_tables",
+            json!({"rom": sample_rom(), "category": "fUEL"}),
+        )
+        .await;
     assert_eq!(val(&fuel, "table_count"), "2");
-    let names: Vec<String> = markdown_rows(&fuel)[1..].iter().map(|r| r[0].clone()).collect();
+    let names: Vec<String> = markdown_rows(&fuel)[1..]
+        .iter()
+        .map(|r| r[0].clone())
+        .collect();
     assert_eq!(names, ["Fuel Map", "Injector Scaling"]);
-    let search = ecu.ok("list_tables", json!({"rom": sample_rom(), "search": "map"})).await;
-    let names: Vec<String> = markdown_rows(&search)[1..].iter().map(|r| r[0].clone()).collect();
+    let search = ecu
+        .ok("list_tables", json!({"rom": sample_rom(), "search": "map"}))
+        .await;
+    let names: Vec<String> = markdown_rows(&search)[1..]
+        .iter()
+        .map(|r| r[0].clone())
+        .collect();
     assert_eq!(names, ["Ignition Timing Base Map", "Fuel Map"]);
-    let paged = ecu.ok("list_tables", json!({"rom": sample_rom(), "offset": 2, "limit": 3})).await;
+    let paged = ecu
+        .ok(
+            "list_tables",
+            json!({"rom": sample_rom(), "offset": 2, "limit": 3}),
+        )
+        .await;
     assert_eq!(val(&paged, "shown"), "2-5 of 8");
     assert!(paged.contains("offset=5"), "{paged}");
-    let names: Vec<String> = markdown_rows(&paged)[1..].iter().map(|r| r[0].clone()).collect();
+    let names: Vec<String> = markdown_rows(&paged)[1..]
+        .iter()
+        .map(|r| r[0].clone())
+        .collect();
     assert_eq!(names, ["Boost Target", "Idle Speed Target", "Rev Limiter"]);
     ecu.server.stop().await;
 }
@@ -263,12 +326,22 @@ async fn list_tables_lists_filters_and_pages() {
 async fn read_table_shows_physical_values_with_axes() {
     let ecu = Ecu::sample(None).await;
     let rom = sample_rom();
-    let timing = ecu.ok("read_table", json!({"rom": rom, "table": "Ignition Timing Base Map"})).await;
+    let timing = ecu
+        .ok(
+            "read_table",
+            json!({"rom": rom, "table": "Ignition Timing Base Map"}),
+        )
+        .await;
     assert_eq!(val(&timing, "dimensions"), "10x12");
     assert_eq!(val(&timing, "x_axis"), "Load (%)");
     assert_eq!(val(&timing, "y_axis"), "RPM (rpm)");
     let g = grid(&timing);
-    assert_eq!(g.col_labels, ["20", "40", "60", "80", "100", "120", "140", "160", "180", "200"]);
+    assert_eq!(
+        g.col_labels,
+        [
+            "20", "40", "60", "80", "100", "120", "140", "160", "180", "200"
+        ]
+    );
     assert_eq!(g.row_labels.first().map(String::as_str), Some("801"));
     assert_eq!(g.row_labels.last().map(String::as_str), Some("7000"));
     assert_eq!((g.cells.len(), g.cells[0].len()), (12, 10));
@@ -276,16 +349,36 @@ async fn read_table_shows_physical_values_with_axes() {
     assert_eq!(g.cells[11][0], "26.0");
     assert_eq!(g.cells[11][9], "11.0");
     // The child definition overrides the coolant axis: 8 breakpoints, not 7.
-    let idle = grid(&ecu.ok("read_table", json!({"rom": rom, "table": "Idle Speed Target"})).await);
-    assert_eq!(idle.row_labels, ["-20", "-10", "0", "10", "20", "40", "60", "80"]);
+    let idle = grid(
+        &ecu.ok(
+            "read_table",
+            json!({"rom": rom, "table": "Idle Speed Target"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        idle.row_labels,
+        ["-20", "-10", "0", "10", "20", "40", "60", "80"]
+    );
     assert_eq!(idle.cells[0], ["1398"]);
     // Static axis, little-endian int16 scalar, bloblist switch.
-    let rev = grid(&ecu.ok("read_table", json!({"rom": rom, "table": "Rev Limiter"})).await);
+    let rev = grid(
+        &ecu.ok("read_table", json!({"rom": rom, "table": "Rev Limiter"}))
+            .await,
+    );
     assert_eq!(rev.row_labels, ["Rev Limiter ON", "Rev Limiter OFF"]);
     assert_eq!(rev.cells, [["7003"], ["6800"]]);
-    let fan = grid(&ecu.ok("read_table", json!({"rom": rom, "table": "Radiator Fan On Temperature"})).await);
+    let fan = grid(
+        &ecu.ok(
+            "read_table",
+            json!({"rom": rom, "table": "Radiator Fan On Temperature"}),
+        )
+        .await,
+    );
     assert_eq!(fan.cells, [["95.5"]]);
-    let launch = ecu.ok("read_table", json!({"rom": rom, "table": "Launch Control"})).await;
+    let launch = ecu
+        .ok("read_table", json!({"rom": rom, "table": "Launch Control"}))
+        .await;
     assert_eq!(val(&launch, "choices"), "[disabled, enabled]");
     assert_eq!(grid(&launch).cells, [["disabled"]]);
     // A window of a table.
@@ -296,7 +389,10 @@ async fn read_table_shows_physical_values_with_axes() {
     assert_eq!(val(&window, "first_col"), "8");
     let w = grid(&window);
     assert_eq!((w.cells.len(), w.cells[0].len()), (2, 2));
-    assert!(window.contains("showing rows 10-11 of 12 and columns 8-9 of 10"), "{window}");
+    assert!(
+        window.contains("showing rows 10-11 of 12 and columns 8-9 of 10"),
+        "{window}"
+    );
     ecu.server.stop().await;
 }
 
@@ -319,7 +415,13 @@ async fn patch_table_on_a_copy_keeps_the_checksum_valid_and_diff_sees_it() {
     let image = std::fs::read(&rom).unwrap();
     assert!(mitsucan_valid(&image), "checksum invalid after the patch");
     assert_ne!(image, std::fs::read(sample_rom()).unwrap());
-    let again = grid(&ecu.ok("read_table", json!({"rom": rom_s, "table": "Ignition Timing Base Map"})).await);
+    let again = grid(
+        &ecu.ok(
+            "read_table",
+            json!({"rom": rom_s, "table": "Ignition Timing Base Map"}),
+        )
+        .await,
+    );
     assert_eq!(again.cells[11][0], "24.5");
     let info = ecu.ok("rom_info", json!({"rom": rom_s})).await;
     assert_eq!(val(&info, "checksum_valid"), "true");
@@ -337,30 +439,113 @@ async fn patch_table_on_a_copy_keeps_the_checksum_valid_and_diff_sees_it() {
         .await;
     assert_eq!(grid(&fan).cells, [["-12.3"]]);
     let launch = ecu
-        .ok("patch_table", json!({"rom": rom_s, "table": "Launch Control", "op": "set", "choice": "enabled"}))
+        .ok(
+            "patch_table",
+            json!({"rom": rom_s, "table": "Launch Control", "op": "set", "choice": "enabled"}),
+        )
         .await;
     assert_eq!(grid(&launch).cells, [["enabled"]]);
     assert!(mitsucan_valid(&std::fs::read(&rom).unwrap()));
     // Nothing but the ROM is left in the directory (atomic write, no temp file).
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left, ["BT000001.bin"]);
 
     // diff_tables: the summary, then one table cell by cell.
-    let diff = ecu.ok("diff_tables", json!({"rom": sample_rom(), "other": rom_s})).await;
+    let diff = ecu
+        .ok("diff_tables", json!({"rom": sample_rom(), "other": rom_s}))
+        .await;
     assert_eq!(val(&diff, "tables_compared"), "8");
     assert_eq!(val(&diff, "tables_differing"), "4");
-    for t in ["Ignition Timing Base Map", "Boost Target", "Radiator Fan On Temperature", "Launch Control"] {
+    for t in [
+        "Ignition Timing Base Map",
+        "Boost Target",
+        "Radiator Fan On Temperature",
+        "Launch Control",
+    ] {
         assert!(diff.contains(t), "{t} missing from\n{diff}");
     }
     assert!(!diff.contains("Fuel Map"), "{diff}");
     let cells = ecu
-        .ok("diff_tables", json!({"rom": sample_rom(), "other": rom_s, "table": "Ignition Timing Base Map"}))
+        .ok(
+            "diff_tables",
+            json!({"rom": sample_rom(), "other": rom_s, "table": "Ignition Timing Base Map"}),
+        )
         .await;
-    let changed = markdown_rows(&cells);
-    assert_eq!(changed.len(), 11, "header + 10 changed cells:\n{cells}");
-    assert!(changed[1..].iter().all(|r| r.iter().any(|c| c == "26.0") && r.iter().any(|c| c == "24.5") || r.contains(&"11".to_owned())), "{cells}");
-    let same = ecu.ok("diff_tables", json!({"rom": sample_rom(), "other": sample_rom()})).await;
+    assert_eq!(val(&cells, "cells_changed"), "10");
+    let same = ecu
+        .ok(
+            "diff_tables",
+            json!({"rom": sample_rom(), "other": sample_rom()}),
+        )
+        .await;
     assert_eq!(val(&same, "tables_differing"), "0");
+    ecu.server.stop().await;
+}
+
+#[tokio::test]
+async fn diff_tables_and_checksum_see_a_hand_edited_copy() {
+    // Edit two cells of the timing map by hand: uint8, raw = (deg + 10) * 2,
+    // swapxy (rows vary fastest): cell [row][col] at 0x51000 + col * 12 + row.
+    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "edited.bin");
+    let mut image = std::fs::read(&rom).unwrap();
+    assert_eq!(
+        (image[0x51000 + 11], image[0x51000 + 9 * 12 + 11]),
+        (72, 42),
+        "26.0 and 11.0"
+    );
+    image[0x51000 + 11] = 69; // 24.5
+    image[0x51000 + 9 * 12 + 11] = 39; // 9.5
+    std::fs::write(&rom, &image).unwrap();
+    let ecu = Ecu::sample(Some(dir.path())).await;
+    // The checksum no longer holds, and rom_info says so.
+    let info = ecu.ok("rom_info", json!({"rom": rom})).await;
+    assert_eq!(val(&info, "checksum_valid"), "false");
+    let g = grid(
+        &ecu.ok(
+            "read_table",
+            json!({"rom": rom, "table": "Ignition Timing Base Map"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        (g.cells[11][0].as_str(), g.cells[11][9].as_str()),
+        ("24.5", "9.5")
+    );
+    let diff = ecu
+        .ok("diff_tables", json!({"rom": sample_rom(), "other": rom}))
+        .await;
+    assert_eq!(val(&diff, "tables_compared"), "8");
+    assert_eq!(val(&diff, "tables_differing"), "1");
+    let rows = markdown_rows(&diff);
+    assert_eq!(
+        rows[0],
+        ["Table", "Category", "Cells changed", "Max |delta|"]
+    );
+    assert_eq!(rows[1][..3], ["Ignition Timing Base Map", "Timing", "2"]);
+    assert_eq!(rows[1][3].trim_start_matches('-'), "1.5");
+    let cells = ecu
+        .ok(
+            "diff_tables",
+            json!({"rom": sample_rom(), "other": rom, "table": "Ignition Timing Base Map"}),
+        )
+        .await;
+    assert_eq!(val(&cells, "cells_changed"), "2");
+    let rows = markdown_rows(&cells);
+    assert_eq!(rows[0], ["Row", "Col", "Y", "X", "ROM", "Other", "Delta"]);
+    assert_eq!(rows[1], ["11", "0", "7000", "20", "26.0", "24.5", "-1.5"]);
+    assert_eq!(rows[2], ["11", "9", "7000", "200", "11.0", "9.5", "-1.5"]);
+    // Fix the correction word at 0xBFFF0 by hand: rom_info agrees again.
+    image[0xBFFF0..0xBFFF4].fill(0);
+    let rest = image.chunks_exact(4).fold(0u32, |s, w| {
+        s.wrapping_add(u32::from_be_bytes(w.try_into().unwrap()))
+    });
+    image[0xBFFF0..0xBFFF4].copy_from_slice(&0x5AA5_5AA5u32.wrapping_sub(rest).to_be_bytes());
+    std::fs::write(&rom, &image).unwrap();
+    let info = ecu.ok("rom_info", json!({"rom": rom})).await;
+    assert_eq!(val(&info, "checksum_valid"), "true");
     ecu.server.stop().await;
 }
 
@@ -370,34 +555,85 @@ async fn unknown_roms_and_tables_get_errors_with_suggestions() {
     let ecu = Ecu::sample(Some(dir.path())).await;
     let rom_s = rom.to_string_lossy().into_owned();
     let before = std::fs::read(&rom).unwrap();
-    let e = ecu.err("read_table", json!({"rom": rom_s, "table": "Fuel Mapp"})).await;
-    assert!(e.contains("no table named `Fuel Mapp`") && e.contains("Did you mean: Fuel Map"), "{e}");
-    let e = ecu.err("patch_table", json!({"rom": rom_s, "table": "Timing Map", "op": "add", "value": 1.0})).await;
+    let e = ecu
+        .err("read_table", json!({"rom": rom_s, "table": "Fuel Mapp"}))
+        .await;
+    assert!(
+        e.contains("no table named `Fuel Mapp`") && e.contains("Did you mean: Fuel Map"),
+        "{e}"
+    );
+    let e = ecu
+        .err(
+            "patch_table",
+            json!({"rom": rom_s, "table": "Timing Map", "op": "add", "value": 1.0}),
+        )
+        .await;
     assert!(e.contains("Did you mean: Ignition Timing Base Map"), "{e}");
     let missing = dir.path().canonicalize().unwrap().join("nope.bin");
     let e = ecu.err("rom_info", json!({"rom": missing})).await;
-    assert!(e.contains(&format!("cannot read ROM {}", missing.display())), "{e}");
+    assert!(
+        e.contains(&format!("cannot read ROM {}", missing.display())),
+        "{e}"
+    );
     // Argument problems are refused before anything is written.
     let cases = [
-        (json!({"op": "set", "table": "Fuel Map"}), "op=set needs `value`"),
-        (json!({"op": "clamp", "table": "Fuel Map", "min": 1.0}), "needs both `min` and `max`"),
-        (json!({"op": "set", "table": "Fuel Map", "value": 0.0}), "cannot represent 0"),
-        (json!({"op": "smooth", "table": "Injector Scaling"}), "is a single value"),
-        (json!({"op": "set", "table": "Launch Control", "value": 1.0}), "choice set to one of: disabled, enabled"),
-        (json!({"op": "set", "table": "Launch Control", "choice": "maybe"}), "`maybe` is not a choice"),
-        (json!({"op": "add", "table": "Fuel Map", "value": 1.0, "row": 12}), "row 12 is out of range"),
+        (
+            json!({"op": "set", "table": "Fuel Map"}),
+            "op=set needs `value`",
+        ),
+        (
+            json!({"op": "clamp", "table": "Fuel Map", "min": 1.0}),
+            "needs both `min` and `max`",
+        ),
+        (
+            json!({"op": "set", "table": "Fuel Map", "value": 0.0}),
+            "cannot represent 0",
+        ),
+        (
+            json!({"op": "smooth", "table": "Injector Scaling"}),
+            "is a single value",
+        ),
+        (
+            json!({"op": "set", "table": "Launch Control", "value": 1.0}),
+            "choice set to one of: disabled, enabled",
+        ),
+        (
+            json!({"op": "set", "table": "Launch Control", "choice": "maybe"}),
+            "`maybe` is not a choice",
+        ),
+        (
+            json!({"op": "add", "table": "Fuel Map", "value": 1.0, "row": 12}),
+            "row 12 is out of range",
+        ),
     ];
     for (mut args, want) in cases {
         args["rom"] = json!(rom_s);
         let e = ecu.err("patch_table", args.clone()).await;
         assert!(e.contains(want), "{args}: {e}\n  wanted: {want}");
     }
-    let e = ecu.err("read_table", json!({"rom": rom_s, "table": "Fuel Map", "row_start": 12})).await;
+    let e = ecu
+        .err(
+            "read_table",
+            json!({"rom": rom_s, "table": "Fuel Map", "row_start": 12}),
+        )
+        .await;
     assert!(e.contains("row_start 12 is past the last row"), "{e}");
     // Schema violations are caught by the host with the JSON path.
-    let e = ecu.err("patch_table", json!({"rom": rom_s, "table": "Fuel Map", "op": "divide"})).await;
-    assert!(e.contains("`arguments.op` must be one of [set, add, multiply, clamp, smooth]"), "{e}");
-    assert_eq!(std::fs::read(&rom).unwrap(), before, "a refused patch wrote bytes");
+    let e = ecu
+        .err(
+            "patch_table",
+            json!({"rom": rom_s, "table": "Fuel Map", "op": "divide"}),
+        )
+        .await;
+    assert!(
+        e.contains("`arguments.op` must be one of [set, add, multiply, clamp, smooth]"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        before,
+        "a refused patch wrote bytes"
+    );
 
     // A ROM whose id matches no definition: rom_info says so, table tools refuse.
     let mut unknown = before.clone();
@@ -406,7 +642,10 @@ async fn unknown_roms_and_tables_get_errors_with_suggestions() {
     std::fs::write(&unknown_path, &unknown).unwrap();
     let info = ecu.ok("rom_info", json!({"rom": unknown_path})).await;
     assert_eq!(val(&info, "definition"), "null");
-    assert!(info.contains("expects 42540001 at 0x5002A, ROM has 42549999"), "{info}");
+    assert!(
+        info.contains("expects 42540001 at 0x5002A, ROM has 42549999"),
+        "{info}"
+    );
     let e = ecu.err("list_tables", json!({"rom": unknown_path})).await;
     assert!(e.contains("no definition matches"), "{e}");
     ecu.server.stop().await;
@@ -416,15 +655,26 @@ async fn unknown_roms_and_tables_get_errors_with_suggestions() {
 async fn a_rom_in_a_read_only_directory_is_not_patched() {
     let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
     // The directory is granted read-only.
-    let ecu = Ecu::start(&samples().join("definitions"), &[format!("{}:ro", dir.path().display())], None).await;
+    let ecu = Ecu::start(
+        &samples().join("definitions"),
+        &[format!("{}:ro", dir.path().display())],
+        None,
+    )
+    .await;
     let before = std::fs::read(&rom).unwrap();
     let e = ecu
-        .err("patch_table", json!({"rom": rom, "table": "Fuel Map", "op": "add", "value": 0.1}))
+        .err(
+            "patch_table",
+            json!({"rom": rom, "table": "Fuel Map", "op": "add", "value": 0.1}),
+        )
         .await;
     assert!(e.contains("read-only"), "{e}");
     assert!(e.contains("was not changed"), "{e}");
     assert_eq!(std::fs::read(&rom).unwrap(), before, "the ROM was touched");
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left, ["BT000001.bin"]);
     ecu.server.stop().await;
 }
@@ -435,8 +685,14 @@ async fn a_rom_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
     let ecu = Ecu::sample(None).await;
     let e = ecu.err("rom_info", json!({"rom": rom})).await;
     assert!(!e.contains("checksum_valid"), "{e}");
-    assert!(e.contains("outside"), "should say the path is outside the allowed directories: {e}");
-    assert!(e.contains(&samples().display().to_string()), "should list the allowed roots: {e}");
+    assert!(
+        e.contains("outside"),
+        "should say the path is outside the allowed directories: {e}"
+    );
+    assert!(
+        e.contains(&samples().display().to_string()),
+        "should list the allowed roots: {e}"
+    );
     drop(dir);
     ecu.server.stop().await;
 }
@@ -514,8 +770,21 @@ async fn shared_rom_info_matches_every_expected_file() {
     for (rom, exp) in files {
         let info = ecu.ok("rom_info", json!({"rom": rom})).await;
         let ctx = rom.display();
-        for key in ["file", "size_kb", "definition", "vehicle", "ecu_id", "memmodel", "checksum_valid", "checksum_algorithm"] {
-            assert_eq!(val(&info, key), yaml(&exp["rom_info"][key]), "{ctx}: {key}\n{info}");
+        for key in [
+            "file",
+            "size_kb",
+            "definition",
+            "vehicle",
+            "ecu_id",
+            "memmodel",
+            "checksum_valid",
+            "checksum_algorithm",
+        ] {
+            assert_eq!(
+                val(&info, key),
+                yaml(&exp["rom_info"][key]),
+                "{ctx}: {key}\n{info}"
+            );
         }
         if let Some(chain) = exp["include_chain"].as_array() {
             let chain: Vec<&str> = chain.iter().map(|c| c.as_str().unwrap()).collect();
@@ -530,7 +799,11 @@ async fn shared_rom_info_matches_every_expected_file() {
         if exp["rom_info"]["definition"].is_null() {
             assert!(info.contains("no definition matches"), "{info}");
             let e = ecu.err("list_tables", json!({"rom": rom})).await;
-            assert!(e.contains("no definition matches") && e.contains("56890009 (expects 56890009 at 0x5002A"), "{e}");
+            assert!(
+                e.contains("no definition matches")
+                    && e.contains("56890009 (expects 56890009 at 0x5002A"),
+                "{e}"
+            );
         }
     }
     ecu.server.stop().await;
@@ -542,8 +815,12 @@ async fn shared_table_lists_match() {
     let ecu = fixture_server(&dir, None).await;
     let mut checked = 0;
     for (rom, exp) in expected(&dir, ".expected.json") {
-        let Some(tables) = exp["tables"].as_array() else { continue };
-        let list = ecu.ok("list_tables", json!({"rom": rom, "limit": 1000})).await;
+        let Some(tables) = exp["tables"].as_array() else {
+            continue;
+        };
+        let list = ecu
+            .ok("list_tables", json!({"rom": rom, "limit": 1000}))
+            .await;
         assert_eq!(val(&list, "table_count"), exp["table_count"].to_string());
         let mut got: Vec<[String; 4]> = markdown_rows(&list)[1..]
             .iter()
@@ -560,9 +837,26 @@ async fn shared_table_lists_match() {
         want.sort();
         assert_eq!(got, want, "{}", rom.display());
         // A category filter returns exactly that category's tables.
-        let fuel = ecu.ok("list_tables", json!({"rom": rom, "category": "Fuel", "limit": 1000})).await;
-        let n = tables.iter().filter(|t| t["category"].as_str().is_some_and(|c| c.to_lowercase().contains("fuel"))).count();
-        assert_eq!(val(&fuel, "table_count"), n.to_string(), "{}", rom.display());
+        let fuel = ecu
+            .ok(
+                "list_tables",
+                json!({"rom": rom, "category": "Fuel", "limit": 1000}),
+            )
+            .await;
+        let n = tables
+            .iter()
+            .filter(|t| {
+                t["category"]
+                    .as_str()
+                    .is_some_and(|c| c.to_lowercase().contains("fuel"))
+            })
+            .count();
+        assert_eq!(
+            val(&fuel, "table_count"),
+            n.to_string(),
+            "{}",
+            rom.display()
+        );
         checked += 1;
     }
     assert!(checked >= 2);
@@ -579,9 +873,16 @@ async fn shared_featured_tables_read_through_mcp() {
             let name = t["name"].as_str().unwrap();
             let ctx = format!("{}: {name}", rom.display());
             let doc = ecu
-                .ok("read_table", json!({"rom": rom, "table": name, "row_count": 256, "col_count": 128}))
+                .ok(
+                    "read_table",
+                    json!({"rom": rom, "table": name, "row_count": 256, "col_count": 128}),
+                )
                 .await;
-            assert_eq!(val(&doc, "dimensions"), t["dimensions"].as_str().unwrap(), "{ctx}");
+            assert_eq!(
+                val(&doc, "dimensions"),
+                t["dimensions"].as_str().unwrap(),
+                "{ctx}"
+            );
             let g = grid(&doc);
             check_cells(&g, &t["values"], t["format"].as_str().unwrap(), &ctx);
             check_axis(&g.row_labels, &t["row_axis"], &format!("{ctx} row axis"));
@@ -590,10 +891,21 @@ async fn shared_featured_tables_read_through_mcp() {
         }
         for b in exp["bloblist_values"].as_array().into_iter().flatten() {
             let name = b["name"].as_str().unwrap();
-            let doc = ecu.ok("read_table", json!({"rom": rom, "table": name})).await;
+            let doc = ecu
+                .ok("read_table", json!({"rom": rom, "table": name}))
+                .await;
             assert_eq!(grid(&doc).cells, [[b["value"].as_str().unwrap()]], "{name}");
-            let choices: Vec<&str> = b["choices"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-            assert_eq!(val(&doc, "choices"), format!("[{}]", choices.join(", ")), "{name}");
+            let choices: Vec<&str> = b["choices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                val(&doc, "choices"),
+                format!("[{}]", choices.join(", ")),
+                "{name}"
+            );
         }
     }
     assert!(checked >= 16, "only {checked} featured tables checked");
@@ -611,7 +923,13 @@ async fn shared_patch_scenarios_through_mcp() {
         for s in exp["scenarios"].as_array().unwrap() {
             let id = s["id"].as_str().unwrap();
             let ctx = format!("{}: {id}", source.display());
-            let rom = work_path.join(format!("{}-{id}.bin", exp["definition"].as_str().unwrap_or("rom").replace(' ', "_")));
+            let rom = work_path.join(format!(
+                "{}-{id}.bin",
+                exp["definition"]
+                    .as_str()
+                    .unwrap_or("rom")
+                    .replace(' ', "_")
+            ));
             std::fs::copy(&source, &rom).unwrap();
             let mut perms = std::fs::metadata(&rom).unwrap().permissions();
             #[allow(clippy::permissions_set_readonly_false)]
@@ -626,22 +944,43 @@ async fn shared_patch_scenarios_through_mcp() {
             let out = ecu.ok("patch_table", args).await;
             let e = &s["expected"];
             assert_eq!(val(&out, "checksum_valid"), "true", "{ctx}");
-            assert_eq!(val(&out, "cells_changed"), e["changed_cells"].as_array().unwrap().len().to_string(), "{ctx}\n{out}");
-            assert!(field(&out, "limited_cells").is_none_or(|v| v == "0"), "{ctx}: {out}");
+            assert_eq!(
+                val(&out, "cells_changed"),
+                e["changed_cells"].as_array().unwrap().len().to_string(),
+                "{ctx}\n{out}"
+            );
+            assert!(
+                field(&out, "limited_cells").is_none_or(|v| v == "0"),
+                "{ctx}: {out}"
+            );
             // The format of the table, from read_table of the patched ROM.
             let name = s["table"].as_str().unwrap();
             let read = ecu
-                .ok("read_table", json!({"rom": rom, "table": name, "row_count": 256, "col_count": 128}))
+                .ok(
+                    "read_table",
+                    json!({"rom": rom, "table": name, "row_count": 256, "col_count": 128}),
+                )
                 .await;
-            let format = if grid(&read).cells.iter().flatten().any(|c| c.contains('.')) { "%f" } else { "%.0f" };
-            check_cells(&grid(&read), &e["values"], format, &format!("{ctx} (read back)"));
+            check_cells(
+                &grid(&read),
+                &e["values"],
+                "",
+                &format!("{ctx} (read back)"),
+            );
             // The document the patch returned shows the same table.
             assert_eq!(grid(&out).cells, grid(&read).cells, "{ctx}");
             // On disk: the correction word, the whole image, the checksum rule.
             let image = std::fs::read(&rom).unwrap();
             let word = u32::from_be_bytes(image[0xBFFF0..0xBFFF4].try_into().unwrap());
-            assert_eq!(format!("0x{word:08X}"), e["checksum_word"].as_str().unwrap(), "{ctx}");
-            let sha: String = Sha256::digest(&image).iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(
+                format!("0x{word:08X}"),
+                e["checksum_word"].as_str().unwrap(),
+                "{ctx}"
+            );
+            let sha: String = Sha256::digest(&image)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
             assert_eq!(sha, e["rom_sha256"].as_str().unwrap(), "{ctx}");
             assert!(mitsucan_valid(&image), "{ctx}");
             let info = ecu.ok("rom_info", json!({"rom": rom})).await;
@@ -683,6 +1022,9 @@ async fn shared_bad_checksum_rom_is_reported_and_repaired_by_a_patch() {
     let e = ecu
         .err("patch_table", json!({"rom": rom, "table": "High Octane Timing Map", "op": "add", "value": 1.0, "row": 23}))
         .await;
-    assert!(e.contains("row 23 is out of range") && e.contains("0..=22"), "{e}");
+    assert!(
+        e.contains("row 23 is out of range") && e.contains("0..=22"),
+        "{e}"
+    );
     ecu.server.stop().await;
 }

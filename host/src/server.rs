@@ -171,8 +171,17 @@ impl ServerHandler for Server {
             ));
         };
         drop(catalog);
+        // Progress goes through one ordered queue that is drained before the
+        // response, so notifications arrive in order and never after it.
+        let mut forwarder = None;
         let progress: Option<ProgressSink> = context.meta.get_progress_token().map(|token| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
             let peer = context.peer.clone();
+            forwarder = Some(tokio::spawn(async move {
+                while let Some(param) = rx.recv().await {
+                    let _ = peer.notify_progress(param).await;
+                }
+            }));
             let sink: ProgressSink = Arc::new(move |done, total, message: String| {
                 let mut param = ProgressNotificationParam::new(token.clone(), done as f64);
                 if total > 0 {
@@ -181,10 +190,7 @@ impl ServerHandler for Server {
                 if !message.is_empty() {
                     param = param.with_message(message);
                 }
-                let peer = peer.clone();
-                tokio::spawn(async move {
-                    let _ = peer.notify_progress(param).await;
-                });
+                let _ = tx.send(param);
             });
             sink
         });
@@ -200,6 +206,10 @@ impl ServerHandler for Server {
                 CallToolResult::error(vec![ContentBlock::text(e.to_string())])
             }
         };
+        // The call has dropped its context, and with it the queue's sender.
+        if let Some(forwarder) = forwarder {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), forwarder).await;
+        }
         Ok(result.into())
     }
 }

@@ -201,6 +201,26 @@ pub fn markdown_rows(doc: &str) -> Vec<Vec<String>> {
         .skip_while(|l| !l.starts_with('|'))
         .take_while(|l| l.starts_with('|'))
         .filter(|l| !l.starts_with("|-"))
-        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().to_owned()).collect())
+        .map(|l| split_cells(l.trim()))
         .collect()
+}
+
+/// Splits `| a | b \| c |` into `["a", "b | c"]` (`\|` is an escaped pipe).
+fn split_cells(line: &str) -> Vec<String> {
+    let inner = line.strip_prefix('|').unwrap_or(line);
+    let inner = inner.strip_suffix('|').filter(|s| !s.ends_with('\\')).unwrap_or(inner);
+    let (mut cells, mut cell, mut escaped) = (Vec::new(), String::new(), false);
+    for c in inner.chars() {
+        match c {
+            '|' if escaped => {
+                cell.pop();
+                cell.push('|');
+            }
+            '|' => cells.push(std::mem::take(&mut cell).trim().to_owned()),
+            _ => cell.push(c),
+        }
+        escaped = c == '\\';
+    }
+    cells.push(cell.trim().to_owned());
+    cells
 }

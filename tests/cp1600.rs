@@ -1,0 +1,597 @@
+//! End-to-end tests of the cp1600 plugin through a real MCP client: the
+//! sample programs (samples/cp1600) reach the final states their README
+//! documents, the debugging tools, the errors; in `shared_` tests every
+//! fixture program of ../shared/fixtures/cp1600 reaches its jzIntv final state.
+
+use e2e::{Server, fixtures, is_error, json as result_json, only_plugin, repo, text};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// A server with only cp1600, the given directories granted read-only.
+struct Cp {
+    server: Server,
+    _plugins: TempDir,
+}
+
+impl Cp {
+    async fn start(read_only: &[&Path], workspace: Option<&Path>) -> Cp {
+        let plugins = only_plugin("cp1600.wasm");
+        let mut args: Vec<String> =
+            vec!["--plugins".into(), plugins.path().to_string_lossy().into()];
+        for d in read_only {
+            args.extend(["--allow".into(), format!("{}:ro", d.display())]);
+        }
+        if let Some(ws) = workspace {
+            args.extend(["--workspace".into(), ws.to_string_lossy().into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Cp {
+            server: Server::start(&args).await,
+            _plugins: plugins,
+        }
+    }
+
+    async fn samples() -> Cp {
+        Cp::start(&[&samples()], None).await
+    }
+
+    /// Calls a tool that must succeed; returns its JSON document.
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.server.call(tool, args.clone()).await;
+        assert!(!is_error(&r), "{tool} {args}: {}", text(&r));
+        // The text block carries the same JSON as the structured content.
+        let v = result_json(&r);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text(&r)).unwrap(),
+            v,
+            "{tool}: text and structured content"
+        );
+        v
+    }
+
+    /// Calls a tool that must fail; returns (code, text).
+    async fn err(&self, tool: &str, args: Value) -> (String, String) {
+        let r = self.server.call(tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args} should fail, got: {}", text(&r));
+        let code = result_json(&r)["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(text(&r).starts_with(&format!("{code}: ")), "{}", text(&r));
+        (code, text(&r))
+    }
+
+    /// Creates session `id`, loads `rom` into it; returns the load result.
+    async fn load(&self, id: &str, rom: &Path) -> Value {
+        let c = self
+            .ok("cp1600_create_session", json!({"session_id": id}))
+            .await;
+        assert_eq!(
+            (c["session_id"].as_str(), c["status"].as_str()),
+            (Some(id), Some("created")),
+            "{c}"
+        );
+        self.ok(
+            "cp1600_load_rom",
+            json!({"session_id": id, "rom_path": rom}),
+        )
+        .await
+    }
+
+    /// One memory word.
+    async fn word(&self, id: &str, addr: u16) -> u64 {
+        let m = self
+            .ok(
+                "cp1600_examine_memory",
+                json!({"session_id": id, "start_address": addr, "count": 1}),
+            )
+            .await;
+        assert_eq!(m["memory"][0]["address"], addr);
+        m["memory"][0]["value"].as_u64().unwrap()
+    }
+}
+
+fn samples() -> PathBuf {
+    repo().join("samples/cp1600")
+}
+
+fn sample(name: &str) -> PathBuf {
+    samples().join(format!("{name}.bin"))
+}
+
+// ---------------------------------------------------------------- samples
+
+/// A program's documented final state: registers, flags, RAM words.
+type Expected = (
+    &'static str,
+    Vec<(&'static str, u64)>,
+    Vec<(&'static str, bool)>,
+    Vec<(u16, u64)>,
+);
+
+#[tokio::test]
+async fn every_sample_program_reaches_its_documented_final_state() {
+    let cp = Cp::samples().await;
+    // (program, registers, flags, RAM) from samples/cp1600/README.md.
+    let lvl1 = 0x5009u64; // start: MVII(2) CLRR(1) CALL(3) MVO(2) HLT(1)
+    let lvl2 = lvl1 + 6; // lvl1: PSHR(1) INCR(1) CALL(3) PULR(1)
+    let cases: Vec<Expected> = vec![
+        (
+            "01-hello-world",
+            vec![("R0", 142), ("R1", 100), ("R2", 142)],
+            vec![],
+            vec![(0x0200, 142)],
+        ),
+        (
+            "02-counter-loop",
+            vec![("R0", 10), ("R1", 0)],
+            vec![("Z", true)],
+            vec![(0x0200, 10)],
+        ),
+        (
+            "03-subroutine-call",
+            vec![("R0", 13), ("R6", 0x02F0)],
+            vec![],
+            vec![(0x0200, 10), (0x0201, 13)],
+        ),
+        (
+            "04-bit-manipulation",
+            vec![("R0", 0), ("R1", 4), ("R2", 0), ("R3", 0x0012)],
+            vec![],
+            vec![(0x0200, 4), (0x0201, 0x0012)],
+        ),
+        (
+            "05-signed-math",
+            vec![("R0", 0x8000), ("R1", 0xA0A0), ("R2", 2), ("R3", 0xFFFD)],
+            vec![("C", true), ("OV", false), ("Z", false), ("S", false)],
+            vec![],
+        ),
+        (
+            "06-nested-calls",
+            vec![
+                ("R0", 111),
+                ("R6", 0x02F0),
+                ("R4", lvl2 + 1 + 2 + 3),
+                ("R5", lvl1 + 2 + 3),
+            ],
+            vec![],
+            vec![
+                (0x0200, 111),
+                (0x02F0, 0x5000 + 2 + 1 + 3),
+                (0x02F1, lvl1 + 2 + 3),
+            ],
+        ),
+    ];
+    for (name, regs, flags, ram) in &cases {
+        let size = std::fs::metadata(sample(name)).unwrap().len();
+        let loaded = cp.load(name, &sample(name)).await;
+        assert_eq!(loaded["status"], "loaded", "{name}");
+        assert_eq!(loaded["rom_size"], size, "{name}");
+        assert_eq!(
+            (
+                loaded["load_address"].clone(),
+                loaded["entry_point"].clone()
+            ),
+            (json!(0x5000), json!(0x5000)),
+            "{name}"
+        );
+        let run = cp
+            .ok(
+                "cp1600_run",
+                json!({"session_id": name, "max_cycles": 100_000}),
+            )
+            .await;
+        assert_eq!(
+            (run["halted"].clone(), run["reason"].clone()),
+            (json!(true), json!("halted")),
+            "{name}: {run}"
+        );
+        let st = cp.ok("cp1600_get_state", json!({"session_id": name})).await;
+        assert_eq!(st["halted"], true, "{name}");
+        assert_eq!(st["cycles"], run["cycles"], "{name}");
+        assert_eq!(st["pc"], st["registers"]["R7"], "{name}");
+        for (r, v) in regs {
+            assert_eq!(st["registers"][r], *v, "{name}: {r} in {st}");
+        }
+        for (f, v) in flags {
+            assert_eq!(st["flags"][f], *v, "{name}: flag {f} in {st}");
+        }
+        for (addr, v) in ram {
+            assert_eq!(cp.word(name, *addr).await, *v, "{name}: RAM ${addr:04X}");
+        }
+        // The narrower views agree with the snapshot.
+        let regs = cp
+            .ok("cp1600_get_registers", json!({"session_id": name}))
+            .await;
+        assert_eq!(regs["registers"], st["registers"], "{name}");
+        let fl = cp.ok("cp1600_get_flags", json!({"session_id": name})).await;
+        assert_eq!(fl["flags"], st["flags"], "{name}");
+    }
+    let list = cp.ok("cp1600_list_sessions", json!({})).await;
+    let sessions = list["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), cases.len());
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s["state"] == "halted" && s["rom_loaded"] == true),
+        "{list}"
+    );
+    // The last created session is the active one.
+    let active: Vec<&Value> = sessions.iter().filter(|s| s["active"] == true).collect();
+    assert_eq!(active.len(), 1);
+    assert_eq!(active[0]["session_id"], "06-nested-calls");
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_readme_walkthrough_works_with_a_workspace_relative_path() {
+    let cp = Cp::start(&[&samples()], Some(&repo())).await;
+    let c = cp.ok("cp1600_create_session", json!({})).await;
+    let id = c["session_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("session_"), "{id}");
+    cp.ok(
+        "cp1600_load_rom",
+        json!({"rom_path": "samples/cp1600/01-hello-world.bin"}),
+    )
+    .await;
+    let run = cp.ok("cp1600_run", json!({})).await;
+    assert_eq!(run["reason"], "halted");
+    let st = cp.ok("cp1600_get_state", json!({})).await;
+    assert_eq!(st["session_id"], id.as_str());
+    assert_eq!(
+        (st["registers"]["R0"].clone(), st["registers"]["R1"].clone()),
+        (json!(142), json!(100))
+    );
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn disassemble_breakpoints_step_and_trace() {
+    let cp = Cp::samples().await;
+    cp.load("loop", &sample("02-counter-loop")).await;
+    // start: CLRR R0 / MVII #10, R1 / loop: INCR R0 / DECR R1 / BNEQ loop / MVO R0, $0200 / HLT
+    let d = cp
+        .ok(
+            "cp1600_disassemble",
+            json!({"start_address": 0x5000, "end_address": 0x5009}),
+        )
+        .await;
+    let ins = d["disassembly"].as_array().unwrap();
+    let addrs: Vec<u64> = ins.iter().map(|i| i["address"].as_u64().unwrap()).collect();
+    assert_eq!(
+        addrs,
+        [0x5000, 0x5001, 0x5003, 0x5004, 0x5005, 0x5007, 0x5009]
+    );
+    let ops: Vec<&str> = ins.iter().map(|i| i["opcode"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["CLRR", "MVII", "INCR", "DECR", "BNEQ", "MVO", "HLT"]);
+    assert_eq!(ins[1]["operands"], "#$000A, R1");
+    assert_eq!(ins[4]["operands"], "$5003");
+    assert_eq!(ins[1]["size"], 2);
+    assert_eq!(ins[2]["raw"], 0x0008, "INCR R0");
+
+    // A breakpoint at `loop`: run stops before it, every iteration.
+    cp.ok("cp1600_set_breakpoint", json!({"address": 0x5003}))
+        .await;
+    assert_eq!(
+        cp.ok("cp1600_list_breakpoints", json!({})).await["breakpoints"],
+        json!([0x5003])
+    );
+    let r = cp.ok("cp1600_run", json!({})).await;
+    assert_eq!(
+        (r["reason"].clone(), r["pc"].clone(), r["halted"].clone()),
+        (json!("breakpoint"), json!(0x5003), json!(false))
+    );
+    // CLRR (6) + MVII (8) cycles, jzIntv's counts.
+    assert_eq!(r["cycles"], 14);
+    assert_eq!(
+        cp.ok("cp1600_get_registers", json!({})).await["registers"]["R0"],
+        0
+    );
+    let r = cp.ok("cp1600_run", json!({})).await;
+    assert_eq!(
+        (r["reason"].clone(), r["pc"].clone()),
+        (json!("breakpoint"), json!(0x5003))
+    );
+    // INCR (6) + DECR (6) + BNEQ taken (9).
+    assert_eq!(r["cycles"], 14 + 21);
+    assert_eq!(
+        cp.ok("cp1600_get_registers", json!({})).await["registers"]["R0"],
+        1
+    );
+    // Stepping ignores breakpoints and reports where it stopped.
+    let s = cp.ok("cp1600_step", json!({"count": 1})).await;
+    assert_eq!(
+        (s["executed"].clone(), s["pc"].clone(), s["halted"].clone()),
+        (json!(1), json!(0x5004), json!(false))
+    );
+    cp.ok(
+        "cp1600_configure_trace",
+        json!({"enabled": true, "capacity": 16}),
+    )
+    .await;
+    let s = cp.ok("cp1600_step", json!({"count": 3})).await;
+    assert_eq!(s["pc"], 0x5004);
+    let t = cp.ok("cp1600_get_trace", json!({"count": 3})).await;
+    let texts: Vec<&str> = t["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["DECR R1", "BNEQ $5003", "INCR R0"]);
+    assert_eq!(t["trace"][2]["r"][0], 2, "state before the second INCR R0");
+    // Clearing the breakpoint lets the loop run to HLT.
+    assert_eq!(
+        cp.ok("cp1600_clear_breakpoint", json!({"address": 0x5003}))
+            .await["cleared"],
+        1
+    );
+    assert_eq!(
+        cp.ok("cp1600_list_breakpoints", json!({})).await["breakpoints"],
+        json!([])
+    );
+    let r = cp.ok("cp1600_run", json!({})).await;
+    assert_eq!(
+        (r["reason"].clone(), r["pc"].clone()),
+        (json!("halted"), json!(0x5009))
+    );
+    assert_eq!(cp.word("loop", 0x0200).await, 10);
+    // run_until a register value, after a reset.
+    let reset = cp.ok("cp1600_reset", json!({})).await;
+    assert_eq!(
+        (reset["status"].clone(), reset["pc"].clone()),
+        (json!("reset"), json!(0x5000))
+    );
+    assert_eq!(cp.word("loop", 0x0200).await, 0, "reset clears RAM");
+    let r = cp
+        .ok(
+            "cp1600_run_until",
+            json!({"register": "R0", "register_value": 4}),
+        )
+        .await;
+    assert_eq!(r["reason"], "register_match");
+    assert_eq!(
+        cp.ok("cp1600_get_registers", json!({})).await["registers"]["R1"],
+        7,
+        "stopped right after the 4th INCR"
+    );
+    let r = cp.ok("cp1600_run_until", json!({"pc": 0x5007})).await;
+    assert_eq!(
+        (r["reason"].clone(), r["pc"].clone()),
+        (json!("pc_reached"), json!(0x5007))
+    );
+    // Writing registers and memory.
+    let st = cp
+        .ok("cp1600_write_registers", json!({"r0": 0x1234, "c": true}))
+        .await;
+    assert_eq!(
+        (st["registers"]["R0"].clone(), st["flags"]["C"].clone()),
+        (json!(0x1234), json!(true))
+    );
+    cp.ok("cp1600_step", json!({"count": 2})).await;
+    assert_eq!(
+        cp.word("loop", 0x0200).await,
+        0x1234,
+        "MVO stored the written R0"
+    );
+    let w = cp
+        .ok(
+            "cp1600_write_memory",
+            json!({"address": 0x0100, "values": [0x1234]}),
+        )
+        .await;
+    assert_eq!(w["values"], json!([0x34]), "8-bit RAM keeps the low byte");
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_bench_loop_never_halts_and_budgets_stop_it() {
+    let cp = Cp::samples().await;
+    cp.load("bench", &sample("bench-loop")).await;
+    let s = cp.ok("cp1600_step", json!({"count": 100_000})).await;
+    assert_eq!(
+        (s["executed"].clone(), s["halted"].clone()),
+        (json!(100_000), json!(false))
+    );
+    let r = cp.ok("cp1600_run", json!({"max_cycles": 5000})).await;
+    assert_eq!(
+        (r["reason"].clone(), r["halted"].clone()),
+        (json!("max_cycles_reached"), json!(false))
+    );
+    let c = r["cycles"].as_u64().unwrap() - s["cycles"].as_u64().unwrap();
+    assert!(
+        (5000..5020).contains(&c),
+        "ran {c} cycles for a 5000-cycle budget"
+    );
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn errors_carry_codes_and_say_what_to_do() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch.path().canonicalize().unwrap();
+    std::fs::write(scratch.join("odd.bin"), [0u8, 1, 2]).unwrap();
+    let cp = Cp::start(&[&samples(), &scratch], None).await;
+    let (code, msg) = cp.err("cp1600_get_state", json!({})).await;
+    assert_eq!(code, "SESSION_NOT_FOUND");
+    assert!(msg.contains("cp1600_create_session"), "{msg}");
+    let (code, _) = cp
+        .err("cp1600_get_state", json!({"session_id": "nope"}))
+        .await;
+    assert_eq!(code, "SESSION_NOT_FOUND");
+    cp.ok("cp1600_create_session", json!({"session_id": "a"}))
+        .await;
+    let (code, _) = cp
+        .err("cp1600_create_session", json!({"session_id": "a"}))
+        .await;
+    assert_eq!(code, "SESSION_EXISTS");
+    let (code, _) = cp.err("cp1600_run", json!({})).await;
+    assert_eq!(code, "NO_ROM_LOADED");
+    let missing = samples().join("missing.bin");
+    let (code, msg) = cp
+        .err("cp1600_load_rom", json!({"rom_path": missing}))
+        .await;
+    assert_eq!(code, "FILE_ERROR");
+    assert!(msg.contains(&missing.display().to_string()), "{msg}");
+    let (code, msg) = cp
+        .err(
+            "cp1600_load_rom",
+            json!({"rom_path": scratch.join("odd.bin")}),
+        )
+        .await;
+    assert_eq!(code, "INVALID_ROM", "an odd-sized file is not a ROM");
+    assert!(msg.contains("odd"), "{msg}");
+    cp.ok(
+        "cp1600_load_rom",
+        json!({"rom_path": sample("01-hello-world")}),
+    )
+    .await;
+    let (code, _) = cp
+        .err(
+            "cp1600_disassemble",
+            json!({"start_address": 10, "end_address": 5}),
+        )
+        .await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    let (code, _) = cp
+        .err("cp1600_clear_breakpoint", json!({"address": 1}))
+        .await;
+    assert_eq!(code, "BREAKPOINT_NOT_FOUND");
+    let (code, _) = cp
+        .err(
+            "cp1600_write_memory",
+            json!({"address": 0x01EF, "values": [1, 2]}),
+        )
+        .await;
+    assert_eq!(code, "UNMAPPED_ADDRESS");
+    let (code, _) = cp
+        .err(
+            "cp1600_run_until",
+            json!({"register": "R9", "register_value": 1}),
+        )
+        .await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    // Schema errors come from the host: an address beyond 16 bits.
+    let r = cp
+        .server
+        .call("cp1600_set_breakpoint", json!({"address": 70000}))
+        .await;
+    assert!(
+        is_error(&r) && text(&r).contains("`arguments.address` must be an integer from 0 to 65535"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(
+        cp.ok("cp1600_destroy_session", json!({"session_id": "a"}))
+            .await["status"],
+        "destroyed"
+    );
+    let (code, _) = cp
+        .err("cp1600_destroy_session", json!({"session_id": "a"}))
+        .await;
+    assert_eq!(code, "SESSION_NOT_FOUND");
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_rom_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
+    let outside = tempfile::tempdir().unwrap();
+    let rom = outside.path().canonicalize().unwrap().join("prog.bin");
+    std::fs::copy(sample("01-hello-world"), &rom).unwrap();
+    let cp = Cp::samples().await;
+    cp.ok("cp1600_create_session", json!({})).await;
+    let (code, msg) = cp.err("cp1600_load_rom", json!({"rom_path": rom})).await;
+    assert_eq!(code, "FILE_ERROR");
+    assert!(
+        msg.contains("outside"),
+        "should say the path is outside the allowed directories: {msg}"
+    );
+    assert!(
+        msg.contains(&samples().display().to_string()),
+        "should list the allowed roots: {msg}"
+    );
+    cp.server.stop().await;
+}
+
+// ---------------------------------------------------------------- fixtures
+
+#[tokio::test]
+async fn shared_every_fixture_program_reaches_its_final_state() {
+    let Some(dir) = fixtures("cp1600").map(|d| d.canonicalize().unwrap()) else {
+        return;
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .strip_suffix(".final.json")
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 20);
+    let cp = Cp::start(&[&dir], None).await;
+    for name in &names {
+        let fin: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.final.json"))).unwrap(),
+        )
+        .unwrap();
+        let loaded = cp.load(name, &dir.join(format!("{name}.bin"))).await;
+        assert_eq!(loaded["entry_point"], 0x5000, "{name}");
+        let run = cp
+            .ok(
+                "cp1600_run",
+                json!({"session_id": name, "max_cycles": 1_000_000}),
+            )
+            .await;
+        assert_eq!(run["reason"], "halted", "{name}: {run}");
+        assert_eq!(run["executed"], fin["instructions"], "{name}: instructions");
+        let st = cp.ok("cp1600_get_state", json!({"session_id": name})).await;
+        for i in 0..8 {
+            assert_eq!(
+                st["registers"][format!("R{i}")],
+                fin["r"][i],
+                "{name}: R{i}"
+            );
+        }
+        for f in ["S", "Z", "OV", "C"] {
+            assert_eq!(st["flags"][f], fin["flags"][f], "{name}: flag {f}");
+        }
+        assert_eq!(st["interrupts_enabled"], fin["flags"]["I"], "{name}: I");
+        assert_eq!(st["sdbd_pending"], fin["flags"]["D"], "{name}: D");
+        assert_eq!(st["cycles"], fin["cycles"], "{name}: cycles");
+        assert_eq!(
+            st["instructions"], fin["instructions"],
+            "{name}: instructions"
+        );
+        assert_eq!(st["halted"], true, "{name}");
+        for (lo, n) in [(0x0100u16, 0xF0u32), (0x0200, 0x160)] {
+            let mem = cp
+                .ok(
+                    "cp1600_examine_memory",
+                    json!({"session_id": name, "start_address": lo, "count": n}),
+                )
+                .await;
+            let cells = mem["memory"].as_array().unwrap();
+            assert_eq!(cells.len(), n as usize, "{name}");
+            for cell in cells {
+                let a = cell["address"].as_u64().unwrap();
+                let want = fin["ram"]
+                    .get(format!("0x{a:04X}"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                assert_eq!(
+                    cell["value"].as_u64().unwrap(),
+                    want,
+                    "{name}: RAM ${a:04X}"
+                );
+            }
+        }
+    }
+    let list = cp.ok("cp1600_list_sessions", json!({})).await;
+    assert_eq!(list["sessions"].as_array().unwrap().len(), names.len());
+    cp.server.stop().await;
+}

@@ -1,0 +1,551 @@
+//! End-to-end tests of the x86-inspect plugin through a real MCP client: the
+//! sample programs (samples/dos) run, inspected with the Spice86 tools and
+//! benchtop's debugging tools; in `shared_` tests every program of
+//! ../shared/fixtures/dos gives its reference stdout, exit code, files and
+//! call counts.
+
+use e2e::{Server, fixtures, is_error, json as result_json, only_plugin, repo, text};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// A server with only x86-inspect and the given grants (`DIR:ro` / `DIR:rw`).
+struct X86 {
+    server: Server,
+    _plugins: TempDir,
+}
+
+impl X86 {
+    async fn start(allow: &[String]) -> X86 {
+        let plugins = only_plugin("x86_inspect.wasm");
+        let mut args: Vec<String> =
+            vec!["--plugins".into(), plugins.path().to_string_lossy().into()];
+        for a in allow {
+            args.extend(["--allow".into(), a.clone()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        X86 {
+            server: Server::start(&args).await,
+            _plugins: plugins,
+        }
+    }
+
+    async fn samples() -> X86 {
+        X86::start(&[format!("{}:ro", samples().display())]).await
+    }
+
+    /// Calls a tool that must succeed; returns its JSON document.
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.server.call(tool, args.clone()).await;
+        assert!(!is_error(&r), "{tool} {args}: {}", text(&r));
+        result_json(&r)
+    }
+
+    /// Calls a tool that must fail; returns (code, text).
+    async fn err(&self, tool: &str, args: Value) -> (String, String) {
+        let r = self.server.call(tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args} should fail, got: {}", text(&r));
+        (
+            result_json(&r)["code"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            text(&r),
+        )
+    }
+}
+
+fn samples() -> PathBuf {
+    repo().join("samples/dos")
+}
+
+fn sample(name: &str) -> PathBuf {
+    samples().join(name)
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    let mut k: Vec<&str> = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    k.sort();
+    k
+}
+
+fn sorted(mut v: Vec<&str>) -> Vec<&str> {
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------- samples
+
+#[tokio::test]
+async fn serves_the_spice86_tools_and_the_debugging_tools() {
+    let x = X86::samples().await;
+    let tools = x.server.tools().await;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let want = [
+        "add_breakpoint",
+        "list_breakpoints",
+        "list_functions",
+        "list_machines",
+        "load_program",
+        "read_cfg_cpu_graph",
+        "read_console",
+        "read_cpu_registers",
+        "read_disassembly",
+        "read_memory",
+        "remove_breakpoint",
+        "remove_machine",
+        "run",
+        "step",
+        "write_memory",
+        "write_registers",
+    ];
+    assert_eq!(names, want);
+    let read_memory = tools.iter().find(|t| t.name == "read_memory").unwrap();
+    let schema = Value::Object((*read_memory.input_schema).clone());
+    assert_eq!(schema["required"], json!(["address", "length"]));
+    assert_eq!(
+        read_memory.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    x.server.stop().await;
+}
+
+#[tokio::test]
+async fn greet_runs_to_exit_echoing_its_command_tail() {
+    let x = X86::samples().await;
+    let loaded = x
+        .ok(
+            "load_program",
+            json!({"path": sample("greet.com"), "command_tail": "abc"}),
+        )
+        .await;
+    assert_eq!(loaded["machine"], 1);
+    assert_eq!(loaded["format"], "com");
+    assert_eq!(loaded["entry_point"], "0087:0100");
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["stop_reason"], "exited");
+    assert_eq!(run["exit_code"], 0);
+    let out = "Hello from benchtop x86-inspect!\r\nCommand tail:[ abc]\r\n";
+    assert_eq!(run["output"], out);
+    let console = x.ok("read_console", json!({})).await;
+    assert_eq!(console["stdout"], out);
+    assert_eq!(console["stderr"], "");
+    assert_eq!(console["stdout_bytes"], out.len());
+    // puts (AH=09h) three times, putc (AH=02h) once per tail byte, then exit.
+    assert_eq!(
+        console["int21_calls"],
+        json!({"21h/02h": 4, "21h/09h": 3, "21h/4Ch": 1})
+    );
+    let machines = x.ok("list_machines", json!({})).await;
+    assert!(machines.to_string().contains("greet.com"), "{machines}");
+    x.server.stop().await;
+}
+
+#[tokio::test]
+async fn sums_exits_42_and_the_spice86_tools_describe_it() {
+    let x = X86::samples().await;
+    x.ok(
+        "load_program",
+        json!({"path": sample("sums.com"), "cpu": "i8086"}),
+    )
+    .await;
+    // At the entry point: Spice86's register document, keys exactly as its spec.
+    let regs = x.ok("read_cpu_registers", json!({})).await;
+    assert_eq!(
+        keys(&regs),
+        ["flags", "generalPurpose", "instructionPointer", "segments"]
+    );
+    assert_eq!(
+        keys(&regs["generalPurpose"]),
+        sorted(vec!["EAX", "EBX", "ECX", "EDX", "ESI", "EDI", "ESP", "EBP"])
+    );
+    assert_eq!(
+        keys(&regs["segments"]),
+        sorted(vec!["CS", "DS", "ES", "FS", "GS", "SS"])
+    );
+    assert_eq!(keys(&regs["instructionPointer"]), ["IP"]);
+    assert_eq!(
+        keys(&regs["flags"]),
+        sorted(vec![
+            "CarryFlag",
+            "ParityFlag",
+            "AuxiliaryFlag",
+            "ZeroFlag",
+            "SignFlag",
+            "DirectionFlag",
+            "OverflowFlag",
+            "InterruptFlag"
+        ])
+    );
+    assert_eq!(regs["segments"]["CS"], 0x87);
+    assert_eq!(regs["segments"]["SS"], 0x87);
+    assert_eq!(regs["instructionPointer"]["IP"], 0x100);
+    assert_eq!(regs["generalPurpose"]["ESP"], 0xFFFE);
+
+    // read_memory: the program image at 0087:0100 (linear 0x970).
+    let image = std::fs::read(sample("sums.com")).unwrap();
+    let m = x
+        .ok("read_memory", json!({"address": 0x970, "length": 16}))
+        .await;
+    let hex: String = image[..16].iter().map(|b| format!("{b:02X}")).collect();
+    assert_eq!(
+        (m["address"].clone(), m["length"].clone(), m["data"].clone()),
+        (json!(0x970), json!(16), json!(hex))
+    );
+    let full = x
+        .ok("read_memory", json!({"address": 0, "length": 4096}))
+        .await;
+    assert_eq!(full["data"].as_str().unwrap().len(), 8192);
+    let (code, msg) = x
+        .err("read_memory", json!({"address": 0, "length": 4097}))
+        .await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(msg.contains("4096"), "{msg}");
+
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(
+        (run["stop_reason"].clone(), run["exit_code"].clone()),
+        (json!("exited"), json!(42))
+    );
+    assert_eq!(run["output"], "sum of 1..100 = 5050\r\n");
+    // print_dec (0087:0121) is called once per digit; the entry is catalogued too.
+    let f = x.ok("list_functions", json!({"limit": 10})).await;
+    let functions = f["functions"].as_array().unwrap();
+    assert_eq!(f["totalCount"], functions.len());
+    let print_dec = functions
+        .iter()
+        .find(|f| f["address"] == "0087:0121")
+        .expect("print_dec catalogued");
+    assert_eq!(print_dec["calledCount"], 4);
+    assert_eq!(print_dec["hasOverride"], false);
+    assert!(print_dec["name"].is_string());
+    assert!(functions.iter().any(|f| f["address"] == "0087:0100"), "{f}");
+    let counts: Vec<u64> = functions
+        .iter()
+        .map(|f| f["calledCount"].as_u64().unwrap())
+        .collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] >= w[1]),
+        "ordered by call count: {counts:?}"
+    );
+    // The CFG: entry points, and the last instruction was the exit INT 21h.
+    let g = x
+        .ok("read_cfg_cpu_graph", json!({"node_limit": 2000}))
+        .await;
+    assert_eq!(g["currentContextDepth"], 0);
+    assert_eq!(g["currentContextEntryPoint"], "0087:0100");
+    assert_eq!(g["lastExecutedAddress"], "0087:011F");
+    let entries = g["entryPointAddresses"].as_array().unwrap();
+    assert_eq!(g["totalEntryPoints"], entries.len());
+    assert!(entries.contains(&json!("0087:0100")), "{g}");
+    x.server.stop().await;
+}
+
+#[tokio::test]
+async fn breakpoints_step_disassembly_and_writes() {
+    let x = X86::samples().await;
+    x.ok("load_program", json!({"path": sample("sums.com")}))
+        .await;
+    let d = x
+        .ok("read_disassembly", json!({"instruction_count": 3}))
+        .await;
+    let ins = d["instructions"].as_array().unwrap();
+    let addrs: Vec<&str> = ins.iter().map(|i| i["address"].as_str().unwrap()).collect();
+    assert_eq!(addrs, ["0087:0100", "0087:0102", "0087:0105"]);
+    assert_eq!(
+        ins[0]["bytes"]
+            .as_str()
+            .unwrap()
+            .replace(' ', "")
+            .to_uppercase(),
+        "31C0"
+    );
+    assert!(
+        ins[0]["asm"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .starts_with("xor"),
+        "{d}"
+    );
+    assert!(
+        ins[1]["asm"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("cx"),
+        "{d}"
+    );
+
+    // Stop at print_dec's first call: AX holds the sum.
+    let bp = x
+        .ok("add_breakpoint", json!({"segment": 0x87, "offset": 0x121}))
+        .await;
+    assert_eq!(bp["linear"], 0x870 + 0x121);
+    let id = bp["id"].as_u64().unwrap();
+    let listed = x.ok("list_breakpoints", json!({})).await;
+    assert_eq!(listed["breakpoints"].as_array().unwrap().len(), 1);
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["stop_reason"], "breakpoint");
+    assert_eq!(run["address"], "0087:0121");
+    assert_eq!(run["output"], "sum of 1..100 = ");
+    let regs = x.ok("read_cpu_registers", json!({})).await;
+    assert_eq!(
+        regs["generalPurpose"]["EAX"].as_u64().unwrap() & 0xFFFF,
+        5050
+    );
+    // Step two instructions: xor dx, dx / mov bx, 10.
+    let s = x.ok("step", json!({"count": 2})).await;
+    assert_eq!(s["executed"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        s["registers"]["generalPurpose"]["EBX"].as_u64().unwrap() & 0xFFFF,
+        10
+    );
+    assert_eq!(
+        s["registers"]["generalPurpose"]["EDX"].as_u64().unwrap() & 0xFFFF,
+        0
+    );
+    assert_eq!(s["address"], "0087:0126");
+    // Change the number being printed, then finish without the breakpoint.
+    let w = x.ok("write_registers", json!({"ax": 1234})).await;
+    assert_eq!(w["generalPurpose"]["EAX"].as_u64().unwrap() & 0xFFFF, 1234);
+    x.ok("remove_breakpoint", json!({"id": id})).await;
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(
+        (run["stop_reason"].clone(), run["exit_code"].clone()),
+        (json!("exited"), json!(42))
+    );
+    assert_eq!(
+        x.ok("read_console", json!({})).await["stdout"],
+        "sum of 1..100 = 1234\r\n"
+    );
+    // write_memory shows up in read_memory.
+    x.ok(
+        "write_memory",
+        json!({"address": 0x500, "data": "DE AD be ef"}),
+    )
+    .await;
+    assert_eq!(
+        x.ok("read_memory", json!({"address": 0x500, "length": 4}))
+            .await["data"],
+        "DEADBEEF"
+    );
+    x.server.stop().await;
+}
+
+#[tokio::test]
+async fn errors_name_the_problem() {
+    let x = X86::samples().await;
+    let (code, msg) = x.err("read_cpu_registers", json!({})).await;
+    assert_eq!(code, "NO_MACHINE");
+    assert!(msg.contains("load_program"), "{msg}");
+    let missing = sample("missing.com");
+    let (code, msg) = x.err("load_program", json!({"path": missing})).await;
+    assert!(!code.is_empty(), "{msg}");
+    assert!(msg.contains(&missing.display().to_string()), "{msg}");
+    x.ok(
+        "load_program",
+        json!({"path": sample("sums.com"), "tracking": false}),
+    )
+    .await;
+    let (code, _) = x.err("read_cfg_cpu_graph", json!({})).await;
+    assert_eq!(code, "TRACKING_OFF");
+    let (code, _) = x.err("list_functions", json!({})).await;
+    assert_eq!(code, "TRACKING_OFF");
+    let (code, _) = x.err("step", json!({"count": 10_001})).await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    let (_, msg) = x.err("remove_machine", json!({"machine": 99})).await;
+    assert!(msg.contains("99"), "{msg}");
+    let (code, _) = x
+        .err("write_memory", json!({"address": 0, "data": "XYZ"}))
+        .await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    let r = x
+        .server
+        .call(
+            "load_program",
+            json!({"path": sample("sums.com"), "cpu": "z80"}),
+        )
+        .await;
+    assert!(
+        is_error(&r) && text(&r).contains("must be one of [i8086, i80186]"),
+        "{}",
+        text(&r)
+    );
+    x.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_program_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
+    let outside = tempfile::tempdir().unwrap();
+    let program = outside.path().canonicalize().unwrap().join("SUMS.COM");
+    std::fs::copy(sample("sums.com"), &program).unwrap();
+    let x = X86::samples().await;
+    let (_, msg) = x.err("load_program", json!({"path": program})).await;
+    assert!(
+        msg.contains("outside"),
+        "should say the path is outside the allowed directories: {msg}"
+    );
+    assert!(
+        msg.contains(&samples().display().to_string()),
+        "should list the allowed roots: {msg}"
+    );
+    x.server.stop().await;
+}
+
+// ---------------------------------------------------------------- fixtures
+
+fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| b as char).collect()
+}
+
+/// Runs one fixture program through MCP in its own directory; returns the
+/// mismatches.
+async fn check_program(x: &X86, work: &Path, src: &Path, exp: &Value) -> Vec<String> {
+    let program = exp["program"].as_str().unwrap();
+    std::fs::create_dir_all(work).unwrap();
+    std::fs::copy(src, work.join(program)).unwrap();
+    let calls = exp["calls"].as_array().unwrap();
+    // Call counts need tracking; the 90M-instruction benchmark runs without.
+    let tracking = !calls.is_empty() || exp["instructions"].as_u64().unwrap_or(0) < 1_000_000;
+    let loaded = x
+        .ok(
+            "load_program",
+            json!({"path": work.join(program), "tracking": tracking}),
+        )
+        .await;
+    let load_segment = u16::from_str_radix(loaded["load_segment"].as_str().unwrap(), 16).unwrap();
+    let mut errs = Vec::new();
+    let mut run = x.ok("run", json!({"max_instructions": 200_000_000})).await;
+    let mut executed = run["instructions"].as_u64().unwrap();
+    // A long run may come back early (progress/time slice): continue it.
+    while run["stop_reason"] == "cancelled" {
+        run = x.ok("run", json!({"max_instructions": 200_000_000})).await;
+        executed += run["instructions"].as_u64().unwrap();
+    }
+    if run["stop_reason"] != "exited" || run["exit_code"] != exp["exit_code"] {
+        errs.push(format!(
+            "stop: {} exit {}, want exit {}",
+            run["stop_reason"], run["exit_code"], exp["exit_code"]
+        ));
+    }
+    if let Some(want) = exp["instructions"].as_u64()
+        && executed != want
+    {
+        errs.push(format!("instructions: {executed}, want {want}"));
+    }
+    let console = x.ok("read_console", json!({"max_bytes": 65536})).await;
+    for (k, want) in [("stdout", &exp["stdout"]), ("stderr", &exp["stderr"])] {
+        if &console[k] != want {
+            errs.push(format!("{k}: {}, want {want}", console[k]));
+        }
+    }
+    if let Some(tty) = exp.get("bios_teletype")
+        && &console["screen"] != tty
+    {
+        errs.push(format!("screen: {}, want {tty}", console["screen"]));
+    }
+    if console["int21_calls"] != exp["int21_calls"] {
+        errs.push(format!(
+            "int21 calls: {}, want {}",
+            console["int21_calls"], exp["int21_calls"]
+        ));
+    }
+    if !calls.is_empty() {
+        let f = x.ok("list_functions", json!({"limit": 1000})).await;
+        let by_address: BTreeMap<&str, u64> = f["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["address"].as_str().unwrap(),
+                    f["calledCount"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        for c in calls {
+            // Expected addresses are relative to the load segment.
+            let rel = c["address"].as_str().unwrap();
+            let seg = u16::from_str_radix(&rel[..4], 16).unwrap() + load_segment;
+            let address = format!("{seg:04X}:{}", &rel[5..]);
+            let got = by_address.get(address.as_str()).copied().unwrap_or(0);
+            if got != c["count"].as_u64().unwrap() {
+                errs.push(format!(
+                    "calls to {} ({address}): {got}, want {}",
+                    c["name"], c["count"]
+                ));
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    for e in std::fs::read_dir(work).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name != program {
+            files.insert(name, latin1(&std::fs::read(e.path()).unwrap()));
+        }
+    }
+    let want_files: BTreeMap<String, String> = exp["files"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+        .collect();
+    if files != want_files {
+        errs.push(format!("files: {files:?}, want {want_files:?}"));
+    }
+    let removed = x
+        .ok("remove_machine", json!({"machine": loaded["machine"]}))
+        .await;
+    assert_eq!(removed["removed"], loaded["machine"]);
+    errs
+}
+
+#[tokio::test]
+async fn shared_every_dos_program_matches_its_reference_run() {
+    let Some(dir) = fixtures("dos").map(|d| d.canonicalize().unwrap()) else {
+        return;
+    };
+    let mut expected: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".expected.json"))
+        .collect();
+    expected.sort();
+    assert!(expected.len() >= 10, "{} programs", expected.len());
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path().canonicalize().unwrap();
+    let x = X86::start(&[format!("{}:rw", work.display())]).await;
+    let mut failed = Vec::new();
+    for path in &expected {
+        let exp: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let stem = path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace(".expected.json", "");
+        let src = dir.join(format!("{stem}.{}", exp["format"].as_str().unwrap()));
+        let errs = check_program(&x, &work.join(&stem), &src, &exp).await;
+        if errs.is_empty() {
+            eprintln!("{stem}: ok");
+        } else {
+            eprintln!("{stem}: FAILED\n  {}", errs.join("\n  "));
+            failed.push(format!("{stem}: {}", errs.join("; ")));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} programs failed:\n{}",
+        failed.len(),
+        expected.len(),
+        failed.join("\n")
+    );
+    x.server.stop().await;
+}
