@@ -35,13 +35,13 @@ run: build
 	$(BENCHTOP) serve --config benchtop.toml $(RUN_ARGS)
 
 test: build
-	$(CARGO) test --workspace -- --skip shared_
+	$(CARGO) test --workspace --exclude bench -- --skip shared_
 
 # Fixture tests (each skips cleanly when ../shared/fixtures is absent), then
 # real clients: the MCP Inspector CLI and the official conformance suite.
 test-shared: build
 	@[ -d ../shared/fixtures ] || echo "make test-shared: ../shared/fixtures not found; the fixture tests will skip"
-	$(CARGO) test --workspace -- shared_
+	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
 
 bench: wasm-target

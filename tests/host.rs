@@ -51,7 +51,13 @@ fn sandbox(extra: &str) -> Sandbox {
 }
 
 async fn start(sb: &Sandbox) -> Server {
-    Server::start(&["--config", sb.config.to_str().unwrap(), "--workspace", sb.rw.to_str().unwrap()]).await
+    Server::start(&[
+        "--config",
+        sb.config.to_str().unwrap(),
+        "--workspace",
+        sb.rw.to_str().unwrap(),
+    ])
+    .await
 }
 
 fn structured(r: &rmcp::model::CallToolResult) -> Value {
@@ -64,12 +70,28 @@ async fn lists_tools_with_docs_annotations_and_schemas() {
     let s = start(&sb).await;
     let tools = s.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert!(names.windows(2).all(|w| w[0] < w[1]), "deterministic order: {names:?}");
-    for expected in ["echo_ints", "echo_nested", "hello", "slow_count", "structured_error", "blocks"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    assert!(
+        names.windows(2).all(|w| w[0] < w[1]),
+        "deterministic order: {names:?}"
+    );
+    for expected in [
+        "echo_ints",
+        "echo_nested",
+        "hello",
+        "slow_count",
+        "structured_error",
+        "blocks",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
     let echo_ints = tools.iter().find(|t| t.name == "echo_ints").unwrap();
-    assert_eq!(echo_ints.description.as_deref(), Some("Returns every integer it is given, unchanged."));
+    assert_eq!(
+        echo_ints.description.as_deref(),
+        Some("Returns every integer it is given, unchanged.")
+    );
     let ann = echo_ints.annotations.as_ref().expect("annotations");
     assert_eq!(ann.read_only_hint, Some(true));
     let schema = Value::Object((*echo_ints.input_schema).clone());
@@ -78,14 +100,27 @@ async fn lists_tools_with_docs_annotations_and_schemas() {
     // A lone record parameter: its fields are the arguments, with their docs.
     let nested = tools.iter().find(|t| t.name == "echo_nested").unwrap();
     let schema = Value::Object((*nested.input_schema).clone());
-    assert_eq!(schema["properties"]["origin"]["description"], "Where it sits.");
+    assert_eq!(
+        schema["properties"]["origin"]["description"],
+        "Where it sits."
+    );
     assert_eq!(schema["properties"]["maybe_count"]["type"], "integer");
     let required = schema["required"].as_array().unwrap();
-    assert!(!required.contains(&json!("maybe_count")), "options are optional");
+    assert!(
+        !required.contains(&json!("maybe_count")),
+        "options are optional"
+    );
     assert!(required.contains(&json!("name")));
     // Results that are not text carry an output schema.
     assert!(nested.output_schema.is_some());
-    assert!(tools.iter().find(|t| t.name == "hello").unwrap().output_schema.is_none());
+    assert!(
+        tools
+            .iter()
+            .find(|t| t.name == "hello")
+            .unwrap()
+            .output_schema
+            .is_none()
+    );
     s.stop().await;
 }
 
@@ -96,18 +131,40 @@ async fn every_type_round_trips() {
     let ints = json!({"a": 255, "b": -128, "c": 65535, "d": -32768, "e": 4294967295u64, "f": -2147483648i64,
                       "g": 18446744073709551615u64, "h": -9223372036854775808i64});
     let r = s.call("echo_ints", ints.clone()).await;
-    assert_eq!(structured(&r)["result"], json!([255, -128, 65535, -32768, 4294967295u64, -2147483648i64, 18446744073709551615u64, -9223372036854775808i64]));
+    assert_eq!(
+        structured(&r)["result"],
+        json!([
+            255,
+            -128,
+            65535,
+            -32768,
+            4294967295u64,
+            -2147483648i64,
+            18446744073709551615u64,
+            -9223372036854775808i64
+        ])
+    );
     // The text block carries the same JSON for text-only clients.
-    assert_eq!(serde_json::from_str::<Value>(&text(&r)).unwrap(), structured(&r));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&r)).unwrap(),
+        structured(&r)
+    );
 
-    let r = s.call("echo_floats", json!({"single": 0.1, "double": -2.5e300})).await;
+    let r = s
+        .call("echo_floats", json!({"single": 0.1, "double": -2.5e300}))
+        .await;
     assert_eq!(structured(&r)["result"][0], json!(0.1));
     assert_eq!(structured(&r)["result"][1], json!(-2.5e300));
     let r = s.call("divide", json!({"a": 0.0, "b": 0.0})).await;
     assert_eq!(structured(&r)["result"], "NaN");
     let r = s.call("divide", json!({"a": -1.0, "b": 0.0})).await;
     assert_eq!(structured(&r)["result"], "-Infinity");
-    let r = s.call("echo_floats", json!({"single": "NaN", "double": "Infinity"})).await;
+    let r = s
+        .call(
+            "echo_floats",
+            json!({"single": "NaN", "double": "Infinity"}),
+        )
+        .await;
     assert_eq!(structured(&r)["result"], json!(["NaN", "Infinity", "NaN"]));
 
     let nested = json!({
@@ -130,9 +187,19 @@ async fn every_type_round_trips() {
 
     let r = s.call("echo_char", json!({"c": "😀"})).await;
     assert_eq!(structured(&r)["result"], json!(["😀", 0x1F600]));
-    let r = s.call("echo_flags", json!({"perms": [], "color": "red", "shape": {"circle": 2.5}})).await;
-    assert_eq!(structured(&r)["result"], json!([[], "red", {"circle": 2.5}]));
-    let r = s.call("echo_option", json!({"value": "v", "numbers": [1, -2]})).await;
+    let r = s
+        .call(
+            "echo_flags",
+            json!({"perms": [], "color": "red", "shape": {"circle": 2.5}}),
+        )
+        .await;
+    assert_eq!(
+        structured(&r)["result"],
+        json!([[], "red", {"circle": 2.5}])
+    );
+    let r = s
+        .call("echo_option", json!({"value": "v", "numbers": [1, -2]}))
+        .await;
     assert_eq!(structured(&r)["result"], "v [1, -2]");
     let r = s.call("echo_option", json!({"value": null})).await;
     assert_eq!(structured(&r)["result"], Value::Null);
@@ -173,29 +240,78 @@ async fn bad_calls_get_errors_that_say_what_to_fix() {
     let sb = sandbox("");
     let s = start(&sb).await;
     // Unknown tool: a JSON-RPC error with a suggestion.
-    let err = s.try_call("helo", json!({})).await.expect_err("unknown tool is a protocol error");
+    let err = s
+        .try_call("helo", json!({}))
+        .await
+        .expect_err("unknown tool is a protocol error");
     let msg = err.to_string();
-    assert!(msg.contains("Unknown tool: helo") && msg.contains("hello"), "{msg}");
+    assert!(
+        msg.contains("Unknown tool: helo") && msg.contains("hello"),
+        "{msg}"
+    );
     // Arguments that do not fit: isError naming path, expectation and value.
     let cases = [
-        ("echo_ints", json!({"a": 256, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0}), "`arguments.a` must be an integer from 0 to 255, but got the number 256"),
-        ("echo_ints", json!({"a": 1.5, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0}), "`arguments.a` must be an integer"),
-        ("echo_ints", json!({"a": -1}), "`arguments.a` must be an integer from 0 to 255, but got the number -1"),
-        ("echo_char", json!({"c": "ab"}), "`arguments.c` must be a string of exactly one character"),
+        (
+            "echo_ints",
+            json!({"a": 256, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0}),
+            "`arguments.a` must be an integer from 0 to 255, but got the number 256",
+        ),
+        (
+            "echo_ints",
+            json!({"a": 1.5, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0}),
+            "`arguments.a` must be an integer",
+        ),
+        (
+            "echo_ints",
+            json!({"a": -1}),
+            "`arguments.a` must be an integer from 0 to 255, but got the number -1",
+        ),
+        (
+            "echo_char",
+            json!({"c": "ab"}),
+            "`arguments.c` must be a string of exactly one character",
+        ),
         ("echo_char", json!({}), "`arguments.c` must be present"),
-        ("hello", json!({"extra": 1}), "`arguments.extra` must be absent (this takes no arguments)"),
-        ("echo_flags", json!({"perms": ["read", "read"], "color": "red", "shape": "empty"}), "`arguments.perms[1]` must be a flag not already listed"),
-        ("echo_flags", json!({"perms": [], "color": "purple", "shape": "empty"}), "`arguments.color` must be one of [red, green, dark_blue], but got the string \"purple\""),
-        ("echo_flags", json!({"perms": [], "color": "red", "shape": "circle"}), "{\"circle\": value} (this case carries data)"),
-        ("echo_nested", json!({"name": "n", "origin": {"x": 1}}), "`arguments.origin.y` must be present"),
+        (
+            "hello",
+            json!({"extra": 1}),
+            "`arguments.extra` must be absent (this takes no arguments)",
+        ),
+        (
+            "echo_flags",
+            json!({"perms": ["read", "read"], "color": "red", "shape": "empty"}),
+            "`arguments.perms[1]` must be a flag not already listed",
+        ),
+        (
+            "echo_flags",
+            json!({"perms": [], "color": "purple", "shape": "empty"}),
+            "`arguments.color` must be one of [red, green, dark_blue], but got the string \"purple\"",
+        ),
+        (
+            "echo_flags",
+            json!({"perms": [], "color": "red", "shape": "circle"}),
+            "{\"circle\": value} (this case carries data)",
+        ),
+        (
+            "echo_nested",
+            json!({"name": "n", "origin": {"x": 1}}),
+            "`arguments.origin.y` must be present",
+        ),
     ];
     for (tool, args, expected) in cases {
         let r = s.call(tool, args.clone()).await;
         assert!(is_error(&r), "{tool} {args} should fail");
-        assert!(text(&r).contains(expected), "{tool} {args}: got `{}`, expected `{expected}`", text(&r));
+        assert!(
+            text(&r).contains(expected),
+            "{tool} {args}: got `{}`, expected `{expected}`",
+            text(&r)
+        );
     }
     // The server is still fine.
-    assert_eq!(text(&s.call("hello", json!({})).await), "hello from kitchen-sink");
+    assert_eq!(
+        text(&s.call("hello", json!({})).await),
+        "hello from kitchen-sink"
+    );
     s.stop().await;
 }
 
@@ -209,7 +325,11 @@ async fn a_runaway_plugin_is_stopped_by_its_deadline_and_rebuilt() {
     let r = s.call("spin", json!({})).await;
     let took = started.elapsed();
     assert!(is_error(&r));
-    assert!(text(&r).contains("ran past its deadline of 3s"), "{}", text(&r));
+    assert!(
+        text(&r).contains("ran past its deadline of 3s"),
+        "{}",
+        text(&r)
+    );
     assert!(text(&r).contains("instance was reset"), "{}", text(&r));
     assert!(took < Duration::from_secs(6), "stopped in {took:?}");
     // A fresh instance: state was reset, and it serves again.
@@ -226,7 +346,10 @@ async fn a_memory_bomb_is_stopped_by_the_cap() {
     let r = s.call("allocate", json!({"mebibytes": 4000})).await;
     assert!(is_error(&r));
     assert!(text(&r).contains("memory cap of 64 MiB"), "{}", text(&r));
-    assert_eq!(text(&s.call("hello", json!({})).await), "hello from kitchen-sink");
+    assert_eq!(
+        text(&s.call("hello", json!({})).await),
+        "hello from kitchen-sink"
+    );
     s.stop().await;
 }
 
@@ -236,13 +359,21 @@ async fn a_panic_is_reported_with_its_message() {
     let s = start(&sb).await;
     let r = s.call("panic", json!({"message": "boom at line 7"})).await;
     assert!(is_error(&r));
-    assert!(text(&r).contains("panicked") && text(&r).contains("boom at line 7"), "{}", text(&r));
-    assert_eq!(text(&s.call("hello", json!({})).await), "hello from kitchen-sink");
+    assert!(
+        text(&r).contains("panicked") && text(&r).contains("boom at line 7"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(
+        text(&s.call("hello", json!({})).await),
+        "hello from kitchen-sink"
+    );
     s.stop().await;
 }
 
 async fn read(s: &Server, path: &Path) -> rmcp::model::CallToolResult {
-    s.call("read_file", json!({"path": path.to_str().unwrap()})).await
+    s.call("read_file", json!({"path": path.to_str().unwrap()}))
+        .await
 }
 
 #[tokio::test]
@@ -252,24 +383,54 @@ async fn the_filesystem_is_confined_to_granted_directories() {
     // Same-path mapping: absolute host paths work unchanged.
     assert_eq!(text(&read(&s, &sb.ro.join("note.txt")).await), "read me");
     // Workspace-relative paths resolve against --workspace.
-    let r = s.call("write_file", json!({"path": "made.txt", "contents": "hi"})).await;
+    let r = s
+        .call("write_file", json!({"path": "made.txt", "contents": "hi"}))
+        .await;
     assert!(!is_error(&r), "{}", text(&r));
-    assert_eq!(std::fs::read_to_string(sb.rw.join("made.txt")).unwrap(), "hi");
+    assert_eq!(
+        std::fs::read_to_string(sb.rw.join("made.txt")).unwrap(),
+        "hi"
+    );
     // Outside every grant: absolute, `..` walk, symlink, hard-to-guess paths.
     let r = read(&s, &sb.outside.join("secret.txt")).await;
-    assert!(is_error(&r) && text(&r).contains("outside the directories"), "{}", text(&r));
-    assert!(text(&r).contains(&format!("{} (read-write)", sb.rw.display())), "lists the roots: {}", text(&r));
+    assert!(
+        is_error(&r) && text(&r).contains("outside the directories"),
+        "{}",
+        text(&r)
+    );
+    assert!(
+        text(&r).contains(&format!("{} (read-write)", sb.rw.display())),
+        "lists the roots: {}",
+        text(&r)
+    );
     let walk = sb.rw.join("../outside/secret.txt");
     let r = read(&s, &walk).await;
-    assert!(is_error(&r) && !text(&r).contains("top secret"), "{}", text(&r));
+    assert!(
+        is_error(&r) && !text(&r).contains("top secret"),
+        "{}",
+        text(&r)
+    );
     std::os::unix::fs::symlink(&sb.outside, sb.rw.join("escape")).unwrap();
     let r = read(&s, &sb.rw.join("escape/secret.txt")).await;
-    assert!(is_error(&r) && !text(&r).contains("top secret"), "symlink escape: {}", text(&r));
+    assert!(
+        is_error(&r) && !text(&r).contains("top secret"),
+        "symlink escape: {}",
+        text(&r)
+    );
     let r = read(&s, Path::new("/etc/hostname")).await;
     assert!(is_error(&r), "{}", text(&r));
     // Writes to a read-only directory fail cleanly.
-    let r = s.call("write_file", json!({"path": sb.ro.join("new.txt"), "contents": "x"})).await;
-    assert!(is_error(&r) && text(&r).contains("may only read"), "{}", text(&r));
+    let r = s
+        .call(
+            "write_file",
+            json!({"path": sb.ro.join("new.txt"), "contents": "x"}),
+        )
+        .await;
+    assert!(
+        is_error(&r) && text(&r).contains("read-only for this plugin"),
+        "{}",
+        text(&r)
+    );
     assert!(!sb.ro.join("new.txt").exists());
     s.stop().await;
 }
@@ -280,7 +441,9 @@ async fn no_network_and_no_environment_by_default() {
     let addr = listener.local_addr().unwrap();
     let sb = sandbox("");
     let s = start(&sb).await;
-    let r = s.call("connect", json!({"address": addr.to_string()})).await;
+    let r = s
+        .call("connect", json!({"address": addr.to_string()}))
+        .await;
     assert!(is_error(&r), "connected without permission: {}", text(&r));
     let r = s.call("env_var", json!({"name": "HOME"})).await;
     assert_eq!(structured(&r)["result"], Value::Null);
@@ -291,12 +454,21 @@ async fn no_network_and_no_environment_by_default() {
 async fn granted_network_addresses_are_reachable() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let sb = sandbox(&format!("network = [\"{addr}\"]\nenv = {{ GREETING = \"hi\" }}\n"));
+    let sb = sandbox(&format!(
+        "network = [\"{addr}\"]\nenv = {{ GREETING = \"hi\" }}\n"
+    ));
     let s = start(&sb).await;
-    let r = s.call("connect", json!({"address": addr.to_string()})).await;
+    let r = s
+        .call("connect", json!({"address": addr.to_string()}))
+        .await;
     assert!(!is_error(&r), "{}", text(&r));
-    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let r = s.call("connect", json!({"address": other.to_string()})).await;
+    let other = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let r = s
+        .call("connect", json!({"address": other.to_string()}))
+        .await;
     assert!(is_error(&r), "only the granted port: {}", text(&r));
     let r = s.call("env_var", json!({"name": "GREETING"})).await;
     assert_eq!(structured(&r)["result"], "hi");
@@ -310,15 +482,27 @@ async fn guest_output_stays_out_of_the_protocol_stream() {
     // Were guest stdout on the JSON-RPC stream, the client would fail to parse it.
     let r = s.call("noisy", json!({})).await;
     assert_eq!(text(&r), "noisy done");
-    assert_eq!(text(&s.call("hello", json!({})).await), "hello from kitchen-sink");
+    assert_eq!(
+        text(&s.call("hello", json!({})).await),
+        "hello from kitchen-sink"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stderr = s.stderr.lock().unwrap().clone();
-    assert!(stderr.contains("this line goes to guest stdout"), "{stderr}");
-    assert!(stderr.contains("this line goes to guest stderr"), "{stderr}");
+    assert!(
+        stderr.contains("this line goes to guest stdout"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("this line goes to guest stderr"),
+        "{stderr}"
+    );
     {
         let events = s.events.lock().unwrap();
         assert!(
-            events.logs.iter().any(|l| l.data == json!("a log line from kitchen-sink")),
+            events
+                .logs
+                .iter()
+                .any(|l| l.data == json!("a log line from kitchen-sink")),
             "guest log forwarded as MCP logging: {:?}",
             events.logs
         );
@@ -330,13 +514,26 @@ async fn guest_output_stays_out_of_the_protocol_stream() {
 async fn progress_is_reported_to_the_client() {
     let sb = sandbox("");
     let s = start(&sb).await;
-    let r = s.call("slow_count", json!({"steps": 8, "millis_per_step": 40})).await;
+    let r = s
+        .call("slow_count", json!({"steps": 8, "millis_per_step": 40}))
+        .await;
     assert_eq!(structured(&r)["result"], 8);
-    let events = s.events.lock().unwrap();
-    assert!(events.progress.len() >= 3, "progress: {:?}", events.progress);
-    assert!(events.progress.windows(2).all(|w| w[1].progress > w[0].progress), "increasing");
-    assert_eq!(events.progress[0].total, Some(8.0));
-    drop(events);
+    {
+        let events = s.events.lock().unwrap();
+        assert!(
+            events.progress.len() >= 3,
+            "progress: {:?}",
+            events.progress
+        );
+        assert!(
+            events
+                .progress
+                .windows(2)
+                .all(|w| w[1].progress > w[0].progress),
+            "increasing"
+        );
+        assert_eq!(events.progress[0].total, Some(8.0));
+    }
     s.stop().await;
 }
 
@@ -344,12 +541,17 @@ async fn progress_is_reported_to_the_client() {
 async fn a_cancelled_call_stops_and_the_server_goes_on() {
     let sb = sandbox("deadline_ms = 20000\n");
     // The sandbox already sets a deadline; the later key must not be duplicated.
-    let cfg = std::fs::read_to_string(&sb.config).unwrap().replace("deadline_ms = 3000\n", "");
+    let cfg = std::fs::read_to_string(&sb.config)
+        .unwrap()
+        .replace("deadline_ms = 3000\n", "");
     std::fs::write(&sb.config, cfg).unwrap();
     let s = start(&sb).await;
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new("slow_count").with_arguments(
-            json!({"steps": 1000, "millis_per_step": 10}).as_object().unwrap().clone(),
+            json!({"steps": 1000, "millis_per_step": 10})
+                .as_object()
+                .unwrap()
+                .clone(),
         ),
     ));
     let handle = s
@@ -363,7 +565,11 @@ async fn a_cancelled_call_stops_and_the_server_goes_on() {
     handle.cancel(Some("test".into())).await.unwrap();
     // The plugin sees the cancellation cooperatively and keeps its state.
     assert_eq!(structured(&s.call("counter", json!({})).await)["result"], 1);
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
     assert_eq!(structured(&s.call("counter", json!({})).await)["result"], 2);
     s.stop().await;
 }
@@ -371,10 +577,13 @@ async fn a_cancelled_call_stops_and_the_server_goes_on() {
 #[tokio::test]
 async fn a_plugin_that_ignores_cancellation_is_interrupted() {
     let sb = sandbox("");
-    let cfg = std::fs::read_to_string(&sb.config).unwrap().replace("deadline_ms = 3000", "deadline_ms = 60000");
+    let cfg = std::fs::read_to_string(&sb.config)
+        .unwrap()
+        .replace("deadline_ms = 3000", "deadline_ms = 60000");
     std::fs::write(&sb.config, cfg).unwrap();
     let s = start(&sb).await;
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new("spin")));
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new("spin")));
     let handle = s
         .client
         .peer()
@@ -386,21 +595,41 @@ async fn a_plugin_that_ignores_cancellation_is_interrupted() {
     handle.cancel(None).await.unwrap();
     let r = s.call("hello", json!({})).await;
     assert_eq!(text(&r), "hello from kitchen-sink");
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
     s.stop().await;
 }
 
 #[test]
 fn call_subcommand_prints_results_and_fails_on_errors() {
-    let plugins = test_plugins();
+    let dir = e2e::only_test_plugin("kitchen_sink.wasm");
+    let plugins = dir.path();
     let out = std::process::Command::new(e2e::bin())
-        .args(["call", "hello", "{}", "--plugins", plugins.to_str().unwrap()])
+        .args([
+            "call",
+            "hello",
+            "{}",
+            "--plugins",
+            plugins.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello from kitchen-sink");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello from kitchen-sink"
+    );
     let out = std::process::Command::new(e2e::bin())
-        .args(["call", "plain_error", "{\"fail\": true}", "--plugins", plugins.to_str().unwrap()])
+        .args([
+            "call",
+            "plain_error",
+            "{\"fail\": true}",
+            "--plugins",
+            plugins.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -410,12 +639,18 @@ fn call_subcommand_prints_results_and_fails_on_errors() {
 #[test]
 fn check_subcommand_describes_a_component() {
     let out = std::process::Command::new(e2e::bin())
-        .args(["check", test_plugins().join("kitchen_sink.wasm").to_str().unwrap()])
+        .args([
+            "check",
+            test_plugins().join("kitchen_sink.wasm").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("● echo_ints") && stdout.contains("annotations: read-only, idempotent"), "{stdout}");
+    assert!(
+        stdout.contains("● echo_ints") && stdout.contains("annotations: read-only, idempotent"),
+        "{stdout}"
+    );
     assert!(stdout.contains("no problems found"));
     let out = std::process::Command::new(e2e::bin())
         .args(["check", "/etc/hostname"])

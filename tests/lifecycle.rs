@@ -76,13 +76,23 @@ async fn hot_swap_under_load_loses_no_call() {
             ("kitchen_sink", "hello from kitchen-sink")
         };
         install(&component(next), &live);
-        wait_for(&format!("round {round}: {next} serving"), async || hello(&s).await == expect).await;
+        wait_for(&format!("round {round}: {next} serving"), async || {
+            hello(&s).await == expect
+        })
+        .await;
     }
     stop.store(true, Ordering::Relaxed);
     looper.await.unwrap();
-    assert_eq!(failures.load(Ordering::Relaxed), 0, "calls failed during the swaps");
+    assert_eq!(
+        failures.load(Ordering::Relaxed),
+        0,
+        "calls failed during the swaps"
+    );
     assert!(calls.load(Ordering::Relaxed) > 20, "the loop ran");
-    assert!(s.events.lock().unwrap().list_changed >= 4, "clients are told the list changed");
+    assert!(
+        s.events.lock().unwrap().list_changed >= 4,
+        "clients are told the list changed"
+    );
 }
 
 #[tokio::test]
@@ -94,13 +104,22 @@ async fn a_broken_replacement_keeps_the_old_version_serving() {
     assert_eq!(hello(&s).await, "hello from greeter");
     install_bytes(b"\0asm\x0d\0\x01\0 this is not a component", &live);
     let stderr = s.stderr.clone();
-    wait_for("the refusal to be logged", async || stderr.lock().unwrap().contains("hot swap refused")).await;
+    wait_for("the refusal to be logged", async || {
+        stderr.lock().unwrap().contains("hot swap refused")
+    })
+    .await;
     assert_eq!(hello(&s).await, "hello from greeter");
     let log = s.stderr.lock().unwrap().clone();
-    assert!(log.contains("plugin.wasm") && log.contains("keeps serving"), "{log}");
+    assert!(
+        log.contains("plugin.wasm") && log.contains("keeps serving"),
+        "{log}"
+    );
     // A good file afterwards is picked up.
     install(&component("kitchen_sink"), &live);
-    wait_for("the fixed file", async || hello(&s).await == "hello from kitchen-sink").await;
+    wait_for("the fixed file", async || {
+        hello(&s).await == "hello from kitchen-sink"
+    })
+    .await;
     s.stop().await;
 }
 
@@ -111,11 +130,20 @@ async fn adding_and_removing_files_loads_and_unloads_tools() {
     assert!(s.tools().await.is_empty());
     let file = dir.path().join("greeter.wasm");
     install(&component("greeter"), &file);
-    wait_for("greeter's tools", async || s.tools().await.iter().any(|t| t.name == "greet")).await;
-    assert_eq!(text(&s.call("greet", json!({"name": "Ada"})).await), "hello, Ada");
+    wait_for("greeter's tools", async || {
+        s.tools().await.iter().any(|t| t.name == "greet")
+    })
+    .await;
+    assert_eq!(
+        text(&s.call("greet", json!({"name": "Ada"})).await),
+        "hello, Ada"
+    );
     std::fs::remove_file(&file).unwrap();
     wait_for("the tools to go", async || s.tools().await.is_empty()).await;
-    let err = s.try_call("greet", json!({"name": "Ada"})).await.expect_err("unloaded");
+    let err = s
+        .try_call("greet", json!({"name": "Ada"}))
+        .await
+        .expect_err("unloaded");
     assert!(err.to_string().contains("Unknown tool: greet"), "{err}");
     assert!(s.events.lock().unwrap().list_changed >= 2);
     s.stop().await;
@@ -124,24 +152,47 @@ async fn adding_and_removing_files_loads_and_unloads_tools() {
 #[tokio::test]
 async fn colliding_tool_names_are_refused_unless_prefixed() {
     let dir = tempfile::tempdir().unwrap();
-    install(&component("kitchen_sink"), &dir.path().join("a_kitchen.wasm"));
+    install(
+        &component("kitchen_sink"),
+        &dir.path().join("a_kitchen.wasm"),
+    );
     install(&component("greeter"), &dir.path().join("b_greeter.wasm"));
     let s = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch"]).await;
     assert_eq!(hello(&s).await, "hello from kitchen-sink");
-    assert!(!s.tools().await.iter().any(|t| t.name == "greet"), "the later plugin is refused whole");
+    assert!(
+        !s.tools().await.iter().any(|t| t.name == "greet"),
+        "the later plugin is refused whole"
+    );
     let log = s.stderr.lock().unwrap().clone();
-    assert!(log.contains("plugin `b-greeter`") && log.contains("plugin `a-kitchen`") && log.contains("prefix"), "{log}");
+    assert!(
+        log.contains("plugin `b-greeter`")
+            && log.contains("plugin `a-kitchen`")
+            && log.contains("prefix"),
+        "{log}"
+    );
     s.stop().await;
 
     let config = dir.path().join("benchtop.toml");
     std::fs::write(
         &config,
-        format!("[[plugin]]\npath = \"{}\"\nprefix = \"gr\"\n", dir.path().join("b_greeter.wasm").display()),
+        format!(
+            "[[plugin]]\npath = \"{}\"\nprefix = \"gr\"\n",
+            dir.path().join("b_greeter.wasm").display()
+        ),
     )
     .unwrap();
-    let s = Server::start(&["--config", config.to_str().unwrap(), "--plugins", dir.path().to_str().unwrap()]).await;
+    let s = Server::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--plugins",
+        dir.path().to_str().unwrap(),
+    ])
+    .await;
     assert_eq!(hello(&s).await, "hello from kitchen-sink");
-    assert_eq!(text(&s.call("gr_hello", json!({})).await), "hello from greeter");
+    assert_eq!(
+        text(&s.call("gr_hello", json!({})).await),
+        "hello from greeter"
+    );
     s.stop().await;
 }
 
@@ -150,11 +201,20 @@ async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
     install(&component("greeter"), &dir.path().join("greeter.wasm"));
     let cache = dir.path().join("cache");
-    let args = ["--plugins", dir.path().to_str().unwrap(), "--cache-dir", cache.to_str().unwrap(), "--no-watch"];
+    let args = [
+        "--plugins",
+        dir.path().to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--no-watch",
+    ];
     let s = Server::start(&args).await;
     assert_eq!(hello(&s).await, "hello from greeter");
     s.stop().await;
-    let entries: Vec<PathBuf> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    let entries: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(entries.len(), 1, "one cache entry: {entries:?}");
     let mut bytes = std::fs::read(&entries[0]).unwrap();
     let mid = bytes.len() / 2;
@@ -174,7 +234,14 @@ async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
 /// `benchtop serve --http` on a free port; returns the child and its endpoint.
 async fn start_http(plugins: &Path) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(bin())
-        .args(["serve", "--http", "127.0.0.1:0", "--no-watch", "--plugins", plugins.to_str().unwrap()])
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-watch",
+            "--plugins",
+            plugins.to_str().unwrap(),
+        ])
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -200,7 +267,9 @@ async fn raw_post(url: &str, host: &str, origin: Option<&str>) -> u16 {
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
-    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    let origin = origin
+        .map(|o| format!("Origin: {o}\r\n"))
+        .unwrap_or_default();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -208,13 +277,20 @@ async fn raw_post(url: &str, host: &str, origin: Option<&str>) -> u16 {
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response).await;
-    response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 #[tokio::test]
 async fn streamable_http_serves_many_clients_and_refuses_rebinding() {
     let dir = tempfile::tempdir().unwrap();
-    install(&component("kitchen_sink"), &dir.path().join("kitchen_sink.wasm"));
+    install(
+        &component("kitchen_sink"),
+        &dir.path().join("kitchen_sink.wasm"),
+    );
     let (_child, url) = start_http(dir.path()).await;
     let client = ().serve(StreamableHttpClientTransport::from_uri(url.clone())).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
@@ -230,7 +306,10 @@ async fn streamable_http_serves_many_clients_and_refuses_rebinding() {
             for j in 0..10 {
                 let args = json!({"c": char::from(b'a' + ((i + j) % 26) as u8).to_string()});
                 let r = client
-                    .call_tool(rmcp::model::CallToolRequestParams::new("echo_char").with_arguments(args.as_object().unwrap().clone()))
+                    .call_tool(
+                        rmcp::model::CallToolRequestParams::new("echo_char")
+                            .with_arguments(args.as_object().unwrap().clone()),
+                    )
                     .await
                     .unwrap();
                 assert!(!is_error(&r), "{}", text(&r));
@@ -243,18 +322,35 @@ async fn streamable_http_serves_many_clients_and_refuses_rebinding() {
     }
 
     // DNS rebinding: a foreign Host or Origin is refused.
-    let port = url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp").to_owned();
-    assert!(raw_post(&url, &format!("127.0.0.1:{port}"), None).await < 400, "a plain local request is served");
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    assert!(
+        raw_post(&url, &format!("127.0.0.1:{port}"), None).await < 400,
+        "a plain local request is served"
+    );
     let status = raw_post(&url, "evil.example", None).await;
     assert!((400..500).contains(&status), "foreign Host got {status}");
-    let status = raw_post(&url, &format!("127.0.0.1:{port}"), Some("http://evil.example")).await;
+    let status = raw_post(
+        &url,
+        &format!("127.0.0.1:{port}"),
+        Some("http://evil.example"),
+    )
+    .await;
     assert!((400..500).contains(&status), "foreign Origin got {status}");
 }
 
 #[test]
 fn http_refuses_non_loopback_addresses() {
     let out = std::process::Command::new(bin())
-        .args(["serve", "--http", "0.0.0.0:0", "--plugins", test_plugins().to_str().unwrap()])
+        .args([
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--plugins",
+            test_plugins().to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

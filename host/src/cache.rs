@@ -47,7 +47,9 @@ impl CompileCache {
 
     fn key(engine: &Engine, wasm: &[u8]) -> String {
         let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut engine_hash);
+        engine
+            .precompile_compatibility_hash()
+            .hash(&mut engine_hash);
         let mut h = Sha256::new();
         h.update(wasm);
         h.update(engine_hash.finish().to_le_bytes());
@@ -58,7 +60,10 @@ impl CompileCache {
     /// Loads the compiled form of `wasm`, compiling and storing it on a miss.
     pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
-            return Ok((crate::runtime::compile(engine, wasm)?, CacheOutcome::Compiled));
+            return Ok((
+                crate::runtime::compile(engine, wasm)?,
+                CacheOutcome::Compiled,
+            ));
         };
         let path = dir.join(format!("{}.cwasm", Self::key(engine, wasm)));
         let mut outcome = CacheOutcome::Compiled;
@@ -69,7 +74,9 @@ impl CompileCache {
                 // key), and its checksum matches what was written.
                 Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
                     Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                    Err(e) => tracing::warn!("cache entry {} unusable ({e}); rebuilding", path.display()),
+                    Err(e) => {
+                        tracing::warn!("cache entry {} unusable ({e}); rebuilding", path.display())
+                    }
                 },
                 None => tracing::warn!("cache entry {} is corrupt; rebuilding", path.display()),
             }

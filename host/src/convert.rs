@@ -37,22 +37,21 @@ type Result<T> = std::result::Result<T, ArgumentError>;
 
 /// Describes a JSON value briefly, for error messages.
 fn describe(v: &Value) -> String {
-    let s = match v {
-        Value::Null => return "null".into(),
-        Value::Bool(b) => return format!("the boolean {b}"),
-        Value::Number(n) => return format!("the number {n}"),
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
         Value::String(s) => {
             let short: String = s.chars().take(40).collect();
             let more = if s.chars().count() > 40 { "…" } else { "" };
-            return format!("the string \"{short}{more}\"");
+            format!("the string \"{short}{more}\"")
         }
         Value::Array(a) => format!("an array of {} items", a.len()),
         Value::Object(o) => {
             let keys: Vec<&str> = o.keys().take(5).map(String::as_str).collect();
             format!("an object with keys [{}]", keys.join(", "))
         }
-    };
-    s
+    }
 }
 
 /// Converts JSON to component values for one type.
@@ -145,15 +144,27 @@ impl<'a> FromJson<'a> {
                 TypeDefKind::Tuple(t) => format!("an array of {} items", t.types.len()),
                 TypeDefKind::Flags(f) => format!(
                     "an array of distinct names from [{}]",
-                    f.flags.iter().map(|x| json_name(&x.name)).collect::<Vec<_>>().join(", ")
+                    f.flags
+                        .iter()
+                        .map(|x| json_name(&x.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 TypeDefKind::Enum(e) => format!(
                     "one of [{}]",
-                    e.cases.iter().map(|x| json_name(&x.name)).collect::<Vec<_>>().join(", ")
+                    e.cases
+                        .iter()
+                        .map(|x| json_name(&x.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 TypeDefKind::Variant(v) => format!(
                     "one of [{}] (cases with data as {{\"case\": value}})",
-                    v.cases.iter().map(|x| json_name(&x.name)).collect::<Vec<_>>().join(", ")
+                    v.cases
+                        .iter()
+                        .map(|x| json_name(&x.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 TypeDefKind::Option(inner) => format!("{} or null", self.expected(inner)),
                 TypeDefKind::Result(_) => "{\"ok\": …} or {\"err\": …}".into(),
@@ -207,7 +218,11 @@ impl<'a> FromJson<'a> {
                     match name {
                         Some(fl) if !set.contains(&fl.name) => set.push(fl.name.clone()),
                         Some(_) => {
-                            return Self::err(&format!("{path}[{i}]"), "a flag not already listed", item);
+                            return Self::err(
+                                &format!("{path}[{i}]"),
+                                "a flag not already listed",
+                                item,
+                            );
                         }
                         None => return Self::err(&format!("{path}[{i}]"), self.expected(ty), item),
                     }
@@ -232,7 +247,10 @@ impl<'a> FromJson<'a> {
                             }
                             return Self::err(
                                 path,
-                                format!("{{\"{}\": value}} (this case carries data)", json_name(&c.name)),
+                                format!(
+                                    "{{\"{}\": value}} (this case carries data)",
+                                    json_name(&c.name)
+                                ),
                                 v,
                             );
                         }
@@ -241,10 +259,16 @@ impl<'a> FromJson<'a> {
                         let (key, payload) = o.iter().next().expect("one entry");
                         if let Some(c) = var.cases.iter().find(|c| matches(&c.name, key)) {
                             let inner = match &c.ty {
-                                Some(t) => Some(Box::new(self.value(&join(path, key), t, payload)?)),
+                                Some(t) => {
+                                    Some(Box::new(self.value(&join(path, key), t, payload)?))
+                                }
                                 None if payload.is_null() => None,
                                 None => {
-                                    return Self::err(&join(path, key), "null (this case carries no data)", payload);
+                                    return Self::err(
+                                        &join(path, key),
+                                        "null (this case carries no data)",
+                                        payload,
+                                    );
                                 }
                             };
                             return Ok(Val::Variant(c.name.clone(), inner));
@@ -371,13 +395,22 @@ impl<'a> FromJson<'a> {
                     (Some(f), _) if !f.is_finite() || f.abs() <= f32::MAX as f64 => {
                         Ok(Val::Float32(f as f32))
                     }
-                    (Some(_), _) => Self::err(path, "a number within the range of a 32-bit float", v),
-                    (None, _) => Self::err(path, "a number (or \"NaN\", \"Infinity\", \"-Infinity\")", v),
+                    (Some(_), _) => {
+                        Self::err(path, "a number within the range of a 32-bit float", v)
+                    }
+                    (None, _) => Self::err(
+                        path,
+                        "a number (or \"NaN\", \"Infinity\", \"-Infinity\")",
+                        v,
+                    ),
                 }
             }
             Type::Char => {
                 let mut chars = v.as_str().map(str::chars);
-                match chars.as_mut().and_then(|c| c.next().zip(Some(c.next().is_none()))) {
+                match chars
+                    .as_mut()
+                    .and_then(|c| c.next().zip(Some(c.next().is_none())))
+                {
                     Some((c, true)) => Ok(Val::Char(c)),
                     _ => Self::err(path, "a string of exactly one character", v),
                 }
@@ -392,7 +425,10 @@ impl<'a> FromJson<'a> {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+    if key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
         format!("{path}.{key}")
     } else {
         format!("{path}[{key:?}]")
@@ -430,7 +466,12 @@ pub fn to_json(val: &Val) -> Value {
                 }
                 Value::Object(o)
             } else {
-                Value::Array(pairs.iter().map(|(k, v)| json!([to_json(k), to_json(v)])).collect())
+                Value::Array(
+                    pairs
+                        .iter()
+                        .map(|(k, v)| json!([to_json(k), to_json(v)]))
+                        .collect(),
+                )
             }
         }
         Val::Record(fields) => Value::Object(

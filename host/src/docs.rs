@@ -28,15 +28,11 @@ pub fn read_section(wasm: &[u8]) -> Result<Option<Value>> {
                 bail!("the component has more than one `{SECTION_NAME}` section");
             }
             let data = section.data();
-            let (version, json) = data
-                .split_first()
-                .context("the docs section is empty")?;
+            let (version, json) = data.split_first().context("the docs section is empty")?;
             if *version > 1 {
                 bail!("docs section version {version} is not supported (expected 0 or 1)");
             }
-            found = Some(
-                serde_json::from_slice(json).context("the docs section is not JSON")?,
-            );
+            found = Some(serde_json::from_slice(json).context("the docs section is not JSON")?);
         }
     }
     Ok(found)
@@ -66,10 +62,10 @@ pub fn apply(resolve: &mut Resolve, docs: &Value) -> Vec<String> {
         let Some(name) = iface.name.clone() else {
             continue;
         };
-        if iface
-            .package
-            .is_some_and(|p| resolve.packages[p].name.namespace == "benchtop" && resolve.packages[p].name.name == "host")
-        {
+        if iface.package.is_some_and(|p| {
+            resolve.packages[p].name.namespace == "benchtop"
+                && resolve.packages[p].name.name == "host"
+        }) {
             continue;
         }
         let Some(meta) = interfaces.get(&name) else {
@@ -197,7 +193,9 @@ mod tests {
 
     #[test]
     fn tags_are_split_from_prose() {
-        let t = split_tags("Reads a table.\n@read-only\n  @idempotent\nMore text.\n@setting X flag=--x");
+        let t = split_tags(
+            "Reads a table.\n@read-only\n  @idempotent\nMore text.\n@setting X flag=--x",
+        );
         assert_eq!(t.text, "Reads a table.\nMore text.");
         assert!(t.has("read-only"));
         assert!(t.has("idempotent"));

@@ -80,9 +80,9 @@ impl Host {
             .or_else(|| config.workspace.clone())
             .map_or_else(std::env::current_dir, Ok)
             .context("finding the workspace directory")?;
-        let workspace = workspace
-            .canonicalize()
-            .with_context(|| format!("workspace directory {} does not exist", workspace.display()))?;
+        let workspace = workspace.canonicalize().with_context(|| {
+            format!("workspace directory {} does not exist", workspace.display())
+        })?;
         let engine = runtime::new_engine()?;
         let linker = runtime::new_linker(&engine)?;
         let cache = CompileCache::new(if options.no_cache {
@@ -151,7 +151,9 @@ impl Host {
     pub async fn load_all(&self) -> Result<Vec<String>> {
         let files = self.plugin_files()?;
         if files.is_empty() {
-            tracing::warn!("no plugins: pass --plugins DIR or list [[plugin]] entries in a config file");
+            tracing::warn!(
+                "no plugins: pass --plugins DIR or list [[plugin]] entries in a config file"
+            );
         }
         let mut problems = Vec::new();
         let mut loaded = BTreeMap::new();
@@ -159,7 +161,10 @@ impl Host {
             match self.load_plugin(&file).await {
                 Ok(p) => {
                     if let Ok(d) = file_digest(&file) {
-                        self.digests.lock().expect("digests lock").insert(file.clone(), d);
+                        self.digests
+                            .lock()
+                            .expect("digests lock")
+                            .insert(file.clone(), d);
                     }
                     loaded.insert(file, p);
                 }
@@ -194,7 +199,13 @@ impl Host {
 
     /// Rebuilds the catalogue from the loaded plugins and swaps it in.
     fn publish(&self) -> Vec<String> {
-        let plugins: Vec<Arc<Plugin>> = self.loaded.lock().expect("loaded lock").values().cloned().collect();
+        let plugins: Vec<Arc<Plugin>> = self
+            .loaded
+            .lock()
+            .expect("loaded lock")
+            .values()
+            .cloned()
+            .collect();
         let (catalog, errors) = Catalog::build(plugins);
         self.registry.replace(catalog);
         errors
@@ -244,7 +255,8 @@ impl Host {
                 message: message.to_owned(),
             });
         });
-        let plugin = Arc::new(Plugin::load(spec, &component, interface, &self.linker, on_log).await?);
+        let plugin =
+            Arc::new(Plugin::load(spec, &component, interface, &self.linker, on_log).await?);
         if let Some(interval) = plugin.limits.tick {
             spawn_ticker(Arc::downgrade(&plugin), interval);
         }
@@ -281,16 +293,26 @@ impl Host {
         // Command-line paths are relative to where benchtop was started;
         // config-file paths were made absolute against the file's directory.
         let cwd = std::env::current_dir().context("reading the current directory")?;
-        for spec in self.options.allow.iter().chain(&self.config.allow).chain(&cfg.allow) {
+        for spec in self
+            .options
+            .allow
+            .iter()
+            .chain(&self.config.allow)
+            .chain(&cfg.allow)
+        {
             add_grant(&mut policy, DirGrant::parse(spec, &cwd)?);
         }
         policy.network = Policy::resolve_network(&cfg.network)?;
         for decl in settings {
-            let Some((value, base)) = self.setting_value(decl, cfg, &cwd) else { continue };
+            let Some((value, base)) = self.setting_value(decl, cfg, &cwd) else {
+                continue;
+            };
             if let Some(access) = decl.access {
                 match DirGrant::new(&base.join(&value), access) {
                     Ok(grant) => {
-                        policy.env.insert(decl.env.clone(), grant.path.to_string_lossy().into_owned());
+                        policy
+                            .env
+                            .insert(decl.env.clone(), grant.path.to_string_lossy().into_owned());
                         add_grant(&mut policy, grant);
                         continue;
                     }
@@ -306,7 +328,12 @@ impl Host {
     /// the command line, then the environment (both relative to the current
     /// directory), then the config file's `env`, then the workspace's
     /// `.vscode/settings.json` (relative to the workspace).
-    fn setting_value(&self, decl: &SettingDecl, cfg: &PluginConfig, cwd: &Path) -> Option<(String, PathBuf)> {
+    fn setting_value(
+        &self,
+        decl: &SettingDecl,
+        cfg: &PluginConfig,
+        cwd: &Path,
+    ) -> Option<(String, PathBuf)> {
         if let Some(flag) = &decl.flag
             && let Some((_, v)) = self.options.settings.iter().rev().find(|(f, _)| f == flag)
         {
@@ -317,14 +344,21 @@ impl Host {
         {
             return Some((v, cwd.to_owned()));
         }
-        let config_dir = self.options.config.as_ref().and_then(|c| c.parent()).map_or_else(|| cwd.to_owned(), Path::to_path_buf);
+        let config_dir = self
+            .options
+            .config
+            .as_ref()
+            .and_then(|c| c.parent())
+            .map_or_else(|| cwd.to_owned(), Path::to_path_buf);
         if let Some(v) = cfg.env.get(&decl.env) {
             return Some((v.clone(), config_dir));
         }
         let key = decl.vscode.as_ref()?;
         let text = std::fs::read_to_string(self.workspace.join(".vscode/settings.json")).ok()?;
         let json: serde_json::Value = serde_json::from_str(&strip_jsonc(&text)).ok()?;
-        json.get(key)?.as_str().map(|v| (v.to_owned(), self.workspace.clone()))
+        json.get(key)?
+            .as_str()
+            .map(|v| (v.to_owned(), self.workspace.clone()))
     }
 
     /// Loads or reloads the plugin at `file` beside the running one and swaps
@@ -343,7 +377,10 @@ impl Host {
             .expect("loaded lock")
             .insert(file.to_owned(), plugin.clone());
         let errors = self.publish();
-        if let Some(err) = errors.into_iter().find(|e| e.contains(&format!("`{}`", plugin.name))) {
+        if let Some(err) = errors
+            .into_iter()
+            .find(|e| e.contains(&format!("`{}`", plugin.name)))
+        {
             // The new version collides with another plugin: put the old one back.
             let mut loaded = self.loaded.lock().expect("loaded lock");
             match previous {
@@ -354,14 +391,22 @@ impl Host {
             self.publish();
             bail!("{err}");
         }
-        self.digests.lock().expect("digests lock").insert(file.to_owned(), digest);
+        self.digests
+            .lock()
+            .expect("digests lock")
+            .insert(file.to_owned(), digest);
         Ok(true)
     }
 
     /// Unloads the plugin loaded from `file`.
     pub fn unload(&self, file: &Path) -> bool {
         self.digests.lock().expect("digests lock").remove(file);
-        let removed = self.loaded.lock().expect("loaded lock").remove(file).is_some();
+        let removed = self
+            .loaded
+            .lock()
+            .expect("loaded lock")
+            .remove(file)
+            .is_some();
         if removed {
             self.publish();
         }
@@ -458,7 +503,9 @@ fn spawn_ticker(plugin: std::sync::Weak<Plugin>, interval: Duration) {
         timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             timer.tick().await;
-            let Some(plugin) = plugin.upgrade() else { break };
+            let Some(plugin) = plugin.upgrade() else {
+                break;
+            };
             if let Err(e) = plugin.tick().await {
                 tracing::warn!(plugin = %plugin.name, "tick failed: {e}");
             }
@@ -472,7 +519,8 @@ mod tests {
 
     #[test]
     fn jsonc_comments_and_trailing_commas_are_removed() {
-        let text = "{\n // comment\n \"a\": \"x // not a comment\", /* block */\n \"b\": [1, 2,],\n}";
+        let text =
+            "{\n // comment\n \"a\": \"x // not a comment\", /* block */\n \"b\": [1, 2,],\n}";
         let v: serde_json::Value = serde_json::from_str(&strip_jsonc(text)).unwrap();
         assert_eq!(v["a"], "x // not a comment");
         assert_eq!(v["b"], serde_json::json!([1, 2]));

@@ -12,7 +12,11 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 
 /// Serves MCP on `http://ADDR/mcp` until Ctrl-C.
-pub async fn serve(addr: &str, registry: Arc<Registry>, logs: broadcast::Sender<LogEvent>) -> Result<()> {
+pub async fn serve(
+    addr: &str,
+    registry: Arc<Registry>,
+    logs: broadcast::Sender<LogEvent>,
+) -> Result<()> {
     let addr: SocketAddr = addr
         .parse()
         .with_context(|| format!("`{addr}` is not an address like 127.0.0.1:8081"))?;
@@ -39,9 +43,18 @@ pub async fn serve(addr: &str, registry: Arc<Registry>, logs: broadcast::Sender<
 }
 
 /// The HTTP routes for a server bound at `local`.
-pub fn router(local: SocketAddr, registry: Arc<Registry>, logs: broadcast::Sender<LogEvent>) -> axum::Router {
+pub fn router(
+    local: SocketAddr,
+    registry: Arc<Registry>,
+    logs: broadcast::Sender<LogEvent>,
+) -> axum::Router {
     let port = local.port();
-    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), "[::1]".to_owned()];
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+        "[::1]".to_owned(),
+    ];
     hosts.push(local.ip().to_string());
     let origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
         .iter()

@@ -16,14 +16,18 @@ use std::sync::Arc;
 /// sandboxed: they see only the directories, network addresses and settings
 /// you grant them.
 #[derive(Parser)]
-#[command(name = "benchtop", version, after_help = "\
+#[command(
+    name = "benchtop",
+    version,
+    after_help = "\
 Plugins may declare options of their own (for example --definitions-path or\n\
 --logs-dir); pass them to serve, tools or call like any other option.\n\n\
 Examples:\n  \
 benchtop serve --plugins target/plugins --workspace samples --allow samples:rw\n  \
 benchtop tools --plugins target/plugins\n  \
 benchtop call hello '{}' --plugins target/plugins\n  \
-benchtop check target/plugins/ecu_tables.wasm")]
+benchtop check target/plugins/ecu_tables.wasm"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -165,7 +169,11 @@ async fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::ExitCode> {
     match cli.command {
-        Command::Serve { common, http, no_watch } => {
+        Command::Serve {
+            common,
+            http,
+            no_watch,
+        } => {
             let host = Arc::new(Host::new(common.options(settings))?);
             host.load_all().await?;
             // Kept alive while serving: dropping the watcher stops hot swap.
@@ -194,7 +202,12 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
                 return Ok(std::process::ExitCode::FAILURE);
             }
         }
-        Command::Call { tool, json, common, raw } => {
+        Command::Call {
+            tool,
+            json,
+            common,
+            raw,
+        } => {
             let host = Host::new(common.options(settings))?;
             host.load_all().await?;
             return call(&host, &tool, &json, raw).await;
@@ -225,7 +238,9 @@ async fn serve(host: Arc<Host>, http: Option<String>) -> Result<()> {
 }
 
 fn print_connect_help(tools: usize) {
-    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "benchtop".into());
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "benchtop".into());
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cmd = format!("{exe} {}", args.join(" "));
     eprintln!(
@@ -240,8 +255,8 @@ fn print_connect_help(tools: usize) {
 }
 
 async fn call(host: &Host, tool: &str, json: &str, raw: bool) -> Result<std::process::ExitCode> {
-    let args: serde_json::Value =
-        serde_json::from_str(json).with_context(|| format!("the arguments are not valid JSON: {json}"))?;
+    let args: serde_json::Value = serde_json::from_str(json)
+        .with_context(|| format!("the arguments are not valid JSON: {json}"))?;
     let serde_json::Value::Object(args) = args else {
         bail!("the arguments must be a JSON object, like '{{\"name\": \"value\"}}'");
     };
@@ -250,13 +265,22 @@ async fn call(host: &Host, tool: &str, json: &str, raw: bool) -> Result<std::pro
         let similar = catalog.similar(tool);
         bail!(
             "unknown tool `{tool}`{}; `benchtop tools` lists them",
-            if similar.is_empty() { String::new() } else { format!(" (did you mean {}?)", similar.join(", ")) }
+            if similar.is_empty() {
+                String::new()
+            } else {
+                format!(" (did you mean {}?)", similar.join(", "))
+            }
         );
     };
     let output = plugin.interface.tools[index].output.clone();
-    let result = match plugin.call(index, &args, benchtop::runtime::CallContext::detached()).await {
+    let result = match plugin
+        .call(index, &args, benchtop::runtime::CallContext::detached())
+        .await
+    {
         Ok(v) => benchtop::result::to_call_result(&output, v),
-        Err(e) => rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(e.to_string())]),
+        Err(e) => {
+            rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(e.to_string())])
+        }
     };
     let failed = result.is_error == Some(true);
     if raw {
@@ -270,7 +294,11 @@ async fn call(host: &Host, tool: &str, json: &str, raw: bool) -> Result<std::pro
             }
         }
     }
-    Ok(if failed { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS })
+    Ok(if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
 }
 
 async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
@@ -324,7 +352,10 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         println!(
             "\nsetting {} (flag: {}, vscode: {}, access: {:?})",
             s.env,
-            s.flag.as_deref().map(|f| format!("--{f}")).unwrap_or_else(|| "none".into()),
+            s.flag
+                .as_deref()
+                .map(|f| format!("--{f}"))
+                .unwrap_or_else(|| "none".into()),
             s.vscode.as_deref().unwrap_or("none"),
             s.access
         );

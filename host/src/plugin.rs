@@ -220,7 +220,9 @@ fn parse_setting(args: &str) -> Result<SettingDecl> {
             "flag" => decl.flag = Some(v.trim_start_matches('-').to_owned()),
             "vscode" => decl.vscode = Some(v.to_owned()),
             "access" => decl.access = Some(v.parse()?),
-            other => bail!("`@setting {args}`: unknown key `{other}` (known: flag, vscode, access)"),
+            other => {
+                bail!("`@setting {args}`: unknown key `{other}` (known: flag, vscode, access)")
+            }
         }
     }
     Ok(decl)
@@ -242,7 +244,10 @@ fn tool_def(
         .unwrap_or_default();
     let Tagged { text, .. } = &tagged;
     let description = if text.is_empty() {
-        warnings.push(format!("tool `{name}` has no doc comment: add `///` docs to `{}` in the WIT", func.name));
+        warnings.push(format!(
+            "tool `{name}` has no doc comment: add `///` docs to `{}` in the WIT",
+            func.name
+        ));
         format!("Calls `{}`.", func.name)
     } else {
         text.clone()
@@ -254,12 +259,16 @@ fn tool_def(
         open_world: tagged.has("open-world"),
     };
     let flatten = func.params.len() == 1
-        && matches!(resolve_alias(resolve, &func.params[0].ty), Err(TypeDefKind::Record(_)));
+        && matches!(
+            resolve_alias(resolve, &func.params[0].ty),
+            Err(TypeDefKind::Record(_))
+        );
     let input_schema = schema::input_schema(resolve, &func.params, flatten)
         .with_context(|| format!("tool `{name}`: a parameter"))?;
     let json_tag = tagged.has("json");
     let output = classify(resolve, func.result.as_ref(), json_tag);
-    if json_tag && !matches!(&output, Output::Json)
+    if json_tag
+        && !matches!(&output, Output::Json)
         && !matches!(&output, Output::Result { ok, .. } if **ok == Output::Json)
     {
         bail!("tool `{name}` is tagged @json but does not return a string (or result<string, _>)");
@@ -267,10 +276,12 @@ fn tool_def(
     let structured = match &output {
         Output::Structured { wrapped } => func.result.map(|t| (t, *wrapped)),
         Output::Result { ok, .. } => match **ok {
-            Output::Structured { wrapped } => func.result.and_then(|t| match resolve_alias(resolve, &t) {
-                Err(TypeDefKind::Result(r)) => r.ok.map(|ok| (ok, wrapped)),
-                _ => None,
-            }),
+            Output::Structured { wrapped } => {
+                func.result.and_then(|t| match resolve_alias(resolve, &t) {
+                    Err(TypeDefKind::Result(r)) => r.ok.map(|ok| (ok, wrapped)),
+                    _ => None,
+                })
+            }
             _ => None,
         },
         _ => None,
@@ -294,7 +305,11 @@ fn tool_def(
     })
 }
 
-fn structured_schema(resolve: &Resolve, ty: &Type, wrapped: bool) -> Result<Value, schema::Unsupported> {
+fn structured_schema(
+    resolve: &Resolve,
+    ty: &Type,
+    wrapped: bool,
+) -> Result<Value, schema::Unsupported> {
     let inner = schema::schema(resolve, ty, Direction::Output)?;
     Ok(if wrapped {
         json!({"type": "object", "properties": {"result": inner}, "required": ["result"]})
@@ -344,9 +359,13 @@ fn base_id(resolve: &Resolve, ty: &Type) -> Option<TypeId> {
 }
 
 fn is_content_block(resolve: &Resolve, ty: &Type) -> bool {
-    let Some(id) = base_id(resolve, ty) else { return false };
+    let Some(id) = base_id(resolve, ty) else {
+        return false;
+    };
     let def = &resolve.types[id];
-    let TypeOwner::Interface(iface) = def.owner else { return false };
+    let TypeOwner::Interface(iface) = def.owner else {
+        return false;
+    };
     let iface = &resolve.interfaces[iface];
     def.name.as_deref() == Some("block")
         && iface.name.as_deref() == Some("content")

@@ -24,7 +24,9 @@ impl Catalog {
         let mut catalog = Catalog::default();
         let mut errors = Vec::new();
         'plugins: for plugin in plugins {
-            let names: Vec<String> = (0..plugin.interface.tools.len()).map(|i| plugin.tool_name(i)).collect();
+            let names: Vec<String> = (0..plugin.interface.tools.len())
+                .map(|i| plugin.tool_name(i))
+                .collect();
             for name in &names {
                 if let Some((other, _)) = catalog.tools.get(name) {
                     errors.push(format!(
@@ -71,7 +73,9 @@ impl Catalog {
             .tools
             .keys()
             .map(|k| (strsim_distance(name, k), k.as_str()))
-            .filter(|(d, k)| *d <= k.len().max(name.len()) / 3 + 1 || k.contains(name) || name.contains(&**k))
+            .filter(|(d, k)| {
+                *d <= k.len().max(name.len()) / 3 + 1 || k.contains(name) || name.contains(&**k)
+            })
             .collect();
         scored.sort();
         scored.into_iter().take(3).map(|(_, k)| k).collect()
@@ -107,7 +111,9 @@ pub fn strsim_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }

@@ -49,7 +49,11 @@ fn build(output: &Output, value: Option<Val>) -> CallToolResult {
         Output::Blocks => CallToolResult::success(blocks(value)),
         Output::Structured { wrapped } => {
             let json = value.as_ref().map_or(Value::Null, to_json);
-            let structured = if *wrapped { json!({ "result": json }) } else { json };
+            let structured = if *wrapped {
+                json!({ "result": json })
+            } else {
+                json
+            };
             structured_success(structured)
         }
         Output::Result { ok, err } => match value {
@@ -79,12 +83,18 @@ fn error_result(kind: ErrorOutput, value: Option<Val>) -> CallToolResult {
         }
         (ErrorOutput::Text, Some(Val::String(s))) => CallToolResult::error(vec![Content::text(s)]),
         (_, Some(v)) => CallToolResult::error(vec![Content::text(to_json(&v).to_string())]),
-        (_, None) => CallToolResult::error(vec![Content::text("the tool reported an error without details")]),
+        (_, None) => CallToolResult::error(vec![Content::text(
+            "the tool reported an error without details",
+        )]),
     }
 }
 
 fn wrap(v: Value) -> Value {
-    if v.is_object() { v } else { json!({ "result": v }) }
+    if v.is_object() {
+        v
+    } else {
+        json!({ "result": v })
+    }
 }
 
 fn string_of(value: Option<Val>) -> String {
@@ -96,7 +106,9 @@ fn string_of(value: Option<Val>) -> String {
 }
 
 fn blocks(value: Option<Val>) -> Vec<Content> {
-    let Some(Val::List(items)) = value else { return Vec::new() };
+    let Some(Val::List(items)) = value else {
+        return Vec::new();
+    };
     items
         .into_iter()
         .filter_map(|item| match item {
@@ -117,7 +129,10 @@ fn blocks(value: Option<Val>) -> Vec<Content> {
                             _ => {}
                         }
                     }
-                    Some(Content::image(base64::engine::general_purpose::STANDARD.encode(data), mime))
+                    Some(Content::image(
+                        base64::engine::general_purpose::STANDARD.encode(data),
+                        mime,
+                    ))
                 }
                 _ => None,
             },

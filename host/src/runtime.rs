@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Linker, ResourceTable, Val};
+use wasmtime::component::{
+    Component, ComponentExportIndex, Instance, InstancePre, Linker, ResourceTable, Val,
+};
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -38,7 +40,9 @@ pub fn new_engine() -> Result<Engine> {
     let mut config = wasmtime::Config::new();
     config.epoch_interruption(true);
     config.wasm_component_model(true);
-    let engine = Engine::new(&config).map_err(anyhow::Error::from).context("creating the WebAssembly engine")?;
+    let engine = Engine::new(&config)
+        .map_err(anyhow::Error::from)
+        .context("creating the WebAssembly engine")?;
     let weak = engine.weak();
     std::thread::Builder::new()
         .name("benchtop-epoch".into())
@@ -137,7 +141,9 @@ impl WasiView for PluginState {
 
 impl bindings::benchtop::host::progress::Host for PluginState {
     fn report(&mut self, done: u64, total: u64, message: String) -> bool {
-        let Some(call) = &mut self.call else { return true };
+        let Some(call) = &mut self.call else {
+            return true;
+        };
         if call.ctx.cancel.is_cancelled() {
             return false;
         }
@@ -147,7 +153,8 @@ impl bindings::benchtop::host::progress::Host for PluginState {
             let due = match call.last_progress {
                 None => true,
                 Some((last, at)) => {
-                    done > last && (now.duration_since(at) >= Duration::from_millis(20) || done == total)
+                    done > last
+                        && (now.duration_since(at) >= Duration::from_millis(20) || done == total)
                 }
             };
             if due {
@@ -159,7 +166,9 @@ impl bindings::benchtop::host::progress::Host for PluginState {
     }
 
     fn cancelled(&mut self) -> bool {
-        self.call.as_ref().is_some_and(|c| c.ctx.cancel.is_cancelled())
+        self.call
+            .as_ref()
+            .is_some_and(|c| c.ctx.cancel.is_cancelled())
     }
 }
 
@@ -192,7 +201,9 @@ pub enum CallError {
     #[error(transparent)]
     Arguments(#[from] ArgumentError),
     /// The guest trapped or was interrupted; its instance was rebuilt.
-    #[error("plugin `{plugin}` failed: {reason}. Its instance was reset, so any state it held (sessions, buffers) is lost.")]
+    #[error(
+        "plugin `{plugin}` failed: {reason}. Its instance was reset, so any state it held (sessions, buffers) is lost."
+    )]
     Trapped {
         /// The plugin's name.
         plugin: String,
@@ -381,15 +392,26 @@ impl Plugin {
     }
 
     /// Converts JSON arguments to the parameters of tool `index`.
-    pub fn arguments(&self, index: usize, args: &Map<String, Value>) -> Result<Vec<Val>, ArgumentError> {
+    pub fn arguments(
+        &self,
+        index: usize,
+        args: &Map<String, Value>,
+    ) -> Result<Vec<Val>, ArgumentError> {
         let tool = &self.interface.tools[index];
         let conv = FromJson::new(&self.interface.resolve);
         if tool.flatten {
             let ty = tool.params[0].ty;
-            return Ok(vec![conv.value("arguments", &ty, &Value::Object(args.clone()))?]);
+            return Ok(vec![conv.value(
+                "arguments",
+                &ty,
+                &Value::Object(args.clone()),
+            )?]);
         }
-        let slots: Vec<(&str, &wit_parser::Type)> =
-            tool.params.iter().map(|p| (p.name.as_str(), &p.ty)).collect();
+        let slots: Vec<(&str, &wit_parser::Type)> = tool
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), &p.ty))
+            .collect();
         Ok(conv
             .fields("arguments", &slots, args)?
             .into_iter()
@@ -399,16 +421,29 @@ impl Plugin {
 
     /// Calls tool `index`. Calls to one plugin are serialized; a trap or an
     /// interruption rebuilds the instance before the error is returned.
-    pub async fn call(&self, index: usize, args: &Map<String, Value>, ctx: CallContext) -> Result<Option<Val>, CallError> {
+    pub async fn call(
+        &self,
+        index: usize,
+        args: &Map<String, Value>,
+        ctx: CallContext,
+    ) -> Result<Option<Val>, CallError> {
         let params = self.arguments(index, args)?;
         let has_result = self.interface.tools[index].result.is_some();
-        self.invoke(self.funcs[index], &params, has_result, ctx, self.limits.deadline)
-            .await
+        self.invoke(
+            self.funcs[index],
+            &params,
+            has_result,
+            ctx,
+            self.limits.deadline,
+        )
+        .await
     }
 
     /// Runs the `tick` hook if the plugin exports one and is idle.
     pub async fn tick(&self) -> Result<(), CallError> {
-        let Some(index) = self.tick else { return Ok(()) };
+        let Some(index) = self.tick else {
+            return Ok(());
+        };
         if self.live.try_lock().is_err() {
             return Ok(()); // a call is running; tick next time
         }
@@ -431,10 +466,13 @@ impl Plugin {
         // a trapped or abandoned store is never entered again.
         let mut live = match guard.take() {
             Some(live) => live,
-            None => self.instantiate().await.map_err(|e| CallError::Unavailable {
-                plugin: self.name.clone(),
-                reason: format!("{e:#}"),
-            })?,
+            None => self
+                .instantiate()
+                .await
+                .map_err(|e| CallError::Unavailable {
+                    plugin: self.name.clone(),
+                    reason: format!("{e:#}"),
+                })?,
         };
         self.output.take_tail();
         let cancel = ctx.cancel.clone();
@@ -476,7 +514,9 @@ impl Plugin {
                 // Rebuild now, so the next call finds a fresh instance.
                 match self.instantiate().await {
                     Ok(fresh) => *guard = Some(fresh),
-                    Err(e) => tracing::error!(plugin = %self.name, "cannot rebuild the instance: {e:#}"),
+                    Err(e) => {
+                        tracing::error!(plugin = %self.name, "cannot rebuild the instance: {e:#}")
+                    }
                 }
                 Err(CallError::Trapped {
                     plugin: self.name.clone(),
@@ -491,15 +531,22 @@ impl Plugin {
             return i.to_string();
         }
         let mut reason = match err.downcast_ref::<wasmtime::Trap>() {
-            Some(wasmtime::Trap::UnreachableCodeReached) => "it panicked (wasm `unreachable`)".to_owned(),
-            Some(wasmtime::Trap::StackOverflow) => "it overflowed its stack (unbounded recursion?)".to_owned(),
+            Some(wasmtime::Trap::UnreachableCodeReached) => {
+                "it panicked (wasm `unreachable`)".to_owned()
+            }
+            Some(wasmtime::Trap::StackOverflow) => {
+                "it overflowed its stack (unbounded recursion?)".to_owned()
+            }
             Some(wasmtime::Trap::OutOfFuel) => "it ran out of fuel".to_owned(),
             Some(trap) => format!("it trapped: {trap}"),
             None => {
                 // The root cause, without the wasm backtrace wasmtime attaches.
                 let root = err.root_cause().to_string();
                 if root.contains("growing memory") || root.contains("memory growth") {
-                    format!("it exceeded its memory cap of {} MiB", self.limits.memory >> 20)
+                    format!(
+                        "it exceeded its memory cap of {} MiB",
+                        self.limits.memory >> 20
+                    )
                 } else {
                     root
                 }

@@ -59,7 +59,10 @@ impl DirGrant {
             .canonicalize()
             .with_context(|| format!("directory `{}` cannot be granted", dir.display()))?;
         if !path.is_dir() {
-            bail!("`{}` is not a directory; grant directories, not files", path.display());
+            bail!(
+                "`{}` is not a directory; grant directories, not files",
+                path.display()
+            );
         }
         Ok(Self { path, access })
     }
@@ -83,9 +86,9 @@ impl Policy {
     pub fn resolve_network(entries: &[String]) -> Result<Vec<SocketAddr>> {
         let mut out = Vec::new();
         for entry in entries {
-            let addrs = entry
-                .to_socket_addrs()
-                .with_context(|| format!("network allow-list entry `{entry}`: expected host:port"))?;
+            let addrs = entry.to_socket_addrs().with_context(|| {
+                format!("network allow-list entry `{entry}`: expected host:port")
+            })?;
             out.extend(addrs);
         }
         Ok(out)
@@ -95,17 +98,18 @@ impl Policy {
     pub fn wasi_ctx(&self, plugin: &str, guest_output: GuestOutput) -> Result<WasiCtx> {
         let mut b = WasiCtxBuilder::new();
         for grant in &self.dirs {
-            let guest = grant
-                .path
-                .to_str()
-                .with_context(|| format!("directory `{}` is not valid UTF-8", grant.path.display()))?;
+            let guest = grant.path.to_str().with_context(|| {
+                format!("directory `{}` is not valid UTF-8", grant.path.display())
+            })?;
             let perms = match grant.access {
                 Access::Ro => FsPerms::ReadOnly,
                 Access::Rw => FsPerms::ReadWrite,
             };
             b.preopened_dir(&grant.path, guest, perms)
                 .map_err(anyhow::Error::from)
-                .with_context(|| format!("granting `{}` to plugin `{plugin}`", grant.path.display()))?;
+                .with_context(|| {
+                    format!("granting `{}` to plugin `{plugin}`", grant.path.display())
+                })?;
         }
         for (k, v) in &self.env {
             b.env(k, v);
@@ -114,7 +118,13 @@ impl Policy {
         let roots: Vec<String> = self
             .dirs
             .iter()
-            .map(|d| format!("{} {}", if d.access == Access::Rw { "rw" } else { "ro" }, d.path.display()))
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    if d.access == Access::Rw { "rw" } else { "ro" },
+                    d.path.display()
+                )
+            })
             .collect();
         b.env(ALLOWED_VAR, roots.join("\n"));
         if let Some(ws) = self.workspace.as_ref().and_then(|w| w.to_str()) {
@@ -152,7 +162,11 @@ impl Policy {
                 format!(
                     "{} ({})",
                     d.path.display(),
-                    if d.access == Access::Rw { "read-write" } else { "read-only" }
+                    if d.access == Access::Rw {
+                        "read-write"
+                    } else {
+                        "read-only"
+                    }
                 )
             })
             .collect::<Vec<_>>()
@@ -222,7 +236,9 @@ impl LineLogger {
             tail.push('\n');
             if tail.len() > TAIL_BYTES {
                 let cut = tail.len() - TAIL_BYTES;
-                let cut = (cut..tail.len()).find(|i| tail.is_char_boundary(*i)).unwrap_or(0);
+                let cut = (cut..tail.len())
+                    .find(|i| tail.is_char_boundary(*i))
+                    .unwrap_or(0);
                 tail.drain(..cut);
             }
         }
@@ -239,7 +255,11 @@ impl Drop for LineLogger {
 }
 
 impl tokio::io::AsyncWrite for LineLogger {
-    fn poll_write(mut self: Pin<&mut Self>, _: &mut TaskContext<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         for &b in buf {
             self.line.push(b);
             if b == b'\n' || self.line.len() >= MAX_LINE {

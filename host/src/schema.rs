@@ -18,7 +18,9 @@ pub enum Direction {
 
 /// A WIT type that cannot cross JSON.
 #[derive(Debug, thiserror::Error)]
-#[error("type `{0}` cannot be expressed in JSON (resources, futures and streams are not supported in tool signatures)")]
+#[error(
+    "type `{0}` cannot be expressed in JSON (resources, futures and streams are not supported in tool signatures)"
+)]
 pub struct Unsupported(pub String);
 
 /// Follows type aliases to the definition that gives a type its shape.
@@ -158,7 +160,11 @@ pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Uns
 }
 
 /// The schema of a record field or parameter, and whether it may be omitted.
-pub fn property(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<(Value, bool), Unsupported> {
+pub fn property(
+    resolve: &Resolve,
+    ty: &Type,
+    dir: Direction,
+) -> Result<(Value, bool), Unsupported> {
     if let Err(TypeDefKind::Option(inner)) = resolve_alias(resolve, ty) {
         // An optional argument is simply not required; results spell absence
         // as null, so output schemas must admit it.

@@ -108,7 +108,10 @@ impl ServerHandler for Server {
         });
     }
 
-    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
@@ -130,7 +133,11 @@ impl ServerHandler for Server {
         }
     }
 
-    async fn set_level(&self, request: SetLevelRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         self.log_level.store(rank(request.level), Ordering::Relaxed);
         Ok(())
     }
@@ -140,7 +147,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.registry.snapshot().tools().to_vec()))
+        Ok(ListToolsResult::with_all_items(
+            self.registry.snapshot().tools().to_vec(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -163,7 +172,14 @@ impl ServerHandler for Server {
             let hint = if similar.is_empty() {
                 "call tools/list to see the tools".to_owned()
             } else {
-                format!("did you mean {}?", similar.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or "))
+                format!(
+                    "did you mean {}?",
+                    similar
+                        .iter()
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                )
             };
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {} ({hint})", request.name),
@@ -202,9 +218,11 @@ impl ServerHandler for Server {
         let output = plugin.interface.tools[index].output.clone();
         let result = match plugin.call(index, &args, ctx).await {
             Ok(value) => to_call_result(&output, value),
-            Err(e @ (CallError::Arguments(_) | CallError::Trapped { .. } | CallError::Unavailable { .. })) => {
-                CallToolResult::error(vec![ContentBlock::text(e.to_string())])
-            }
+            Err(
+                e @ (CallError::Arguments(_)
+                | CallError::Trapped { .. }
+                | CallError::Unavailable { .. }),
+            ) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         };
         // The call has dropped its context, and with it the queue's sender.
         if let Some(forwarder) = forwarder {

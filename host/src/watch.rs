@@ -68,6 +68,9 @@ async fn apply(host: &Host, path: &Path) {
             ),
         }
     } else if host.unload(path) {
-        tracing::info!("hot swap: {} removed; its tools are unloaded", path.display());
+        tracing::info!(
+            "hot swap: {} removed; its tools are unloaded",
+            path.display()
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! stdio with rmcp's client, recording the notifications it sends.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientConfig, LoggingMessageNotificationParam, ProgressNotificationParam, Tool,
+    CallToolRequestParams, CallToolResult, ClientConfig, LoggingMessageNotificationParam,
+    ProgressNotificationParam, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -19,7 +20,10 @@ use tokio::process::Command;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the repo").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the repo")
+        .to_owned()
 }
 
 /// The `benchtop` binary under test (`BENCHTOP_BIN`, or the debug build).
@@ -27,14 +31,21 @@ pub fn bin() -> PathBuf {
     let path = std::env::var_os("BENCHTOP_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target/debug/benchtop"));
-    assert!(path.exists(), "{} is missing: run `make test` (it builds the host and the plugins first)", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run `make test` (it builds the host and the plugins first)",
+        path.display()
+    );
     path
 }
 
 /// Directory of the test components (`make plugins` builds them).
 pub fn test_plugins() -> PathBuf {
     let dir = repo().join("target/test-plugins");
-    assert!(dir.join("kitchen_sink.wasm").exists(), "test components missing: run `make plugins`");
+    assert!(
+        dir.join("kitchen_sink.wasm").exists(),
+        "test components missing: run `make plugins`"
+    );
     dir
 }
 
@@ -49,7 +60,10 @@ pub fn fixtures(sub: &str) -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipping: {} not found (fixtures live beside the repository)", dir.display());
+        eprintln!(
+            "skipping: {} not found (fixtures live beside the repository)",
+            dir.display()
+        );
         None
     }
 }
@@ -74,13 +88,21 @@ pub struct Recorder {
 
 #[allow(deprecated)]
 impl ClientHandler for Recorder {
-    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
         self.events.lock().unwrap().progress.push(params);
     }
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
         self.events.lock().unwrap().list_changed += 1;
     }
-    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
         self.events.lock().unwrap().logs.push(params);
     }
     fn get_info(&self) -> ClientConfig {
@@ -142,7 +164,11 @@ impl Server {
     }
 
     /// `tools/call`, returning protocol errors.
-    pub async fn try_call(&self, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+    pub async fn try_call(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<CallToolResult, rmcp::ServiceError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
@@ -173,10 +199,23 @@ pub fn is_error(result: &CallToolResult) -> bool {
 /// A temporary plugins directory holding only `target/plugins/<file>` (e.g.
 /// `ecu_tables.wasm`), so that a server serves one plugin's tools.
 pub fn only_plugin(file: &str) -> tempfile::TempDir {
-    let src = plugins().join(file);
-    assert!(src.exists(), "{} is missing: run `make plugins`", src.display());
+    isolate(&plugins().join(file))
+}
+
+/// A temporary plugins directory holding only this test component.
+pub fn only_test_plugin(file: &str) -> tempfile::TempDir {
+    isolate(&test_plugins().join(file))
+}
+
+fn isolate(src: &Path) -> tempfile::TempDir {
+    assert!(
+        src.exists(),
+        "{} is missing: run `make plugins`",
+        src.display()
+    );
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::copy(&src, dir.path().join(file)).expect("copying the plugin");
+    std::fs::copy(src, dir.path().join(src.file_name().expect("a file")))
+        .expect("copying the plugin");
     dir
 }
 
@@ -191,7 +230,9 @@ pub fn json(result: &CallToolResult) -> Value {
 /// The value of `key: value` in a YAML-frontmatter document (first match).
 pub fn field(doc: &str, key: &str) -> Option<String> {
     let prefix = format!("{key}: ");
-    doc.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_owned)
+    doc.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_owned)
 }
 
 /// The rows of the first markdown table in a document, header first,
@@ -208,7 +249,10 @@ pub fn markdown_rows(doc: &str) -> Vec<Vec<String>> {
 /// Splits `| a | b \| c |` into `["a", "b | c"]` (`\|` is an escaped pipe).
 fn split_cells(line: &str) -> Vec<String> {
     let inner = line.strip_prefix('|').unwrap_or(line);
-    let inner = inner.strip_suffix('|').filter(|s| !s.ends_with('\\')).unwrap_or(inner);
+    let inner = inner
+        .strip_suffix('|')
+        .filter(|s| !s.ends_with('\\'))
+        .unwrap_or(inner);
     let (mut cells, mut cell, mut escaped) = (Vec::new(), String::new(), false);
     for c in inner.chars() {
         match c {

@@ -28,9 +28,11 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("plugins") => build_plugins(&args[1..]),
-        Some("inject-docs") if args.len() == 4 => {
-            inject_docs(Path::new(&args[1]), Path::new(&args[2]), Path::new(&args[3]))
-        }
+        Some("inject-docs") if args.len() == 4 => inject_docs(
+            Path::new(&args[1]),
+            Path::new(&args[2]),
+            Path::new(&args[3]),
+        ),
         _ => bail!(
             "usage:\n  xtask plugins [NAME...]              build plugins and test components\n  xtask inject-docs WIT_DIR IN.wasm OUT.wasm"
         ),
@@ -45,7 +47,10 @@ struct ComponentCrate {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_owned()
 }
 
 fn component_crates(root: &Path) -> Result<Vec<ComponentCrate>> {
@@ -54,7 +59,9 @@ fn component_crates(root: &Path) -> Result<Vec<ComponentCrate>> {
         ("plugins", "plugins", WitLocation::Shared),
         ("tests/components", "test-plugins", WitLocation::InCrate),
     ] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
             .filter(|e| e.path().join("Cargo.toml").is_file())
@@ -99,9 +106,13 @@ fn build_plugins(only: &[String]) -> Result<()> {
     for c in &crates {
         cmd.args(["-p", &c.name]);
     }
-    let status = cmd.status().context("running cargo build for wasm32-wasip2")?;
+    let status = cmd
+        .status()
+        .context("running cargo build for wasm32-wasip2")?;
     if !status.success() {
-        bail!("building the plugins failed (is the target installed? `rustup target add wasm32-wasip2`)");
+        bail!(
+            "building the plugins failed (is the target installed? `rustup target add wasm32-wasip2`)"
+        );
     }
     for c in &crates {
         let file = format!("{}.wasm", c.name.replace('-', "_"));
@@ -110,7 +121,12 @@ fn build_plugins(only: &[String]) -> Result<()> {
         let out = c.out_dir.join(&file);
         inject_docs(&c.wit, &built, &out).with_context(|| format!("plugin `{}`", c.name))?;
         let size = std::fs::metadata(&out)?.len();
-        eprintln!("  {:<14} {:>8} KiB  {}", c.name, size / 1024, out.strip_prefix(&root).unwrap_or(&out).display());
+        eprintln!(
+            "  {:<14} {:>8} KiB  {}",
+            c.name,
+            size / 1024,
+            out.strip_prefix(&root).unwrap_or(&out).display()
+        );
     }
     Ok(())
 }
@@ -151,7 +167,11 @@ fn check_docs(resolve: &Resolve, pkg: wit_parser::PackageId) -> Result<()> {
                     }
                     for f in iface.functions.values() {
                         if f.docs.contents.is_none() {
-                            missing.push(format!("{}.{}", iface.name.as_deref().unwrap_or("?"), f.name));
+                            missing.push(format!(
+                                "{}.{}",
+                                iface.name.as_deref().unwrap_or("?"),
+                                f.name
+                            ));
                         }
                     }
                 }
@@ -182,7 +202,10 @@ fn strip_package_docs(wasm: &[u8]) -> Result<Vec<u8>> {
         let id = wasm[pos];
         pos += 1;
         let size = read_leb(wasm, &mut pos)? as usize;
-        let end = pos.checked_add(size).filter(|e| *e <= wasm.len()).context("truncated section")?;
+        let end = pos
+            .checked_add(size)
+            .filter(|e| *e <= wasm.len())
+            .context("truncated section")?;
         let is_docs = id == 0 && {
             let mut p = pos;
             let len = read_leb(wasm, &mut p)? as usize;

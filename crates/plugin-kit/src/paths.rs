@@ -18,7 +18,8 @@ pub fn workspace() -> Option<PathBuf> {
 
 /// Resolves a user-supplied path: absolute paths stay as they are, relative
 /// ones are joined to the workspace directory (or left relative when there is
-/// none).
+/// none). `.` and `..` are resolved lexically, since the sandbox shows granted
+/// directories only at their canonical paths: `/a/b/../c` must mean `/a/c`.
 pub fn resolve(path: impl AsRef<Path>) -> PathBuf {
     resolve_against(path.as_ref(), workspace().as_deref())
 }
@@ -26,7 +27,8 @@ pub fn resolve(path: impl AsRef<Path>) -> PathBuf {
 /// [`resolve`] with an explicit workspace, for tests.
 pub fn resolve_against(path: &Path, workspace: Option<&Path>) -> PathBuf {
     match workspace {
-        Some(ws) if path.is_relative() => ws.join(path),
+        Some(ws) if path.is_relative() => normalize(&ws.join(path)),
+        _ if path.is_absolute() => normalize(path),
         _ => path.to_path_buf(),
     }
 }
@@ -49,6 +51,10 @@ mod tests {
         assert_eq!(
             resolve_against(Path::new("a.bin"), None),
             PathBuf::from("a.bin")
+        );
+        assert_eq!(
+            resolve_against(Path::new("/work/main/../shared/x"), Some(ws)),
+            PathBuf::from("/work/shared/x")
         );
     }
 }
@@ -114,19 +120,33 @@ fn explain_with_roots(path: &Path, err: &std::io::Error, writing: bool, roots: &
         } else {
             roots
                 .iter()
-                .map(|r| format!("{} ({})", r.path.display(), if r.writable { "read-write" } else { "read-only" }))
+                .map(|r| {
+                    format!(
+                        "{} ({})",
+                        r.path.display(),
+                        if r.writable {
+                            "read-write"
+                        } else {
+                            "read-only"
+                        }
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         }
     };
-    match roots.iter().filter(|r| abs.starts_with(&r.path)).max_by_key(|r| r.path.as_os_str().len()) {
+    match roots
+        .iter()
+        .filter(|r| abs.starts_with(&r.path))
+        .max_by_key(|r| r.path.as_os_str().len())
+    {
         None => format!(
             "`{}` is outside the directories this plugin may use ({}). Use a path inside them, or grant the directory when starting benchtop (--allow DIR or --allow DIR:rw).",
             path.display(),
             list()
         ),
         Some(root) if writing && !root.writable => format!(
-            "`{}` is in {}, which this plugin may only read. Grant it read-write when starting benchtop (--allow {}:rw).",
+            "`{}` is in {}, which is read-only for this plugin. Grant it read-write when starting benchtop (--allow {}:rw).",
             path.display(),
             root.path.display(),
             root.path.display()
@@ -155,11 +175,15 @@ mod root_tests {
         let roots = parse_roots("rw /work/ws\nro /defs");
         let nf = std::io::Error::from(std::io::ErrorKind::NotFound);
         let msg = explain_with_roots(Path::new("/etc/passwd"), &nf, false, &roots);
-        assert!(msg.contains("outside") && msg.contains("/work/ws (read-write)") && msg.contains("/defs (read-only)"));
+        assert!(
+            msg.contains("outside")
+                && msg.contains("/work/ws (read-write)")
+                && msg.contains("/defs (read-only)")
+        );
         let msg = explain_with_roots(Path::new("/work/ws/../../etc/x"), &nf, false, &roots);
         assert!(msg.contains("outside"));
         let msg = explain_with_roots(Path::new("/defs/a.xml"), &nf, true, &roots);
-        assert!(msg.contains("may only read"));
+        assert!(msg.contains("read-only for this plugin"));
         let msg = explain_with_roots(Path::new("/work/ws/rom.bin"), &nf, false, &roots);
         assert!(msg.ends_with("no such file or directory"));
     }

@@ -220,15 +220,17 @@ fn read_file(path: &str) -> Result<(PathBuf, Vec<u8>), ToolError> {
         ));
     }
     let resolved = plugin_kit::paths::resolve(path);
-    std::fs::read(&resolved).map(|b| (resolved.clone(), b)).map_err(|e| {
-        ToolError::new(
-            "FILE_ERROR",
-            format!(
-                "cannot read {}: {e}. The file must be inside a directory the plugin was granted; relative paths resolve against the workspace",
-                resolved.display()
-            ),
-        )
-    })
+    std::fs::read(&resolved)
+        .map(|b| (resolved.clone(), b))
+        .map_err(|e| {
+            ToolError::new(
+                "FILE_ERROR",
+                format!(
+                    "cannot read the ROM: {}",
+                    plugin_kit::paths::explain_io_error(&resolved, &e, false)
+                ),
+            )
+        })
 }
 
 fn has_ext(path: &Path, ext: &str) -> bool {

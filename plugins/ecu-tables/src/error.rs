@@ -18,11 +18,11 @@ pub enum Error {
     )]
     DefinitionsDir { path: PathBuf, source: io::Error },
 
-    #[error("cannot read ROM {path}: {source}{hint}")]
+    #[error("cannot read ROM: {explanation}")]
     RomRead {
         path: PathBuf,
         source: io::Error,
-        hint: String,
+        explanation: String,
     },
 
     #[error(
@@ -67,17 +67,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// Says whether the ROM is outside the granted directories, or what the OS said.
     pub fn rom_read(path: PathBuf, source: io::Error) -> Self {
-        let hint = match source.kind() {
-            io::ErrorKind::NotFound => {
-                "; pass an absolute path or one relative to the workspace".to_string()
-            }
-            io::ErrorKind::PermissionDenied => {
-                "; the directory is not granted to this plugin (allow it with --allow DIR)"
-                    .to_string()
-            }
-            _ => String::new(),
-        };
-        Error::RomRead { path, source, hint }
+        let explanation = plugin_kit::paths::explain_io_error(&path, &source, false);
+        Error::RomRead {
+            path,
+            source,
+            explanation,
+        }
     }
 }

@@ -493,7 +493,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or("the path has no file name")?;
     let meta = fs::metadata(path).map_err(|e| e.to_string())?;
-    if meta.permissions().readonly() {
+    // WASI file stats carry no permission bits (every file reads as
+    // read-only), so only a native build can honour a read-only file; in the
+    // sandbox, the directory grant decides.
+    if cfg!(not(target_os = "wasi")) && meta.permissions().readonly() {
         return Err("the ROM file is read-only; make it writable or patch a writable copy".into());
     }
     let nonce = SystemTime::now()
@@ -507,8 +510,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .open(&tmp)
         .map_err(|e| {
             format!(
-                "cannot create a file in {} ({e}); the directory is read-only or not granted for writing: grant it read-write (--allow DIR:rw) or copy the ROM to a writable directory and patch the copy",
-                dir.display()
+                "cannot write beside the ROM: {} Or copy the ROM to a writable directory and patch the copy.",
+                plugin_kit::paths::explain_io_error(&tmp, &e, true)
             )
         })?;
     let result = (|| {

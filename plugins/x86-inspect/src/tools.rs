@@ -252,8 +252,8 @@ impl Session {
                 return err(
                     "LOAD_FAILED",
                     format!(
-                        "cannot read {}: {e}; pass an absolute path or one relative to the workspace",
-                        path.display()
+                        "cannot read the program: {}",
+                        plugin_kit::paths::explain_io_error(path, &e, false)
                     ),
                 );
             }

@@ -2,6 +2,8 @@
 
 wit_bindgen::generate!({ path: "wit", world: "plugin", generate_all });
 
+// Constructed only by the wasm32 export below.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Greeter;
 
 impl Guest for Greeter {

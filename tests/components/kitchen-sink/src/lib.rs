@@ -1,7 +1,7 @@
 //! A test plugin: functions over every WIT type, and probes of the sandbox.
 
-use std::cell::Cell;
 use plugin_kit::paths;
+use std::cell::Cell;
 use std::io::Write;
 
 wit_bindgen::generate!({
@@ -15,6 +15,8 @@ use benchtop::host::{log, progress};
 use exports::benchtop_test::kitchen_sink::{sandbox, types};
 use types::{AppError, Color, Nested, Perms, Point, Shape};
 
+// Constructed only by the wasm32 export below.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct KitchenSink;
 
 impl types::Guest for KitchenSink {
@@ -108,7 +110,8 @@ impl sandbox::Guest for KitchenSink {
 
     fn list_dir(path: String) -> Result<Vec<String>, String> {
         let path = paths::resolve(&path);
-        let entries = std::fs::read_dir(&path).map_err(|e| paths::explain_io_error(&path, &e, false))?;
+        let entries =
+            std::fs::read_dir(&path).map_err(|e| paths::explain_io_error(&path, &e, false))?;
         let mut names: Vec<String> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
