@@ -356,3 +356,87 @@ fn http_refuses_non_loopback_addresses() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
 }
+
+#[tokio::test]
+async fn a_plugin_made_with_benchtop_new_builds_checks_and_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], cwd: &Path| {
+        let out = std::process::Command::new(bin())
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "benchtop {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["new", "my-ecu", "--namespace", "acme"], dir.path());
+    let krate = dir.path().join("my-ecu");
+    // Built as an author would, sharing this repository's build cache.
+    let target = e2e::repo().join("target");
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--target", "wasm32-wasip2"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(&krate)
+            .status()
+            .unwrap();
+    assert!(status.success(), "the template builds");
+    let built = target.join("wasm32-wasip2/release/my_ecu.wasm");
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let packaged = plugins.join("my_ecu.wasm");
+    run(
+        &[
+            "inject-docs",
+            "wit",
+            built.to_str().unwrap(),
+            packaged.to_str().unwrap(),
+        ],
+        &krate,
+    );
+    let report = run(&["check", packaged.to_str().unwrap()], &krate);
+    assert!(
+        report.contains("● hexdump") && report.contains("no problems found"),
+        "{report}"
+    );
+
+    let s = Server::start(&[
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--allow",
+        krate.to_str().unwrap(),
+        "--workspace",
+        krate.to_str().unwrap(),
+    ])
+    .await;
+    let tool = s
+        .tools()
+        .await
+        .into_iter()
+        .find(|t| t.name == "hexdump")
+        .expect("the template's tool");
+    assert!(
+        tool.description
+            .unwrap()
+            .starts_with("Shows the bytes of a file as hex")
+    );
+    let r = s
+        .call("hexdump", json!({"path": "Cargo.toml", "length": 16}))
+        .await;
+    assert!(
+        text(&r).contains("5B 70 61 63 6B 61 67 65 5D"),
+        "{}",
+        text(&r)
+    ); // "[package]"
+    let r = s.call("hexdump", json!({"path": "/etc/hostname"})).await;
+    assert!(
+        is_error(&r) && text(&r).starts_with("CANNOT_READ: "),
+        "{}",
+        text(&r)
+    );
+    s.stop().await;
+}

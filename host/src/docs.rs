@@ -1,42 +1,13 @@
 //! Tool descriptions from WIT doc comments.
 //!
-//! The component toolchain drops `///` docs, so the plugin build appends a
-//! custom section in wit-parser's `package-docs` format (one version byte,
-//! then JSON) describing the plugin's WIT package. It is named
-//! `benchtop-package-docs`: a `package-docs` section must describe the
-//! component's synthetic root package, and wit-parser's decoder rejects one
-//! that describes another. Here we read it back leniently, copy the docs onto
-//! the decoded [`Resolve`], and split doc-comment tags (`@read-only`, `@json`,
-//! `@setting …`) from the prose.
+//! The plugin build injects the WIT docs into the component (see the
+//! `wit-docs` crate); here we copy them onto the decoded [`Resolve`] and
+//! split doc-comment tags (`@read-only`, `@json`, `@setting …`) from the prose.
 
-use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use wit_parser::{Resolve, TypeDefKind};
 
-/// Name of the custom section that carries WIT docs.
-pub const SECTION_NAME: &str = "benchtop-package-docs";
-
-/// Finds the docs section of a component and parses its JSON.
-pub fn read_section(wasm: &[u8]) -> Result<Option<Value>> {
-    let mut found = None;
-    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-        let payload = payload.context("reading the component's sections")?;
-        if let wasmparser::Payload::CustomSection(section) = &payload
-            && section.name() == SECTION_NAME
-        {
-            if found.is_some() {
-                bail!("the component has more than one `{SECTION_NAME}` section");
-            }
-            let data = section.data();
-            let (version, json) = data.split_first().context("the docs section is empty")?;
-            if *version > 1 {
-                bail!("docs section version {version} is not supported (expected 0 or 1)");
-            }
-            found = Some(serde_json::from_slice(json).context("the docs section is not JSON")?);
-        }
-    }
-    Ok(found)
-}
+pub use wit_docs::{SECTION_NAME, read as read_section};
 
 fn docs_of(entry: &Value) -> Option<String> {
     match entry {

@@ -19,6 +19,7 @@ pub mod registry;
 pub mod result;
 pub mod runtime;
 pub mod sandbox;
+pub mod scaffold;
 pub mod schema;
 pub mod server;
 pub mod watch;

@@ -72,6 +72,26 @@ enum Command {
         /// The component (.wasm) to check.
         file: PathBuf,
     },
+    /// Create a new plugin crate from the template (see its README to build it).
+    New {
+        /// Plugin name: lowercase words joined by `-`, like `my-ecu`.
+        name: String,
+        /// Where to create the crate's directory.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// WIT package namespace (the `acme` of `acme:my-ecu`).
+        #[arg(long, default_value = "my")]
+        namespace: String,
+    },
+    /// Copy a WIT package's doc comments into a built component (they become tool descriptions).
+    InjectDocs {
+        /// The plugin's WIT directory.
+        wit: PathBuf,
+        /// The component built by cargo.
+        input: PathBuf,
+        /// Where to write the result (default: replace the input).
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -213,6 +233,26 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             return call(&host, &tool, &json, raw).await;
         }
         Command::Check { file } => return check(&file).await,
+        Command::New {
+            name,
+            dir,
+            namespace,
+        } => {
+            let made = benchtop::scaffold::new_plugin(&dir, &name, &namespace)?;
+            println!(
+                "created {} — build it as its README.md says",
+                made.display()
+            );
+        }
+        Command::InjectDocs { wit, input, output } => {
+            let wasm =
+                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+            let out = wit_docs::inject(&wit, &wasm)?;
+            let output = output.unwrap_or(input);
+            std::fs::write(&output, out)
+                .with_context(|| format!("writing {}", output.display()))?;
+            println!("wrote {}", output.display());
+        }
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -7,11 +7,7 @@
 //! WIT doc comments, and benchtop turns them into tool descriptions, so a
 //! component without them would serve undocumented tools.
 //!
-//! The section holds wit-parser's `package-docs` format (a version byte, then
-//! JSON) for the plugin's own WIT package, under the name
-//! `benchtop-package-docs`: a section named `package-docs` must describe the
-//! component's synthetic root package, and wit-parser's decoder (and so
-//! `wasm-tools component wit` and jco) rejects one that describes another.
+//! The section's format is the `wit-docs` crate's.
 //!
 //! `cargo run -p xtask -- inject-docs WIT_DIR IN.wasm OUT.wasm` does the
 //! injection alone, for plugin authors with their own build.
@@ -19,10 +15,6 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use wit_parser::{PackageMetadata, Resolve, WorldItem};
-
-/// Custom section carrying the WIT docs (read by benchtop's `docs` module).
-const DOCS_SECTION: &str = "benchtop-package-docs";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -131,103 +123,13 @@ fn build_plugins(only: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Appends the WIT package's docs to a component as a `package-docs` section,
-/// after checking that every exported function is documented.
+/// Writes `input` with the WIT package's docs injected to `output`.
 fn inject_docs(wit_dir: &Path, input: &Path, output: &Path) -> Result<()> {
-    let mut resolve = Resolve::default();
-    let (pkg, _) = resolve
-        .push_dir(wit_dir)
-        .with_context(|| format!("parsing WIT in {}", wit_dir.display()))?;
-    check_docs(&resolve, pkg)?;
-    let docs = PackageMetadata::extract(&resolve, pkg).encode()?;
     let wasm = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
-    let mut out = strip_package_docs(&wasm)?;
-    let section = wasm_encoder::CustomSection {
-        name: DOCS_SECTION.into(),
-        data: docs.into(),
-    };
-    wasm_encoder::Section::append_to(&section, &mut out);
+    let out = wit_docs::inject(wit_dir, &wasm)?;
     let tmp = output.with_extension("wasm.tmp");
     std::fs::write(&tmp, &out)?;
     // Renamed into place: a server watching the directory never sees half a file.
     std::fs::rename(&tmp, output)?;
     Ok(())
-}
-
-fn check_docs(resolve: &Resolve, pkg: wit_parser::PackageId) -> Result<()> {
-    let mut missing = Vec::new();
-    for (_, &world) in &resolve.packages[pkg].worlds {
-        for item in resolve.worlds[world].exports.values() {
-            match item {
-                WorldItem::Function(f) if f.docs.contents.is_none() => missing.push(f.name.clone()),
-                WorldItem::Interface { id, .. } => {
-                    let iface = &resolve.interfaces[*id];
-                    if iface.package != Some(pkg) {
-                        continue; // hooks such as benchtop:host/tick
-                    }
-                    for f in iface.functions.values() {
-                        if f.docs.contents.is_none() {
-                            missing.push(format!(
-                                "{}.{}",
-                                iface.name.as_deref().unwrap_or("?"),
-                                f.name
-                            ));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    if !missing.is_empty() {
-        bail!(
-            "these exported functions have no `///` doc comment, so their tools would have no description: {}",
-            missing.join(", ")
-        );
-    }
-    Ok(())
-}
-
-/// Copies a component, leaving out any existing docs section so
-/// that injecting twice is harmless. Walks the top-level section framing
-/// (`id`, LEB128 size, contents) directly: nested modules stay opaque.
-fn strip_package_docs(wasm: &[u8]) -> Result<Vec<u8>> {
-    if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
-        bail!("not a WebAssembly file");
-    }
-    let mut out = wasm[..8].to_vec();
-    let mut pos = 8;
-    while pos < wasm.len() {
-        let start = pos;
-        let id = wasm[pos];
-        pos += 1;
-        let size = read_leb(wasm, &mut pos)? as usize;
-        let end = pos
-            .checked_add(size)
-            .filter(|e| *e <= wasm.len())
-            .context("truncated section")?;
-        let is_docs = id == 0 && {
-            let mut p = pos;
-            let len = read_leb(wasm, &mut p)? as usize;
-            wasm.get(p..p + len) == Some(DOCS_SECTION.as_bytes())
-        };
-        if !is_docs {
-            out.extend_from_slice(&wasm[start..end]);
-        }
-        pos = end;
-    }
-    Ok(out)
-}
-
-fn read_leb(bytes: &[u8], pos: &mut usize) -> Result<u32> {
-    let mut value = 0u32;
-    for shift in (0..35).step_by(7) {
-        let b = *bytes.get(*pos).context("truncated LEB128")?;
-        *pos += 1;
-        value |= u32::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    bail!("LEB128 too long")
 }
