@@ -174,6 +174,29 @@ impl sandbox::Guest for KitchenSink {
         Ok(steps)
     }
 
+    fn link_file(target: String, link: String) -> Result<(), String> {
+        let (target, link) = (paths::resolve(&target), paths::resolve(&link));
+        std::fs::hard_link(&target, &link).map_err(|e| paths::explain_io_error(&link, &e, true))
+    }
+
+    fn rename_file(src: String, dst: String) -> Result<(), String> {
+        let (src, dst) = (paths::resolve(&src), paths::resolve(&dst));
+        std::fs::rename(&src, &dst).map_err(|e| paths::explain_io_error(&dst, &e, true))
+    }
+
+    fn recurse(depth: u64) -> u64 {
+        // black_box keeps the optimizer from turning this into a loop.
+        if std::hint::black_box(depth) == 0 {
+            0
+        } else {
+            1 + Self::recurse(depth - 1)
+        }
+    }
+
+    fn big_result(mebibytes: u32) -> String {
+        "x".repeat((mebibytes as usize) << 20)
+    }
+
     fn connect(address: String) -> Result<String, String> {
         std::net::TcpStream::connect(&address)
             .map(|_| format!("connected to {address}"))
