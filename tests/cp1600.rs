@@ -38,8 +38,7 @@ impl Cp {
 
     /// Calls a tool that must succeed; returns its JSON document.
     async fn ok(&self, tool: &str, args: Value) -> Value {
-        let r = self.server.call(tool, args.clone()).await;
-        assert!(!is_error(&r), "{tool} {args}: {}", text(&r));
+        let r = self.server.ok(tool, args).await;
         // The text block carries the same JSON as the structured content.
         let v = result_json(&r);
         assert_eq!(
@@ -52,14 +51,7 @@ impl Cp {
 
     /// Calls a tool that must fail; returns (code, text).
     async fn err(&self, tool: &str, args: Value) -> (String, String) {
-        let r = self.server.call(tool, args.clone()).await;
-        assert!(is_error(&r), "{tool} {args} should fail, got: {}", text(&r));
-        let code = result_json(&r)["code"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        assert!(text(&r).starts_with(&format!("{code}: ")), "{}", text(&r));
-        (code, text(&r))
+        e2e::coded_error(&self.server.err(tool, args).await)
     }
 
     /// Creates session `id`, loads `rom` into it; returns the load result.

@@ -66,16 +66,12 @@ impl Ecu {
 
     /// Calls a tool that must succeed; returns its text.
     async fn ok(&self, tool: &str, args: Value) -> String {
-        let r = self.server.call(tool, args.clone()).await;
-        assert!(!is_error(&r), "{tool} {args}: {}", text(&r));
-        text(&r)
+        text(&self.server.ok(tool, args).await)
     }
 
     /// Calls a tool that must fail; returns the error text.
     async fn err(&self, tool: &str, args: Value) -> String {
-        let r = self.server.call(tool, args.clone()).await;
-        assert!(is_error(&r), "{tool} {args} should fail, got: {}", text(&r));
-        text(&r)
+        text(&self.server.err(tool, args).await)
     }
 }
 

@@ -666,39 +666,76 @@ async fn links_and_renames_cannot_cross_grants() {
     std::fs::write(sb.rw.join("mine.txt"), "mine").unwrap();
     // A hard link inside the read-write directory to a file outside it.
     let r = s
-        .call("link_file", json!({"target": sb.outside.join("secret.txt"), "link": sb.rw.join("stolen.txt")}))
+        .call(
+            "link_file",
+            json!({"target": sb.outside.join("secret.txt"), "link": sb.rw.join("stolen.txt")}),
+        )
         .await;
     assert!(is_error(&r), "{}", text(&r));
     assert!(!sb.rw.join("stolen.txt").exists());
     // Moving a file out of the sandbox, or into the read-only directory.
     for dst in [sb.outside.join("moved.txt"), sb.ro.join("moved.txt")] {
-        let r = s.call("rename_file", json!({"src": sb.rw.join("mine.txt"), "dst": dst})).await;
+        let r = s
+            .call(
+                "rename_file",
+                json!({"src": sb.rw.join("mine.txt"), "dst": dst}),
+            )
+            .await;
         assert!(is_error(&r), "moved to {}: {}", dst.display(), text(&r));
         assert!(!dst.exists());
     }
     assert!(sb.rw.join("mine.txt").exists(), "the file stayed put");
     // Inside the grant, both work.
-    let r = s.call("rename_file", json!({"src": "mine.txt", "dst": "renamed.txt"})).await;
+    let r = s
+        .call(
+            "rename_file",
+            json!({"src": "mine.txt", "dst": "renamed.txt"}),
+        )
+        .await;
     assert!(!is_error(&r), "{}", text(&r));
-    let r = s.call("link_file", json!({"target": "renamed.txt", "link": "linked.txt"})).await;
+    let r = s
+        .call(
+            "link_file",
+            json!({"target": "renamed.txt", "link": "linked.txt"}),
+        )
+        .await;
     assert!(!is_error(&r), "{}", text(&r));
-    assert_eq!(std::fs::read_to_string(sb.rw.join("linked.txt")).unwrap(), "mine");
+    assert_eq!(
+        std::fs::read_to_string(sb.rw.join("linked.txt")).unwrap(),
+        "mine"
+    );
     s.stop().await;
 }
 
 #[tokio::test]
 async fn unbounded_recursion_and_huge_results_are_contained() {
     let sb = sandbox("");
-    let cfg = std::fs::read_to_string(&sb.config).unwrap().replace("memory_mb = 64", "memory_mb = 400");
+    let cfg = std::fs::read_to_string(&sb.config)
+        .unwrap()
+        .replace("memory_mb = 64", "memory_mb = 400");
     std::fs::write(&sb.config, cfg).unwrap();
     let s = start(&sb).await;
-    assert_eq!(structured(&s.call("recurse", json!({"depth": 100})).await)["result"], 100);
+    assert_eq!(
+        structured(&s.call("recurse", json!({"depth": 100})).await)["result"],
+        100
+    );
     let r = s.call("recurse", json!({"depth": u64::MAX})).await;
-    assert!(is_error(&r) && text(&r).contains("overflowed its stack"), "{}", text(&r));
+    assert!(
+        is_error(&r) && text(&r).contains("overflowed its stack"),
+        "{}",
+        text(&r)
+    );
     // 100 MB of text is refused with a hint, not sent to the client.
     let r = s.call("big_result", json!({"mebibytes": 100})).await;
     assert!(is_error(&r), "a 100 MB result");
-    assert!(text(&r).contains("over benchtop's limit") && text(&r).len() < 1000, "{}", &text(&r)[..200.min(text(&r).len())]);
-    assert_eq!(text(&s.call("hello", json!({})).await), "hello from kitchen-sink");
+    assert!(
+        text(&r).contains("over benchtop's limit") && text(&r).len() < 1000,
+        "{}",
+        &text(&r)[..200.min(text(&r).len())]
+    );
+    assert_eq!(
+        text(&s.call("hello", json!({})).await),
+        "hello from kitchen-sink"
+    );
     s.stop().await;
 }

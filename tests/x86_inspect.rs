@@ -37,22 +37,12 @@ impl X86 {
 
     /// Calls a tool that must succeed; returns its JSON document.
     async fn ok(&self, tool: &str, args: Value) -> Value {
-        let r = self.server.call(tool, args.clone()).await;
-        assert!(!is_error(&r), "{tool} {args}: {}", text(&r));
-        result_json(&r)
+        result_json(&self.server.ok(tool, args).await)
     }
 
     /// Calls a tool that must fail; returns (code, text).
     async fn err(&self, tool: &str, args: Value) -> (String, String) {
-        let r = self.server.call(tool, args.clone()).await;
-        assert!(is_error(&r), "{tool} {args} should fail, got: {}", text(&r));
-        (
-            result_json(&r)["code"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            text(&r),
-        )
+        e2e::coded_error(&self.server.err(tool, args).await)
     }
 }
 

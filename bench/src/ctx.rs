@@ -29,17 +29,33 @@ pub struct Ctx {
 impl Ctx {
     pub fn new() -> Result<Self> {
         let repo = e2e::repo();
-        let bench = repo.join("target/bench/benchtop");
         let (bin, bin_note) = match std::env::var_os("BENCHTOP_BIN") {
             Some(p) => (PathBuf::from(p), None),
-            None if bench.exists() => (bench, None),
-            None => (
-                repo.join("target/debug/benchtop"),
-                Some("debug host build (no target/bench/benchtop)".to_owned()),
-            ),
+            None => {
+                // `--profile bench` builds into target/release: prefer the host
+                // built beside this binary, then any optimized build, then debug.
+                let beside = std::env::current_exe()?.with_file_name("benchtop");
+                let candidates = [
+                    beside,
+                    repo.join("target/release/benchtop"),
+                    repo.join("target/debug/benchtop"),
+                ];
+                let bin = candidates
+                    .iter()
+                    .find(|p| p.exists())
+                    .unwrap_or(&candidates[2])
+                    .clone();
+                let debug = bin.parent().is_some_and(|d| d.ends_with("debug"));
+                let note = debug
+                    .then(|| "debug host build (no optimized target/release/benchtop)".to_owned());
+                (bin, note)
+            }
         };
         if !bin.exists() {
-            bail!("{} is missing: run `make bench`", bin.display());
+            bail!(
+                "{} is missing: run `make bench` (it builds the host first)",
+                bin.display()
+            );
         }
         let tmp = tempfile::Builder::new()
             .prefix("benchtop-bench-")

@@ -3,8 +3,9 @@
 //!
 //!     cargo run -q --profile bench -p bench
 //!
-//! Measures `BENCHTOP_BIN`, else target/bench/benchtop, else (with a note on
-//! every row) target/debug/benchtop. `BENCH_ONLY=x86,log-query` runs only
+//! Measures `BENCHTOP_BIN`, else the `benchtop` built beside this binary
+//! (`--profile bench` builds into target/release), else target/release, else
+//! (with a note on every row) target/debug/benchtop. `BENCH_ONLY=x86,log-query` runs only
 //! the named groups (startup, transport, cp1600, x86, ecu-tables, log-query). The DuckDB comparison needs the Python
 //! package (`pip install duckdb`); without it those rows say n/a.
 

@@ -58,8 +58,17 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let wasm = measure(&server).await?;
     server.stop().await;
 
-    let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.arg(bench::NATIVE_HELLO_ARG);
+    // The native_hello binary when cargo built it beside this one, else this
+    // binary in its native-server mode (the same code).
+    let exe = std::env::current_exe()?;
+    let sibling = exe.with_file_name("native_hello");
+    let cmd = if sibling.exists() {
+        Command::new(sibling)
+    } else {
+        let mut c = Command::new(exe);
+        c.arg(bench::NATIVE_HELLO_ARG);
+        c
+    };
     let server = connect(cmd).await?;
     let native = measure(&server).await?;
     server.stop().await;

@@ -8,15 +8,26 @@ use anyhow::{Context, Result, bail};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
-/// Serves MCP on `http://ADDR/mcp` until Ctrl-C.
+/// Serves MCP on `http://ADDR/mcp` until Ctrl-C, and with `web` the static
+/// files of that directory (the built web bench, `web/dist`) at `/`.
 pub async fn serve(
     addr: &str,
     registry: Arc<Registry>,
     logs: broadcast::Sender<LogEvent>,
+    web: Option<PathBuf>,
 ) -> Result<()> {
+    if let Some(dir) = &web
+        && !dir.join("index.html").is_file()
+    {
+        bail!(
+            "--web {}: no index.html there; build the page with `make web`",
+            dir.display()
+        );
+    }
     let addr: SocketAddr = addr
         .parse()
         .with_context(|| format!("`{addr}` is not an address like 127.0.0.1:8081"))?;
@@ -30,9 +41,13 @@ pub async fn serve(
         .await
         .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
-    let router = router(local, registry, logs);
+    let mut router = router(local, registry, logs);
     tracing::info!("serving MCP on http://{local}/mcp");
     eprintln!("benchtop: MCP endpoint http://{local}/mcp");
+    if let Some(dir) = &web {
+        router = with_web(router, dir);
+        eprintln!("benchtop: web bench http://{local}/");
+    }
     axum::serve(listener, router)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
@@ -70,4 +85,9 @@ pub fn router(
         config,
     );
     axum::Router::new().nest_service("/mcp", service)
+}
+
+/// Adds the static files of `dir` at `/` (the MCP endpoint keeps `/mcp`).
+pub fn with_web(router: axum::Router, dir: &Path) -> axum::Router {
+    router.fallback_service(tower_http::services::ServeDir::new(dir))
 }

@@ -42,6 +42,10 @@ enum Command {
         /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8081) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// With --http, also serve this directory at `/`: the web bench built by
+        /// `make web` (web/dist), to watch the emulators in a browser.
+        #[arg(long, value_name = "DIR", requires = "http")]
+        web: Option<PathBuf>,
         /// Do not watch the plugins directory (no hot swap).
         #[arg(long)]
         no_watch: bool,
@@ -192,6 +196,7 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
         Command::Serve {
             common,
             http,
+            web,
             no_watch,
         } => {
             let host = Arc::new(Host::new(common.options(settings))?);
@@ -201,7 +206,7 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
                 Some(dir) if !no_watch => Some(benchtop::watch::watch(host.clone(), &dir)?),
                 _ => None,
             };
-            serve(host, http).await?;
+            serve(host, http, web).await?;
         }
         Command::Tools { common, json } => {
             let host = Host::new(common.options(settings))?;
@@ -257,7 +262,7 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-async fn serve(host: Arc<Host>, http: Option<String>) -> Result<()> {
+async fn serve(host: Arc<Host>, http: Option<String>, web: Option<PathBuf>) -> Result<()> {
     let registry = host.registry();
     let count = registry.snapshot().tools().len();
     if std::io::stderr().is_terminal() {
@@ -272,7 +277,7 @@ async fn serve(host: Arc<Host>, http: Option<String>) -> Result<()> {
                 .context("starting the stdio transport")?;
             server.waiting().await?;
         }
-        Some(addr) => benchtop::http::serve(&addr, registry, logs).await?,
+        Some(addr) => benchtop::http::serve(&addr, registry, logs, web).await?,
     }
     Ok(())
 }

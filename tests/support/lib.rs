@@ -176,6 +176,20 @@ impl Server {
         self.client.call_tool(params).await
     }
 
+    /// Calls a tool that must succeed; returns the call's result.
+    pub async fn ok(&self, name: &str, args: Value) -> CallToolResult {
+        let r = self.call(name, args.clone()).await;
+        assert!(!is_error(&r), "{name} {args}: {}", text(&r));
+        r
+    }
+
+    /// Calls a tool that must fail (an `isError` result); returns the result.
+    pub async fn err(&self, name: &str, args: Value) -> CallToolResult {
+        let r = self.call(name, args.clone()).await;
+        assert!(is_error(&r), "{name} {args} should fail, got: {}", text(&r));
+        r
+    }
+
     /// Stops the server.
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
@@ -189,6 +203,23 @@ pub fn text(result: &CallToolResult) -> String {
         .iter()
         .find_map(|c| c.as_text().map(|t| t.text.clone()))
         .unwrap_or_default()
+}
+
+/// The `(code, text)` of an error result whose structured content is a
+/// `{code, message}` record; checks the text reads `CODE: message`.
+pub fn coded_error(result: &CallToolResult) -> (String, String) {
+    let code = result
+        .structured_content
+        .as_ref()
+        .and_then(|v| v["code"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let text = text(result);
+    assert!(
+        text.starts_with(&format!("{code}: ")),
+        "not `CODE: message`: {text}"
+    );
+    (code, text)
 }
 
 /// Whether a result is an error.

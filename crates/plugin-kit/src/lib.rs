@@ -8,6 +8,7 @@
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
+pub mod suggest;
 pub mod yaml;
 
 pub use frontmatter::Frontmatter;

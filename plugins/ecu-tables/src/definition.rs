@@ -235,7 +235,8 @@ impl Definition {
                 let score = if !needle.is_empty() && hay.contains(&needle) {
                     0
                 } else {
-                    1 + levenshtein(&needle, &hay).min(word_overlap_distance(&needle, &hay))
+                    1 + plugin_kit::suggest::edit_distance(&needle, &hay)
+                        .min(word_overlap_distance(&needle, &hay))
                 };
                 (score, t.id.as_str())
             })
@@ -257,22 +258,6 @@ pub enum Lookup<'a> {
     Found(&'a Table),
     Ambiguous(Vec<String>),
     Missing(Vec<String>),
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 /// Small when every word of the query appears in the candidate, so

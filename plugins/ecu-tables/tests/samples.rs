@@ -350,7 +350,7 @@ fn patch_argument_errors_are_clear() {
         .unwrap_err()
         .to_string();
     assert!(
-        missing.contains("cannot read ROM /nonexistent/rom.bin"),
+        missing.contains("cannot read ROM: `/nonexistent/rom.bin`: no such file"),
         "{missing}"
     );
     let _ = std::fs::remove_dir_all(dir);

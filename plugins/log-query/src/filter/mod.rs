@@ -222,7 +222,12 @@ pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(2);
     candidates
         .iter()
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), *c))
+        .map(|c| {
+            (
+                plugin_kit::suggest::edit_distance(&lower, &c.to_lowercase()),
+                *c,
+            )
+        })
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
@@ -235,21 +240,6 @@ pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
                 })
                 .copied()
         })
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
