@@ -3,7 +3,7 @@ CARGO ?= cargo
 BENCHTOP := target/debug/benchtop
 RUN_WS := target/run-workspace
 
-.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help
+.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web
 
 all: build
 
@@ -13,6 +13,7 @@ help:
 	@echo "make test-shared  run the tests that use ../shared/fixtures"
 	@echo "make bench        print the benchmark table"
 	@echo "make plugins      build the plugin components into target/plugins"
+	@echo "make web          transpile cp1600 + x86_inspect with jco into the web bench (web/dist)"
 
 wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -44,7 +45,18 @@ test-shared: build
 	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
 
+# The DuckDB comparison needs its Python package; without it those rows say n/a.
+# The web bench: the cp1600 and x86_inspect components, as built above,
+# transpiled by jco into browser modules in web/dist (served by
+# `benchtop serve --http ADDR --web web/dist`). Needs Node and npm.
+web:
+	@[ -f target/plugins/cp1600.wasm ] && [ -f target/plugins/x86_inspect.wasm ] || $(MAKE) plugins
+	@cd web && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		npm ci --no-audit --no-fund --loglevel=error; fi
+	cd web && node build.mjs
+
 bench: wasm-target
+	@python3 -c "import duckdb" 2>/dev/null || python3 -m pip install -q duckdb || echo "bench: DuckDB unavailable; its rows will say n/a"
 	$(CARGO) run -q -p xtask -- plugins
 	$(CARGO) build --profile bench -p benchtop
 	$(CARGO) run -q --profile bench -p bench

@@ -6,10 +6,11 @@
 //! Measures `BENCHTOP_BIN`, else the `benchtop` built beside this binary
 //! (`--profile bench` builds into target/release), else target/release, else
 //! (with a note on every row) target/debug/benchtop. `BENCH_ONLY=x86,log-query` runs only
-//! the named groups (startup, transport, cp1600, x86, ecu-tables, log-query). The DuckDB comparison needs the Python
+//! the named groups (startup, transport, http, cp1600, x86, ecu-tables, log-query). The DuckDB comparison needs the Python
 //! package (`pip install duckdb`); without it those rows say n/a.
 
 mod ctx;
+mod http;
 mod plugins;
 mod startup;
 mod table;
@@ -79,6 +80,7 @@ async fn run() -> ExitCode {
     // Startup first: it fills the compile cache every later server uses.
     group!("startup", startup::run);
     group!("transport", transport::run);
+    group!("http", http::run);
     group!("cp1600", plugins::cp1600);
     group!("x86", plugins::x86);
     group!("ecu-tables", plugins::ecu);
