@@ -45,7 +45,6 @@ test-shared: build
 	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
 
-# The DuckDB comparison needs its Python package; without it those rows say n/a.
 # The web bench: the cp1600 and x86_inspect components, as built above,
 # transpiled by jco into browser modules in web/dist (served by
 # `benchtop serve --http ADDR --web web/dist`). Needs Node and npm.
@@ -55,6 +54,7 @@ web:
 		npm ci --no-audit --no-fund --loglevel=error; fi
 	cd web && node build.mjs
 
+# The DuckDB comparison needs its Python package; without it those rows say n/a.
 bench: wasm-target
 	@python3 -c "import duckdb" 2>/dev/null || python3 -m pip install -q duckdb || echo "bench: DuckDB unavailable; its rows will say n/a"
 	$(CARGO) run -q -p xtask -- plugins

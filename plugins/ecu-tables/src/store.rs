@@ -462,6 +462,18 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
 fn walk(entries: fs::ReadDir, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
     for entry in entries.flatten() {
         let path = entry.path();
+        let is_xml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
+        // The listing already tells an entry's type; stat only what can
+        // matter (each stat is a host call inside the sandbox, and a
+        // definitions folder often holds many ROM images).
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
+        if !(is_xml || file_type.is_dir() || file_type.is_symlink()) {
+            continue;
+        }
         // Follow symlinks (metadata, not symlink_metadata); depth bounds loops.
         let Ok(meta) = fs::metadata(&path) else {
             continue;
@@ -472,10 +484,7 @@ fn walk(entries: fs::ReadDir, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
             {
                 walk(sub, depth + 1, out);
             }
-        } else if path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
-        {
+        } else if is_xml {
             out.push((path, Stamp::of(&meta)));
         }
     }
