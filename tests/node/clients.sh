@@ -2,10 +2,11 @@
 # Real MCP clients against benchtop, for `make test-shared`:
 #  1. the MCP Inspector CLI over stdio: tools/list (--strict schema checks) and
 #     one tool of each plugin;
-#  2. the official conformance suite over streamable HTTP, with the
+#  2. the Python MCP SDK over stdio: every schema valid, results validating;
+#  3. the official conformance suite over streamable HTTP, with the
 #     checked-in baseline of scenarios that need fixtures we do not ship.
-# Installs its Node tools (a Node 22 from npm, the Inspector, the suite) into
-# tests/node/node_modules on first use.
+# Installs its tools on first use: Node 22, the Inspector and the suite into
+# tests/node/node_modules, the Python SDK into tests/python/.venv.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -45,6 +46,17 @@ if inspector --method tools/call --tool-name read_table --tool-args-json '{"rom"
     failed=$((failed + 1)); echo "FAIL inspector: an unknown table should be a tool error"
 else
     passed=$((passed + 1)); echo "ok   inspector: tool errors are reported as errors"
+fi
+
+# The Python SDK.
+venv="$repo/tests/python/.venv"
+if [ ! -x "$venv/bin/python" ] || [ "$repo/tests/python/requirements.txt" -nt "$venv/.installed" ]; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q -r "$repo/tests/python/requirements.txt" && touch "$venv/.installed"
+fi
+if out="$("$venv/bin/python" "$repo/tests/python/client.py" "$bin" serve --config "$repo/benchtop.toml" --no-watch 2>"$work/python.err")"; then
+    passed=$((passed + 1)); echo "ok   $out"
+else
+    failed=$((failed + 1)); echo "FAIL python sdk"; echo "$out"; tail -20 "$work/python.err"
 fi
 
 # Conformance over HTTP: every plugin plus the suite's fixture tools.

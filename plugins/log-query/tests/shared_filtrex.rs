@@ -1,6 +1,6 @@
 //! Differential test against filtrex 3.1.0: every case of
 //! shared/fixtures/filtrex/cases.jsonl, evaluated on the fixture log.
-//! Quirk-tagged cases follow the decisions in FILTER-LANGUAGE.md.
+//! Quirk-tagged cases follow the decisions in the README's filter-language section.
 
 use log_query::column::Cell;
 use log_query::filter::Filter;
