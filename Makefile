@@ -58,7 +58,7 @@ web:
 bench: wasm-target
 	@python3 -c "import duckdb" 2>/dev/null || python3 -m pip install -q duckdb || echo "bench: DuckDB unavailable; its rows will say n/a"
 	$(CARGO) run -q -p xtask -- plugins
-	$(CARGO) build --profile bench -p benchtop
+	$(CARGO) build --profile bench -p benchtop -p ble-bridge-sim
 	$(CARGO) run -q --profile bench -p bench
 
 fmt:

@@ -6,9 +6,10 @@
 //! Measures `BENCHTOP_BIN`, else the `benchtop` built beside this binary
 //! (`--profile bench` builds into target/release), else target/release, else
 //! (with a note on every row) target/debug/benchtop. `BENCH_ONLY=x86,log-query` runs only
-//! the named groups (startup, transport, http, cp1600, x86, ecu-tables, log-query). The DuckDB comparison needs the Python
+//! the named groups (startup, transport, http, cp1600, x86, ecu-tables, log-query, ble-buffer). The DuckDB comparison needs the Python
 //! package (`pip install duckdb`); without it those rows say n/a.
 
+mod ble;
 mod ctx;
 mod http;
 mod plugins;
@@ -85,6 +86,7 @@ async fn run() -> ExitCode {
     group!("x86", plugins::x86);
     group!("ecu-tables", plugins::ecu);
     group!("log-query", plugins::logs);
+    group!("ble-buffer", ble::run);
     eprintln!("bench: total {:.1} s", started.elapsed().as_secs_f64());
     table.print();
     if failed {
