@@ -361,9 +361,8 @@ impl Plugin {
             // Yield so other plugins' calls and the transport keep running.
             Ok(UpdateDeadline::Yield(1))
         });
-        let mut call_deadline = store;
         // Instantiation runs guest start code: bound it like a call.
-        call_deadline.data_mut().call = Some(ActiveCall {
+        store.data_mut().call = Some(ActiveCall {
             ctx: CallContext::detached(),
             deadline: Instant::now() + self.limits.deadline,
             cancel_seen: None,
@@ -371,15 +370,12 @@ impl Plugin {
         });
         let instance = self
             .pre
-            .instantiate_async(&mut call_deadline)
+            .instantiate_async(&mut store)
             .await
             .map_err(anyhow::Error::from)
             .with_context(|| format!("instantiating plugin `{}`", self.name))?;
-        call_deadline.data_mut().call = None;
-        Ok(Live {
-            store: call_deadline,
-            instance,
-        })
+        store.data_mut().call = None;
+        Ok(Live { store, instance })
     }
 
     /// The MCP name of tool `index`, with the plugin's prefix.
