@@ -39,11 +39,13 @@ test: build
 	$(CARGO) test --workspace --exclude bench -- --skip shared_
 
 # Fixture tests (each skips cleanly when ../shared/fixtures is absent), then
-# real clients: the MCP Inspector CLI and the official conformance suite.
+# real clients (the MCP Inspector CLI, the Python SDK, the official
+# conformance suite) and the web bench in headless Chromium.
 test-shared: build
 	@[ -d ../shared/fixtures ] || echo "make test-shared: ../shared/fixtures not found; the fixture tests will skip"
 	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
+	web/test.sh
 
 # The web bench: the cp1600 and x86_inspect components, as built above,
 # transpiled by jco into browser modules in web/dist (served by

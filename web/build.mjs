@@ -1,0 +1,82 @@
+// Builds web/dist: the two benchtop plugin components (target/plugins/*.wasm,
+// exactly as the MCP server loads them) transpiled by jco into ES modules,
+// the preview2-shim's browser build vendored beside them, the page's own
+// modules, and the bundled samples. Prints the transpiled modules' sizes.
+import { gzipSync } from "node:zlib";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { transpile } from "@bytecodealliance/jco-transpile";
+
+const web = dirname(fileURLToPath(import.meta.url));
+const repo = join(web, "..");
+const dist = join(web, "dist");
+const plugins = process.env.BENCHTOP_PLUGINS_DIR || join(repo, "target", "plugins");
+const components = ["cp1600", "x86_inspect"];
+
+for (const name of components) {
+    const wasm = join(plugins, `${name}.wasm`);
+    if (!existsSync(wasm)) {
+        console.error(`web: ${wasm} is missing; build the plugins first (make plugins)`);
+        process.exit(1);
+    }
+}
+rmSync(dist, { recursive: true, force: true });
+mkdirSync(dist, { recursive: true });
+
+// 1. The components, transpiled by jco (its transpile library, the code
+//    behind `jco transpile`). `instantiation: "async"` makes each module a
+//    factory taking its imports, so the page supplies WASI (the shim, with its
+//    own in-memory filesystem) and benchtop:host (progress, log) itself.
+for (const name of components) {
+    const out = join(dist, "gen", name);
+    const { files } = await transpile(join(plugins, `${name}.wasm`), {
+        name, outDir: out, instantiation: "async", minify: true,
+    });
+    for (const [path, bytes] of Object.entries(files)) {
+        // Type declarations are of no use to the page.
+        if (path.endsWith(".d.ts")) continue;
+        mkdirSync(dirname(path), { recursive: true });
+        writeFileSync(path, bytes);
+    }
+}
+
+// 2. The WASI shim's browser build (plain ES modules, no bare imports).
+cpSync(join(web, "node_modules", "@bytecodealliance", "preview2-shim", "dist", "browser"),
+    join(dist, "vendor", "preview2-shim"), { recursive: true });
+for (const f of readdirSync(join(dist, "vendor", "preview2-shim"))) {
+    if (f.endsWith(".d.ts")) rmSync(join(dist, "vendor", "preview2-shim", f));
+}
+
+// 3. The page.
+cpSync(join(web, "src"), dist, { recursive: true });
+
+// 4. Bundled samples, fetched by the page from the served directory.
+const samples = [];
+for (const [dir, ext] of [["cp1600", ".bin"], ["dos", ".com"]]) {
+    mkdirSync(join(dist, "samples", dir), { recursive: true });
+    for (const f of readdirSync(join(repo, "samples", dir)).sort()) {
+        if (!f.endsWith(ext)) continue;
+        cpSync(join(repo, "samples", dir, f), join(dist, "samples", dir, f));
+        samples.push(`${dir}/${f}`);
+    }
+}
+writeFileSync(join(dist, "samples", "index.json"), JSON.stringify(samples, null, 1) + "\n");
+
+// Sizes of the transpiled modules.
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+for (const name of components) {
+    const dir = join(dist, "gen", name);
+    let total = 0;
+    let gz = 0;
+    const parts = [];
+    for (const f of readdirSync(dir).sort()) {
+        const bytes = readFileSync(join(dir, f));
+        total += bytes.length;
+        gz += gzipSync(bytes, { level: 9 }).length;
+        parts.push(`${f} ${kib(bytes.length)}`);
+    }
+    const src = statSync(join(plugins, `${name}.wasm`)).size;
+    console.log(`web: ${name}.wasm (${kib(src)}) -> gen/${name}/: ${parts.join(", ")}; total ${kib(total)} (${kib(gz)} gzipped)`);
+}
+console.log(`web: built ${dist} (${samples.length} samples)`);
