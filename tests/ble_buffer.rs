@@ -2,7 +2,7 @@
 //! WebSocket: the plugin drains the bridge on the host's tick, within its
 //! network allow-list.
 
-use e2e::{Server, coded_error, is_error, plugins, repo};
+use e2e::{Server, coded_error, is_error, repo};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -54,14 +54,7 @@ impl Ble {
     async fn start(port: u16) -> Ble {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("benchtop.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[[plugin]]\npath = \"{}\"\nnetwork = [\"127.0.0.1:{port}\"]\nenv = {{ BLE_BRIDGE_URL = \"ws://127.0.0.1:{port}\" }}\ntick_ms = 10\n",
-                plugins().join("ble_buffer.wasm").display()
-            ),
-        )
-        .unwrap();
+        std::fs::write(&config, e2e::ble_config(port)).unwrap();
         let server = Server::start(&["--config", config.to_str().unwrap(), "--no-watch"]).await;
         Ble { server, _dir: dir }
     }

@@ -537,6 +537,22 @@ async fn progress_is_reported_to_the_client() {
     s.stop().await;
 }
 
+/// Starts a `tools/call` that the test can cancel.
+async fn call_cancellable(
+    s: &Server,
+    name: &str,
+    args: Value,
+) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
+    let params = CallToolRequestParams::new(name.to_owned())
+        .with_arguments(args.as_object().unwrap().clone());
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    s.client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_cancelled_call_stops_and_the_server_goes_on() {
     let sb = sandbox("deadline_ms = 20000\n");
@@ -546,20 +562,12 @@ async fn a_cancelled_call_stops_and_the_server_goes_on() {
         .replace("deadline_ms = 3000\n", "");
     std::fs::write(&sb.config, cfg).unwrap();
     let s = start(&sb).await;
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("slow_count").with_arguments(
-            json!({"steps": 1000, "millis_per_step": 10})
-                .as_object()
-                .unwrap()
-                .clone(),
-        ),
-    ));
-    let handle = s
-        .client
-        .peer()
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .unwrap();
+    let handle = call_cancellable(
+        &s,
+        "slow_count",
+        json!({"steps": 1000, "millis_per_step": 10}),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
     handle.cancel(Some("test".into())).await.unwrap();
@@ -582,14 +590,7 @@ async fn a_plugin_that_ignores_cancellation_is_interrupted() {
         .replace("deadline_ms = 3000", "deadline_ms = 60000");
     std::fs::write(&sb.config, cfg).unwrap();
     let s = start(&sb).await;
-    let request =
-        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new("spin")));
-    let handle = s
-        .client
-        .peer()
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .unwrap();
+    let handle = call_cancellable(&s, "spin", json!({})).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     handle.cancel(None).await.unwrap();

@@ -41,13 +41,7 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         .spawn()
         .context("starting the bridge simulator")?;
     let config = ctx.tmp.path().join("ble.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[plugin]]\npath = {:?}\nnetwork = [\"127.0.0.1:{port}\"]\nenv = {{ BLE_BRIDGE_URL = \"ws://127.0.0.1:{port}\" }}\ntick_ms = 10\n",
-            ctx.plugin("ble_buffer").display().to_string()
-        ),
-    )?;
+    std::fs::write(&config, e2e::ble_config(port))?;
     let server = ctx
         .benchtop([OsStr::new("--config"), config.as_os_str()])
         .await?;

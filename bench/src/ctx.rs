@@ -2,14 +2,10 @@
 //! compile cache, and starting a server with the client the tests use.
 
 use anyhow::{Context as _, Result, bail};
-use e2e::{Recorder, Server};
-use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
+use e2e::Server;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use tempfile::TempDir;
-use tokio::io::AsyncBufReadExt;
 use tokio::process::Command;
 
 /// Per-call deadline given to every plugin: long emulator runs must not be cut.
@@ -124,41 +120,8 @@ fn quote(p: &Path) -> String {
 /// Spawns `cmd` as an MCP server on stdio and initializes a session with
 /// the end-to-end tests' client (so benchtop and the native server are
 /// driven by the same client code).
-pub async fn connect(mut cmd: Command) -> Result<Server> {
-    cmd.kill_on_drop(true);
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .context("spawning the server")?;
-    let captured = Arc::new(Mutex::new(String::new()));
-    if let Some(stderr) = stderr {
-        let sink = captured.clone();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-    }
-    let recorder = Recorder::default();
-    let events = recorder.events.clone();
-    let client = match recorder.serve(transport).await {
-        Ok(c) => c,
-        Err(e) => {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            bail!(
-                "MCP initialize failed: {e}; server stderr:\n{}",
-                captured.lock().unwrap()
-            );
-        }
-    };
-    Ok(Server {
-        client,
-        events,
-        stderr: captured,
-    })
+pub async fn connect(cmd: Command) -> Result<Server> {
+    Server::connect(cmd).await
 }
 
 /// `tools/call` returning the result's text, failing on an error result.

@@ -125,10 +125,16 @@ impl Server {
     pub async fn start(args: &[&str]) -> Server {
         let mut cmd = Command::new(bin());
         cmd.arg("serve").args(args).env("BENCHTOP_LOG", "info");
+        Server::connect(cmd).await.expect("starting benchtop")
+    }
+
+    /// Spawns any MCP server on stdio and initializes a session with it,
+    /// capturing its stderr.
+    pub async fn connect(mut cmd: Command) -> anyhow::Result<Server> {
+        cmd.kill_on_drop(true);
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawning benchtop");
+            .spawn()?;
         let captured = Arc::new(Mutex::new(String::new()));
         if let Some(stderr) = stderr {
             let sink = captured.clone();
@@ -143,11 +149,20 @@ impl Server {
         }
         let recorder = Recorder::default();
         let events = recorder.events.clone();
-        let client = recorder.serve(transport).await.expect("MCP initialize");
-        Server {
-            client,
-            events,
-            stderr: captured,
+        match recorder.serve(transport).await {
+            Ok(client) => Ok(Server {
+                client,
+                events,
+                stderr: captured,
+            }),
+            Err(e) => {
+                // Let the stderr reader catch up with the server's last words.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                anyhow::bail!(
+                    "MCP initialize failed: {e}; server stderr:\n{}",
+                    captured.lock().unwrap()
+                )
+            }
         }
     }
 
@@ -194,6 +209,15 @@ impl Server {
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
     }
+}
+
+/// A config that lets ble-buffer reach a bridge on 127.0.0.1:`port`,
+/// drained every 10 ms.
+pub fn ble_config(port: u16) -> String {
+    format!(
+        "[[plugin]]\npath = {:?}\nnetwork = [\"127.0.0.1:{port}\"]\nenv = {{ BLE_BRIDGE_URL = \"ws://127.0.0.1:{port}\" }}\ntick_ms = 10\n",
+        plugins().join("ble_buffer.wasm").display().to_string()
+    )
 }
 
 /// The text of a result's first text block.
