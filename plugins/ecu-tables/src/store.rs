@@ -127,7 +127,22 @@ pub struct Explorer {
     files: HashMap<PathBuf, CachedFile>,
     definitions: HashMap<PathBuf, CachedDefinition>,
     roms: HashMap<PathBuf, CachedRom>,
+    listing: Option<Listing>,
 }
+
+/// The last walk of the definitions directory.
+struct Listing {
+    dir: PathBuf,
+    at: std::time::Instant,
+    files: Vec<(PathBuf, Stamp)>,
+}
+
+/// How long a walk of the definitions directory is reused. Inside the
+/// sandbox every directory read and stat is a host call, so re-walking a
+/// large definitions tree on each call dominated a warm `read_table`. The
+/// listed files are still re-stamped on every call, so an edited definition
+/// is seen at once; a file added or removed is seen within this time.
+const LISTING_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
 const MAX_DEPTH: usize = 16;
 const MAX_CACHED_ROMS: usize = 8;
@@ -152,12 +167,39 @@ impl Explorer {
         self.open_with(dir, rom, true)
     }
 
+    /// The `*.xml` files under `dir` with fresh stamps, walked again when
+    /// `fresh` (a patch) or when the last walk is older than [`LISTING_TTL`].
+    fn listing(&mut self, dir: &Path, fresh: bool) -> Result<Vec<(PathBuf, Stamp)>, Error> {
+        if !fresh
+            && let Some(l) = &self.listing
+            && l.dir == dir
+            && l.at.elapsed() < LISTING_TTL
+        {
+            return Ok(l
+                .files
+                .iter()
+                .filter_map(|(path, _)| {
+                    fs::metadata(path)
+                        .ok()
+                        .map(|m| (path.clone(), Stamp::of(&m)))
+                })
+                .collect());
+        }
+        let files = scan_dir(dir)?;
+        self.listing = Some(Listing {
+            dir: dir.to_owned(),
+            at: std::time::Instant::now(),
+            files: files.clone(),
+        });
+        Ok(files)
+    }
+
     fn open_with(&mut self, dir: &Path, rom: &Path, fresh: bool) -> Result<OpenedRom, Error> {
         if fresh {
             self.roms.remove(rom);
         }
         let bytes = self.load_rom(rom)?;
-        let files = scan_dir(dir)?;
+        let files = self.listing(dir, fresh)?;
         self.refresh(&files);
         let mut matches = Vec::new();
         let mut tried = Vec::new();
