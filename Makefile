@@ -29,7 +29,9 @@ build: host plugins
 # Serves benchtop.toml: all plugins on a scratch copy of samples/ (so patching
 # a ROM never dirties the repository), with the BLE bridge simulator feeding
 # ble-buffer. Extra options: make run RUN_ARGS="--http 127.0.0.1:8081".
-run: build
+# stdout is the JSON-RPC stream, so the build reports on stderr.
+run:
+	@$(MAKE) --no-print-directory build >&2
 	@rm -rf $(RUN_WS) && mkdir -p $(RUN_WS) && cp -R samples/. $(RUN_WS)/
 	@target/debug/ble-bridge-sim --port 8080 --rate 5 >/dev/null 2>&1 & sim=$$!; \
 	trap 'kill $$sim 2>/dev/null' EXIT INT TERM; \
