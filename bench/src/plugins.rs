@@ -5,7 +5,7 @@ use crate::ctx::{Ctx, call_json, call_text};
 use crate::table::{Goal, Table};
 use crate::timing::{Samples, ms, timed};
 use anyhow::{Context as _, Result, bail};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -396,8 +396,7 @@ fn make_writable(path: &Path) -> Result<()> {
 // ---------------------------------------------------------------- log-query
 
 const LOG_ROWS: usize = 1_000_000;
-const FILTER: &str = "RPM > 3000 && Knock > 0";
-const SQL_WHERE: &str = "RPM > 3000 AND Knock > 0";
+use log_query::duckdb::{BENCH_FILTER as FILTER, Timing, count_matching};
 const REPEATS: usize = 7;
 const FIRSTS: usize = 3;
 
@@ -462,8 +461,12 @@ pub async fn logs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         ctx.note(format!("median of {REPEATS}, parsed columns cached")),
     );
 
-    match duckdb_ms(&csv) {
-        Ok((duck, n, version)) => {
+    match count_matching(&csv, 5) {
+        Ok(Timing {
+            median_ms: duck,
+            rows: n,
+            version,
+        }) => {
             let agree = if n == matched {
                 "same match count".to_owned()
             } else {
@@ -507,43 +510,4 @@ pub async fn logs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// DuckDB (Python package) counting the same rows: median of five runs, each
-/// reading the CSV afresh. Returns (ms, count, DuckDB version).
-fn duckdb_ms(csv: &Path) -> Result<(f64, u64, String), String> {
-    let path = Value::String(csv.to_string_lossy().into_owned()).to_string();
-    let script = format!(
-        r#"
-import duckdb, time
-con = duckdb.connect()
-times = []
-for _ in range(5):
-    t = time.perf_counter()
-    n = con.execute("SELECT count(*) FROM read_csv(" + repr({path}) + ") WHERE {SQL_WHERE}").fetchall()[0][0]
-    times.append((time.perf_counter() - t) * 1000)
-times.sort()
-print(times[2], n, duckdb.__version__)
-"#
-    );
-    let out = std::process::Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .map_err(|e| format!("python3: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().last().unwrap_or("python3 failed").to_owned());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut parts = text.split_whitespace();
-    let ms = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .ok_or("no timing")?;
-    let n = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .ok_or("no count")?;
-    let version = parts.next().unwrap_or("?").to_owned();
-    Ok((ms, n, version))
 }

@@ -4,7 +4,7 @@
 use crate::cache::{CacheOutcome, CompileCache};
 use crate::config::{ConfigFile, PluginConfig};
 use crate::plugin::{PluginInterface, SettingDecl};
-use crate::registry::{Catalog, Registry};
+use crate::registry::{Catalog, Refusal, Registry};
 use crate::runtime::{self, Limits, LogLevel, LogSink, Plugin, PluginSpec, PluginState};
 use crate::sandbox::{DirGrant, Policy};
 use anyhow::{Context, Result, bail};
@@ -173,7 +173,7 @@ impl Host {
         }
         problems.extend(self.unknown_settings(loaded.values()));
         *self.loaded.lock().expect("loaded lock") = loaded;
-        problems.extend(self.publish());
+        problems.extend(self.publish().into_iter().map(|r| r.message));
         for p in &problems {
             tracing::error!("{p}");
         }
@@ -198,7 +198,7 @@ impl Host {
     }
 
     /// Rebuilds the catalogue from the loaded plugins and swaps it in.
-    fn publish(&self) -> Vec<String> {
+    fn publish(&self) -> Vec<Refusal> {
         let plugins: Vec<Arc<Plugin>> = self
             .loaded
             .lock()
@@ -206,9 +206,9 @@ impl Host {
             .values()
             .cloned()
             .collect();
-        let (catalog, errors) = Catalog::build(plugins);
+        let (catalog, refusals) = Catalog::build(plugins);
         self.registry.replace(catalog);
-        errors
+        refusals
     }
 
     fn plugin_config(&self, file: &Path) -> PluginConfig {
@@ -376,11 +376,11 @@ impl Host {
             .lock()
             .expect("loaded lock")
             .insert(file.to_owned(), plugin.clone());
-        let errors = self.publish();
-        if let Some(err) = errors
+        let refused = self
+            .publish()
             .into_iter()
-            .find(|e| e.contains(&format!("`{}`", plugin.name)))
-        {
+            .find(|r| Arc::ptr_eq(&r.plugin, &plugin));
+        if let Some(refusal) = refused {
             // The new version collides with another plugin: put the old one back.
             let mut loaded = self.loaded.lock().expect("loaded lock");
             match previous {
@@ -389,7 +389,7 @@ impl Host {
             };
             drop(loaded);
             self.publish();
-            bail!("{err}");
+            bail!("{}", refusal.message);
         }
         self.digests
             .lock()

@@ -17,25 +17,34 @@ pub struct Catalog {
     listing: Vec<Tool>,
 }
 
+/// A plugin left out of a catalogue because a tool name was already taken.
+pub struct Refusal {
+    /// The plugin refused.
+    pub plugin: Arc<Plugin>,
+    /// Why, naming both plugins and the way out.
+    pub message: String,
+}
+
 impl Catalog {
     /// Builds a catalogue from plugins in load order. A plugin whose tool
     /// name is already taken is refused, with an error naming both plugins.
-    pub fn build(plugins: Vec<Arc<Plugin>>) -> (Self, Vec<String>) {
+    pub fn build(plugins: Vec<Arc<Plugin>>) -> (Self, Vec<Refusal>) {
         let mut catalog = Catalog::default();
-        let mut errors = Vec::new();
+        let mut refusals = Vec::new();
         'plugins: for plugin in plugins {
             let names: Vec<String> = (0..plugin.interface.tools.len())
                 .map(|i| plugin.tool_name(i))
                 .collect();
             for name in &names {
                 if let Some((other, _)) = catalog.tools.get(name) {
-                    errors.push(format!(
+                    let message = format!(
                         "plugin `{}` ({}) was not loaded: its tool `{name}` is already provided by plugin `{}` ({}). Give one of them a prefix in the config file.",
                         plugin.name,
                         plugin.source.display(),
                         other.name,
                         other.source.display()
-                    ));
+                    );
+                    refusals.push(Refusal { plugin, message });
                     continue 'plugins;
                 }
             }
@@ -49,7 +58,7 @@ impl Catalog {
             .iter()
             .map(|(name, (plugin, i))| mcp_tool(name, plugin, *i))
             .collect();
-        (catalog, errors)
+        (catalog, refusals)
     }
 
     /// The tools, sorted by name (a deterministic order, as MCP asks).

@@ -9,53 +9,9 @@
 
 use log_query::logs::Cache;
 use log_query::query::{QueryArgs, query_logs};
-use std::process::Command;
 use std::time::Instant;
 
-const FILTER: &str = "RPM > 3000 && Knock > 0";
-const SQL_WHERE: &str = "RPM > 3000 AND Knock > 0";
-
-fn duckdb_ms(path: &str) -> Result<(f64, u64), String> {
-    // Each DuckDB query reads the CSV afresh (it has no cache of it), so the
-    // median of three runs is its time for this query. Only the count is
-    // timed (query_logs also returns the first 200 rows): the conservative
-    // comparison.
-    let script = format!(
-        r#"
-import duckdb, time
-con = duckdb.connect()
-times = []
-for _ in range(3):
-    t = time.perf_counter()
-    rel = con.execute("SELECT count(*) FROM read_csv('{path}') WHERE {SQL_WHERE}").fetchall()
-    times.append((time.perf_counter() - t) * 1000)
-times.sort()
-print(times[1], rel[0][0])
-"#
-    );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .map_err(|e| format!("python3: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .last()
-            .unwrap_or("")
-            .to_string());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut parts = text.split_whitespace();
-    let ms = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .ok_or("no timing")?;
-    let n = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .ok_or("no count")?;
-    Ok((ms, n))
-}
+use log_query::duckdb::{BENCH_FILTER as FILTER, count_matching};
 
 fn main() {
     let rows: usize = std::env::args()
@@ -99,13 +55,17 @@ fn main() {
     repeats.sort_by(f64::total_cmp);
     let repeat = repeats[repeats.len() / 2];
 
-    let duck = duckdb_ms(path.to_str().unwrap());
+    let duck = count_matching(&path, 3);
     println!(
         "| query | rows | CSV MB | rows matched | log-query first (ms) | log-query repeat (ms) | DuckDB (ms) | first / DuckDB | repeat / DuckDB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     match duck {
-        Ok((ms, n)) => {
+        Ok(log_query::duckdb::Timing {
+            median_ms: ms,
+            rows: n,
+            ..
+        }) => {
             assert_eq!(
                 n, matched,
                 "DuckDB and log-query disagree on the match count"

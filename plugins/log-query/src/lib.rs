@@ -5,6 +5,8 @@
 //! [`query`], [`plot`]); `component` is the thin wit-bindgen glue.
 
 pub mod column;
+#[cfg(not(target_os = "wasi"))]
+pub mod duckdb;
 pub mod filter;
 pub mod logs;
 pub mod plot;
