@@ -40,6 +40,12 @@ pub fn new_engine() -> Result<Engine> {
     let mut config = wasmtime::Config::new();
     config.epoch_interruption(true);
     config.wasm_component_model(true);
+    // `BENCHTOP_PERFMAP=1` names the compiled plugin functions for `perf`
+    // (it writes /tmp/perf-PID.map), so a plugin's hot loop can be profiled
+    // as it runs inside the host. Use with --no-cache.
+    if std::env::var_os("BENCHTOP_PERFMAP").is_some_and(|v| v != "0") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     let engine = Engine::new(&config)
         .map_err(anyhow::Error::from)
         .context("creating the WebAssembly engine")?;

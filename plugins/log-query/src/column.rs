@@ -40,12 +40,16 @@ pub struct Column {
     pub text_cells: usize,
     /// Most fraction digits seen in a numeric cell: how numbers are printed back.
     pub decimals: u8,
+    /// False when the reader skipped this column's cells (see
+    /// [`crate::reader::Need`]): only the name is known, `values` is empty.
+    pub loaded: bool,
 }
 
 impl Column {
     pub fn new(name: impl Into<String>) -> Self {
         Column {
             name: name.into(),
+            loaded: true,
             ..Default::default()
         }
     }

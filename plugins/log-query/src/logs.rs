@@ -1,7 +1,7 @@
 //! The logs directory: which files are logs, how recent each is, and a cache
 //! of parsed logs keyed by path, modification time and size.
 
-use crate::reader::{self, Log};
+use crate::reader::{self, Log, Need};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -193,21 +193,27 @@ impl Default for Cache {
 }
 
 impl Cache {
-    /// Returns the parsed log, reading and parsing the file only when it is
-    /// new or changed.
-    pub fn load(&mut self, file: &LogFile) -> Result<Arc<Log>, String> {
+    /// Returns the parsed log with at least the columns `need` names,
+    /// reading and parsing the file only when it is new or changed, or when
+    /// a column it needs was skipped before (then the columns already
+    /// converted are converted again with the new ones).
+    pub fn load(&mut self, file: &LogFile, need: &Need) -> Result<Arc<Log>, String> {
         self.clock += 1;
+        let mut need = need.clone();
         if let Some(e) = self.entries.get_mut(&file.path)
             && e.mtime == file.mtime
             && e.size == file.size
         {
             e.used = self.clock;
-            return Ok(e.log.clone());
+            if need.met_by(&e.log) {
+                return Ok(e.log.clone());
+            }
+            need = need.with_loaded(&e.log);
         }
         self.entries.remove(&file.path);
         let data =
             std::fs::read(&file.path).map_err(|e| format!("cannot read {}: {e}", file.name))?;
-        let log = reader::parse(&data, &file.name)
+        let log = reader::parse_columns(&data, &file.name, &need)
             .map_err(|e| format!("{} is not a readable CSV log: {e}", file.name))?;
         drop(data);
         let log = Arc::new(log);
@@ -285,7 +291,7 @@ impl Listing {
     pub fn read(
         dir: &Path,
         cache: &mut Cache,
-        parse_all: bool,
+        parse_all: Option<&Need>,
         progress: &mut dyn FnMut(u64, u64, &str) -> bool,
     ) -> Result<Listing, String> {
         let files = scan_dir(dir)?;
@@ -295,8 +301,8 @@ impl Listing {
             if !progress(k as u64, total, &f.name) {
                 return Err("cancelled by the client".into());
             }
-            let log = if parse_all {
-                Some(cache.load(&f))
+            let log = if let Some(need) = parse_all {
+                Some(cache.load(&f, need))
             } else {
                 cache.peek(&f).map(Ok)
             };
@@ -312,12 +318,18 @@ impl Listing {
         Ok(Listing { files: out })
     }
 
-    /// The parsed log of entry `i`, loading it when needed.
-    pub fn log(&mut self, i: usize, cache: &mut Cache) -> Result<Arc<Log>, String> {
+    /// The parsed log of entry `i` with the columns `need` names, loading
+    /// it when needed.
+    pub fn log(&mut self, i: usize, cache: &mut Cache, need: &Need) -> Result<Arc<Log>, String> {
         let item = &mut self.files[i];
-        item.log
-            .get_or_insert_with(|| cache.load(&item.file))
-            .clone()
+        if let Some(Ok(log)) = &item.log
+            && need.met_by(log)
+        {
+            return Ok(log.clone());
+        }
+        let log = cache.load(&item.file, need);
+        item.log = Some(log.clone());
+        log
     }
 
     /// Finds a file by name (exact, then case-insensitive) or by its `#`.
@@ -388,13 +400,47 @@ mod tests {
         std::fs::write(&path, "Time,RPM\n0,1\n").unwrap();
         let mut cache = Cache::default();
         let files = scan_dir(&dir).unwrap();
-        let a = cache.load(&files[0]).unwrap();
-        let b = cache.load(&files[0]).unwrap();
+        let a = cache.load(&files[0], &Need::All).unwrap();
+        let b = cache.load(&files[0], &Need::All).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         std::fs::write(&path, "Time,RPM\n0,1\n1,2\n").unwrap();
         let files = scan_dir(&dir).unwrap();
-        let c = cache.load(&files[0]).unwrap();
+        let c = cache.load(&files[0], &Need::All).unwrap();
         assert_eq!(c.rows(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cache_converts_more_columns_when_asked() {
+        let dir = std::env::temp_dir().join(format!("logq-need-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("a.csv"),
+            "Time,RPM,AFR,Knock
+0,900,14.7,0
+1,950,14.6,2
+",
+        )
+        .unwrap();
+        let mut cache = Cache::default();
+        let files = scan_dir(&dir).unwrap();
+        let rpm = cache.load(&files[0], &Need::named(["RPM"])).unwrap();
+        assert!(rpm.column("RPM").unwrap().loaded && !rpm.column("AFR").unwrap().loaded);
+        // Already converted: the same parse is reused.
+        let again = cache.load(&files[0], &Need::named(["RPM"])).unwrap();
+        assert!(Arc::ptr_eq(&rpm, &again));
+        // A new channel converts it and keeps the earlier ones.
+        let afr = cache.load(&files[0], &Need::named(["AFR"])).unwrap();
+        assert!(!Arc::ptr_eq(&rpm, &afr));
+        assert_eq!(afr.column("AFR").unwrap().number(1), Some(14.6));
+        assert_eq!(afr.column("RPM").unwrap().number(1), Some(950.0));
+        assert!(!afr.column("Knock").unwrap().loaded);
+        let all = cache.load(&files[0], &Need::All).unwrap();
+        assert!(all.columns.iter().all(|c| c.loaded));
+        assert!(Arc::ptr_eq(
+            &all,
+            &cache.load(&files[0], &Need::named(["AFR"])).unwrap()
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

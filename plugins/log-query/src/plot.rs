@@ -8,6 +8,7 @@ use crate::filter::Filter;
 use crate::logs::{Cache, Listing};
 use crate::query::{Progress, fmt_rate};
 use crate::reader::Log;
+use crate::reader::Need;
 use std::path::Path;
 
 /// Arguments of `plot_log`.
@@ -97,7 +98,13 @@ pub fn plot_log(
     args: &PlotArgs,
     progress: Progress,
 ) -> Result<Plot, String> {
-    let mut listing = Listing::read(dir, cache, args.file.is_none(), progress)?;
+    // The channels to draw may be chosen from the data: convert them all.
+    let mut listing = Listing::read(
+        dir,
+        cache,
+        args.file.is_none().then_some(&Need::named::<&str>([])),
+        progress,
+    )?;
     if listing.files.is_empty() {
         return Err(format!(
             "the logs directory {} holds no .csv files",
@@ -108,7 +115,7 @@ pub fn plot_log(
         Some(f) => listing.find(f)?,
         None => 0,
     };
-    let log = listing.log(index, cache)?;
+    let log = listing.log(index, cache, &Need::All)?;
     let name = listing.files[index].file.name.clone();
     render(&log, &name, args)
 }

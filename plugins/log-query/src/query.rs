@@ -5,7 +5,7 @@
 use crate::column::format_number;
 use crate::filter::{self, Filter};
 use crate::logs::{Cache, Listing};
-use crate::reader::Log;
+use crate::reader::{Log, Need};
 use plugin_kit::{Frontmatter, MarkdownTable};
 use std::path::Path;
 use std::sync::Arc;
@@ -52,7 +52,7 @@ fn fmt_duration(s: f64) -> String {
 
 /// `list_logs`.
 pub fn list_logs(dir: &Path, cache: &mut Cache, progress: Progress) -> Result<String, String> {
-    let listing = Listing::read(dir, cache, true, progress)?;
+    let listing = Listing::read(dir, cache, Some(&Need::named::<&str>([])), progress)?;
     let mut table = MarkdownTable::new([
         "#",
         "Filename",
@@ -137,8 +137,14 @@ pub fn query_logs(
         ));
     }
     let filter = Filter::compile(&args.filter).map_err(|e| e.to_string())?;
+    // Only the channels the query names are converted from the CSV.
+    let need = Need::named(
+        filter
+            .channel_names()
+            .chain(args.channels.iter().flatten().map(String::as_str)),
+    );
 
-    let mut listing = Listing::read(dir, cache, args.file.is_none(), progress)?;
+    let mut listing = Listing::read(dir, cache, args.file.is_none().then_some(&need), progress)?;
     let selected: Vec<usize> = match &args.file {
         Some(f) => vec![listing.find(f)?],
         None => (0..listing.files.len()).collect(),
@@ -152,7 +158,7 @@ pub fn query_logs(
     let mut logs = Vec::new();
     let mut unreadable = Vec::new();
     for &i in &selected {
-        match listing.log(i, cache) {
+        match listing.log(i, cache, &need) {
             Ok(log) => logs.push((i, log)),
             Err(e) if args.file.is_some() => return Err(e),
             Err(e) => unreadable.push(e),

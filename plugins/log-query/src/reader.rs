@@ -74,6 +74,56 @@ pub struct Log {
 
 const BOOKKEEPING: [&str; 4] = ["LogID", "LogEntryDate", "LogEntryTime", "LogEntrySeconds"];
 
+/// Which columns the reader converts; the others keep only their name.
+///
+/// Converting numbers is most of the cost of reading a log, and a query
+/// usually names two or three of a dozen channels: skipping the rest makes
+/// a first query several times cheaper. Columns every log needs (the time
+/// axis candidates and EvoScan's date) are always converted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    All,
+    Named(Vec<String>),
+}
+
+impl Need {
+    /// The columns named in `names` (plus the ones every log needs).
+    pub fn named<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Need {
+        Need::Named(names.into_iter().map(|n| n.as_ref().to_string()).collect())
+    }
+
+    pub fn wants(&self, column: &str) -> bool {
+        match self {
+            Need::All => true,
+            Need::Named(names) => {
+                names.iter().any(|n| n == column)
+                    || time_unit_of(column).is_some()
+                    || column == "LogEntryDate"
+            }
+        }
+    }
+
+    /// True when every column of `log` this needs is converted.
+    pub fn met_by(&self, log: &Log) -> bool {
+        log.columns.iter().all(|c| c.loaded || !self.wants(&c.name))
+    }
+
+    /// What `log` already holds and this needs, together.
+    pub fn with_loaded(self, log: &Log) -> Need {
+        match self {
+            Need::All => Need::All,
+            Need::Named(mut names) => {
+                for c in log.columns.iter().filter(|c| c.loaded) {
+                    if !names.contains(&c.name) {
+                        names.push(c.name.clone());
+                    }
+                }
+                Need::Named(names)
+            }
+        }
+    }
+}
+
 impl Log {
     pub fn rows(&self) -> usize {
         self.time.len()
@@ -331,12 +381,14 @@ fn sniff_delimiter(line: &[u8]) -> u8 {
 struct Layout {
     /// Column index of each field of the current header.
     map: Vec<usize>,
+    /// Whether each field of the current header is converted.
+    load: Vec<bool>,
     /// Columns the current header lacks (filled with empty cells).
     absent: Vec<usize>,
     header: Vec<String>,
 }
 
-fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize) -> Layout {
+fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize, need: &Need) -> Layout {
     let mut map = Vec::with_capacity(header.len());
     for name in header {
         let mut unique = name.clone();
@@ -349,9 +401,12 @@ fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize) -> Layout {
             Some(i) => i,
             None => {
                 let mut c = Column::new(unique);
-                c.values.reserve(rows.max(1024));
-                for _ in 0..rows {
-                    c.push_null();
+                c.loaded = need.wants(&c.name);
+                if c.loaded {
+                    c.values.reserve(rows.max(1024));
+                    for _ in 0..rows {
+                        c.push_null();
+                    }
                 }
                 columns.push(c);
                 columns.len() - 1
@@ -359,8 +414,11 @@ fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize) -> Layout {
         };
         map.push(idx);
     }
-    let absent = (0..columns.len()).filter(|c| !map.contains(c)).collect();
+    let absent = (0..columns.len())
+        .filter(|&c| !map.contains(&c) && columns[c].loaded)
+        .collect();
     Layout {
+        load: map.iter().map(|&c| columns[c].loaded).collect(),
         map,
         absent,
         header: header.to_vec(),
@@ -380,6 +438,11 @@ fn push_general(col: &mut Column, text: &str, quoted: bool, delim: u8) {
 
 /// Parses a whole CSV log.
 pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
+    parse_columns(data, file_name, &Need::All)
+}
+
+/// Parses a CSV log, converting only the columns `need` names.
+pub fn parse_columns(data: &[u8], file_name: &str, need: &Need) -> Result<Log, ReadError> {
     let b = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
     let mut i = 0;
     while i < b.len() && (b[i] == b'\n' || b[i] == b'\r' || b[i] == b' ') {
@@ -404,8 +467,8 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
     i = next;
     let estimate = estimate_rows(&b[i..]);
     let mut columns: Vec<Column> = Vec::new();
-    let mut lay = layout(&mut columns, &header, 0);
-    for c in &mut columns {
+    let mut lay = layout(&mut columns, &header, 0, need);
+    for c in columns.iter_mut().filter(|c| c.loaded) {
         c.values.reserve(estimate);
     }
     let mut rows = 0usize;
@@ -437,10 +500,19 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
         // Fast path: numbers and empty fields only.
         while k < ncols {
             let c = unsafe_get(b, i);
+            let load = lay.load[k];
             if c == delim || c == b'\n' || c == b'\r' || i >= b.len() {
-                columns[lay.map[k]].push_null();
+                if load {
+                    columns[lay.map[k]].push_null();
+                }
+            } else if !load && k != 0 && c != b'"' {
+                // A skipped column: only find where the field ends. (A first
+                // field is read in full: it may start a header line.)
+                i = field_end(b, i, delim);
             } else if let Some((v, d, end)) = fast_number(b, i, delim) {
-                columns[lay.map[k]].push_num(v, d);
+                if load {
+                    columns[lay.map[k]].push_num(v, d);
+                }
                 i = end;
             } else if c == b'"' {
                 general = true;
@@ -457,7 +529,9 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
                     general = true;
                     break;
                 }
-                push_general(&mut columns[lay.map[k]], &text, false, delim);
+                if load {
+                    push_general(&mut columns[lay.map[k]], &text, false, delim);
+                }
                 i = end;
             }
             k += 1;
@@ -471,7 +545,7 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
                 }
             } else {
                 // Line ended early: the rest of the row is empty.
-                for rest in k..ncols {
+                for rest in (k..ncols).filter(|&rest| lay.load[rest]) {
                     columns[lay.map[rest]].push_null();
                 }
                 k = ncols;
@@ -481,7 +555,7 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
         }
         if general {
             // Undo this line's partial fields and read it field by field.
-            for &c in &lay.map[..k] {
+            for (&c, _) in lay.map[..k].iter().zip(&lay.load).filter(|(_, l)| **l) {
                 let col = &mut columns[c];
                 if let Some(v) = col.values.pop()
                     && v.is_nan()
@@ -501,14 +575,14 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
                     .collect();
                 if header != lay.header {
                     header_changes += 1;
-                    lay = layout(&mut columns, &header, rows);
+                    lay = layout(&mut columns, &header, rows, need);
                 }
                 continue;
             }
             if fields.len() > ncols {
                 ragged += 1;
             }
-            for (k, &c) in lay.map.iter().enumerate() {
+            for (k, &c) in lay.map.iter().enumerate().filter(|&(k, _)| lay.load[k]) {
                 match fields.get(k) {
                     Some((text, quoted)) => push_general(&mut columns[c], text, *quoted, delim),
                     None => columns[c].push_null(),
@@ -551,6 +625,31 @@ fn estimate_rows(rest: &[u8]) -> usize {
     let lines = sample.iter().filter(|&&c| c == b'\n').count().max(1);
     let per_line = (sample.len() / lines).max(1);
     rest.len() / per_line + rest.len() / per_line / 20 + 16
+}
+
+/// Index of the first delimiter, `\n` or `\r` at or after `i` (or the
+/// end): eight bytes per step, since most fields of a wide log are skipped.
+#[inline(always)]
+fn field_end(b: &[u8], mut i: usize, delim: u8) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // High bit set in each byte of `w` equal to `c`, exact for the lowest one.
+    let marks = |w: u64, c: u8| {
+        let x = w ^ (ONES * c as u64);
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let m = marks(w, delim) | marks(w, b'\n') | marks(w, b'\r');
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && b[i] != delim && b[i] != b'\n' && b[i] != b'\r' {
+        i += 1;
+    }
+    i
 }
 
 #[inline(always)]
@@ -746,5 +845,60 @@ mod tests {
         assert_eq!(log.ragged_lines, 1);
         assert!(parse(b"", "x.csv").is_err());
         assert!(parse(b"1,2,3\n", "x.csv").is_err());
+    }
+
+    #[test]
+    fn field_end_matches_a_byte_scan() {
+        let text = b"12.5,;x\r\n\"ab,c\"\n,,;;0123456789abcdefghij;\r\n1,2";
+        for delim in [b',', b';', b'\t'] {
+            for start in 0..text.len() {
+                for end in start..=text.len() {
+                    let b = &text[..end];
+                    let naive = (start..b.len())
+                        .find(|&i| b[i] == delim || b[i] == b'\n' || b[i] == b'\r')
+                        .unwrap_or(b.len());
+                    assert_eq!(field_end(b, start, delim), naive, "{start}..{end}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn skipped_columns_keep_their_names_only() {
+        let csv = "Time,RPM,AFR,Phase,Knock\n\
+                   0.00,850,,idle,0\n\
+                   0.01,900,14.7,\"a,b\",1\n\
+                   Time,Knock,Boost,RPM\n\
+                   0.02,2,3.5,1000\n\
+                   0.03,3\n\
+                   0.04,4,5,1200,99\n";
+        let all = parse(csv.as_bytes(), "x.csv").unwrap();
+        let some = parse_columns(csv.as_bytes(), "x.csv", &Need::named(["RPM", "Knock"])).unwrap();
+        assert_eq!(some.rows(), all.rows());
+        assert_eq!(some.time, all.time);
+        assert_eq!(some.ragged_lines, all.ragged_lines);
+        assert_eq!(some.header_changes, all.header_changes);
+        let names = |l: &Log| l.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&some), names(&all));
+        for c in &some.columns {
+            let full = all.column(&c.name).unwrap();
+            if ["Time", "RPM", "Knock"].contains(&c.name.as_str()) {
+                assert!(c.loaded, "{}", c.name);
+                assert_eq!(
+                    (0..all.rows()).map(|r| c.cell(r)).collect::<Vec<_>>(),
+                    (0..all.rows()).map(|r| full.cell(r)).collect::<Vec<_>>(),
+                    "{}",
+                    c.name
+                );
+                assert_eq!(c.decimals, full.decimals);
+            } else {
+                assert!(!c.loaded && c.values.is_empty(), "{}", c.name);
+            }
+        }
+        let need = Need::named(["AFR"]);
+        assert!(!need.met_by(&some));
+        let need = need.with_loaded(&some);
+        assert!(need.wants("RPM") && need.wants("AFR") && !need.wants("Phase"));
+        assert!(Need::named(["RPM"]).met_by(&some));
     }
 }
