@@ -3,7 +3,7 @@ CARGO ?= cargo
 BENCHTOP := target/debug/benchtop
 RUN_WS := target/run-workspace
 
-.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web
+.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web fuzz fuzz-short
 
 all: build
 
@@ -12,6 +12,7 @@ help:
 	@echo "make test         run every test (unit + end-to-end)"
 	@echo "make test-shared  run the tests that use ../shared/fixtures"
 	@echo "make bench        print the benchmark table"
+	@echo "make fuzz         run every fuzz target for FUZZ_SECONDS (default 300) each"
 	@echo "make plugins      build the plugin components into target/plugins"
 	@echo "make web          transpile cp1600 + x86_inspect with jco into the web bench (web/dist)"
 
@@ -42,12 +43,26 @@ test: build
 
 # Fixture tests (each skips cleanly when ../shared/fixtures is absent), then
 # real clients (the MCP Inspector CLI, the Python SDK, the official
-# conformance suite) and the web bench in headless Chromium.
+# conformance suite), the web bench in headless Chromium, and a short pass of
+# every fuzz target.
 test-shared: build
 	@[ -d ../shared/fixtures ] || echo "make test-shared: ../shared/fixtures not found; the fixture tests will skip"
 	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
 	web/test.sh
+	@$(MAKE) --no-print-directory fuzz-short
+
+# Fuzz targets for every parser of outside data (fuzz/, cargo-fuzz on stable
+# with RUSTC_BOOTSTRAP=1; fuzz/run.sh installs cargo-fuzz when missing and
+# builds into fuzz/target). Each target starts from its seed corpus in
+# fuzz/corpus-seed; a crash fails the run and leaves its input in fuzz/artifacts.
+FUZZ_SECONDS ?= 300
+fuzz:
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+# The quick pass that ends make test-shared: 12 s per target.
+fuzz-short:
+	fuzz/run.sh 12
 
 # The web bench: the cp1600 and x86_inspect components, as built above,
 # transpiled by jco into browser modules in web/dist (served by

@@ -36,7 +36,7 @@ impl std::error::Error for ArgumentError {}
 type Result<T> = std::result::Result<T, ArgumentError>;
 
 /// Describes a JSON value briefly, for error messages.
-fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("the boolean {b}"),
@@ -169,7 +169,13 @@ impl<'a> FromJson<'a> {
                 TypeDefKind::Option(inner) => format!("{} or null", self.expected(inner)),
                 TypeDefKind::Result(_) => "{\"ok\": …} or {\"err\": …}".into(),
                 TypeDefKind::List(_) | TypeDefKind::FixedLengthList(..) => "an array".into(),
-                TypeDefKind::Map(..) => "an object".into(),
+                TypeDefKind::Map(k, _) => {
+                    if matches!(resolve_alias(self.resolve, k), Ok(Type::String)) {
+                        "an object".into()
+                    } else {
+                        "an array of [key, value] pairs".into()
+                    }
+                }
                 _ => "a value".into(),
             },
         }
@@ -330,17 +336,35 @@ impl<'a> FromJson<'a> {
                     .collect::<Result<_>>()?;
                 Ok(Val::FixedLengthList(vals))
             }
-            TypeDefKind::Map(k, val_ty) => {
-                let Value::Object(o) = v else {
-                    return Self::err(path, self.expected(ty), v);
-                };
-                let mut pairs = Vec::with_capacity(o.len());
-                for (key, item) in o {
-                    let kv = self.value(&join(path, key), k, &Value::String(key.clone()))?;
-                    pairs.push((kv, self.value(&join(path, key), val_ty, item)?));
+            TypeDefKind::Map(k, val_ty) => match v {
+                Value::Object(o) => {
+                    let mut pairs = Vec::with_capacity(o.len());
+                    for (key, item) in o {
+                        let kv = self.value(&join(path, key), k, &Value::String(key.clone()))?;
+                        pairs.push((kv, self.value(&join(path, key), val_ty, item)?));
+                    }
+                    Ok(Val::Map(pairs))
                 }
-                Ok(Val::Map(pairs))
-            }
+                // `[[key, value], …]`: the schema's form for keys that are not
+                // strings, and what `to_json` prints for them.
+                Value::Array(items) => {
+                    let mut pairs = Vec::with_capacity(items.len());
+                    let mut seen = std::collections::HashSet::new();
+                    for (i, item) in items.iter().enumerate() {
+                        let at = format!("{path}[{i}]");
+                        let Some([key, value]) = item.as_array().map(Vec::as_slice) else {
+                            return Self::err(&at, "a [key, value] pair", item);
+                        };
+                        let kv = self.value(&format!("{at}[0]"), k, key)?;
+                        if !seen.insert(to_json(&kv).to_string()) {
+                            return Self::err(&format!("{at}[0]"), "a key not already listed", key);
+                        }
+                        pairs.push((kv, self.value(&format!("{at}[1]"), val_ty, value)?));
+                    }
+                    Ok(Val::Map(pairs))
+                }
+                _ => Self::err(path, self.expected(ty), v),
+            },
             _ => Self::err(path, "a value of a supported type", v),
         }
     }
@@ -392,7 +416,9 @@ impl<'a> FromJson<'a> {
                 };
                 match (f, ty) {
                     (Some(f), Type::F64) => Ok(Val::Float64(f)),
-                    (Some(f), _) if !f.is_finite() || f.abs() <= f32::MAX as f64 => {
+                    // Anything that rounds to a finite f32: `to_json` prints
+                    // f32::MAX as 3.4028235e38, a little above it.
+                    (Some(f), _) if !f.is_finite() || (f as f32).is_finite() => {
                         Ok(Val::Float32(f as f32))
                     }
                     (Some(_), _) => {
@@ -513,5 +539,73 @@ fn float(f: f64) -> Value {
         json!(if f > 0.0 { "Infinity" } else { "-Infinity" })
     } else {
         Number::from_f64(f).map_or(Value::Null, Value::Number)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(wit: &str) -> (Resolve, Vec<Type>) {
+        let mut resolve = Resolve::default();
+        let pkg = resolve.push_str("t.wit", wit).unwrap();
+        let iface = resolve.packages[pkg].interfaces["t"];
+        let types = resolve.interfaces[iface]
+            .types
+            .values()
+            .map(|id| Type::Id(*id))
+            .collect();
+        (resolve, types)
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/json_to_wit.rs): `to_json` prints
+    /// f32::MAX as 3.4028235e38, which is above f32::MAX as an f64, so the
+    /// value it had just printed was refused.
+    #[test]
+    fn the_largest_f32_survives_a_round_trip() {
+        let (resolve, _) = resolve("package t:t; interface t {}");
+        let conv = FromJson::new(&resolve);
+        for v in [f32::MAX, f32::MIN, f32::MIN_POSITIVE, 1e-45] {
+            let json = to_json(&Val::Float32(v));
+            assert_eq!(
+                conv.value("x", &Type::F32, &json),
+                Ok(Val::Float32(v)),
+                "{json}"
+            );
+        }
+        // Past the rounding range of f32 it is still refused.
+        assert!(conv.value("x", &Type::F32, &json!(3.41e38)).is_err());
+        assert!(conv.value("x", &Type::F32, &json!(-1e39)).is_err());
+    }
+
+    /// Found by fuzzing: a map whose keys are not strings (here chars) was
+    /// accepted as an object, printed by `to_json` as `[[key, value], …]`
+    /// (the schema's form for such maps), and that form was refused.
+    #[test]
+    fn maps_with_other_keys_take_pairs() {
+        let (resolve, types) = resolve(
+            "package t:t; interface t { type by-char = map<char, u8>; type by-name = map<string, u8>; }",
+        );
+        let conv = FromJson::new(&resolve);
+        let (by_char, by_name) = (&types[0], &types[1]);
+        let v = conv.value("m", by_char, &json!({"z": 1})).unwrap();
+        let printed = to_json(&v);
+        assert_eq!(printed, json!([["z", 1]]));
+        assert_eq!(conv.value("m", by_char, &printed).unwrap(), v);
+        assert_eq!(
+            to_json(&conv.value("m", by_name, &json!([["a", 2]])).unwrap()),
+            json!({"a": 2})
+        );
+        let dup = conv
+            .value("m", by_char, &json!([["z", 1], ["z", 2]]))
+            .unwrap_err();
+        assert_eq!(dup.path, "m[1][0]");
+        let bad = conv.value("m", by_char, &json!([["z"]])).unwrap_err();
+        assert_eq!(
+            (bad.path.as_str(), bad.expected.as_str()),
+            ("m[0]", "a [key, value] pair")
+        );
+        let wrong = conv.value("m", by_char, &json!(3)).unwrap_err();
+        assert_eq!(wrong.expected, "an array of [key, value] pairs");
     }
 }

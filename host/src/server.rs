@@ -161,6 +161,17 @@ impl ServerHandler for Server {
             .cloned()
     }
 
+    /// Requests rmcp could not type: a known method with params that do
+    /// not fit (rmcp would answer a bare "Method not found: tools/call"),
+    /// or a method that does not exist.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(malformed_request(&request.method, request.params.as_ref()))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -182,7 +193,7 @@ impl ServerHandler for Server {
                 )
             };
             return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {} ({hint})", request.name),
+                format!("Unknown tool: {} ({hint})", clip(&request.name)),
                 None,
             ));
         };
@@ -229,5 +240,110 @@ impl ServerHandler for Server {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), forwarder).await;
         }
         Ok(result.into())
+    }
+}
+
+/// Methods a client may send that this server knows (rmcp types them all;
+/// one that reaches [`ServerHandler::on_custom_request`] had bad params).
+const KNOWN_METHODS: [&str; 14] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+    "completion/complete",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "subscriptions/listen",
+];
+
+/// At most 80 characters of a name a client sent, for error messages.
+fn clip(name: &str) -> String {
+    let count = name.chars().count();
+    if count <= 80 {
+        return name.to_owned();
+    }
+    let head: String = name.chars().take(60).collect();
+    format!("{head}… ({count} characters)")
+}
+
+/// The error for a request whose method is unknown or whose params do not
+/// fit its method, saying what to fix.
+fn malformed_request(method: &str, params: Option<&serde_json::Value>) -> ErrorData {
+    use serde_json::Value;
+    if !KNOWN_METHODS.contains(&method) {
+        return ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: `{}`", clip(method)),
+            None,
+        );
+    }
+    let problem = match (method, params) {
+        ("tools/call", None | Some(Value::Null)) => {
+            "`params` must be an object with the tool's `name` and its `arguments`, but got nothing".to_owned()
+        }
+        ("tools/call", Some(Value::Object(p))) => match (p.get("name"), p.get("arguments")) {
+            (None | Some(Value::Null), _) => {
+                "`params.name` must be present: the name of the tool to call (see tools/list)".to_owned()
+            }
+            (Some(name), _) if !name.is_string() => format!(
+                "`params.name` must be a string, the name of the tool to call, but got {}",
+                crate::convert::describe(name)
+            ),
+            (_, Some(args)) if !args.is_object() && !args.is_null() => format!(
+                "`params.arguments` must be an object of named arguments, but got {}",
+                crate::convert::describe(args)
+            ),
+            _ => "`params` do not fit tools/call: expected `name` (a string), `arguments` (an object) and optionally `_meta` (an object)".to_owned(),
+        },
+        (_, Some(other)) if !other.is_object() => format!(
+            "`params` must be an object, but got {}",
+            crate::convert::describe(other)
+        ),
+        _ => format!("the params do not fit `{method}`"),
+    };
+    ErrorData::invalid_params(format!("invalid params for {method}: {problem}"), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn malformed_requests_say_what_to_fix() {
+        let msg = |m: &str, p: Option<serde_json::Value>| {
+            let e = malformed_request(m, p.as_ref());
+            (e.code, e.message.into_owned())
+        };
+        let (code, m) = msg("tools/call", None);
+        assert_eq!(code, ErrorCode::INVALID_PARAMS);
+        assert!(m.contains("`params` must be an object"), "{m}");
+        let (_, m) = msg("tools/call", Some(json!({"arguments": {}})));
+        assert!(m.contains("`params.name` must be present"), "{m}");
+        let (_, m) = msg("tools/call", Some(json!({"name": 5})));
+        assert!(
+            m.contains("must be a string") && m.contains("the number 5"),
+            "{m}"
+        );
+        let (_, m) = msg(
+            "tools/call",
+            Some(json!({"name": "x", "arguments": [1, 2]})),
+        );
+        assert!(
+            m.contains("`params.arguments` must be an object") && m.contains("an array of 2 items"),
+            "{m}"
+        );
+        let (code, m) = msg("nope/nothing", None);
+        assert_eq!(code, ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(m, "Method not found: `nope/nothing`");
+        let long = "x".repeat(100_000);
+        assert!(msg(&long, None).1.len() < 200);
+        assert!(clip(&long).ends_with("(100000 characters)"));
     }
 }

@@ -118,6 +118,8 @@ pub struct Server {
     pub events: Arc<Mutex<Events>>,
     /// Everything the server wrote to stderr.
     pub stderr: Arc<Mutex<String>>,
+    /// The server's process id, when it is a child process.
+    pub pid: Option<u32>,
 }
 
 impl Server {
@@ -135,6 +137,7 @@ impl Server {
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(std::process::Stdio::piped())
             .spawn()?;
+        let pid = transport.id();
         let captured = Arc::new(Mutex::new(String::new()));
         if let Some(stderr) = stderr {
             let sink = captured.clone();
@@ -154,6 +157,7 @@ impl Server {
                 client,
                 events,
                 stderr: captured,
+                pid,
             }),
             Err(e) => {
                 // Let the stderr reader catch up with the server's last words.
@@ -322,4 +326,220 @@ fn split_cells(line: &str) -> Vec<String> {
     }
     cells.push(cell.trim().to_owned());
     cells
+}
+
+/// A `benchtop serve` spoken to with hand-written JSON-RPC lines over stdio,
+/// for requests a well-behaved client cannot send (arguments that are not an
+/// object, malformed params) and for per-request timeouts.
+pub struct RawServer {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+    /// Everything the server wrote to stderr.
+    pub stderr: Arc<Mutex<String>>,
+}
+
+/// Why a raw request got no response.
+#[derive(Debug)]
+pub enum RawFailure {
+    /// Nothing came back in time.
+    Timeout,
+    /// The server closed stdout (it died).
+    Closed,
+}
+
+impl RawServer {
+    /// Starts `benchtop serve ARGS…` and completes the initialize handshake.
+    pub async fn start(args: &[&str]) -> RawServer {
+        let mut child = Command::new(bin())
+            .arg("serve")
+            .args(args)
+            .env("BENCHTOP_LOG", "info")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawning benchtop");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let err = child.stderr.take().expect("stderr piped");
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(err).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let stdin = child.stdin.take().expect("stdin piped");
+        let lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout piped")).lines();
+        let mut raw = RawServer {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            stderr,
+        };
+        let init = raw
+            .request(
+                "initialize",
+                serde_json::json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw-e2e", "version": "1"}
+                }),
+                std::time::Duration::from_secs(30),
+            )
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "initialize failed: {e:?}; stderr:\n{}",
+                    raw.stderr.lock().unwrap()
+                )
+            });
+        assert!(init.get("result").is_some(), "initialize: {init}");
+        raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        raw
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Writes one line as is (it need not be valid JSON).
+    pub async fn send_line(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes()).await;
+    }
+
+    /// Writes one line of any bytes (they need not be UTF-8).
+    pub async fn send_bytes(&mut self, line: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        let mut bytes = line.to_vec();
+        bytes.push(b'\n');
+        self.stdin.write_all(&bytes).await.expect("writing stdin");
+        self.stdin.flush().await.expect("flushing stdin");
+    }
+
+    /// Sends a request and waits for the response with its id (skipping
+    /// notifications), or an error response without an id; returns the
+    /// whole response message. One request at a time.
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, RawFailure> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let msg =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&msg.to_string()).await;
+        self.response(id, timeout).await
+    }
+
+    /// Waits for the response to request `id`.
+    pub async fn response(
+        &mut self,
+        id: u64,
+        timeout: std::time::Duration,
+    ) -> Result<Value, RawFailure> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let line = match tokio::time::timeout_at(deadline, self.lines.next_line()).await {
+                Err(_) => return Err(RawFailure::Timeout),
+                Ok(Ok(Some(line))) => line,
+                Ok(_) => return Err(RawFailure::Closed),
+            };
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                panic!("the server wrote a line that is not JSON to stdout: {line:?}");
+            };
+            // An error without an id (rmcp's answer to a request it cannot
+            // parse) answers the one request outstanding.
+            let orphan_error =
+                msg.get("error").is_some() && msg.get("id").is_none_or(Value::is_null);
+            if msg.get("id").and_then(Value::as_u64) == Some(id) || orphan_error {
+                return Ok(msg);
+            }
+        }
+    }
+
+    /// A fresh request id, for requests built by hand with [`send_line`].
+    pub fn take_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// `tools/call` with any `arguments` value (or none, for `Value::Null`
+    /// passed as `omit`).
+    pub async fn call(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, RawFailure> {
+        self.request(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+            timeout,
+        )
+        .await
+    }
+
+    /// `tools/list`: the tools as JSON.
+    pub async fn tools(&mut self) -> Vec<Value> {
+        let r = self
+            .request(
+                "tools/list",
+                serde_json::json!({}),
+                std::time::Duration::from_secs(30),
+            )
+            .await
+            .expect("tools/list answered");
+        r["result"]["tools"].as_array().expect("tools").clone()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+/// The text of a raw `tools/call` result's text blocks, joined.
+pub fn raw_text(response: &Value) -> String {
+    response["result"]["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// A process's resident set size and its peak (`VmRSS`, `VmHWM`) in KiB.
+pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Sends SIGKILL to a process.
+pub fn sigkill(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("running kill");
+    assert!(status.success(), "kill -KILL {pid}");
 }

@@ -9,6 +9,7 @@ pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
 pub mod suggest;
+pub mod text;
 pub mod yaml;
 
 pub use frontmatter::Frontmatter;

@@ -111,7 +111,7 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// Outside benchtop (no grants listed, as in native tests) it is the OS error.
 pub fn explain_io_error(path: &Path, err: &std::io::Error, writing: bool) -> String {
     if std::env::var_os(ALLOWED_VAR).is_none() {
-        return format!("`{}`: {}", path.display(), describe_kind(err));
+        return format!("`{}`: {}", shown(path), describe_kind(err));
     }
     explain_with_roots(path, err, writing, &allowed_roots())
 }
@@ -146,17 +146,71 @@ fn explain_with_roots(path: &Path, err: &std::io::Error, writing: bool, roots: &
     {
         None => format!(
             "`{}` is outside the directories this plugin may use ({}). Use a path inside them, or grant the directory when starting benchtop (--allow DIR or --allow DIR:rw).",
-            path.display(),
+            shown(path),
             list()
         ),
         Some(root) if writing && !root.writable => format!(
             "`{}` is in {}, which is read-only for this plugin. Grant it read-write when starting benchtop (--allow {}:rw).",
-            path.display(),
+            shown(path),
             root.path.display(),
             root.path.display()
         ),
-        Some(_) => format!("`{}`: {}", path.display(), describe_kind(err)),
+        Some(_) => format!("`{}`: {}", shown(path), describe_kind(err)),
     }
+}
+
+/// Reads a whole file, refusing anything but a regular file first: opening
+/// a named pipe blocks until a writer appears (the call would hang until its
+/// deadline and lose the plugin's state), and a device may never end.
+pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    }
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a device, pipe or socket)",
+        ));
+    }
+    std::fs::read(path)
+}
+
+/// The entries of a directory, all of them even while it changes.
+///
+/// Inside the WASI sandbox the host stats every entry as it lists a
+/// directory; a file deleted between the listing and its stat fails that
+/// entry, and Rust's `ReadDir` ends at the first failure, silently dropping
+/// every entry after it (a log that never changed would seem to be gone).
+/// So the directory is listed again, up to 8 times, until one listing
+/// completes; if none does, the union of what the attempts saw is returned.
+/// Entries are sorted by file name.
+pub fn read_dir_entries(dir: &Path) -> std::io::Result<Vec<std::fs::DirEntry>> {
+    let mut seen: std::collections::BTreeMap<std::ffi::OsString, std::fs::DirEntry> =
+        std::collections::BTreeMap::new();
+    for _ in 0..8 {
+        let mut complete = true;
+        let mut listing = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            match entry {
+                Ok(e) => listing.push(e),
+                Err(_) => complete = false,
+            }
+        }
+        if complete {
+            let mut listing = listing;
+            listing.sort_by_key(|e| e.file_name());
+            return Ok(listing);
+        }
+        for e in listing {
+            seen.insert(e.file_name(), e);
+        }
+    }
+    Ok(seen.into_values().collect())
+}
+
+/// A path for a message: in full unless absurdly long (see [`crate::text::clip`]).
+pub fn shown(path: &Path) -> String {
+    crate::text::clip(&path.display().to_string())
 }
 
 fn describe_kind(err: &std::io::Error) -> String {
@@ -190,5 +244,26 @@ mod root_tests {
         assert!(msg.contains("read-only for this plugin"));
         let msg = explain_with_roots(Path::new("/work/ws/rom.bin"), &nf, false, &roots);
         assert!(msg.ends_with("no such file or directory"));
+        let dir = std::env::temp_dir().join(format!("plugin-kit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for n in ["b", "a", "c"] {
+            std::fs::write(dir.join(n), n).unwrap();
+        }
+        let names: Vec<_> = read_dir_entries(&dir)
+            .unwrap()
+            .iter()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(read_regular_file(&dir.join("a")).unwrap(), b"a");
+        let e = read_regular_file(&dir).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(describe_kind(&e), "is a directory, not a file");
+        let e = read_regular_file(Path::new("/dev/null")).unwrap_err();
+        assert!(describe_kind(&e).contains("not a regular file"));
+        // A path of 100 KB is not echoed whole.
+        let long = format!("/work/ws/{}", "a".repeat(100_000));
+        let msg = explain_with_roots(Path::new(&long), &nf, false, &roots);
+        assert!(msg.len() < 300 && msg.contains("characters)"), "{msg}");
     }
 }

@@ -385,7 +385,7 @@ impl Service {
                 ),
             ));
         }
-        let bytes = std::fs::read(path).map_err(unreadable)?;
+        let bytes = plugin_kit::paths::read_regular_file(path).map_err(unreadable)?;
         let cap = btsnoop::parse(&bytes)
             .map_err(|e| ToolError::new("BAD_CAPTURE", format!("{shown}: {e}")))?;
         let (mut tx, mut rx, mut first, mut last) = (0, 0, None, None);
@@ -587,5 +587,15 @@ mod tests {
             .unwrap();
         assert_eq!(e.code, "FILE_NOT_READABLE");
         assert!(e.message.contains("/nonexistent/btsnoop_hci.log"));
+        // A device or pipe is refused before it is opened (a named pipe
+        // would block the import until its deadline).
+        let e = s.import_btsnoop(Path::new("/dev/null")).err().unwrap();
+        assert_eq!(e.code, "FILE_NOT_READABLE");
+        assert!(e.message.contains("not a regular file"), "{}", e.message);
+        // A 100 KB `since` is not echoed whole.
+        let long = "9z".repeat(50_000);
+        let e = s.search("A7", None, None, Some(&long)).err().unwrap();
+        assert_eq!(e.code, "BAD_SINCE");
+        assert!(e.message.len() < 600, "{}", e.message);
     }
 }

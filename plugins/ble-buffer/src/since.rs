@@ -25,7 +25,7 @@ impl fmt::Display for SinceError {
         write!(
             f,
             "cannot understand since={:?}: use a duration (\"30s\", \"5m\", \"1h\", \"2d\"), an ISO timestamp (\"2025-07-25T10:00:00Z\"), a packet id (\"1234\": packets after it, e.g. the next_since of a previous answer), or \"last\"",
-            self.0
+            plugin_kit::text::clip(&self.0)
         )
     }
 }

@@ -59,17 +59,46 @@ impl WsUrl {
         } else {
             resource.to_string()
         };
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
-                let port = p
-                    .parse()
-                    .map_err(|_| WsError::BadUrl(format!("{s}: bad port {p:?}")))?;
-                (h, port)
+        // The request line and Host header are built from these parts, so
+        // nothing that could end a header line gets through.
+        if let Some(c) = rest.chars().find(|c| c.is_whitespace() || c.is_control()) {
+            return Err(WsError::BadUrl(format!(
+                "{s}: {c:?} is not allowed in a URL"
+            )));
+        }
+        // `[v6 literal]` or a name, then an optional `:port`.
+        let (host, port) = match authority.strip_prefix('[') {
+            Some(v6) => {
+                let (inner, after) = v6
+                    .split_once(']')
+                    .ok_or_else(|| WsError::BadUrl(format!("{s}: unclosed `[` in the host")))?;
+                if inner.is_empty()
+                    || !inner
+                        .chars()
+                        .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+                {
+                    return Err(WsError::BadUrl(format!("{s}: bad IPv6 address [{inner}]")));
+                }
+                (&authority[..inner.len() + 2], after)
             }
-            _ => (authority, 80),
+            None => authority.split_at(authority.find(':').unwrap_or(authority.len())),
+        };
+        let port = match port.strip_prefix(':') {
+            Some(p) => p
+                .parse()
+                .map_err(|_| WsError::BadUrl(format!("{s}: bad port {p:?}")))?,
+            None if port.is_empty() => 80,
+            None => return Err(WsError::BadUrl(format!("{s}: bad host {authority:?}"))),
         };
         if host.is_empty() {
             return Err(WsError::BadUrl(format!("{s}: no host")));
+        }
+        if !host.starts_with('[')
+            && !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
+            return Err(WsError::BadUrl(format!("{s}: bad host {host:?}")));
         }
         Ok(Self {
             host: host.to_string(),
@@ -460,6 +489,38 @@ mod tests {
         );
         assert!(WsUrl::parse("http://h:1").is_err());
         assert!(WsUrl::parse("ws://h:x").is_err());
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/ws_frame.rs): a host such as
+    /// `a]` was taken whole with port 80, printed as `ws://a]:80/`, and that
+    /// read back as the host `a]:80`; control characters reached the
+    /// request line. Hosts are names or bracketed IPv6 literals now.
+    #[test]
+    fn urls_with_odd_hosts_are_refused_and_good_ones_print_back() {
+        for bad in [
+            "ws://127.0.0.1\0\u{e}x=\r\nGzz]",
+            "ws://a]",
+            "ws://a b:1/",
+            "ws://h:1/x\r\nEvil: 1",
+            "ws://[::1",
+            "ws://[]:1",
+            "ws://[::1]x",
+            "ws://::1:80",
+            "ws://h:1:2",
+            "ws://:80",
+        ] {
+            assert!(WsUrl::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in [
+            "ws://h",
+            "ws://[::1]",
+            "ws://[::1]:9000/x?y=z",
+            "ws://a-b.c_d:1?q",
+        ] {
+            let u = WsUrl::parse(good).unwrap();
+            assert_eq!(WsUrl::parse(&u.to_url()).unwrap(), u, "{good}");
+        }
+        assert_eq!(WsUrl::parse("ws://[::1]").unwrap().addr(), "[::1]:80");
     }
 
     #[test]

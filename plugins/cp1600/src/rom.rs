@@ -231,7 +231,7 @@ pub fn parse_bin_cfg(bytes: &[u8], cfg: &str) -> Result<Image, RomError> {
                         words.len()
                     )));
                 }
-                if addr + (b - a) > 0xFFFF {
+                if addr.checked_add(b - a).is_none_or(|end| end > 0xFFFF) {
                     return Err(err(format!("mapping at ${addr:04X} runs past $FFFF")));
                 }
                 image.segments.push(Segment {
@@ -475,6 +475,24 @@ mod tests {
             parse_bin_cfg(&bin, outside),
             Err(RomError::Cfg { line: 2, .. })
         ));
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/cp1600_rom.rs): a target address
+    /// near 2^32 overflowed the end-of-memory check.
+    #[test]
+    fn cfg_target_addresses_past_ffff_are_refused() {
+        let bin = [0u8; 8];
+        for cfg in [
+            "[mapping]\n$0000 - $0003 = $FFFFFFFF\n",
+            "[mapping]\n$0000 - $0003 = 4294967294\n",
+            "[mapping]\n$0000 - $0003 = $FFFE\n",
+        ] {
+            assert!(
+                matches!(parse_bin_cfg(&bin, cfg), Err(RomError::Cfg { line: 2, .. })),
+                "{cfg:?}"
+            );
+        }
+        assert!(parse_bin_cfg(&bin, "[mapping]\n$0000 - $0003 = $FFFC\n").is_ok());
     }
 
     #[test]

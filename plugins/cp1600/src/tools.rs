@@ -220,7 +220,7 @@ fn read_file(path: &str) -> Result<(PathBuf, Vec<u8>), ToolError> {
         ));
     }
     let resolved = plugin_kit::paths::resolve(path);
-    std::fs::read(&resolved)
+    plugin_kit::paths::read_regular_file(&resolved)
         .map(|b| (resolved.clone(), b))
         .map_err(|e| {
             ToolError::new(
@@ -253,7 +253,8 @@ impl Sessions {
                     Err(ToolError::new(
                         "SESSION_NOT_FOUND",
                         format!(
-                            "Session not found: {id}. Existing sessions: [{}]; create one with cp1600_create_session",
+                            "Session not found: {}. Existing sessions: [{}]; create one with cp1600_create_session",
+                            plugin_kit::text::clip(id),
                             known.join(", ")
                         ),
                     ))
@@ -402,7 +403,9 @@ impl Sessions {
                 Some(p) => Some(read_file(p)?),
                 None => {
                     let sibling = path.with_extension("cfg");
-                    std::fs::read(&sibling).ok().map(|b| (sibling, b))
+                    plugin_kit::paths::read_regular_file(&sibling)
+                        .ok()
+                        .map(|b| (sibling, b))
                 }
             };
             match cfg {

@@ -151,6 +151,34 @@ fn load_errors_name_the_problem() {
     let bad = temp("bad.rom", &rom);
     let e = s.load_rom(None, &bad, &LoadOptions::default()).unwrap_err();
     assert!(e.message.contains("CRC"), "{}", e.message);
+    // A directory, or a named pipe (opening one would block until a
+    // writer came), is refused before it is opened.
+    let dir = std::env::temp_dir();
+    let e = s
+        .load_rom(None, dir.to_str().unwrap(), &LoadOptions::default())
+        .unwrap_err();
+    assert!(e.message.contains("is a directory"), "{}", e.message);
+    let e = s
+        .load_rom(None, "/dev/null", &LoadOptions::default())
+        .unwrap_err();
+    assert!(e.message.contains("not a regular file"), "{}", e.message);
+}
+
+#[test]
+fn long_arguments_are_not_echoed_whole() {
+    let mut s = Sessions::new();
+    let long = "x".repeat(100_000);
+    let e = s.get_state(Some(&long)).unwrap_err();
+    assert_eq!(e.code, "SESSION_NOT_FOUND");
+    assert!(
+        e.message.len() < 400 && e.message.contains("(100000 characters)"),
+        "{}",
+        e.message
+    );
+    let e = s
+        .load_rom(None, &format!("/{long}.bin"), &LoadOptions::default())
+        .unwrap_err();
+    assert!(e.message.len() < 400, "{}", e.message);
 }
 
 #[test]

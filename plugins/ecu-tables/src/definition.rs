@@ -136,11 +136,13 @@ impl Table {
     }
 
     /// Bytes the cells occupy.
+    /// Saturates rather than overflow (a 32-bit guest has 32-bit `usize`),
+    /// so an impossible size fails the bounds check instead of wrapping.
     pub fn byte_len(&self) -> usize {
-        let cells = self.rows() * self.cols();
+        let cells = self.rows().saturating_mul(self.cols());
         match self.scaling.storage {
             Storage::Bits => cells.div_ceil(8),
-            s => cells * s.size(),
+            s => cells.saturating_mul(s.size()),
         }
     }
 }
@@ -512,6 +514,11 @@ fn resolve_axis(a: &RawTable, position: usize, lookup: &ScalingLookup<'_>) -> Re
     let elements = a
         .attr("elements")
         .and_then(|e| e.trim().parse::<usize>().ok());
+    if let Some(n) = elements.filter(|&n| n > MAX_AXIS_ELEMENTS) {
+        return Err(format!(
+            "axis `{label}` has {n} elements; at most {MAX_AXIS_ELEMENTS} are supported"
+        ));
+    }
     let is_static = xml_type.to_ascii_lowercase().starts_with("static")
         || (a.attr("address").is_none() && !a.labels.is_empty());
     let source = if is_static {
@@ -550,6 +557,11 @@ fn resolve_axis(a: &RawTable, position: usize, lookup: &ScalingLookup<'_>) -> Re
         source,
     })
 }
+
+/// Most breakpoints an axis may have. Real axes have a few dozen; the cap
+/// keeps a bad `elements` from allocating without bound (static labels are
+/// numbered up to the count) and table sizes far from overflow.
+pub const MAX_AXIS_ELEMENTS: usize = 65_536;
 
 /// Finds a scaling by name, or says why it cannot be used.
 type ScalingLookup<'a> = dyn Fn(Option<&str>) -> Result<Arc<Scaling>, String> + 'a;
@@ -648,6 +660,47 @@ mod tests {
             l.row_axis.as_ref().unwrap().source,
             AxisSource::Static(vec!["ON".into(), "OFF".into()])
         );
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/ecuflash_xml.rs): a static axis
+    /// with `elements="1444444444444444446"` numbered its missing labels up
+    /// to that count, until memory ran out.
+    #[test]
+    fn huge_element_counts_make_the_table_unresolvable() {
+        let xml = r#"<rom><romid><xmlid>t</xmlid></romid>
+  <scaling name="u8" storagetype="uint8"/>
+  <table name="Static" type="2D" scaling="u8" address="10">
+    <table type="Static Y Axis" elements="1444444444444444446"><data>a</data></table>
+  </table>
+  <table name="Dynamic" type="3D" scaling="u8" address="20">
+    <table name="X" type="X Axis" elements="18446744073709551615" scaling="u8" address="0"/>
+    <table name="Y" type="Y Axis" elements="2" scaling="u8" address="4"/>
+  </table>
+  <table name="Largest" type="3D" scaling="u8" address="0">
+    <table name="X" type="X Axis" elements="65536" scaling="u8" address="0"/>
+    <table name="Y" type="Y Axis" elements="65536" scaling="u8" address="4"/>
+  </table>
+</rom>"#;
+        let raw = parse_definition(xml).unwrap();
+        let d = merge(
+            "t.xml".into(),
+            &[ChainFile {
+                label: "t".into(),
+                raw: &raw,
+            }],
+        );
+        let reasons: Vec<&str> = d.unresolvable.iter().map(|(_, r)| r.as_str()).collect();
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(
+            reasons.iter().all(|r| r.contains("at most 65536")),
+            "{reasons:?}"
+        );
+        // The largest allowed table is sized without overflow, and does not fit.
+        let Lookup::Found(t) = d.table("Largest") else {
+            panic!()
+        };
+        assert_eq!(t.byte_len(), 65_536 * 65_536);
+        assert!(crate::decode::read_table(t, &[0; 64]).is_err());
     }
 
     #[test]

@@ -492,7 +492,7 @@ fn match_id(id: &RomId, rom: &[u8]) -> Option<Result<(), String>> {
 /// Every `*.xml` under `dir`, recursively, sorted by path.
 pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
     let mut out = Vec::new();
-    let top = fs::read_dir(dir).map_err(|source| Error::DefinitionsDir {
+    let top = plugin_kit::paths::read_dir_entries(dir).map_err(|source| Error::DefinitionsDir {
         path: dir.into(),
         source,
     })?;
@@ -501,8 +501,8 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
     Ok(out)
 }
 
-fn walk(entries: fs::ReadDir, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
-    for entry in entries.flatten() {
+fn walk(entries: Vec<fs::DirEntry>, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
+    for entry in entries {
         let path = entry.path();
         let is_xml = path
             .extension()
@@ -522,7 +522,7 @@ fn walk(entries: fs::ReadDir, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
         };
         if meta.is_dir() {
             if depth < MAX_DEPTH
-                && let Ok(sub) = fs::read_dir(&path)
+                && let Ok(sub) = plugin_kit::paths::read_dir_entries(&path)
             {
                 walk(sub, depth + 1, out);
             }

@@ -165,11 +165,11 @@ pub fn find_table<'a>(def: &'a Definition, name: &str) -> Result<&'a Table, Erro
     match def.table(name) {
         Lookup::Found(t) => Ok(t),
         Lookup::Ambiguous(candidates) => Err(Error::AmbiguousTable {
-            table: name.to_string(),
+            table: plugin_kit::text::clip(name),
             candidates,
         }),
         Lookup::Missing(suggestions) => Err(Error::UnknownTable {
-            table: name.to_string(),
+            table: plugin_kit::text::clip(name),
             definition: def.display_name(),
             hint: if suggestions.is_empty() {
                 String::new()

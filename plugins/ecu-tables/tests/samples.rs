@@ -570,3 +570,36 @@ fn crash_interrupted_patches_leave_old_or_new_image() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn long_table_names_and_paths_are_not_echoed_whole() {
+    let (dir, rom) = workspace("long-args");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let long = "T".repeat(100_000);
+    let read_long = |ex: &mut Explorer, rom: &str, table: &str| {
+        tools::read_table(
+            ex,
+            &cfg,
+            &ReadTable {
+                rom: rom.into(),
+                table: table.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    let e = read_long(&mut ex, &rom, &long);
+    assert!(
+        e.contains("no table named") && e.contains("(100000 characters)") && e.len() < 1000,
+        "{e}"
+    );
+    let e = read_long(
+        &mut ex,
+        &format!("{}/{long}.bin", dir.display()),
+        "Fuel Map",
+    );
+    assert!(e.contains("cannot read ROM") && e.len() < 1000, "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -130,7 +130,8 @@ pub struct LogFile {
 
 /// The CSV files of `dir`, unordered.
 pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
+    // Every entry, even while files are renamed or deleted meanwhile.
+    let entries = plugin_kit::paths::read_dir_entries(dir).map_err(|e| {
         format!(
             "cannot read the logs directory {}: {e}. Check --logs-dir / {LOGS_DIR_VAR} and that \
              the host grants access to it.",
@@ -138,7 +139,7 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, String> {
         )
     })?;
     let mut files = Vec::new();
-    for entry in entries.flatten() {
+    for entry in entries {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !name.to_ascii_lowercase().ends_with(".csv") || name.starts_with('.') {
             continue;
@@ -211,8 +212,8 @@ impl Cache {
             need = need.with_loaded(&e.log);
         }
         self.entries.remove(&file.path);
-        let data =
-            std::fs::read(&file.path).map_err(|e| format!("cannot read {}: {e}", file.name))?;
+        let data = plugin_kit::paths::read_regular_file(&file.path)
+            .map_err(|e| format!("cannot read {}: {e}", file.name))?;
         let log = reader::parse_columns(&data, &file.name, &need)
             .map_err(|e| format!("{} is not a readable CSV log: {e}", file.name))?;
         drop(data);
@@ -355,7 +356,10 @@ impl Listing {
             return Ok(n - 1);
         }
         let names: Vec<&str> = self.files.iter().map(|f| f.file.name.as_str()).collect();
-        let mut msg = format!("no log file named `{w}` in the logs directory");
+        let mut msg = format!(
+            "no log file named `{}` in the logs directory",
+            plugin_kit::text::clip(w)
+        );
         if let Some(best) = crate::filter::closest(&base, &names) {
             msg.push_str(&format!("; did you mean `{best}`?"));
         }

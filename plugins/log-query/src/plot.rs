@@ -23,6 +23,7 @@ pub struct PlotArgs {
     pub height: Option<u32>,
 }
 
+#[derive(Debug)]
 pub struct Plot {
     pub png: Vec<u8>,
     pub caption: String,
@@ -120,6 +121,17 @@ pub fn plot_log(
     render(&log, &name, args)
 }
 
+/// Seconds for a message: plain when reasonable, scientific when huge.
+fn seconds(v: f64) -> String {
+    if v.abs() < 1e9 {
+        let s = format_number(v, 3);
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    } else {
+        format!("{v:e}")
+    }
+}
+
 fn nice_step(range: f64, target: usize) -> f64 {
     if range.is_nan() || range <= 0.0 || !range.is_finite() {
         return 1.0;
@@ -169,11 +181,17 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
         match log.column(c) {
             Some(col) => cols.push(col),
             None => {
-                let mut msg = format!("{name} has no channel `{c}`");
+                let mut msg = format!("{name} has no channel `{}`", plugin_kit::text::clip(c));
                 if let Some(best) = crate::filter::closest(c, &all) {
                     msg.push_str(&format!("; did you mean `{best}`?"));
                 }
-                msg.push_str(&format!(" Channels: {}.", log.channels().join(", ")));
+                let channels = log.channels();
+                let shown: Vec<&str> = channels.iter().take(40).copied().collect();
+                msg.push_str(&format!(" Channels: {}", shown.join(", ")));
+                if channels.len() > shown.len() {
+                    msg.push_str(&format!(" … ({} in all)", channels.len()));
+                }
+                msg.push('.');
                 return Err(msg);
             }
         }
@@ -203,11 +221,21 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
     if lo > hi {
         return Err(format!("{name} has no rows to plot"));
     }
-    let t0 = args.start_s.unwrap_or(lo);
-    let t1 = args.end_s.unwrap_or(hi);
+    for (what, v) in [("start_s", args.start_s), ("end_s", args.end_s)] {
+        if v.is_some_and(|v| !v.is_finite()) {
+            return Err(format!(
+                "{what} must be a finite number of seconds; omit it to start or end with the log"
+            ));
+        }
+    }
+    // A window reaching past the log is drawn over the log's span.
+    let t0 = args.start_s.map_or(lo, |t| t.max(lo));
+    let t1 = args.end_s.map_or(hi, |t| t.min(hi));
     if t1.is_nan() || t0.is_nan() || t1 <= t0 {
         return Err(format!(
-            "the time window {t0}…{t1} s is empty; the log spans {}…{} s",
+            "the time window {}…{} s is empty; the log spans {}…{} s",
+            seconds(args.start_s.unwrap_or(lo)),
+            seconds(args.end_s.unwrap_or(hi)),
             format_number(lo, 2),
             format_number(hi, 2)
         ));
@@ -217,7 +245,9 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
         .collect();
     if rows.is_empty() {
         return Err(format!(
-            "no rows between {t0} and {t1} s; the log spans {}…{} s",
+            "no rows between {} and {} s; the log spans {}…{} s",
+            seconds(t0),
+            seconds(t1),
             format_number(lo, 2),
             format_number(hi, 2)
         ));
@@ -591,5 +621,32 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn windows_past_the_log_are_clamped_and_infinite_ones_refused() {
+        let log = log();
+        let args = |start_s, end_s| PlotArgs {
+            start_s,
+            end_s,
+            ..Default::default()
+        };
+        let e = render(&log, "pull.csv", &args(None, Some(f64::INFINITY))).unwrap_err();
+        assert!(e.contains("end_s must be a finite number"), "{e}");
+        let e = render(&log, "pull.csv", &args(Some(f64::NEG_INFINITY), None)).unwrap_err();
+        assert!(e.contains("start_s must be a finite number"), "{e}");
+        assert!(render(&log, "pull.csv", &args(Some(-1e300), Some(1e300))).is_ok());
+        let e = render(&log, "pull.csv", &args(Some(1e300), None)).unwrap_err();
+        assert!(e.contains("1e300") && e.len() < 200, "{e}");
+        let e = render(
+            &log,
+            "pull.csv",
+            &PlotArgs {
+                channels: Some(vec!["x".repeat(100_000)]),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.len() < 600, "{e}");
     }
 }

@@ -187,7 +187,10 @@ pub fn query_logs(
     let extra: Vec<String> = args.channels.clone().unwrap_or_default();
     for c in &extra {
         if !available.contains(&c.as_str()) {
-            let mut msg = format!("unknown channel `{c}` in channels");
+            let mut msg = format!(
+                "unknown channel `{}` in channels",
+                plugin_kit::text::clip(c)
+            );
             if let Some(best) = filter::closest(c, &available) {
                 msg.push_str(&format!("; did you mean `{best}`?"));
             }

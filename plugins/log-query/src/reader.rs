@@ -389,18 +389,34 @@ struct Layout {
 }
 
 fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize, need: &Need) -> Layout {
+    use std::collections::{HashMap, HashSet};
+    // Hash lookups throughout: a header of thousands of (repeated) names
+    // must not cost quadratic time, and RomRaider repeats headers mid-file.
+    let mut existing: HashMap<String, usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.clone(), i))
+        .collect();
+    let mut used: HashSet<String> = HashSet::with_capacity(header.len());
+    let mut next_suffix: HashMap<&str, usize> = HashMap::new();
     let mut map = Vec::with_capacity(header.len());
     for name in header {
         let mut unique = name.clone();
-        let mut k = 2;
-        while map.iter().any(|&c: &usize| columns[c].name == unique) {
-            unique = format!("{name} #{k}");
-            k += 1;
+        if used.contains(&unique) {
+            let k = next_suffix.entry(name).or_insert(2);
+            loop {
+                unique = format!("{name} #{k}");
+                *k += 1;
+                if !used.contains(&unique) {
+                    break;
+                }
+            }
         }
-        let idx = match columns.iter().position(|c| c.name == unique) {
-            Some(i) => i,
+        used.insert(unique.clone());
+        let idx = match existing.get(&unique) {
+            Some(&i) => i,
             None => {
-                let mut c = Column::new(unique);
+                let mut c = Column::new(unique.clone());
                 c.loaded = need.wants(&c.name);
                 if c.loaded {
                     c.values.reserve(rows.max(1024));
@@ -409,13 +425,18 @@ fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize, need: &Need
                     }
                 }
                 columns.push(c);
+                existing.insert(unique, columns.len() - 1);
                 columns.len() - 1
             }
         };
         map.push(idx);
     }
+    let mut present = vec![false; columns.len()];
+    for &c in &map {
+        present[c] = true;
+    }
     let absent = (0..columns.len())
-        .filter(|&c| !map.contains(&c) && columns[c].loaded)
+        .filter(|&c| !present[c] && columns[c].loaded)
         .collect();
     Layout {
         load: map.iter().map(|&c| columns[c].loaded).collect(),
@@ -900,5 +921,27 @@ mod tests {
         let need = need.with_loaded(&some);
         assert!(need.wants("RPM") && need.wants("AFR") && !need.wants("Phase"));
         assert!(Need::named(["RPM"]).met_by(&some));
+    }
+
+    #[test]
+    fn wide_headers_of_repeated_names_are_linear() {
+        // Found by fuzzing: renaming duplicates was cubic in the width.
+        let mut csv = String::from("Time");
+        for _ in 0..20_000 {
+            csv.push_str(",x");
+        }
+        csv.push_str("\n0");
+        csv.push_str(&",1".repeat(20_000));
+        csv.push('\n');
+        let t = std::time::Instant::now();
+        let log = parse(csv.as_bytes(), "wide.csv").unwrap();
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert_eq!(log.columns.len(), 20_001);
+        assert_eq!(log.columns[1].name, "x");
+        assert_eq!(log.columns[2].name, "x #2");
+        assert_eq!(log.columns[20_000].name, "x #20000");
+        let dup = parse(b"t,a,a,a #2\n0,1,2,3\n", "d.csv").unwrap();
+        let names: Vec<&str> = dup.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["t", "a", "a #2", "a #2 #2"]);
     }
 }

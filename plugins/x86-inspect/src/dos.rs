@@ -232,7 +232,9 @@ impl Dos {
         let max_extra = w(0x0C);
         let (ss, sp, ip, cs, reloc_off) = (w(0x0E), w(0x10), w(0x14), w(0x16), w(0x18) as usize);
         let mut end = pages * 512;
-        if last != 0 {
+        // Bytes used in the last page; 0 (and, as DOS reads it, anything
+        // past 511) means the whole page.
+        if last != 0 && last < 512 {
             end = end.saturating_sub(512 - last);
         }
         let end = end.min(image.len());
@@ -435,11 +437,14 @@ impl Dos {
             match comp {
                 Component::Normal(c) => {
                     let name = c.to_string_lossy().to_string();
-                    let found = std::fs::read_dir(&out).ok().and_then(|rd| {
-                        rd.filter_map(|e| e.ok())
-                            .map(|e| e.file_name().to_string_lossy().to_string())
-                            .find(|n| n.eq_ignore_ascii_case(&name))
-                    });
+                    // Every entry, even while the directory changes.
+                    let found = plugin_kit::paths::read_dir_entries(&out)
+                        .ok()
+                        .and_then(|rd| {
+                            rd.into_iter()
+                                .map(|e| e.file_name().to_string_lossy().to_string())
+                                .find(|n| n.eq_ignore_ascii_case(&name))
+                        });
                     out.push(found.unwrap_or_else(|| name.to_uppercase()));
                     depth += 1;
                 }
@@ -571,6 +576,7 @@ impl Dos {
                 match self.host_path(&name) {
                     Err(e) => dos_err(cpu, e),
                     Ok(p) if ah == 0x5B && p.exists() => dos_err(cpu, 80),
+                    Ok(p) if is_special(&p) => dos_err(cpu, 5),
                     Ok(p) => match File::create(&p) {
                         Ok(f) => match self.new_handle(Handle::File(f)) {
                             Some(h) => {
@@ -588,6 +594,7 @@ impl Dos {
                 let mode = al & 3;
                 match self.host_path(&name) {
                     Err(e) => dos_err(cpu, e),
+                    Ok(p) if is_special(&p) => dos_err(cpu, 5),
                     Ok(p) => {
                         let r = std::fs::OpenOptions::new()
                             .read(mode != 1)
@@ -878,6 +885,12 @@ pub fn default_model() -> Model {
     Model::I80186
 }
 
+/// A pipe, device or socket: opening one could block the emulator (and the
+/// plugin) until the call's deadline, so DOS gets "access denied" instead.
+fn is_special(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -927,5 +940,20 @@ mod tests {
         assert_eq!(a, PSP_SEGMENT + 0x1000 + 1);
         assert!(dos.allocate(0xF000).is_err());
         assert!(dos.resize(PSP_SEGMENT, 0x800).is_ok());
+    }
+
+    #[test]
+    fn mz_last_page_counts_past_512_mean_a_full_page() {
+        // Found by fuzzing: a bytes-on-last-page word over 512 overflowed.
+        let mut image = vec![0u8; 1024];
+        image[0..2].copy_from_slice(b"MZ");
+        for (at, v) in [(2, 0xFFFFu16), (4, 2), (8, 2), (0x0C, 0xFFFF)] {
+            image[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        image[32] = 0xF4; // hlt at CS:IP = 0:0
+        let mut cpu = Cpu::new(Model::I80186);
+        let mut dos = Dos::new(PathBuf::from("/nonexistent-root"));
+        let p = dos.load(&mut cpu, Path::new("T.EXE"), &image, "").unwrap();
+        assert_eq!(cpu.rb(Cpu::lin(p.entry.0, p.entry.1)), 0xF4);
     }
 }

@@ -246,7 +246,7 @@ impl Session {
         tracking: bool,
         replace: Option<u32>,
     ) -> Result<String, ToolError> {
-        let image = match std::fs::read(path) {
+        let image = match plugin_kit::paths::read_regular_file(path) {
             Ok(b) => b,
             Err(e) => {
                 return err(

@@ -176,7 +176,7 @@ impl Bound<'_> {
 
 fn unknown_channel(source: &str, n: &NameRef, available: &[&str]) -> CompileError {
     let position = source[..n.start].chars().count() + 1;
-    let mut message = format!("unknown channel `{}`", n.name);
+    let mut message = format!("unknown channel `{}`", plugin_kit::text::clip(&n.name));
     if let Some(best) = closest(&n.name, available) {
         message.push_str(&format!("; did you mean `{best}`?"));
     }
@@ -215,6 +215,11 @@ fn unknown_channel(source: &str, n: &NameRef, available: &[&str]) -> CompileErro
 /// The most similar name: an exact case-insensitive match, else the smallest
 /// edit distance within a third of the name's length.
 pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    // No channel name is this long: comparing it with every channel of a
+    // wide log would cost seconds for a suggestion nobody needs.
+    if name.len() > 200 {
+        return None;
+    }
     let lower = name.to_lowercase();
     if let Some(c) = candidates.iter().find(|c| c.to_lowercase() == lower) {
         return Some(c);

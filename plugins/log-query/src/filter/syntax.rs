@@ -6,6 +6,7 @@
 //! `== != < <= > >= ~=`; `+ -`; `* / mod %`; `not` and unary `-`; `^`
 //! (right-associative); `of`.
 
+use plugin_kit::text::clip;
 use std::fmt;
 
 /// A compile-time error: what was wrong, where (1-based character position)
@@ -38,13 +39,32 @@ impl CompileError {
 
 impl fmt::Display for CompileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The source line around the error: a window of a long filter,
+        // with the caret still under the offending character.
+        const WINDOW: usize = 60;
+        let chars: Vec<char> = self
+            .source
+            .chars()
+            .map(|c| {
+                if matches!(c, '\n' | '\r' | '\t') {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let at = self.position.saturating_sub(1).min(chars.len());
+        let from = at.saturating_sub(WINDOW);
+        let to = (at + WINDOW).min(chars.len());
+        let head = if from > 0 { "…" } else { "" };
+        let tail = if to < chars.len() { "…" } else { "" };
+        let line: String = chars[from..to].iter().collect();
         write!(
             f,
-            "filter error at position {}: {}\n  {}\n  {}^",
+            "filter error at position {}: {}\n  {head}{line}{tail}\n  {}^",
             self.position,
             self.message,
-            self.source.replace(['\n', '\r', '\t'], " "),
-            " ".repeat(self.position - 1)
+            " ".repeat(at - from + head.chars().count())
         )?;
         if let Some(h) = &self.hint {
             write!(f, "\n{h}")?;
@@ -167,7 +187,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, CompileError> {
                 }
             }
             if j < bytes.len() && (bytes[j] == b'.' || bytes[j].is_ascii_digit()) {
-                let e = CompileError::at(src, j, format!("unrecognized number `{}`", &src[i..=j]));
+                let e = CompileError::at(
+                    src,
+                    j,
+                    format!("unrecognized number `{}`", clip(&src[i..=j])),
+                );
                 return Err(
                     e.hint("numbers are digits with an optional fraction, e.g. 3000 or 0.5")
                 );
@@ -470,7 +494,7 @@ impl Parser<'_> {
         let t = &self.toks[self.pos];
         let found = match &t.tok {
             Tok::End => "the end of the filter".to_string(),
-            _ => format!("`{}`", t.text),
+            _ => format!("`{}`", clip(&t.text)),
         };
         let mut e = CompileError::at(self.src, t.start, format!("unexpected {found}; {expected}"));
         let prev = self.pos.checked_sub(1).map(|k| &self.toks[k].tok);
@@ -485,7 +509,7 @@ impl Parser<'_> {
             {
                 e = e.hint("numbers are plain decimals: no hex, no exponent (write 1000, not 1e3)");
             } else if keyword(&lower).is_some() {
-                e = e.hint(format!("keywords are lowercase: `{lower}`"));
+                e = e.hint(format!("keywords are lowercase: `{}`", clip(&lower)));
             } else if let Some(Tok::Sym { .. }) = prev {
                 e = e.hint("quote channel names that contain spaces: 'Knock Sum'");
             }
@@ -608,7 +632,11 @@ impl Parser<'_> {
                 && let Expr::Str(pattern) = &r
             {
                 let re = regex_lite::Regex::new(pattern).map_err(|e| {
-                    CompileError::at(self.src, start, format!("invalid regular expression: {e}"))
+                    CompileError::at(
+                        self.src,
+                        start,
+                        format!("invalid regular expression: {}", clip(&e.to_string())),
+                    )
                 })?;
                 self.regexes.push(re);
                 regex = Some(self.regexes.len() - 1);
@@ -741,10 +769,12 @@ impl Parser<'_> {
 
     fn call(&mut self, name: &str, start: usize) -> Result<Expr, CompileError> {
         let Some(func) = Func::from_name(name) else {
-            return Err(
-                CompileError::at(self.src, start, format!("unknown function `{name}`"))
-                    .hint(format!("functions: {}", FUNCTION_NAMES.join(", "))),
-            );
+            return Err(CompileError::at(
+                self.src,
+                start,
+                format!("unknown function `{}`", clip(name)),
+            )
+            .hint(format!("functions: {}", FUNCTION_NAMES.join(", "))));
         };
         self.bump(); // (
         let mut args = Vec::new();
@@ -889,5 +919,20 @@ mod tests {
         assert!(!p.names[1].presence_only);
         let p = parse("exists(Boost) and Boost > 1").unwrap();
         assert!(!p.names[0].presence_only);
+    }
+
+    #[test]
+    fn errors_in_long_filters_show_a_window_with_the_caret_in_place() {
+        let filter = format!("{}RPM >> 3", "RPM > 1 && ".repeat(200));
+        let e = err(&filter).to_string();
+        assert!(e.len() < 400, "{}", e.len());
+        let lines: Vec<&str> = e.lines().collect();
+        let caret = lines[2].find('^').unwrap();
+        let line = lines[1];
+        assert!(line.starts_with("  …"), "{line}");
+        let at = line.char_indices().nth(caret).map(|(i, _)| i).unwrap();
+        assert_eq!(&line[at..at + 1], ">", "{e}");
+        let short = err("RPM >> 3").to_string();
+        assert!(short.contains("\n  RPM >> 3\n"), "{short}");
     }
 }

@@ -184,6 +184,40 @@ impl sandbox::Guest for KitchenSink {
         std::fs::rename(&src, &dst).map_err(|e| paths::explain_io_error(&dst, &e, true))
     }
 
+    fn symlink_file(target: String, link: String) -> Result<(), String> {
+        // The target is stored as given (it may point anywhere); the
+        // sandbox must refuse to create it or to follow it.
+        let link = paths::resolve(&link);
+        #[cfg(not(target_arch = "wasm32"))]
+        return Err(format!(
+            "symlinks are probed in WebAssembly only ({target} -> {})",
+            link.display()
+        ));
+        // std's symlink is unstable on WASI: call wasi:filesystem directly,
+        // through the preopened directory that holds the link.
+        #[cfg(target_arch = "wasm32")]
+        let (dir, rel) = wasip2::filesystem::preopens::get_directories()
+            .into_iter()
+            .find_map(|(dir, root)| {
+                let rel = link.strip_prefix(&root).ok()?.to_str()?.to_string();
+                Some((dir, rel))
+            })
+            .ok_or_else(|| {
+                format!(
+                    "`{}` is outside the directories this plugin may use",
+                    link.display()
+                )
+            })?;
+        #[cfg(target_arch = "wasm32")]
+        dir.symlink_at(&target, &rel).map_err(|e| {
+            format!(
+                "cannot create the symlink `{}`: {}",
+                link.display(),
+                e.message()
+            )
+        })
+    }
+
     fn recurse(depth: u64) -> u64 {
         // black_box keeps the optimizer from turning this into a loop.
         if std::hint::black_box(depth) == 0 {

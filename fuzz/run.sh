@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# fuzz/run.sh SECONDS [TARGET...] — build every fuzz target once, then run
+# each (all of them by default) for SECONDS seconds from its seed corpus, and
+# print a table. Exits non-zero when any target crashed (a panic, an
+# overflow, a timeout over 10 s, or more than 2 GiB), naming the input that
+# did it under fuzz/artifacts/TARGET/.
+#
+# Stable Rust is enough: cargo-fuzz's nightly-only flags are unlocked with
+# RUSTC_BOOTSTRAP=1. cargo-fuzz is installed when missing.
+#
+# Environment:
+#   FUZZ_SANITIZER  none (default) or address. The targets are safe Rust, so
+#                   AddressSanitizer finds nothing the panics and overflow
+#                   checks would not, and it doubles the build; see fuzz/README.md.
+#   FUZZ_JOBS       cargo build jobs (default: cargo's own).
+set -euo pipefail
+
+usage() {
+    echo "usage: fuzz/run.sh SECONDS [TARGET...]" >&2
+    exit 2
+}
+[[ $# -ge 1 && $1 =~ ^[0-9]+$ ]] || usage
+seconds=$1
+shift
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+fuzz=$root/fuzz
+sanitizer=${FUZZ_SANITIZER:-none}
+
+export RUSTC_BOOTSTRAP=1
+# Instrumented builds must never share the main workspace's target directory.
+export CARGO_TARGET_DIR=$fuzz/target
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz/run.sh: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked
+fi
+
+all=$(cargo fuzz list --fuzz-dir "$fuzz")
+if [[ $# -gt 0 ]]; then
+    targets=("$@")
+    for t in "${targets[@]}"; do
+        grep -qx "$t" <<<"$all" || { echo "fuzz/run.sh: no target $t; targets: $(echo $all)" >&2; exit 2; }
+    done
+else
+    mapfile -t targets <<<"$all"
+fi
+
+jobs=()
+[[ -n ${FUZZ_JOBS:-} ]] && jobs=(--jobs "$FUZZ_JOBS")
+build_start=$(date +%s)
+cargo fuzz build --fuzz-dir "$fuzz" -s "$sanitizer" "${jobs[@]}" >&2
+echo "fuzz/run.sh: built ${#targets[@]} targets in $(( $(date +%s) - build_start )) s (sanitizer: $sanitizer)" >&2
+
+triple=$(rustc -vV | sed -n 's/^host: //p')
+bin=$CARGO_TARGET_DIR/$triple/release
+logs=$CARGO_TARGET_DIR/fuzz-logs
+mkdir -p "$logs"
+
+failed=()
+rows=()
+for t in "${targets[@]}"; do
+    corpus=$fuzz/corpus/$t
+    artifacts=$fuzz/artifacts/$t
+    mkdir -p "$corpus" "$artifacts"
+    # The working corpus starts as (and keeps) a copy of the seeds; what a
+    # run adds stays in fuzz/corpus, which is not committed.
+    cp -n "$fuzz/corpus-seed/$t/"* "$corpus/" 2>/dev/null || true
+    dict=()
+    [[ -f $fuzz/dict/$t.dict ]] && dict=("-dict=$fuzz/dict/$t.dict")
+    log=$logs/$t.log
+    echo "fuzz/run.sh: $t for $seconds s" >&2
+    start=$(date +%s)
+    status=0
+    "$bin/$t" "$corpus" "${dict[@]}" \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
+    took=$(( $(date +%s) - start ))
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    units=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
+    crashes=0
+    if [[ $status -ne 0 ]]; then
+        crashes=1
+        failed+=("$t")
+        artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
+        echo "=== $t crashed (exit $status); input: ${artifact:-see $log}" >&2
+        grep -v '^#[0-9]' "$log" | tail -40 >&2
+    fi
+    rows+=("$(printf '%-16s %12s %8s %8s %8s' "$t" "${execs:-?}" "$took" "${units:-?}" "$crashes")")
+done
+
+printf '%-16s %12s %8s %8s %8s\n' target executions seconds corpus crashes
+printf '%s\n' "${rows[@]}"
+if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "fuzz/run.sh: crashes in: ${failed[*]} (inputs under fuzz/artifacts/; logs under $logs)" >&2
+    exit 1
+fi
