@@ -2,7 +2,7 @@
 //! WebSocket: the plugin drains the bridge on the host's tick, within its
 //! network allow-list.
 
-use e2e::{Server, coded_error, is_error, repo};
+use e2e::{Server, coded_error, free_port, is_error, repo};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -16,14 +16,6 @@ fn simulator() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The simulator on `port`, sending `count` packets as fast as they are taken.

@@ -8,8 +8,8 @@
 //! other on a small machine and disturb each other's timings.
 
 use e2e::{
-    RawFailure, RawServer, Server, is_error, plugins, raw_text, repo, rss_kib, sigkill,
-    test_plugins, text,
+    RawFailure, RawServer, Server, free_port, is_error, plugins, raw_text, repo, rss_kib,
+    serve_http, sigkill, test_plugins, text,
 };
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -1274,14 +1274,6 @@ async fn a_plugin_replaced_mid_call_finishes_the_call_on_the_old_instance() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The bridge simulator on `port`, streaming `rate` packets a second.
 fn simulator(port: u16, rate: u32) -> tokio::process::Child {
     let bin = repo().join("target/debug/ble-bridge-sim");
@@ -1647,32 +1639,6 @@ async fn a_definitions_directory_changing_under_rom_calls() {
 }
 
 // -------------------------------------------------------------------- load
-
-/// `benchtop serve --http 127.0.0.1:0 ARGS…`: the child and its endpoint.
-async fn serve_http(args: &[&str]) -> (tokio::process::Child, String) {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(e2e::bin())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(args)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("benchtop: MCP endpoint ") {
-                return url.to_owned();
-            }
-        }
-        panic!("benchtop exited before serving HTTP");
-    })
-    .await
-    .expect("HTTP endpoint announced");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
-}
 
 /// The `k`-th call of client `client`: a rotation over all five plugins,
 /// each with a cycle of cheap, representative calls. Every one must succeed.

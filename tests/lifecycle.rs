@@ -1,7 +1,7 @@
 //! End-to-end tests of the lifecycle (DESIGN.md, Contracts 4–5): hot swap
 //! while serving, the compile cache, name collisions, streamable HTTP.
 
-use e2e::{Server, bin, is_error, test_plugins, text};
+use e2e::{Server, bin, is_error, serve_http, test_plugins, text};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn component(name: &str) -> PathBuf {
     test_plugins().join(format!("{name}.wasm"))
@@ -231,35 +231,9 @@ async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
     s.stop().await;
 }
 
-/// `benchtop serve --http` on a free port; returns the child and its endpoint.
+/// `benchtop serve --http` on a free port, without watching `plugins`.
 async fn start_http(plugins: &Path) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(bin())
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--no-watch",
-            "--plugins",
-            plugins.to_str().unwrap(),
-        ])
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("benchtop: MCP endpoint ") {
-                return url.to_owned();
-            }
-        }
-        panic!("benchtop exited before serving HTTP");
-    })
-    .await
-    .expect("HTTP endpoint announced");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+    serve_http(&["--no-watch", "--plugins", plugins.to_str().unwrap()]).await
 }
 
 /// A raw HTTP/1.1 POST, to send headers a well-behaved client would not.

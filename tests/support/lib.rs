@@ -543,3 +543,38 @@ pub fn sigkill(pid: u32) {
         .expect("running kill");
     assert!(status.success(), "kill -KILL {pid}");
 }
+
+/// A free TCP port on loopback (for the bridge simulator and the like).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `benchtop serve --http 127.0.0.1:0 ARGS…` on a free port: the child and
+/// the endpoint it announced.
+pub async fn serve_http(args: &[&str]) -> (tokio::process::Child, String) {
+    let mut child = Command::new(bin())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("benchtop: MCP endpoint ") {
+                return url.to_owned();
+            }
+        }
+        panic!("benchtop exited before serving HTTP");
+    })
+    .await
+    .expect("HTTP endpoint announced");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
