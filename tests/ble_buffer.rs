@@ -2,39 +2,15 @@
 //! WebSocket: the plugin drains the bridge on the host's tick, within its
 //! network allow-list.
 
-use e2e::{Server, coded_error, free_port, is_error, repo};
+use e2e::{Server, coded_error, free_port, is_error, simulator_bin, spawn_simulator};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// The simulator binary (`make build` builds it).
-fn simulator() -> PathBuf {
-    let bin = repo().join("target/debug/ble-bridge-sim");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `make test`",
-        bin.display()
-    );
-    bin
-}
 
 /// The simulator on `port`, sending `count` packets as fast as they are taken.
 fn start_simulator(port: u16, count: u64) -> tokio::process::Child {
-    tokio::process::Command::new(simulator())
-        .args([
-            "--port",
-            &port.to_string(),
-            "--rate",
-            "0",
-            "--count",
-            &count.to_string(),
-            "--wait-for-client",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
+    let count = count.to_string();
+    let args = ["--rate", "0", "--count", &count, "--wait-for-client"];
+    spawn_simulator(&simulator_bin(), port, &args).unwrap()
 }
 
 struct Ble {

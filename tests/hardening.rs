@@ -8,8 +8,8 @@
 //! other on a small machine and disturb each other's timings.
 
 use e2e::{
-    RawFailure, RawServer, Server, free_port, is_error, plugins, raw_text, repo, rss_kib,
-    serve_http, sigkill, test_plugins, text,
+    RawFailure, RawServer, Server, free_port, is_error, plugins, raw_text, repo, rss_kib, sandbox,
+    serve_http, sigkill, simulator_bin, spawn_simulator, test_plugins, text,
 };
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -1276,19 +1276,7 @@ async fn a_plugin_replaced_mid_call_finishes_the_call_on_the_old_instance() {
 
 /// The bridge simulator on `port`, streaming `rate` packets a second.
 fn simulator(port: u16, rate: u32) -> tokio::process::Child {
-    let bin = repo().join("target/debug/ble-bridge-sim");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `make build`",
-        bin.display()
-    );
-    tokio::process::Command::new(bin)
-        .args(["--port", &port.to_string(), "--rate", &rate.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
+    spawn_simulator(&simulator_bin(), port, &["--rate", &rate.to_string()]).unwrap()
 }
 
 async fn ble_state(s: &Server) -> Value {
@@ -1951,30 +1939,23 @@ async fn load_16_http_clients_20000_mixed_calls() {
 #[tokio::test]
 async fn a_hostile_plugin_is_contained_while_others_are_served() {
     let _serial = serial().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let (rw, ro, outside) = (root.join("rw"), root.join("ro"), root.join("outside"));
-    for d in [&rw, &ro, &outside] {
-        std::fs::create_dir(d).unwrap();
-    }
-    std::fs::write(ro.join("note.txt"), "read me").unwrap();
-    std::fs::write(outside.join("secret.txt"), "top secret").unwrap();
+    let sb = sandbox(&format!(
+        "\n[[plugin]]\npath = \"{}\"\nprefix = \"bystander\"\n",
+        test_plugins().join("greeter.wasm").display()
+    ));
+    let cfg = std::fs::read_to_string(&sb.config)
+        .unwrap()
+        .replace("memory_mb = 64", "memory_mb = 400");
+    std::fs::write(&sb.config, cfg).unwrap();
+    let (rw, ro, outside, config) = (
+        sb.rw.clone(),
+        sb.ro.clone(),
+        sb.outside.clone(),
+        sb.config.clone(),
+    );
     std::fs::write(rw.join("mine.txt"), "mine").unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let config = root.join("benchtop.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[plugin]]\npath = \"{}\"\nallow = [\"{}:rw\", \"{}:ro\"]\ndeadline_ms = 3000\nmemory_mb = 400\n\n\
-             [[plugin]]\npath = \"{}\"\nprefix = \"bystander\"\n",
-            test_plugins().join("kitchen_sink.wasm").display(),
-            rw.display(),
-            ro.display(),
-            test_plugins().join("greeter.wasm").display(),
-        ),
-    )
-    .unwrap();
     let server = Arc::new(
         Server::start(&[
             "--config",

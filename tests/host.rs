@@ -5,50 +5,12 @@
 #![allow(deprecated)]
 //! binary, a real MCP client over stdio, and the kitchen-sink test component.
 
-use e2e::{Server, is_error, test_plugins, text};
+use e2e::{Sandbox, Server, is_error, sandbox, test_plugins, text};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A sandbox layout: a read-write and a read-only directory, a secret outside both.
-struct Sandbox {
-    _tmp: tempfile::TempDir,
-    rw: PathBuf,
-    ro: PathBuf,
-    outside: PathBuf,
-    config: PathBuf,
-}
-
-fn sandbox(extra: &str) -> Sandbox {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let (rw, ro, outside) = (root.join("rw"), root.join("ro"), root.join("outside"));
-    for d in [&rw, &ro, &outside] {
-        std::fs::create_dir(d).unwrap();
-    }
-    std::fs::write(ro.join("note.txt"), "read me").unwrap();
-    std::fs::write(outside.join("secret.txt"), "top secret").unwrap();
-    let config = root.join("benchtop.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[plugin]]\npath = \"{}\"\nallow = [\"{}:rw\", \"{}:ro\"]\ndeadline_ms = 3000\nmemory_mb = 64\n{extra}",
-            test_plugins().join("kitchen_sink.wasm").display(),
-            rw.display(),
-            ro.display()
-        ),
-    )
-    .unwrap();
-    Sandbox {
-        _tmp: tmp,
-        rw,
-        ro,
-        outside,
-        config,
-    }
-}
 
 async fn start(sb: &Sandbox) -> Server {
     Server::start(&[

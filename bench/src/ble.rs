@@ -25,21 +25,13 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let _sim = tokio::process::Command::new(&sim)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--rate",
-            "0",
-            "--count",
-            &PACKETS.to_string(),
-            "--wait-for-client",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting the bridge simulator")?;
+    let packets = PACKETS.to_string();
+    let _sim = e2e::spawn_simulator(
+        &sim,
+        port,
+        &["--rate", "0", "--count", &packets, "--wait-for-client"],
+    )
+    .context("starting the bridge simulator")?;
     let config = ctx.tmp.path().join("ble.toml");
     std::fs::write(&config, e2e::ble_config(port))?;
     let server = ctx

@@ -578,3 +578,70 @@ pub async fn serve_http(args: &[&str]) -> (tokio::process::Child, String) {
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
 }
+
+/// The BLE bridge simulator binary as `make build` builds it.
+pub fn simulator_bin() -> PathBuf {
+    let bin = repo().join("target/debug/ble-bridge-sim");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `make build`",
+        bin.display()
+    );
+    bin
+}
+
+/// The bridge simulator `bin` on `port` with further `args` (rate, count…),
+/// quiet, and killed when the handle drops.
+pub fn spawn_simulator(
+    bin: &Path,
+    port: u16,
+    args: &[&str],
+) -> std::io::Result<tokio::process::Child> {
+    Command::new(bin)
+        .args(["--port", &port.to_string()])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+}
+
+/// A sandbox layout for the kitchen-sink component: a read-write and a
+/// read-only directory, a secret outside both, and a config granting the two
+/// (`extra` is appended to the plugin's table, or adds further plugins).
+pub struct Sandbox {
+    _tmp: tempfile::TempDir,
+    pub rw: PathBuf,
+    pub ro: PathBuf,
+    pub outside: PathBuf,
+    pub config: PathBuf,
+}
+
+pub fn sandbox(extra: &str) -> Sandbox {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let (rw, ro, outside) = (root.join("rw"), root.join("ro"), root.join("outside"));
+    for d in [&rw, &ro, &outside] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(ro.join("note.txt"), "read me").unwrap();
+    std::fs::write(outside.join("secret.txt"), "top secret").unwrap();
+    let config = root.join("benchtop.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = \"{}\"\nallow = [\"{}:rw\", \"{}:ro\"]\ndeadline_ms = 3000\nmemory_mb = 64\n{extra}",
+            test_plugins().join("kitchen_sink.wasm").display(),
+            rw.display(),
+            ro.display()
+        ),
+    )
+    .unwrap();
+    Sandbox {
+        _tmp: tmp,
+        rw,
+        ro,
+        outside,
+        config,
+    }
+}

@@ -167,12 +167,18 @@ pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
     if meta.is_dir() {
         return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
     }
-    if !meta.is_file() {
+    if is_special(&meta) {
         return Err(std::io::Error::other(
             "not a regular file (a device, pipe or socket)",
         ));
     }
     std::fs::read(path)
+}
+
+/// A device, pipe or socket: opening one may block until a peer appears,
+/// and reading one may never end.
+pub fn is_special(meta: &std::fs::Metadata) -> bool {
+    !meta.is_file() && !meta.is_dir()
 }
 
 /// The entries of a directory, all of them even while it changes.

@@ -888,7 +888,7 @@ pub fn default_model() -> Model {
 /// A pipe, device or socket: opening one could block the emulator (and the
 /// plugin) until the call's deadline, so DOS gets "access denied" instead.
 fn is_special(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir())
+    std::fs::metadata(p).is_ok_and(|m| plugin_kit::paths::is_special(&m))
 }
 
 #[cfg(test)]
