@@ -278,6 +278,114 @@ async fn query_logs_matches_what_the_csv_says() {
     logs.server.stop().await;
 }
 
+/// Logs that put every way of reading to work: many 64 KiB pieces, CRLF,
+/// quoted fields with delimiters and line breaks inside, a field longer
+/// than a piece, empty cells, short and long lines, a units row, and header
+/// lines repeated and changed mid-file; in `,` and in `;` with decimal
+/// commas.
+fn awkward_logs(dir: &Path) {
+    let mut plain = Vec::new();
+    log_query::synth::write_bench_csv(&mut plain, 6000).unwrap();
+    std::fs::write(dir.join("plain.csv"), &plain).unwrap();
+    let plain = String::from_utf8(plain).unwrap();
+    let mut out = String::new();
+    for (n, line) in plain.lines().enumerate() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let line = match n {
+            0 => format!("{line},Note"),
+            1 => format!("Units,rpm,%,,,,,,,,,,,\r\n{line},start"),
+            1500 => format!("{line},\"{}\"", "long ".repeat(15_000)),
+            3000 => format!("{},Note\r\n{line},restart", plain.lines().next().unwrap()),
+            4000 => format!(
+                "Time,Knock,RPM,Boost\r\n{},{},{},{}",
+                fields[0], fields[3], fields[1], fields[11]
+            ),
+            4001..4200 => format!("{},{},{},{}", fields[0], fields[3], fields[1], fields[11]),
+            4200 => format!("{},Note\r\n{line},", plain.lines().next().unwrap()),
+            _ if n % 997 == 0 => format!("{line},\"pull, {n}\r\nsecond \"\"line\"\"\""),
+            _ if n % 101 == 0 => format!("{line},\"quoted {n}\""),
+            _ if n % 89 == 0 => fields[..5].join(","),
+            _ if n % 97 == 0 => format!("{line},extra,fields"),
+            _ if n % 13 == 0 => format!("{},,{},", fields[0], fields[2..].join(",")),
+            _ => format!("{line},"),
+        };
+        out += &line;
+        out += "\r\n";
+    }
+    std::fs::write(dir.join("awkward.csv"), &out).unwrap();
+    let european: String = plain
+        .lines()
+        .enumerate()
+        .map(|(n, line)| {
+            let line = line.replace(',', ";").replace('.', ",");
+            if n == 2000 {
+                format!("Time;RPM;Knock\n{line}\n")
+            } else {
+                line + "\n"
+            }
+        })
+        .collect();
+    std::fs::write(dir.join("romraiderlog_20260101_000000.csv"), european).unwrap();
+}
+
+#[tokio::test]
+async fn the_component_reads_awkward_logs_as_the_native_parser_does() {
+    // The component reads a log in 64 KiB pieces, classifying bytes with
+    // WebAssembly SIMD; natively the whole file is parsed at once with the
+    // portable code. Every answer must be the same, byte for byte.
+    let dir = tempfile::tempdir().unwrap();
+    awkward_logs(dir.path());
+    let logs = Logs::start(dir.path()).await;
+    let queries = [
+        json!({"filter": "RPM > 3000 && Knock > 0"}),
+        json!({"filter": "RPM > 0", "channels": ["RPM", "Load", "Note", "Boost"], "limit": 40, "offset": 1450}),
+        json!({"filter": "Note ~= \"pull|quoted|long\"", "channels": ["Note", "Battery"], "limit": 200}),
+        json!({"filter": "empty(RPM) or empty(Battery)", "channels": ["RPM", "Battery"], "limit": 200}),
+        json!({"filter": "Throttle > 50", "sample_rate": 5}),
+    ];
+    for file in [
+        "plain.csv",
+        "awkward.csv",
+        "romraiderlog_20260101_000000.csv",
+    ] {
+        for query in &queries {
+            let mut args = query.clone();
+            args["file"] = json!(file);
+            let native_args: log_query::query::QueryArgs = log_query::query::QueryArgs {
+                filter: args["filter"].as_str().unwrap().to_string(),
+                channels: args.get("channels").map(|c| {
+                    c.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|s| s.as_str().unwrap().to_string())
+                        .collect()
+                }),
+                file: Some(file.to_string()),
+                sample_rate: args.get("sample_rate").and_then(Value::as_f64),
+                limit: args.get("limit").and_then(Value::as_u64).map(|n| n as u32),
+                offset: args.get("offset").and_then(Value::as_u64).map(|n| n as u32),
+            };
+            let native = log_query::query::query_logs(
+                dir.path(),
+                &mut log_query::logs::Cache::default(),
+                &native_args,
+                &mut |_, _, _| true,
+            );
+            let got = logs.server.call("query_logs", args.clone()).await;
+            match native {
+                Ok(want) => assert_eq!(text(&got), want, "{file}: {args}"),
+                Err(want) => {
+                    assert!(is_error(&got), "{file}: {args}: expected an error");
+                    assert_eq!(text(&got), want, "{file}: {args}");
+                }
+            }
+        }
+    }
+    let list = logs.ok("list_logs", json!({})).await;
+    assert!(list.contains("awkward.csv"), "{list}");
+    logs.server.stop().await;
+}
+
 #[tokio::test]
 async fn channels_sample_rate_limit_and_offset_shape_the_output() {
     let logs = Logs::start(&sample_logs()).await;

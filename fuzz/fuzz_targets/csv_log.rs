@@ -3,13 +3,15 @@
 //! header changes they bring.
 //!
 //! The first input byte picks the file name (names select RomRaider and
-//! carry the log's date); the rest is the file. A parsed log must be
-//! rectangular: every column holds exactly one cell per row.
+//! carry the log's date) and the size of the reads; the rest is the file. A
+//! parsed log must be rectangular: every column holds exactly one cell per
+//! row; and reading the file a few bytes at a time (as the plugin reads
+//! logs, in pieces) must give exactly what parsing it whole does.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use log_query::logs::{date_from_clock, date_from_name};
-use log_query::reader::parse;
+use log_query::reader::{Log, Need, Trickle, parse, read_columns};
 
 const NAMES: [&str; 4] = [
     "log-2026-02-22T14-30-00-000Z.csv",
@@ -24,7 +26,22 @@ fuzz_target!(|data: &[u8]| {
     };
     let name = NAMES[pick as usize % NAMES.len()];
     let _ = date_from_name(name);
-    let Ok(log) = parse(file, name) else {
+    let whole = parse(file, name);
+    let source = Trickle {
+        data: file,
+        most: 1 + (pick as usize >> 2) * 5,
+    };
+    let pieces = read_columns(source, file.len() as u64, name, &Need::All);
+    match (&whole, &pieces) {
+        (Ok(a), Ok(b)) => assert_same(a, b),
+        (Err(a), Err(b)) => assert_eq!(a, b),
+        _ => panic!(
+            "whole: {:?}, in pieces: {:?}",
+            whole.is_ok(),
+            pieces.is_ok()
+        ),
+    }
+    let Ok(log) = whole else {
         return;
     };
     let rows = log.rows();
@@ -44,3 +61,38 @@ fuzz_target!(|data: &[u8]| {
         let _ = date_from_clock(clock);
     }
 });
+
+fn assert_same(a: &Log, b: &Log) {
+    assert_eq!(a.rows(), b.rows());
+    assert_eq!(
+        (
+            a.format,
+            a.delimiter,
+            a.header_changes,
+            a.ragged_lines,
+            a.time_column,
+            a.time_unit
+        ),
+        (
+            b.format,
+            b.delimiter,
+            b.header_changes,
+            b.ragged_lines,
+            b.time_column,
+            b.time_unit
+        )
+    );
+    assert_eq!(a.start_clock, b.start_clock);
+    let bits = |l: &Log| l.time.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(a), bits(b));
+    assert_eq!(a.columns.len(), b.columns.len());
+    for (x, y) in a.columns.iter().zip(&b.columns) {
+        assert_eq!(
+            (&x.name, x.decimals, x.special, x.text_cells),
+            (&y.name, y.decimals, y.special, y.text_cells)
+        );
+        for r in 0..a.rows() {
+            assert_eq!(x.cell(r), y.cell(r), "column `{}` row {r}", x.name);
+        }
+    }
+}

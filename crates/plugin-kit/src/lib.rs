@@ -4,10 +4,16 @@
 //! a markdown body (the ECU and log tools), so the formatting lives here once:
 //! [`frontmatter`] writes the metadata block, [`markdown`] renders tables, and
 //! [`yaml`] quotes scalars so that any string survives a YAML parser.
+//!
+//! Files come through the sandbox: [`paths`] explains refused paths and
+//! refuses pipes and devices before opening them, and [`read_ahead`] reads
+//! a large file with the host fetching the next piece while the plugin
+//! works on the last.
 
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
+pub mod read_ahead;
 pub mod suggest;
 pub mod text;
 pub mod yaml;

@@ -159,10 +159,23 @@ fn explain_with_roots(path: &Path, err: &std::io::Error, writing: bool, roots: &
     }
 }
 
-/// Reads a whole file, refusing anything but a regular file first: opening
-/// a named pipe blocks until a writer appears (the call would hang until its
-/// deadline and lose the plugin's state), and a device may never end.
+/// Reads a whole file, refusing anything but a regular file first (see
+/// [`open_regular_file`]).
 pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    refuse_irregular(path)?;
+    std::fs::read(path)
+}
+
+/// Opens a file for reading, refusing anything but a regular file first:
+/// opening a named pipe blocks until a writer appears (the call would hang
+/// until its deadline and lose the plugin's state), and a device may never
+/// end.
+pub fn open_regular_file(path: &Path) -> std::io::Result<std::fs::File> {
+    refuse_irregular(path)?;
+    std::fs::File::open(path)
+}
+
+fn refuse_irregular(path: &Path) -> std::io::Result<()> {
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
@@ -172,7 +185,7 @@ pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
             "not a regular file (a device, pipe or socket)",
         ));
     }
-    std::fs::read(path)
+    Ok(())
 }
 
 /// A device, pipe or socket: opening one may block until a peer appears,

@@ -12,6 +12,7 @@ pub mod logs;
 pub mod plot;
 pub mod query;
 pub mod reader;
+pub mod separators;
 pub mod synth;
 
 mod component;

@@ -1,7 +1,7 @@
 //! The logs directory: which files are logs, how recent each is, and a cache
 //! of parsed logs keyed by path, modification time and size.
 
-use crate::reader::{self, Log, Need};
+use crate::reader::{self, Log, Need, ReadError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -212,11 +212,13 @@ impl Cache {
             need = need.with_loaded(&e.log);
         }
         self.entries.remove(&file.path);
-        let data = plugin_kit::paths::read_regular_file(&file.path)
+        let source = plugin_kit::read_ahead::ReadAhead::open(&file.path)
             .map_err(|e| format!("cannot read {}: {e}", file.name))?;
-        let log = reader::parse_columns(&data, &file.name, &need)
-            .map_err(|e| format!("{} is not a readable CSV log: {e}", file.name))?;
-        drop(data);
+        let log =
+            reader::read_columns(source, file.size, &file.name, &need).map_err(|e| match e {
+                ReadError::Io(e) => format!("cannot read {}: {e}", file.name),
+                e => format!("{} is not a readable CSV log: {e}", file.name),
+            })?;
         let log = Arc::new(log);
         let bytes = log.heap_bytes();
         while !self.entries.is_empty()

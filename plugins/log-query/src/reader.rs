@@ -8,6 +8,7 @@
 //! field reader (RFC 4180 quoting, decimal commas, thousands separators).
 
 use crate::column::Column;
+use crate::separators::Separators;
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,8 @@ pub enum TimeUnit {
 pub enum ReadError {
     Empty,
     NoHeader,
+    /// The file could not be read (the I/O error's message).
+    Io(String),
 }
 
 impl fmt::Display for ReadError {
@@ -46,6 +49,7 @@ impl fmt::Display for ReadError {
         match self {
             ReadError::Empty => write!(f, "the file is empty"),
             ReadError::NoHeader => write!(f, "no header line with column names"),
+            ReadError::Io(e) => write!(f, "{e}"),
         }
     }
 }
@@ -210,61 +214,125 @@ const POW10: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
-/// Tries the common numeric field `-?digits(.digits)?` ending at a delimiter
-/// or line end. Returns (value, decimals, end index).
+/// Tries the common numeric field `-?digits(.digits)?` (at most 15 digits),
+/// the whole of `field`. Returns the value and its decimals.
 #[inline(always)]
-fn fast_number(b: &[u8], mut i: usize, delim: u8) -> Option<(f64, u8, usize)> {
-    let neg = b.get(i) == Some(&b'-');
-    if neg {
-        i += 1;
+fn plain_number(field: &[u8]) -> Option<(f64, u8)> {
+    let (neg, digits) = match field.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, field),
+    };
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
     }
-    let start = i;
     let mut mant: u64 = 0;
-    while let Some(&c) = b.get(i) {
+    let mut dot = None;
+    for (at, &c) in digits.iter().enumerate() {
         let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        mant = mant.wrapping_mul(10).wrapping_add(d as u64);
-        i += 1;
-    }
-    let int_digits = i - start;
-    let mut frac = 0usize;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let fs = i;
-        while let Some(&c) = b.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            mant = mant.wrapping_mul(10).wrapping_add(d as u64);
-            i += 1;
-        }
-        frac = i - fs;
-        if frac == 0 {
+        if d <= 9 {
+            mant = mant * 10 + d as u64;
+        } else if c == b'.' && dot.is_none() {
+            dot = Some(at);
+        } else {
             return None;
         }
     }
-    if int_digits == 0 || int_digits + frac > 15 || frac > 22 {
+    let (int_digits, frac) = match dot {
+        None => (digits.len(), 0),
+        Some(at) if at + 1 < digits.len() => (at, digits.len() - at - 1),
+        Some(_) => return None,
+    };
+    if int_digits == 0 || int_digits + frac > 15 {
         return None;
     }
-    match b.get(i) {
-        None => {}
-        Some(&c) if c == delim || c == b'\n' || c == b'\r' => {}
-        _ => return None,
-    }
     let v = mant as f64 / POW10[frac];
-    Some((if neg { -v } else { v }, frac as u8, i))
+    Some((if neg { -v } else { v }, frac as u8))
 }
 
-/// Reads one field starting at `i` (quoted or not). Returns the raw text
-/// (unquoted, `""` unescaped), whether it was quoted, and the index of the
-/// byte after it (a delimiter, a line end, or the end).
-fn read_field(b: &[u8], mut i: usize, delim: u8) -> (std::borrow::Cow<'_, str>, bool, usize) {
+/// [`plain_number`] of the field `b[at..end]` (not empty): eight bytes at
+/// once when the field is that short.
+#[inline(always)]
+fn number_at(b: &[u8], at: usize, end: usize) -> Option<(f64, u8)> {
+    let len = end - at;
+    if len <= 8
+        && let Some(word) = b.get(at..at + 8)
+    {
+        return short_number(u64::from_le_bytes(word.try_into().ok()?), len);
+    }
+    plain_number(&b[at..end])
+}
+
+/// [`plain_number`] of the first `len` (1 to 8) bytes of `word` (loaded
+/// little-endian: the field's first byte is the lowest), without a branch
+/// per byte.
+#[inline(always)]
+fn short_number(word: u64, len: usize) -> Option<(f64, u8)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let mut w = word & (u64::MAX >> (64 - 8 * len));
+    let mut len = len;
+    let neg = w & 0xFF == b'-' as u64;
+    if neg {
+        w >>= 8;
+        len -= 1;
+        if len == 0 {
+            return None;
+        }
+    }
+    // The high bit of each byte that is a point (exact: no carry crosses a
+    // byte; the zero bytes past the field are not points).
+    let x = w ^ (ONES * b'.' as u64);
+    let points = !(((x & LOW7) + LOW7) | x | LOW7);
+    let (digits, count, frac) = if points == 0 {
+        (w, len, 0)
+    } else {
+        let at = (points.trailing_zeros() / 8) as usize;
+        if points & (points - 1) != 0 || at == 0 || at + 1 == len {
+            return None;
+        }
+        // Close the gap the point leaves.
+        let before = w & ((1u64 << (8 * at)) - 1);
+        let after = w >> (8 * (at + 1));
+        (before | (after << (8 * at)), len - 1, len - 1 - at)
+    };
+    // Eight digits, most significant first: pad with leading '0's.
+    let pad = 8 * (8 - count);
+    let padded = if pad == 0 {
+        digits
+    } else {
+        (digits << pad) | ((ONES * b'0' as u64) & ((1u64 << pad) - 1))
+    };
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    let all_digits = (padded & HIGH_NIBBLES)
+        | ((padded.wrapping_add(ONES * 6) & HIGH_NIBBLES) >> 4)
+        == ONES * 0x33;
+    if !all_digits {
+        return None;
+    }
+    let mut v = (padded & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
+    v = (v & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    v = (v & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32;
+    let value = v as f64 / POW10[frac];
+    Some((if neg { -value } else { value }, frac as u8))
+}
+
+/// One field as [`read_field`] found it.
+struct Field<'a> {
+    /// The raw text (unquoted, `""` unescaped).
+    text: std::borrow::Cow<'a, str>,
+    quoted: bool,
+    /// False when a quoted field runs to the end of the data unclosed.
+    closed: bool,
+    /// The index of the byte after the field (a delimiter, a line end, or the end).
+    end: usize,
+}
+
+/// Reads one field starting at `i` (quoted or not).
+fn read_field(b: &[u8], mut i: usize, delim: u8) -> Field<'_> {
     if b.get(i) == Some(&b'"') {
         i += 1;
         let mut out = Vec::new();
+        let mut closed = false;
         while i < b.len() {
             if b[i] == b'"' {
                 if b.get(i + 1) == Some(&b'"') {
@@ -273,6 +341,7 @@ fn read_field(b: &[u8], mut i: usize, delim: u8) -> (std::borrow::Cow<'_, str>, 
                     continue;
                 }
                 i += 1;
+                closed = true;
                 break;
             }
             out.push(b[i]);
@@ -284,13 +353,23 @@ fn read_field(b: &[u8], mut i: usize, delim: u8) -> (std::borrow::Cow<'_, str>, 
             i += 1;
         }
         let s = String::from_utf8_lossy(&out).into_owned();
-        return (std::borrow::Cow::Owned(s), true, i);
+        return Field {
+            text: std::borrow::Cow::Owned(s),
+            quoted: true,
+            closed,
+            end: i,
+        };
     }
     let start = i;
     while i < b.len() && b[i] != delim && b[i] != b'\n' && b[i] != b'\r' {
         i += 1;
     }
-    (String::from_utf8_lossy(&b[start..i]), false, i)
+    Field {
+        text: String::from_utf8_lossy(&b[start..i]),
+        quoted: false,
+        closed: true,
+        end: i,
+    }
 }
 
 /// Classifies a field's text: a number (with its decimals) or not.
@@ -339,19 +418,30 @@ fn general_number(text: &str, delim: u8, quoted: bool) -> Option<(f64, u8)> {
     None
 }
 
-fn split_line(b: &[u8], mut i: usize, delim: u8) -> (Vec<(String, bool)>, usize) {
+/// Splits the line at `i` into its fields (text, quoted) and returns them
+/// with the start of the next line; `None` when a quoted field is still
+/// open at the end of `b` and more data is to come (`!eof`).
+fn split_line(
+    b: &[u8],
+    mut i: usize,
+    delim: u8,
+    eof: bool,
+) -> Option<(Vec<(String, bool)>, usize)> {
     let mut fields = Vec::new();
     loop {
-        let (text, quoted, end) = read_field(b, i, delim);
-        fields.push((text.into_owned(), quoted));
-        i = end;
+        let field = read_field(b, i, delim);
+        if !field.closed && !eof {
+            return None;
+        }
+        fields.push((field.text.into_owned(), field.quoted));
+        i = field.end;
         if i < b.len() && b[i] == delim {
             i += 1;
             continue;
         }
         break;
     }
-    (fields, next_line(b, i))
+    Some((fields, next_line(b, i)))
 }
 
 fn next_line(b: &[u8], mut i: usize) -> usize {
@@ -386,6 +476,10 @@ struct Layout {
     /// Columns the current header lacks (filled with empty cells).
     absent: Vec<usize>,
     header: Vec<String>,
+    /// The fields a plain row's fast path looks at, in order: the first one
+    /// (it may start a header line) and the converted ones, each with its
+    /// column when converted.
+    visits: Vec<(usize, Option<usize>)>,
 }
 
 fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize, need: &Need) -> Layout {
@@ -438,11 +532,17 @@ fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize, need: &Need
     let absent = (0..columns.len())
         .filter(|&c| !present[c] && columns[c].loaded)
         .collect();
+    let load: Vec<bool> = map.iter().map(|&c| columns[c].loaded).collect();
+    let visits = (0..map.len())
+        .filter(|&k| k == 0 || load[k])
+        .map(|k| (k, load[k].then_some(map[k])))
+        .collect();
     Layout {
-        load: map.iter().map(|&c| columns[c].loaded).collect(),
+        load,
         map,
         absent,
         header: header.to_vec(),
+        visits,
     }
 }
 
@@ -462,220 +562,479 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
     parse_columns(data, file_name, &Need::All)
 }
 
-/// Parses a CSV log, converting only the columns `need` names.
+/// Parses a CSV log held in memory, converting only the columns `need` names.
 pub fn parse_columns(data: &[u8], file_name: &str, need: &Need) -> Result<Log, ReadError> {
-    let b = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
-    let mut i = 0;
-    while i < b.len() && (b[i] == b'\n' || b[i] == b'\r' || b[i] == b' ') {
-        i += 1;
-    }
-    if i >= b.len() {
-        return Err(ReadError::Empty);
-    }
-    let delim = sniff_delimiter(&b[i..]);
-    let (fields, next) = split_line(b, i, delim);
-    let header: Vec<String> = fields
-        .into_iter()
-        .map(|(s, _)| s.trim().to_string())
-        .collect();
-    if header.iter().all(|h| h.is_empty())
-        || header
-            .iter()
-            .all(|h| general_number(h, delim, false).is_some())
-    {
-        return Err(ReadError::NoHeader);
-    }
-    i = next;
-    let estimate = estimate_rows(&b[i..]);
-    let mut columns: Vec<Column> = Vec::new();
-    let mut lay = layout(&mut columns, &header, 0, need);
-    for c in columns.iter_mut().filter(|c| c.loaded) {
-        c.values.reserve(estimate);
-    }
-    let mut rows = 0usize;
-    let mut header_changes = 0;
-    let mut ragged = 0;
-    let is_header_line = |fields: &[(String, bool)], current: &[String]| {
-        let first = fields.first().map_or("", |f| f.0.trim());
-        (time_unit_of(first).is_some() && general_number(first, delim, false).is_none())
-            || (fields.len() == current.len()
-                && fields.iter().zip(current).all(|(f, h)| f.0.trim() == h))
-    };
-    // A units row right after the header (ECU Explorer's native logs).
-    if i < b.len() {
-        let (text, _, _) = read_field(b, i, delim);
-        if matches!(text.trim(), "Unit" | "Units" | "unit" | "units") {
-            i = next_line(b, i);
-        }
-    }
-    while i < b.len() {
-        let c0 = b[i];
-        if c0 == b'\n' || c0 == b'\r' {
-            i += 1;
-            continue;
-        }
-        let line_start = i;
-        let ncols = lay.map.len();
-        let mut k = 0;
-        let mut general = false;
-        // Fast path: numbers and empty fields only.
-        while k < ncols {
-            let c = unsafe_get(b, i);
-            let load = lay.load[k];
-            if c == delim || c == b'\n' || c == b'\r' || i >= b.len() {
-                if load {
-                    columns[lay.map[k]].push_null();
+    let mut reader = Reader::new(file_name, need.clone(), data.len() as u64);
+    reader.feed(data, true)?;
+    reader.finish()
+}
+
+/// Bytes read from the file per step of [`read_columns`]: small enough to be
+/// parsed while still in cache, large enough that the calls are few.
+const READ_STEP: usize = 64 << 10;
+
+/// Reads and parses a CSV log from `source` a piece at a time, converting
+/// only the columns `need` names. `size_hint` (the file's size) sizes the
+/// columns up front.
+///
+/// The file is never held whole: reading a large log into one buffer costs
+/// as much in fresh memory pages as parsing it does.
+pub fn read_columns(
+    source: impl std::io::Read,
+    size_hint: u64,
+    file_name: &str,
+    need: &Need,
+) -> Result<Log, ReadError> {
+    read_in_steps(source, size_hint, file_name, need, READ_STEP)
+}
+
+fn read_in_steps(
+    mut source: impl std::io::Read,
+    size_hint: u64,
+    file_name: &str,
+    need: &Need,
+    step: usize,
+) -> Result<Log, ReadError> {
+    let mut reader = Reader::new(file_name, need.clone(), size_hint);
+    let mut buf: Vec<u8> = Vec::new();
+    // Parse as soon as a read brings anything: a source that reads ahead
+    // (`plugin_kit::read_ahead`) then fetches the next piece meanwhile.
+    let mut want = 1;
+    loop {
+        let mut eof = false;
+        while buf.len() < want {
+            let start = buf.len();
+            buf.resize(start + step.max(want - start), 0);
+            let n = loop {
+                match source.read(&mut buf[start..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(ReadError::Io(e.to_string())),
                 }
-            } else if !load && k != 0 && c != b'"' {
-                // A skipped column: only find where the field ends. (A first
-                // field is read in full: it may start a header line.)
-                i = field_end(b, i, delim);
-            } else if let Some((v, d, end)) = fast_number(b, i, delim) {
-                if load {
-                    columns[lay.map[k]].push_num(v, d);
-                }
-                i = end;
-            } else if c == b'"' {
-                general = true;
+            };
+            buf.truncate(start + n);
+            if n == 0 {
+                eof = true;
                 break;
-            } else {
-                // An unquoted non-numeric field (text, a date, a decimal
-                // comma). Only a first field may start a header line.
-                let mut end = i;
-                while end < b.len() && b[end] != delim && b[end] != b'\n' && b[end] != b'\r' {
-                    end += 1;
+            }
+        }
+        let used = reader.feed(&buf, eof)?;
+        if eof {
+            return reader.finish();
+        }
+        buf.drain(..used);
+        // Nothing parsed means a line longer than the buffer (or a quoted
+        // field still open): grow geometrically, so it is rescanned only
+        // O(log n) times.
+        want = if used == 0 {
+            (buf.len() * 2).max(buf.len() + 1)
+        } else {
+            buf.len() + 1
+        };
+    }
+}
+
+/// An in-memory source that hands out at most `most` bytes per read: how
+/// the tests and the `csv_log` fuzz target make [`read_columns`] meet every
+/// piece boundary.
+pub struct Trickle<'a> {
+    pub data: &'a [u8],
+    pub most: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.most).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+/// An incremental CSV log parser: [`Reader::feed`] it the file in pieces,
+/// then [`Reader::finish`] it.
+pub struct Reader {
+    file_name: String,
+    need: Need,
+    /// The file's expected size, for sizing the columns.
+    size_hint: u64,
+    /// Bytes consumed by earlier pieces.
+    consumed: u64,
+    delim: u8,
+    /// The current header's layout, once the header line has been read.
+    lay: Option<Layout>,
+    /// The line after the header is yet to be read (it may be a units row).
+    units_row_possible: bool,
+    columns: Vec<Column>,
+    rows: usize,
+    header_changes: usize,
+    ragged: usize,
+    seps: Separators,
+}
+
+impl Reader {
+    pub fn new(file_name: &str, need: Need, size_hint: u64) -> Reader {
+        Reader {
+            file_name: file_name.to_string(),
+            need,
+            size_hint,
+            consumed: 0,
+            delim: b',',
+            lay: None,
+            units_row_possible: false,
+            columns: Vec::new(),
+            rows: 0,
+            header_changes: 0,
+            ragged: 0,
+            seps: Separators::default(),
+        }
+    }
+
+    /// Parses the whole lines at the start of `data` (all of it when `eof`:
+    /// nothing follows) and returns how many bytes it used. The caller
+    /// passes the rest again, with more after it.
+    pub fn feed(&mut self, data: &[u8], eof: bool) -> Result<usize, ReadError> {
+        // Only whole lines are parsed before the end of the file.
+        let b = if eof {
+            data
+        } else {
+            match data.iter().rposition(|&c| c == b'\n') {
+                Some(last) => &data[..=last],
+                None => return Ok(0),
+            }
+        };
+        let mut i = 0;
+        if self.lay.is_none() {
+            if self.consumed == 0 && b.starts_with(b"\xEF\xBB\xBF") {
+                i = 3;
+            }
+            match self.read_header(b, i, eof)? {
+                Some(next) => i = next,
+                None => {
+                    self.consumed += i as u64;
+                    return Ok(i);
                 }
-                let text = String::from_utf8_lossy(&b[i..end]);
-                if k == 0 && (time_unit_of(&text).is_some() || text.trim() == lay.header[0]) {
-                    general = true;
-                    break;
+            }
+        }
+        let used = self.read_rows(b, i, eof);
+        self.consumed += used as u64;
+        Ok(used)
+    }
+
+    /// Reads the header line at `i` (after any blank lines); returns the
+    /// start of the line after it, or `None` if the data ends first.
+    fn read_header(
+        &mut self,
+        b: &[u8],
+        mut i: usize,
+        eof: bool,
+    ) -> Result<Option<usize>, ReadError> {
+        while i < b.len() && (b[i] == b'\n' || b[i] == b'\r' || b[i] == b' ') {
+            i += 1;
+        }
+        if i >= b.len() {
+            return Ok(None);
+        }
+        let delim = sniff_delimiter(&b[i..]);
+        let Some((fields, next)) = split_line(b, i, delim, eof) else {
+            return Ok(None);
+        };
+        let header: Vec<String> = fields
+            .into_iter()
+            .map(|(s, _)| s.trim().to_string())
+            .collect();
+        if header.iter().all(|h| h.is_empty())
+            || header
+                .iter()
+                .all(|h| general_number(h, delim, false).is_some())
+        {
+            return Err(ReadError::NoHeader);
+        }
+        let rest = self.size_hint.saturating_sub(self.consumed + next as u64);
+        let estimate = estimate_rows(&b[next..], rest);
+        let lay = layout(&mut self.columns, &header, 0, &self.need);
+        for c in self.columns.iter_mut().filter(|c| c.loaded) {
+            c.values.reserve(estimate);
+        }
+        self.delim = delim;
+        self.lay = Some(lay);
+        self.units_row_possible = true;
+        Ok(Some(next))
+    }
+
+    /// Reads the rows from `i` on; returns where it stopped: the end of
+    /// `b`, or the start of a line with a quoted field `b` ends inside.
+    fn read_rows(&mut self, b: &[u8], mut i: usize, eof: bool) -> usize {
+        let delim = self.delim;
+        let Some(mut lay) = self.lay.take() else {
+            return i;
+        };
+        let columns = &mut self.columns;
+        let need = &self.need;
+        let (mut rows, mut ragged, mut header_changes) =
+            (self.rows, self.ragged, self.header_changes);
+        // A units row right after the header (ECU Explorer's native logs).
+        if self.units_row_possible && i < b.len() {
+            self.units_row_possible = false;
+            let first = read_field(b, i, delim);
+            if matches!(first.text.trim(), "Unit" | "Units" | "unit" | "units") {
+                i = next_line(b, i);
+            }
+        }
+        let is_header_line = |fields: &[(String, bool)], current: &[String]| {
+            let first = fields.first().map_or("", |f| f.0.trim());
+            (time_unit_of(first).is_some() && general_number(first, delim, false).is_none())
+                || (fields.len() == current.len()
+                    && fields.iter().zip(current).all(|(f, h)| f.0.trim() == h))
+        };
+        self.seps.index(b, delim);
+        let seps = &self.seps;
+        // The cursor yields the field ends from `cursor_at` on: the start of
+        // the next field, unless a line was read some other way.
+        let mut cursor = seps.fields.cursor(i);
+        let mut cursor_at = i;
+        // The first quote at or after `i`.
+        let mut next_quote = seps.quotes.next_from(i);
+        let mut spans: Vec<(usize, usize)> = vec![(0, 0); lay.visits.len()];
+        let mut stop = b.len();
+        while i < b.len() {
+            let c0 = b[i];
+            if c0 == b'\n' || c0 == b'\r' {
+                i += 1;
+                continue;
+            }
+            // Fastest path: a row with no quote and as many fields as the
+            // header, whose first field is a number or empty. Only the
+            // fields converted are looked at; the others are skipped over.
+            if next_quote < i {
+                next_quote = seps.quotes.next_from(i);
+            }
+            let line_end = seps.lines.next_from(i);
+            if line_end < next_quote {
+                // (A header line read below may have changed the layout.)
+                spans.resize(lay.visits.len(), (0, 0));
+                if i != cursor_at {
+                    cursor = seps.fields.cursor(i);
                 }
-                if load {
-                    push_general(&mut columns[lay.map[k]], &text, false, delim);
+                let mut row = cursor.clone();
+                let (mut at, mut next_k) = (i, 0);
+                for (span, &(k, _)) in spans.iter_mut().zip(&lay.visits) {
+                    if k > next_k {
+                        at = row.nth_bit(k - next_k - 1) + 1;
+                    }
+                    let end = row.next_bit();
+                    *span = (at, end);
+                    at = end + 1;
+                    next_k = k + 1;
+                }
+                // The fields after the last one looked at: as many field
+                // ends up to the line's end as there are fields left.
+                let ncols = lay.map.len();
+                let whole = if ncols > next_k {
+                    at <= line_end && seps.fields.count(at, line_end) == ncols - next_k
+                } else {
+                    at == line_end + 1
+                };
+                let first = match spans[0] {
+                    _ if !whole => None,
+                    (at, end) if at == end => Some(None),
+                    (at, end) => number_at(b, at, end).map(Some),
+                };
+                if let Some(first) = first {
+                    for (visit, (&(at, end), &(_, col))) in
+                        spans.iter().zip(&lay.visits).enumerate()
+                    {
+                        let Some(col) = col else { continue };
+                        let column = &mut columns[col];
+                        let value = if visit == 0 {
+                            first
+                        } else if at == end {
+                            None
+                        } else if let Some(number) = number_at(b, at, end) {
+                            Some(number)
+                        } else {
+                            push_general(
+                                column,
+                                &String::from_utf8_lossy(&b[at..end]),
+                                false,
+                                delim,
+                            );
+                            continue;
+                        };
+                        match value {
+                            Some((v, d)) => column.push_num(v, d),
+                            None => column.push_null(),
+                        }
+                    }
+                    for &c in &lay.absent {
+                        columns[c].push_null();
+                    }
+                    rows += 1;
+                    i = next_line(b, line_end);
+                    continue;
+                }
+            }
+            let line_start = i;
+            let ncols = lay.map.len();
+            let mut k = 0;
+            let mut general = false;
+            // Fast path: numbers and empty fields only.
+            while k < ncols {
+                if i != cursor_at {
+                    cursor = seps.fields.cursor(i);
+                }
+                let end = cursor.next_bit();
+                cursor_at = end + 1;
+                let field = &b[i..end];
+                let load = lay.load[k];
+                match field.first() {
+                    None => {
+                        if load {
+                            columns[lay.map[k]].push_null();
+                        }
+                    }
+                    Some(b'"') => {
+                        general = true;
+                        break;
+                    }
+                    // A skipped column: its end is all there is to find. (A
+                    // first field is read in full: it may start a header line.)
+                    Some(_) if !load && k != 0 => {}
+                    Some(_) => {
+                        if let Some((v, d)) = plain_number(field) {
+                            if load {
+                                columns[lay.map[k]].push_num(v, d);
+                            }
+                        } else {
+                            // An unquoted non-numeric field (text, a date, a
+                            // decimal comma). Only a first field may start a
+                            // header line.
+                            let text = String::from_utf8_lossy(field);
+                            if k == 0
+                                && (time_unit_of(&text).is_some() || text.trim() == lay.header[0])
+                            {
+                                general = true;
+                                break;
+                            }
+                            if load {
+                                push_general(&mut columns[lay.map[k]], &text, false, delim);
+                            }
+                        }
+                    }
                 }
                 i = end;
-            }
-            k += 1;
-            if i < b.len() && b[i] == delim {
-                i += 1;
-                if k == ncols {
-                    // More fields than the header names.
-                    ragged += 1;
+                k += 1;
+                if i < b.len() && b[i] == delim {
+                    i += 1;
+                    if k == ncols {
+                        // More fields than the header names.
+                        ragged += 1;
+                        i = next_line(b, i);
+                        break;
+                    }
+                } else {
+                    // Line ended early: the rest of the row is empty.
+                    for rest in (k..ncols).filter(|&rest| lay.load[rest]) {
+                        columns[lay.map[rest]].push_null();
+                    }
+                    k = ncols;
                     i = next_line(b, i);
                     break;
                 }
-            } else {
-                // Line ended early: the rest of the row is empty.
-                for rest in (k..ncols).filter(|&rest| lay.load[rest]) {
-                    columns[lay.map[rest]].push_null();
-                }
-                k = ncols;
-                i = next_line(b, i);
-                break;
             }
-        }
-        if general {
-            // Undo this line's partial fields and read it field by field.
-            for (&c, _) in lay.map[..k].iter().zip(&lay.load).filter(|(_, l)| **l) {
-                let col = &mut columns[c];
-                if let Some(v) = col.values.pop()
-                    && v.is_nan()
-                {
-                    col.special -= 1;
-                    if !matches!(col.cell_bits(v), crate::column::Cell::Null) {
-                        col.text_cells -= 1;
+            if general {
+                // Undo this line's partial fields and read it field by field.
+                for (&c, _) in lay.map[..k].iter().zip(&lay.load).filter(|(_, l)| **l) {
+                    let col = &mut columns[c];
+                    if let Some(v) = col.values.pop()
+                        && v.is_nan()
+                    {
+                        col.special -= 1;
+                        if !matches!(col.cell_bits(v), crate::column::Cell::Null) {
+                            col.text_cells -= 1;
+                        }
+                    }
+                }
+                let Some((fields, next)) = split_line(b, line_start, delim, eof) else {
+                    stop = line_start;
+                    break;
+                };
+                i = next;
+                if is_header_line(&fields, &lay.header) {
+                    let header: Vec<String> = fields
+                        .into_iter()
+                        .map(|(s, _)| s.trim().to_string())
+                        .collect();
+                    if header != lay.header {
+                        header_changes += 1;
+                        lay = layout(columns, &header, rows, need);
+                    }
+                    continue;
+                }
+                if fields.len() > ncols {
+                    ragged += 1;
+                }
+                for (k, &c) in lay.map.iter().enumerate().filter(|&(k, _)| lay.load[k]) {
+                    match fields.get(k) {
+                        Some((text, quoted)) => push_general(&mut columns[c], text, *quoted, delim),
+                        None => columns[c].push_null(),
                     }
                 }
             }
-            let (fields, next) = split_line(b, line_start, delim);
-            i = next;
-            if is_header_line(&fields, &lay.header) {
-                let header: Vec<String> = fields
-                    .into_iter()
-                    .map(|(s, _)| s.trim().to_string())
-                    .collect();
-                if header != lay.header {
-                    header_changes += 1;
-                    lay = layout(&mut columns, &header, rows, need);
-                }
-                continue;
+            for &c in &lay.absent {
+                columns[c].push_null();
             }
-            if fields.len() > ncols {
-                ragged += 1;
-            }
-            for (k, &c) in lay.map.iter().enumerate().filter(|&(k, _)| lay.load[k]) {
-                match fields.get(k) {
-                    Some((text, quoted)) => push_general(&mut columns[c], text, *quoted, delim),
-                    None => columns[c].push_null(),
-                }
-            }
+            rows += 1;
         }
-        for &c in &lay.absent {
-            columns[c].push_null();
+        self.lay = Some(lay);
+        (self.rows, self.ragged, self.header_changes) = (rows, ragged, header_changes);
+        stop
+    }
+
+    /// The parsed log, once every piece has been fed.
+    pub fn finish(self) -> Result<Log, ReadError> {
+        if self.lay.is_none() {
+            return Err(ReadError::Empty);
         }
-        rows += 1;
+        let rows = self.rows;
+        let columns = self.columns;
+        let format = detect_format(&columns, &self.file_name);
+        let (time_column, time_unit) = pick_time_column(&columns);
+        let mut log = Log {
+            time: Vec::new(),
+            time_column,
+            time_unit,
+            time_decimals: 2,
+            format,
+            delimiter: self.delim,
+            header_changes: self.header_changes,
+            ragged_lines: self.ragged,
+            start_clock: None,
+            columns,
+        };
+        fill_time(&mut log, rows);
+        if format == Format::EvoScan
+            && let (Some(d), Some(t)) = (log.column("LogEntryDate"), log.column("LogEntryTime"))
+            && rows > 0
+        {
+            log.start_clock = Some(format!("{} {}", d.display(0), t.display(0)));
+        }
+        Ok(log)
     }
-    let format = detect_format(&columns, file_name);
-    let (time_column, time_unit) = pick_time_column(&columns);
-    let mut log = Log {
-        time: Vec::new(),
-        time_column,
-        time_unit,
-        time_decimals: 2,
-        format,
-        delimiter: delim,
-        header_changes,
-        ragged_lines: ragged,
-        start_clock: None,
-        columns,
-    };
-    fill_time(&mut log, rows);
-    if format == Format::EvoScan
-        && let (Some(d), Some(t)) = (log.column("LogEntryDate"), log.column("LogEntryTime"))
-        && rows > 0
-    {
-        log.start_clock = Some(format!("{} {}", d.display(0), t.display(0)));
-    }
-    Ok(log)
 }
 
-/// Rows to reserve for: the remaining bytes over the mean length of the
-/// first lines, plus a margin (reserved memory counts against the guest cap).
-fn estimate_rows(rest: &[u8]) -> usize {
-    let sample = &rest[..rest.len().min(64 * 1024)];
-    let lines = sample.iter().filter(|&&c| c == b'\n').count().max(1);
-    let per_line = (sample.len() / lines).max(1);
-    rest.len() / per_line + rest.len() / per_line / 20 + 16
-}
-
-/// Index of the first delimiter, `\n` or `\r` at or after `i` (or the
-/// end): eight bytes per step, since most fields of a wide log are skipped.
-#[inline(always)]
-fn field_end(b: &[u8], mut i: usize, delim: u8) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // High bit set in each byte of `w` equal to `c`, exact for the lowest one.
-    let marks = |w: u64, c: u8| {
-        let x = w ^ (ONES * c as u64);
-        x.wrapping_sub(ONES) & !x & HIGHS
-    };
-    while let Some(chunk) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let m = marks(w, delim) | marks(w, b'\n') | marks(w, b'\r');
-        if m != 0 {
-            return i + (m.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
+/// Rows to reserve for: the `rest` bytes still to come over the mean length
+/// of the lines in `sample`, plus a margin (reserved memory counts against
+/// the guest's cap). Nothing when `sample` holds no whole line.
+fn estimate_rows(sample: &[u8], rest: u64) -> usize {
+    let sample = &sample[..sample.len().min(64 * 1024)];
+    let lines = sample.iter().filter(|&&c| c == b'\n').count();
+    if lines == 0 {
+        return 0;
     }
-    while i < b.len() && b[i] != delim && b[i] != b'\n' && b[i] != b'\r' {
-        i += 1;
-    }
-    i
-}
-
-#[inline(always)]
-fn unsafe_get(b: &[u8], i: usize) -> u8 {
-    b.get(i).copied().unwrap_or(b'\n')
+    let per_line = (sample.len() / lines).max(1) as u64;
+    let rows = rest / per_line;
+    (rows + rows / 20 + 16).min(usize::MAX as u64) as usize
 }
 
 fn detect_format(columns: &[Column], file_name: &str) -> Format {
@@ -845,8 +1204,8 @@ mod tests {
             "0.30000000000000004",
         ] {
             let want: f64 = s.parse().unwrap();
-            match fast_number(s.as_bytes(), 0, b',') {
-                Some((v, _, _)) => assert_eq!(v, want, "{s}"),
+            match plain_number(s.as_bytes()) {
+                Some((v, _)) => assert_eq!(v, want, "{s}"),
                 None => assert_eq!(general_number(s, b',', false).unwrap().0, want),
             }
         }
@@ -854,6 +1213,52 @@ mod tests {
         assert!(general_number("NaN", b',', false).is_none());
         assert!(general_number("inf", b',', false).is_none());
         assert_eq!(general_number("1e3", b',', false).unwrap().0, 1000.0);
+    }
+
+    #[test]
+    fn short_numbers_match_the_byte_loop() {
+        let alphabet = b"-.0123456789x";
+        let mut field = Vec::new();
+        let check = |field: &[u8]| {
+            let mut word = [b'?'; 8];
+            word[..field.len()].copy_from_slice(field);
+            let swar = short_number(u64::from_le_bytes(word), field.len());
+            let want = plain_number(field);
+            assert_eq!(
+                swar.map(|(v, d)| (v.to_bits(), d)),
+                want.map(|(v, d)| (v.to_bits(), d)),
+                "{}",
+                String::from_utf8_lossy(field)
+            );
+        };
+        // Every field of up to five bytes over the alphabet...
+        for len in 1..=5u32 {
+            for mut n in 0..alphabet.len().pow(len) {
+                field.clear();
+                for _ in 0..len {
+                    field.push(alphabet[n % alphabet.len()]);
+                    n /= alphabet.len();
+                }
+                check(&field);
+            }
+        }
+        // ...and a spread of longer ones.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = 6 + (seed % 3) as usize;
+            field.clear();
+            for k in 0..len {
+                let pick = (seed >> (8 + 5 * k)) as usize % 16;
+                field.push(*alphabet.get(pick).unwrap_or(&b'7'));
+            }
+            check(&field);
+        }
+        for s in ["99999999", "-9999999", "1234.567", "-0.00001", "0", "-0"] {
+            check(s.as_bytes());
+        }
     }
 
     #[test]
@@ -866,22 +1271,6 @@ mod tests {
         assert_eq!(log.ragged_lines, 1);
         assert!(parse(b"", "x.csv").is_err());
         assert!(parse(b"1,2,3\n", "x.csv").is_err());
-    }
-
-    #[test]
-    fn field_end_matches_a_byte_scan() {
-        let text = b"12.5,;x\r\n\"ab,c\"\n,,;;0123456789abcdefghij;\r\n1,2";
-        for delim in [b',', b';', b'\t'] {
-            for start in 0..text.len() {
-                for end in start..=text.len() {
-                    let b = &text[..end];
-                    let naive = (start..b.len())
-                        .find(|&i| b[i] == delim || b[i] == b'\n' || b[i] == b'\r')
-                        .unwrap_or(b.len());
-                    assert_eq!(field_end(b, start, delim), naive, "{start}..{end}");
-                }
-            }
-        }
     }
 
     #[test]
@@ -921,6 +1310,82 @@ mod tests {
         let need = need.with_loaded(&some);
         assert!(need.wants("RPM") && need.wants("AFR") && !need.wants("Phase"));
         assert!(Need::named(["RPM"]).met_by(&some));
+    }
+
+    /// Everything a parse produced, cell by cell.
+    fn dump(log: &Log) -> String {
+        let mut out = format!(
+            "{:?} {:?} {:?} {} {} {} {} {:?} {:?}\n",
+            log.format,
+            log.time_column,
+            log.time_unit,
+            log.time_decimals,
+            log.delimiter,
+            log.header_changes,
+            log.ragged_lines,
+            log.start_clock,
+            log.time
+        );
+        for c in &log.columns {
+            let cells: Vec<_> = (0..c.values.len()).map(|r| c.cell(r)).collect();
+            out += &format!(
+                "{} {} {} {} {} {:?}\n",
+                c.name, c.loaded, c.special, c.text_cells, c.decimals, cells
+            );
+        }
+        out
+    }
+
+    /// Reading in pieces of any size gives what parsing the whole file does.
+    fn assert_pieces_agree(csv: &[u8], name: &str, need: &Need) {
+        let whole = parse_columns(csv, name, need).map(|l| dump(&l));
+        for step in 1..=csv.len().min(96) + 1 {
+            for most in [1, 7, usize::MAX] {
+                let source = Trickle { data: csv, most };
+                let pieces =
+                    read_in_steps(source, csv.len() as u64, name, need, step).map(|l| dump(&l));
+                assert_eq!(pieces, whole, "step {step}, reads of {most}");
+            }
+        }
+    }
+
+    #[test]
+    fn reading_in_pieces_matches_parsing_whole() {
+        let cases: [&[u8]; 10] = [
+            b"Time,RPM\n0,1\nTime,RPM,Boost,AFR\n1,2,3,4\n2,3,4,5\nTime,AFR\n3,14.7\n",
+            b"\xEF\xBB\xBFTime,RPM,AFR,Phase,Knock\r\nUnits,rpm,,,\r\n0.00,850,,idle,0\r\n0.01,900,14.7,\"a,b\",1\r\n",
+            b"Time,RPM,Note\n0,1,\"two\nlines\"\n1,2,\"x\"\"y\"\n2,3,\"open to the end\n3,4,5\n",
+            b"Time (msec);Engine Speed (rpm);Knock Sum* (count)\n0;850,5;0\n40;900;1\nTime (msec);Engine Speed (rpm);Boost (psi)\n80;950;3,25\n120;1000;4",
+            b"\n\n  \ntime,a,b\n0,1\n1,2,3,4\n\n2,,\n",
+            b"LogID,LogEntryDate,LogEntryTime,LogEntrySeconds,RPM\n1,2024-06-01,10:20:00.03125,0.03125,843.8\n2,2024-06-01,10:20:00.11225,0.11225,859.4\n",
+            b"Time,x\n0,1e3\n0.5,-0\n1,12345678901234567\n1.5,\" 7\"\n2,.5\n2.5,5.\n3,1.2.3\n",
+            b"1,2,3\n4,5,6\n",
+            b"",
+            b"Time,Clock\r00:00:01,1\r00:00:02,2\r",
+        ];
+        for csv in cases {
+            for need in [Need::All, Need::named(["RPM", "Knock", "x", "b"])] {
+                assert_pieces_agree(csv, "romraiderlog_x.csv", &need);
+                assert_pieces_agree(csv, "log.csv", &need);
+            }
+        }
+        // Long fields and lines across pieces and bitmap words.
+        let mut long = String::from("Time,Text,Value\n");
+        for r in 0..40 {
+            long += &format!("{r},{},{}.25\n", "w".repeat(r * 7 % 150), r * 3);
+        }
+        assert_pieces_agree(long.as_bytes(), "long.csv", &Need::named(["Value"]));
+    }
+
+    #[test]
+    fn an_unclosed_quote_costs_linear_time() {
+        let mut csv = b"Time,Note\n0,\"open".to_vec();
+        csv.extend(std::iter::repeat_n(b"1,2\n".as_slice(), 200_000).flatten());
+        let t = std::time::Instant::now();
+        let log = read_in_steps(&csv[..], csv.len() as u64, "x.csv", &Need::All, 4096).unwrap();
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert_eq!(log.rows(), 1);
+        assert_eq!(dump(&log), dump(&parse(&csv, "x.csv").unwrap()));
     }
 
     #[test]
