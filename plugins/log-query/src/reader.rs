@@ -789,8 +789,9 @@ impl Reader {
         };
         self.seps.index(b, delim);
         let seps = &self.seps;
-        // The cursor yields the field ends from `cursor_at` on: the start of
-        // the next field, unless a line was read some other way.
+        // Field by field, the cursor yields the field ends from `cursor_at`
+        // on: the start of the next field, unless a line was read some other
+        // way (then it is placed again).
         let mut cursor = seps.fields.cursor(i);
         let mut cursor_at = i;
         // The first quote at or after `i`.
@@ -813,10 +814,7 @@ impl Reader {
             if line_end < next_quote {
                 // (A header line read below may have changed the layout.)
                 spans.resize(lay.visits.len(), (0, 0));
-                if i != cursor_at {
-                    cursor = seps.fields.cursor(i);
-                }
-                let mut row = cursor.clone();
+                let mut row = seps.fields.cursor(i);
                 let (mut at, mut next_k) = (i, 0);
                 for (span, &(k, _)) in spans.iter_mut().zip(&lay.visits) {
                     if k > next_k {
