@@ -175,7 +175,9 @@ pub fn open_regular_file(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
-fn refuse_irregular(path: &Path) -> std::io::Result<()> {
+/// Fails unless `path` is a regular file (the check behind
+/// [`open_regular_file`]).
+pub(crate) fn refuse_irregular(path: &Path) -> std::io::Result<()> {
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));

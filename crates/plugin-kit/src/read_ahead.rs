@@ -30,16 +30,17 @@ impl ReadAhead {
     /// Opens a regular file (see [`crate::paths::open_regular_file`] for
     /// what is refused).
     pub fn open(path: &Path) -> std::io::Result<ReadAhead> {
-        let file = crate::paths::open_regular_file(path)?;
         #[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
-        if let Some(ahead) = stream::Ahead::open(path) {
-            drop(file);
-            return Ok(ReadAhead {
-                inner: Inner::Stream(ahead),
-            });
+        {
+            crate::paths::refuse_irregular(path)?;
+            if let Some(ahead) = stream::Ahead::open(path) {
+                return Ok(ReadAhead {
+                    inner: Inner::Stream(ahead),
+                });
+            }
         }
         Ok(ReadAhead {
-            inner: Inner::File(file),
+            inner: Inner::File(crate::paths::open_regular_file(path)?),
         })
     }
 }

@@ -316,6 +316,15 @@ fn short_number(word: u64, len: usize) -> Option<(f64, u8)> {
     Some((if neg { -value } else { value }, frac as u8))
 }
 
+/// What a field of a plain row holds, before it is stored.
+#[derive(Clone, Copy)]
+enum PlainField {
+    Empty,
+    Number((f64, u8)),
+    /// Anything else: stored through [`push_general`].
+    Text,
+}
+
 /// One field as [`read_field`] found it.
 struct Field<'a> {
     /// The raw text (unquoted, `""` unescaped).
@@ -781,21 +790,25 @@ impl Reader {
                 i = next_line(b, i);
             }
         }
+        // A line can repeat or change the header when its first field is
+        // quoted or is text that is not a number: a time axis name (a new
+        // header) or the current header line again.
         let is_header_line = |fields: &[(String, bool)], current: &[String]| {
-            let first = fields.first().map_or("", |f| f.0.trim());
-            (time_unit_of(first).is_some() && general_number(first, delim, false).is_none())
+            let Some((first, quoted)) = fields.first() else {
+                return false;
+            };
+            if !quoted && (first.is_empty() || plain_number(first.as_bytes()).is_some()) {
+                return false;
+            }
+            (time_unit_of(first.trim()).is_some() && general_number(first, delim, false).is_none())
                 || (fields.len() == current.len()
                     && fields.iter().zip(current).all(|(f, h)| f.0.trim() == h))
         };
         self.seps.index(b, delim);
         let seps = &self.seps;
-        // Field by field, the cursor yields the field ends from `cursor_at`
-        // on: the start of the next field, unless a line was read some other
-        // way (then it is placed again).
-        let mut cursor = seps.fields.cursor(i);
-        let mut cursor_at = i;
         // The first quote at or after `i`.
         let mut next_quote = seps.quotes.next_from(i);
+        // Where the fields the fast path looks at start and end.
         let mut spans: Vec<(usize, usize)> = vec![(0, 0); lay.visits.len()];
         let mut stop = b.len();
         while i < b.len() {
@@ -804,16 +817,15 @@ impl Reader {
                 i += 1;
                 continue;
             }
-            // Fastest path: a row with no quote and as many fields as the
-            // header, whose first field is a number or empty. Only the
-            // fields converted are looked at; the others are skipped over.
+            // Fast path: a row with no quote and as many fields as the
+            // header, whose first field cannot start a header line. Only
+            // the first field and the converted ones are looked at; the
+            // others are skipped over.
             if next_quote < i {
                 next_quote = seps.quotes.next_from(i);
             }
             let line_end = seps.lines.next_from(i);
             if line_end < next_quote {
-                // (A header line read below may have changed the layout.)
-                spans.resize(lay.visits.len(), (0, 0));
                 let mut row = seps.fields.cursor(i);
                 let (mut at, mut next_k) = (i, 0);
                 for (span, &(k, _)) in spans.iter_mut().zip(&lay.visits) {
@@ -833,10 +845,19 @@ impl Reader {
                 } else {
                     at == line_end + 1
                 };
-                let first = match spans[0] {
-                    _ if !whole => None,
-                    (at, end) if at == end => Some(None),
-                    (at, end) => number_at(b, at, end).map(Some),
+                let (first_at, first_end) = spans[0];
+                let first = match whole.then(|| &b[first_at..first_end]) {
+                    None => None,
+                    Some([]) => Some(PlainField::Empty),
+                    Some(field) => match number_at(b, first_at, first_end) {
+                        Some(number) => Some(PlainField::Number(number)),
+                        None => {
+                            let text = String::from_utf8_lossy(field);
+                            let header_like =
+                                time_unit_of(&text).is_some() || text.trim() == lay.header[0];
+                            (!header_like).then_some(PlainField::Text)
+                        }
+                    },
                 };
                 if let Some(first) = first {
                     for (visit, (&(at, end), &(_, col))) in
@@ -844,24 +865,20 @@ impl Reader {
                     {
                         let Some(col) = col else { continue };
                         let column = &mut columns[col];
-                        let value = if visit == 0 {
-                            first
-                        } else if at == end {
-                            None
-                        } else if let Some(number) = number_at(b, at, end) {
-                            Some(number)
-                        } else {
-                            push_general(
+                        let cell = match visit {
+                            0 => first,
+                            _ if at == end => PlainField::Empty,
+                            _ => number_at(b, at, end).map_or(PlainField::Text, PlainField::Number),
+                        };
+                        match cell {
+                            PlainField::Empty => column.push_null(),
+                            PlainField::Number((v, d)) => column.push_num(v, d),
+                            PlainField::Text => push_general(
                                 column,
                                 &String::from_utf8_lossy(&b[at..end]),
                                 false,
                                 delim,
-                            );
-                            continue;
-                        };
-                        match value {
-                            Some((v, d)) => column.push_num(v, d),
-                            None => column.push_null(),
+                            ),
                         }
                     }
                     for &c in &lay.absent {
@@ -872,111 +889,38 @@ impl Reader {
                     continue;
                 }
             }
-            let line_start = i;
-            let ncols = lay.map.len();
-            let mut k = 0;
-            let mut general = false;
-            // Fast path: numbers and empty fields only.
-            while k < ncols {
-                if i != cursor_at {
-                    cursor = seps.fields.cursor(i);
+            // Any other line (quotes, too few or too many fields, a header
+            // line) is split field by field, as RFC 4180 reads it.
+            let Some((fields, next)) = split_line(b, i, delim, eof) else {
+                stop = i;
+                break;
+            };
+            i = next;
+            if is_header_line(&fields, &lay.header) {
+                let header: Vec<String> = fields
+                    .into_iter()
+                    .map(|(s, _)| s.trim().to_string())
+                    .collect();
+                if header != lay.header {
+                    header_changes += 1;
+                    lay = layout(columns, &header, rows, need);
+                    spans.resize(lay.visits.len(), (0, 0));
                 }
-                let end = cursor.next_bit();
-                cursor_at = end + 1;
-                let field = &b[i..end];
-                let load = lay.load[k];
-                match field.first() {
-                    None => {
-                        if load {
-                            columns[lay.map[k]].push_null();
-                        }
-                    }
-                    Some(b'"') => {
-                        general = true;
-                        break;
-                    }
-                    // A skipped column: its end is all there is to find. (A
-                    // first field is read in full: it may start a header line.)
-                    Some(_) if !load && k != 0 => {}
-                    Some(_) => {
-                        if let Some((v, d)) = plain_number(field) {
-                            if load {
-                                columns[lay.map[k]].push_num(v, d);
-                            }
-                        } else {
-                            // An unquoted non-numeric field (text, a date, a
-                            // decimal comma). Only a first field may start a
-                            // header line.
-                            let text = String::from_utf8_lossy(field);
-                            if k == 0
-                                && (time_unit_of(&text).is_some() || text.trim() == lay.header[0])
-                            {
-                                general = true;
-                                break;
-                            }
-                            if load {
-                                push_general(&mut columns[lay.map[k]], &text, false, delim);
-                            }
-                        }
-                    }
-                }
-                i = end;
-                k += 1;
-                if i < b.len() && b[i] == delim {
-                    i += 1;
-                    if k == ncols {
-                        // More fields than the header names.
-                        ragged += 1;
-                        i = next_line(b, i);
-                        break;
-                    }
-                } else {
-                    // Line ended early: the rest of the row is empty.
-                    for rest in (k..ncols).filter(|&rest| lay.load[rest]) {
-                        columns[lay.map[rest]].push_null();
-                    }
-                    k = ncols;
-                    i = next_line(b, i);
-                    break;
-                }
+                continue;
             }
-            if general {
-                // Undo this line's partial fields and read it field by field.
-                for (&c, _) in lay.map[..k].iter().zip(&lay.load).filter(|(_, l)| **l) {
-                    let col = &mut columns[c];
-                    if let Some(v) = col.values.pop()
-                        && v.is_nan()
-                    {
-                        col.special -= 1;
-                        if !matches!(col.cell_bits(v), crate::column::Cell::Null) {
-                            col.text_cells -= 1;
-                        }
-                    }
-                }
-                let Some((fields, next)) = split_line(b, line_start, delim, eof) else {
-                    stop = line_start;
-                    break;
-                };
-                i = next;
-                if is_header_line(&fields, &lay.header) {
-                    let header: Vec<String> = fields
-                        .into_iter()
-                        .map(|(s, _)| s.trim().to_string())
-                        .collect();
-                    if header != lay.header {
-                        header_changes += 1;
-                        lay = layout(columns, &header, rows, need);
-                    }
-                    continue;
-                }
-                if fields.len() > ncols {
-                    ragged += 1;
-                }
-                for (k, &c) in lay.map.iter().enumerate().filter(|&(k, _)| lay.load[k]) {
-                    match fields.get(k) {
-                        Some((text, quoted)) => push_general(&mut columns[c], text, *quoted, delim),
-                        None => columns[c].push_null(),
-                    }
+            if fields.len() > lay.map.len() {
+                ragged += 1;
+            }
+            for (k, &c) in lay.map.iter().enumerate().filter(|&(k, _)| lay.load[k]) {
+                let column = &mut columns[c];
+                match fields.get(k) {
+                    None => column.push_null(),
+                    Some((text, false)) if text.is_empty() => column.push_null(),
+                    Some((text, false)) => match plain_number(text.as_bytes()) {
+                        Some((v, d)) => column.push_num(v, d),
+                        None => push_general(column, text, false, delim),
+                    },
+                    Some((text, true)) => push_general(column, text, true, delim),
                 }
             }
             for &c in &lay.absent {
@@ -1267,6 +1211,12 @@ mod tests {
         assert_eq!(log.column("b").unwrap().cell(0), Cell::Null);
         assert_eq!(log.column("b").unwrap().cell(1), Cell::Num(3.0));
         assert_eq!(log.ragged_lines, 1);
+        // A quoted field past the header's width still holds its line
+        // breaks: the line is one ragged row.
+        let log = parse(b"t,a\n1,2,\"x\ny\"\n3,4\n", "x.csv").unwrap();
+        assert_eq!(log.rows(), 2);
+        assert_eq!(log.ragged_lines, 1);
+        assert_eq!(log.column("t").unwrap().cell(1), Cell::Num(3.0));
         assert!(parse(b"", "x.csv").is_err());
         assert!(parse(b"1,2,3\n", "x.csv").is_err());
     }
