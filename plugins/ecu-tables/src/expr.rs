@@ -28,7 +28,7 @@ enum Op {
 
 /// Why an expression could not be compiled.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("expression `{text}`: {reason} at character {position}")]
+#[error("expression `{}`: {reason} at character {position}", plugin_kit::text::clip(text))]
 pub struct ExprError {
     pub text: String,
     pub reason: String,
@@ -49,6 +49,7 @@ impl Expr {
             pos: 0,
             out: Vec::new(),
             text: source,
+            nesting: 0,
         };
         p.expr()?;
         p.skip_ws();
@@ -110,11 +111,18 @@ impl Expr {
 
 const MAX_DEPTH: usize = 32;
 
+/// Parentheses and signs the recursive descent may nest. The stack check
+/// above only runs once a sub-expression is complete, so without this a
+/// definition with `((((…x…))))` 2,000 deep overflowed the plugin's native
+/// stack before any error could name the file or the expression.
+const MAX_NESTING: usize = 64;
+
 struct Parser<'a> {
     src: &'a [u8],
     pos: usize,
     out: Vec<Op>,
     text: &'a str,
+    nesting: usize,
 }
 
 impl Parser<'_> {
@@ -156,6 +164,22 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// Counts one level of recursion (a `(` or a sign), refusing past
+    /// [`MAX_NESTING`]; the caller calls [`leave`](Self::leave) after it.
+    fn enter(&mut self) -> Result<(), ExprError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.error(&format!(
+                "expression nests too deeply (more than {MAX_NESTING} parentheses or signs)"
+            )));
+        }
+        self.nesting += 1;
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.nesting -= 1;
+    }
+
     fn expr(&mut self) -> Result<(), ExprError> {
         self.term()?;
         while let Some(c @ (b'+' | b'-')) = self.peek() {
@@ -180,13 +204,18 @@ impl Parser<'_> {
         match self.peek() {
             Some(b'-') => {
                 self.pos += 1;
+                self.enter()?;
                 self.unary()?;
+                self.leave();
                 self.out.push(Op::Neg);
                 Ok(())
             }
             Some(b'+') => {
                 self.pos += 1;
-                self.unary()
+                self.enter()?;
+                self.unary()?;
+                self.leave();
+                Ok(())
             }
             _ => self.primary(),
         }
@@ -196,7 +225,9 @@ impl Parser<'_> {
         match self.peek() {
             Some(b'(') => {
                 self.pos += 1;
+                self.enter()?;
                 self.expr()?;
+                self.leave();
                 if self.peek() != Some(b')') {
                     return Err(self.error("missing `)`"));
                 }
@@ -291,5 +322,19 @@ mod tests {
         assert!(Expr::parse(&deep).is_err());
         let ok = format!("{}x{}", "(1+".repeat(10), ")".repeat(10));
         assert_eq!(Expr::parse(&ok).unwrap().eval(0.0), 10.0);
+        // Far deeper than any stack check: refused while descending, with
+        // the expression clipped in the message.
+        for deep in [
+            format!("{}x{}", "(".repeat(2000), ")".repeat(2000)),
+            format!("{}x", "-".repeat(100_000)),
+            format!("{}x", "(-+".repeat(50_000)),
+        ] {
+            let e = Expr::parse(&deep).unwrap_err();
+            assert!(e.reason.contains("nests too deeply"), "{e}");
+            let shown = e.to_string();
+            assert!(shown.len() < 400 && shown.contains("characters)"), "{shown}");
+        }
+        // Signs and parentheses within the limit still parse.
+        assert_eq!(Expr::parse(&format!("{}x", "-".repeat(60))).unwrap().eval(2.0), 2.0);
     }
 }
