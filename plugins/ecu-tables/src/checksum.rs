@@ -6,7 +6,7 @@ pub const MITSUCAN_TARGET: u32 = 0x5AA5_5AA5;
 /// Offset of the mitsucan correction word.
 pub const MITSUCAN_WORD: usize = 0x0B_FFF0;
 const MITSUCAN_SIZE: usize = 0x10_0000;
-/// subarudbw: Σ words in [start, end) + stored checksum ≡ this.
+/// subarudbw: Σ words at `start..end` step 4 + stored checksum ≡ this.
 pub const SUBARUDBW_TARGET: u32 = 0x5AA5_A55A;
 const SUBARUDBW_ENTRIES: usize = 17;
 
@@ -31,14 +31,19 @@ pub enum ChecksumError {
         actual: usize,
     },
     #[error(
-        "subarudbw table entry {index} at 0x{offset:X} has an invalid range 0x{start:X}..0x{end:X}"
+        "subarudbw table entry {index} at 0x{offset:X} covers 0x{start:X}..=0x{end:X}, past the end of the {len}-byte image; is this image complete?"
     )]
     BadRange {
         index: usize,
         offset: usize,
         start: u32,
         end: u32,
+        len: usize,
     },
+    #[error(
+        "subarudbw checksums live at 0x7FB80 (SH7055, 512 KiB), 0xFFB80 (SH7058, 1 MiB) or 0x17FB80 (SH7059, 1.5 MiB); this image has {actual} bytes, so it is not a complete Subaru ROM read"
+    )]
+    SubaruSize { actual: usize },
 }
 
 impl Module {
@@ -58,20 +63,33 @@ impl Module {
         }
     }
 
-    /// True when the image's checksum is correct.
+    /// True when the image's checksum is correct (a subarudbw table whose
+    /// first entry is disabled counts as correct: the ECU checks nothing).
     pub fn validate(self, rom: &[u8]) -> Result<bool, ChecksumError> {
         match self {
             Module::MitsuCan => {
                 mitsucan_guard(rom)?;
                 Ok(word_sum(rom) == MITSUCAN_TARGET)
             }
+            Module::SubaruDbw => Ok(subarudbw_entries(rom)?
+                .iter()
+                .all(|e| e.sum(rom).wrapping_add(e.checksum) == SUBARUDBW_TARGET)),
+        }
+    }
+
+    /// Why the checksum is not checked although the module applies, e.g. a
+    /// subarudbw table whose first entry is `{0, 0, 0x5AA5A55A}`.
+    pub fn disabled_note(self, rom: &[u8]) -> Option<String> {
+        match self {
             Module::SubaruDbw => {
-                let entries = subarudbw_entries(rom)?;
-                Ok(entries.iter().all(|e| {
-                    word_sum(&rom[e.start as usize..e.end as usize]).wrapping_add(e.checksum)
-                        == SUBARUDBW_TARGET
-                }))
+                let base = subarudbw_table(rom).ok()?;
+                subarudbw_disabled(rom, base).then(|| {
+                    format!(
+                        "subarudbw checksums are disabled in this ROM (entry 0 at 0x{base:X} is {{0, 0, 0x{SUBARUDBW_TARGET:08X}}}); nothing to verify or fix"
+                    )
+                })
             }
+            Module::MitsuCan => None,
         }
     }
 
@@ -87,7 +105,7 @@ impl Module {
             Module::SubaruDbw => {
                 let base = subarudbw_table(rom)?;
                 for e in subarudbw_entries(rom)? {
-                    let sum = word_sum(&rom[e.start as usize..e.end as usize]);
+                    let sum = e.sum(rom);
                     write_be(
                         rom,
                         base + e.index * 12 + 8,
@@ -141,47 +159,78 @@ struct DbwEntry {
     checksum: u32,
 }
 
-/// The checksum table sits 0x480 bytes below the end of the image
-/// (0x7FB80 on 512 KiB SH7055, 0xFFB80 on 1 MiB SH7058).
+impl DbwEntry {
+    /// Σ of the big-endian words at `i = start; i < end; i += 4`, as the
+    /// ECU and RomRaider/FastECU/ScoobyRom compute it: `end` is the address
+    /// of the last byte (…FFF), so the word holding it is included, and an
+    /// empty range (`start >= end`, e.g. a disabled `{0, 0, …}`) sums to 0.
+    fn sum(&self, rom: &[u8]) -> u32 {
+        if self.start >= self.end {
+            return 0;
+        }
+        word_sum_from(
+            &rom[self.start as usize..],
+            (self.end - self.start) as usize,
+        )
+    }
+}
+
+/// Σ of the words starting in the first `span` bytes of `bytes` (the last
+/// one may extend past `span`; callers checked it is inside the image).
+fn word_sum_from(bytes: &[u8], span: usize) -> u32 {
+    let words = span.div_ceil(4);
+    word_sum(&bytes[..words * 4])
+}
+
+/// Where the 17-entry table sits: 0x480 bytes below the end of the
+/// image on SH7055 (512 KiB), SH7058 (1 MiB) and SH7059 (1.5 MiB).
 fn subarudbw_table(rom: &[u8]) -> Result<usize, ChecksumError> {
     match rom.len() {
         0x8_0000 => Ok(0x7_FB80),
         0x10_0000 => Ok(0xF_FB80),
-        actual => Err(ChecksumError::Size {
-            module: "subarudbw",
-            expected: 0x10_0000,
-            actual,
-        }),
+        0x18_0000 => Ok(0x17_FB80),
+        actual => Err(ChecksumError::SubaruSize { actual }),
     }
 }
 
+/// `{0, 0, 0x5AA5A55A}` in entry 0 switches checksumming off (RomRaider
+/// `validateRomChecksum` returns "disabled" for it).
+fn subarudbw_disabled(rom: &[u8], base: usize) -> bool {
+    read_be(rom, base) == 0
+        && read_be(rom, base + 4) == 0
+        && read_be(rom, base + 8) == SUBARUDBW_TARGET
+}
+
+/// The entries to check; empty when checksumming is disabled. Entries
+/// after the first with `{0, 0, 0x5AA5A55A}` are disabled and validate on
+/// their own (an empty sum), so they need no special case.
 fn subarudbw_entries(rom: &[u8]) -> Result<Vec<DbwEntry>, ChecksumError> {
     let base = subarudbw_table(rom)?;
-    let mut out = Vec::new();
+    if subarudbw_disabled(rom, base) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::with_capacity(SUBARUDBW_ENTRIES);
     for index in 0..SUBARUDBW_ENTRIES {
         let at = base + index * 12;
         let (start, end, checksum) = (read_be(rom, at), read_be(rom, at + 4), read_be(rom, at + 8));
-        if start == 0 && end == 0 {
-            // A disabled first entry disables the whole table (RomRaider).
-            if index == 0 {
-                return Ok(Vec::new());
-            }
-            continue;
-        }
-        if start >= end || end as usize > rom.len() || start % 4 != 0 || end % 4 != 0 {
+        let entry = DbwEntry {
+            index,
+            start,
+            end,
+            checksum,
+        };
+        // The last word summed must lie inside the image.
+        let words_end = (start as u64) + ((end.saturating_sub(start)) as u64).div_ceil(4) * 4;
+        if start < end && words_end > rom.len() as u64 {
             return Err(ChecksumError::BadRange {
                 index,
                 offset: at,
                 start,
                 end,
+                len: rom.len(),
             });
         }
-        out.push(DbwEntry {
-            index,
-            start,
-            end,
-            checksum,
-        });
+        out.push(entry);
     }
     Ok(out)
 }
@@ -212,30 +261,102 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn subarudbw_fixes_every_entry() {
-        let mut rom = vec![0xA5u8; 0x8_0000];
-        let base = 0x7_FB80;
-        rom[base..base + 17 * 12].fill(0);
-        for (i, (s, e)) in [(0u32, 0x4_0000u32), (0x4_0000, 0x7_F000)]
-            .iter()
-            .enumerate()
-        {
-            write_be(&mut rom, base + i * 12, *s);
-            write_be(&mut rom, base + i * 12 + 4, *e);
+    /// The reference loop of RomRaider `RomChecksum.validateChecksum`,
+    /// written out independently of the module's code.
+    fn reference_sum(rom: &[u8], start: u32, end: u32) -> u32 {
+        let mut sum = 0u32;
+        let mut i = start as usize;
+        while i < end as usize {
+            sum = sum.wrapping_add(read_be(rom, i));
+            i += 4;
         }
-        // Entry 0 starting at 0 with a non-zero end is enabled.
-        assert!(!Module::SubaruDbw.validate(&rom).unwrap());
-        Module::SubaruDbw.fix(&mut rom).unwrap();
-        assert!(Module::SubaruDbw.validate(&rom).unwrap());
-        rom[0x5_0000] = 0;
-        assert!(!Module::SubaruDbw.validate(&rom).unwrap());
+        sum
+    }
+
+    /// A pseudo-random image with a real Subaru table at `base`: entry 0
+    /// over 0..=0x1FFF, entry 1 over 0x2000..=len-0x509 (…FAF7 as on the
+    /// 2007 Legacy GT), the rest `{0, 0, 0x5AA5A55A}`, all valid.
+    fn subaru_image(len: usize, base: usize) -> Vec<u8> {
+        let mut state = 0x1234_5678u32;
+        let mut rom: Vec<u8> = (0..len)
+            .map(|_| {
+                state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (state >> 24) as u8
+            })
+            .collect();
+        let ranges = [(0u32, 0x1FFFu32), (0x2000, (len - 0x509) as u32)];
+        for i in 0..SUBARUDBW_ENTRIES {
+            let (s, e) = ranges.get(i).copied().unwrap_or((0, 0));
+            write_be(&mut rom, base + i * 12, s);
+            write_be(&mut rom, base + i * 12 + 4, e);
+            write_be(&mut rom, base + i * 12 + 8, SUBARUDBW_TARGET);
+        }
+        for (i, (s, e)) in ranges.iter().enumerate() {
+            let sum = reference_sum(&rom, *s, *e);
+            write_be(
+                &mut rom,
+                base + i * 12 + 8,
+                SUBARUDBW_TARGET.wrapping_sub(sum),
+            );
+        }
+        rom
     }
 
     #[test]
-    fn subarudbw_disabled_table_is_valid() {
-        let rom = vec![0u8; 0x8_0000];
+    fn subarudbw_real_layouts_validate_with_inclusive_ends() {
+        for (len, base) in [
+            (0x8_0000, 0x7_FB80),
+            (0x10_0000, 0xF_FB80),
+            (0x18_0000, 0x17_FB80),
+        ] {
+            let mut rom = subaru_image(len, base);
+            assert!(Module::SubaruDbw.validate(&rom).unwrap(), "{len:#X}");
+            assert_eq!(Module::SubaruDbw.disabled_note(&rom), None);
+            // The word holding the last byte (…AF4..AF7) is covered.
+            let last = len - 0x509;
+            rom[last - 1] ^= 0x40;
+            assert!(!Module::SubaruDbw.validate(&rom).unwrap(), "{len:#X}");
+            Module::SubaruDbw.fix(&mut rom).unwrap();
+            assert!(Module::SubaruDbw.validate(&rom).unwrap());
+            assert_eq!(
+                read_be(&rom, base + 20),
+                SUBARUDBW_TARGET.wrapping_sub(reference_sum(&rom, 0x2000, last as u32))
+            );
+            // Disabled entries stay as they are.
+            assert_eq!(read_be(&rom, base + 2 * 12 + 8), SUBARUDBW_TARGET);
+            // A byte outside every range does not matter.
+            rom[len - 0x100] ^= 1;
+            assert!(Module::SubaruDbw.validate(&rom).unwrap());
+        }
+    }
+
+    #[test]
+    fn subarudbw_disabled_first_entry_turns_checking_off() {
+        let mut rom = subaru_image(0x10_0000, 0xF_FB80);
+        write_be(&mut rom, 0xF_FB80 + 4, 0);
+        write_be(&mut rom, 0xF_FB80 + 8, SUBARUDBW_TARGET);
+        // Entry 1 no longer matters either.
+        rom[0x5_0000] ^= 0xFF;
         assert!(Module::SubaruDbw.validate(&rom).unwrap());
+        assert!(
+            Module::SubaruDbw
+                .disabled_note(&rom)
+                .unwrap()
+                .contains("disabled")
+        );
+        let before = rom.clone();
+        Module::SubaruDbw.fix(&mut rom).unwrap();
+        assert_eq!(rom, before, "a disabled table is not rewritten");
+    }
+
+    #[test]
+    fn subarudbw_rejects_other_sizes_and_ranges_past_the_end() {
+        let e = Module::SubaruDbw.validate(&[0u8; 0x4_0000]).unwrap_err();
+        assert!(e.to_string().contains("0xFFB80 (SH7058"), "{e}");
+        let mut rom = subaru_image(0x8_0000, 0x7_FB80);
+        write_be(&mut rom, 0x7_FB80 + 16, 0xF_FFFF);
+        let e = Module::SubaruDbw.validate(&rom).unwrap_err();
+        assert!(e.to_string().contains("entry 1"), "{e}");
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
                 algorithm: Some(name.to_string()),
                 module: Some(module),
                 valid: Some(valid),
-                note: None,
+                note: module.disabled_note(bytes),
             },
             Err(e) => ChecksumState {
                 algorithm: Some(name.to_string()),
