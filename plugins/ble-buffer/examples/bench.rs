@@ -7,7 +7,7 @@
 use ble_bridge_sim::SimConfig;
 use ble_buffer::feed::{Budget, FeedConfig};
 use ble_buffer::hex::format_hex;
-use ble_buffer::service::Service;
+use ble_buffer::service::{SearchArgs, Service};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -57,7 +57,14 @@ fn main() {
         let t = Instant::now();
         let mut total = 0;
         for _ in 0..runs {
-            let (_, out) = s.search(pat, Some(100), None, None).expect("valid pattern");
+            let out = s
+                .search(&SearchArgs {
+                    hex_pattern: Some(pat.into()),
+                    limit: Some(100),
+                    ..Default::default()
+                })
+                .expect("valid pattern")
+                .out;
             // Include rendering the answer, as the tool does.
             for h in &out.hits {
                 total += format_hex(&h.packet.data).len();

@@ -7,7 +7,7 @@
 
 use crate::buffer::Direction;
 use crate::time::Micros;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 pub const MAGIC: &[u8; 8] = b"btsnoop\0";
@@ -16,7 +16,7 @@ pub const DATALINK_MONITOR: u32 = 2001;
 /// Microseconds from 0000-01-01 to 1970-01-01, as btsnoop counts.
 pub const EPOCH_OFFSET_US: i64 = 0x00DC_DDB3_0F2F_8000;
 const ATT_CID: u16 = 0x0004;
-const MAX_WARNINGS: usize = 10;
+pub const MAX_WARNINGS: usize = 10;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BtsnoopError {
@@ -47,9 +47,254 @@ impl fmt::Display for BtsnoopError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttValue {
     pub ts: Micros,
+    /// From the capture's direction flag: Tx = sent by the capturing host
+    /// (whatever the opcode: a phone acting as GATT server sends
+    /// notifications), Rx = received by it.
     pub dir: Direction,
+    /// HCI connection handle (low 12 bits of the ACL header).
+    pub conn: u16,
+    pub opcode: u8,
+    /// ATT attribute handle.
     pub handle: u16,
     pub value: Vec<u8>,
+}
+
+/// ATT opcodes imported as packets.
+pub const WRITE_REQUEST: u8 = 0x12;
+pub const WRITE_COMMAND: u8 = 0x52;
+pub const SIGNED_WRITE_COMMAND: u8 = 0xD2;
+pub const NOTIFICATION: u8 = 0x1B;
+pub const INDICATION: u8 = 0x1D;
+/// Signed writes end with a 12-byte authentication signature.
+const SIGNATURE_LEN: usize = 12;
+
+/// True for the opcodes the importer keeps: writes, notifications and
+/// indications (the traffic a bridge carries); reads and discovery are not.
+pub fn is_imported_opcode(op: u8) -> bool {
+    matches!(
+        op,
+        WRITE_REQUEST | WRITE_COMMAND | SIGNED_WRITE_COMMAND | NOTIFICATION | INDICATION
+    )
+}
+
+/// True for the write opcodes (the others imported are notifications).
+pub fn is_write(op: u8) -> bool {
+    matches!(op, WRITE_REQUEST | WRITE_COMMAND | SIGNED_WRITE_COMMAND)
+}
+
+/// A short name for an ATT opcode, e.g. `write-command`.
+pub fn opcode_name(op: u8) -> &'static str {
+    match op {
+        0x01 => "error-response",
+        0x02 => "exchange-mtu-request",
+        0x03 => "exchange-mtu-response",
+        0x04 => "find-information-request",
+        0x05 => "find-information-response",
+        0x06 => "find-by-type-value-request",
+        0x07 => "find-by-type-value-response",
+        0x08 => "read-by-type-request",
+        0x09 => "read-by-type-response",
+        0x0A => "read-request",
+        0x0B => "read-response",
+        0x0C => "read-blob-request",
+        0x0D => "read-blob-response",
+        0x0E => "read-multiple-request",
+        0x0F => "read-multiple-response",
+        0x10 => "read-by-group-type-request",
+        0x11 => "read-by-group-type-response",
+        WRITE_REQUEST => "write-request",
+        0x13 => "write-response",
+        0x16 => "prepare-write-request",
+        0x17 => "prepare-write-response",
+        0x18 => "execute-write-request",
+        0x19 => "execute-write-response",
+        NOTIFICATION => "notification",
+        INDICATION => "indication",
+        0x1E => "confirmation",
+        0x23 => "multiple-notification",
+        WRITE_COMMAND => "write-command",
+        SIGNED_WRITE_COMMAND => "signed-write-command",
+        _ => "other",
+    }
+}
+
+/// Parses an opcode given by name (as [`opcode_name`] spells it, or the
+/// short forms `write`, `notify`, `indicate`) or number (`0x52`, `82`).
+pub fn parse_opcode(s: &str) -> Option<u8> {
+    let t = s.trim().to_ascii_lowercase();
+    if let Some(h) = t.strip_prefix("0x") {
+        return u8::from_str_radix(h, 16).ok();
+    }
+    if let Ok(n) = t.parse::<u8>() {
+        return Some(n);
+    }
+    let t = t.replace('_', "-");
+    match t.as_str() {
+        "write" | "write-req" => return Some(WRITE_REQUEST),
+        "write-cmd" => return Some(WRITE_COMMAND),
+        "notify" | "ntf" => return Some(NOTIFICATION),
+        "indicate" | "ind" => return Some(INDICATION),
+        _ => {}
+    }
+    (0..=255u8).find(|&op| opcode_name(op) == t && t != "other")
+}
+
+/// Traffic of one kind in a capture, for saying what a capture holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Contents {
+    pub commands: u32,
+    pub events: u32,
+    pub acl: u32,
+    pub sco: u32,
+    pub iso: u32,
+    /// Monitor records that are not HCI traffic (index, notes, logging).
+    pub other_records: u32,
+    /// Connections opened in the capture (Connection Complete events).
+    pub classic_links: u32,
+    pub le_links: u32,
+    pub le_advertising_reports: u32,
+    /// ATT PDUs that are not writes or notifications (reads, discovery,
+    /// responses), by opcode.
+    pub att_other: BTreeMap<u8, u32>,
+    /// Complete L2CAP frames per protocol label (see [`channel_label`]).
+    pub channels: BTreeMap<String, u32>,
+}
+
+impl Contents {
+    /// The protocols present, most frames first, e.g. `AVDTP (A2DP audio)
+    /// 1585 frames`.
+    pub fn channel_list(&self) -> Vec<(String, u32)> {
+        let mut v: Vec<(String, u32)> =
+            self.channels.iter().map(|(k, n)| (k.clone(), *n)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Short kinds of traffic: `ble-att`, `a2dp`, `spp-rfcomm`, `hid`,
+    /// `hci-only`, … (stable labels an agent can branch on).
+    pub fn kinds(&self) -> Vec<&'static str> {
+        let mut k = Vec::new();
+        let has = |p: &str| self.channels.keys().any(|c| c.starts_with(p));
+        if has("ATT") {
+            k.push("ble-att");
+        }
+        if has("AVDTP") {
+            k.push("a2dp");
+        }
+        if has("AVCTP") {
+            k.push("avrcp");
+        }
+        if has("RFCOMM") {
+            k.push("spp-rfcomm");
+        }
+        if has("HID") {
+            k.push("hid");
+        }
+        if has("BNEP") {
+            k.push("pan-bnep");
+        }
+        if has("SDP") {
+            k.push("sdp");
+        }
+        if has("SMP") {
+            k.push("pairing");
+        }
+        if has(UNKNOWN_CHANNELS) {
+            k.push("unidentified-acl");
+        }
+        if self.sco > 0 {
+            k.push("sco-audio");
+        }
+        if self.iso > 0 {
+            k.push("le-audio-iso");
+        }
+        if self.acl == 0 && self.sco == 0 && self.iso == 0 {
+            k.push(if self.le_advertising_reports > 0 {
+                "hci-only-advertising"
+            } else {
+                "hci-only"
+            });
+        }
+        k
+    }
+
+    /// One sentence on what the capture holds besides imported ATT values.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.acl == 0 && self.sco == 0 && self.iso == 0 {
+            let mut s = format!(
+                "only HCI commands ({}) and events ({}), no ACL data: no connection traffic was captured",
+                self.commands, self.events
+            );
+            if self.le_advertising_reports > 0 {
+                s.push_str(&format!(
+                    " ({} LE advertising reports: a scan)",
+                    self.le_advertising_reports
+                ));
+            }
+            return s;
+        }
+        let chans: Vec<String> = self
+            .channel_list()
+            .into_iter()
+            .take(8)
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        if !chans.is_empty() {
+            parts.push(format!("L2CAP frames: {}", chans.join(", ")));
+        }
+        if !self.att_other.is_empty() {
+            let other: Vec<String> = self
+                .att_other
+                .iter()
+                .map(|(op, n)| format!("{} {n}", opcode_name(*op)))
+                .collect();
+            parts.push(format!("other ATT PDUs: {}", other.join(", ")));
+        }
+        if self.sco > 0 {
+            parts.push(format!("SCO (voice) packets {}", self.sco));
+        }
+        if self.iso > 0 {
+            parts.push(format!("ISO (LE audio) packets {}", self.iso));
+        }
+        parts.push(format!(
+            "links opened: {} classic, {} LE; HCI commands {}, events {}",
+            self.classic_links, self.le_links, self.commands, self.events
+        ));
+        parts.join("; ")
+    }
+}
+
+/// The protocol of an L2CAP channel: fixed CIDs, or the PSM its dynamic
+/// CID was opened with (from the signaling in the same capture).
+pub const UNKNOWN_CHANNELS: &str =
+    "unknown channels (opened before the capture started, or not L2CAP)";
+
+pub fn channel_label(cid: u16, psm: Option<u16>) -> String {
+    match (cid, psm) {
+        (0x0001, _) => "L2CAP signaling".into(),
+        (0x0002, _) => "connectionless".into(),
+        (0x0004, _) => "ATT".into(),
+        (0x0005, _) => "LE L2CAP signaling".into(),
+        (0x0006, _) => "SMP (LE pairing)".into(),
+        (0x0007, _) => "SMP (BR/EDR pairing)".into(),
+        (_, Some(psm)) => match psm {
+            0x0001 => "SDP".into(),
+            0x0003 => "RFCOMM (SPP, HFP, …)".into(),
+            0x000F => "BNEP (PAN)".into(),
+            0x0011 => "HID control".into(),
+            0x0013 => "HID interrupt".into(),
+            0x0017 => "AVCTP (AVRCP)".into(),
+            0x0019 => "AVDTP (A2DP audio)".into(),
+            0x001B => "AVCTP browsing".into(),
+            0x001F => "ATT over BR/EDR".into(),
+            0x0027 => "EATT".into(),
+            p => format!("PSM 0x{p:04X}"),
+        },
+        // One label for all of them: a capture with many odd CIDs (vendor
+        // diagnostics on handle 0xEDC) must not list each one.
+        _ => UNKNOWN_CHANNELS.into(),
+    }
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -59,6 +304,10 @@ pub struct Capture {
     pub values: Vec<AttValue>,
     pub skipped: u32,
     pub warnings: Vec<String>,
+    pub contents: Contents,
+    /// Timestamps of the first and last record.
+    pub first_ts: Option<Micros>,
+    pub last_ts: Option<Micros>,
 }
 
 impl Capture {
@@ -84,6 +333,24 @@ struct Pending {
     record: u32,
 }
 
+/// Per-capture decoding state: reassembly, and which PSM each dynamic
+/// channel was opened for. Connection handles are per adapter (btmon
+/// records several), so keys carry the adapter index.
+#[derive(Default)]
+struct State {
+    /// Keyed by (adapter, connection handle, sent-by-host).
+    pending: HashMap<(u16, u16, bool), Pending>,
+    /// (adapter, connection handle, CID) → PSM.
+    psm: HashMap<(u16, u16, u16), u16>,
+    /// Open requests (adapter, handle, identifier) → (PSM, source CIDs),
+    /// answered by a response with the same identifier.
+    requests: HashMap<(u16, u16, u8), (u16, Vec<u16>)>,
+}
+
+/// Bound on tracked channels, so a hostile capture cannot grow the maps
+/// without limit (real captures hold a handful).
+const MAX_CHANNELS: usize = 4096;
+
 pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
     if bytes.len() < 8 || &bytes[..8] != MAGIC {
         return Err(BtsnoopError::NotBtsnoop);
@@ -103,8 +370,7 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
         datalink,
         ..Default::default()
     };
-    // Keyed by (connection handle, sent-by-host).
-    let mut pending: HashMap<(u16, bool), Pending> = HashMap::new();
+    let mut st = State::default();
     let mut pos = 16;
     while pos < bytes.len() {
         if bytes.len() - pos < 24 {
@@ -130,26 +396,61 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
         let data = &bytes[pos..pos + incl];
         pos += incl;
         cap.records += 1;
-        let acl = match datalink {
+        cap.first_ts.get_or_insert(ts);
+        cap.last_ts = Some(ts);
+        // (packet type as in H4, body, sent by the host, adapter index)
+        let (kind, body, sent, adapter) = match datalink {
             DATALINK_H4 => match data.split_first() {
-                Some((0x02, rest)) => Some((rest, flags & 1 == 0)),
-                _ => None,
+                Some((&k, rest)) => (k, rest, flags & 1 == 0, 0),
+                None => (0, data, false, 0),
             },
-            _ => match flags & 0xFFFF {
-                4 => Some((data, true)),
-                5 => Some((data, false)),
-                _ => None,
-            },
+            _ => {
+                let adapter = (flags >> 16) as u16;
+                match flags & 0xFFFF {
+                    2 => (0x01, data, true, adapter),
+                    3 => (0x04, data, false, adapter),
+                    4 => (0x02, data, true, adapter),
+                    5 => (0x02, data, false, adapter),
+                    6 => (0x03, data, true, adapter),
+                    7 => (0x03, data, false, adapter),
+                    _ => (0, data, false, adapter),
+                }
+            }
         };
-        let Some((acl, sent)) = acl else {
-            cap.skipped += 1;
-            continue;
+        let imported = match kind {
+            0x01 => {
+                cap.contents.commands += 1;
+                false
+            }
+            0x04 => {
+                cap.contents.events += 1;
+                event(body, &mut cap.contents);
+                false
+            }
+            0x02 => {
+                cap.contents.acl += 1;
+                acl_record(body, sent, adapter, ts, cap.records, &mut st, &mut cap)
+            }
+            0x03 => {
+                cap.contents.sco += 1;
+                false
+            }
+            0x05 => {
+                cap.contents.iso += 1;
+                false
+            }
+            _ => {
+                cap.contents.other_records += 1;
+                false
+            }
         };
-        if !acl_record(acl, sent, ts, cap.records, &mut pending, &mut cap) {
+        if !imported {
             cap.skipped += 1;
         }
     }
-    for ((handle, _), p) in pending {
+    let mut left: Vec<_> = st.pending.into_iter().collect();
+    left.sort_by_key(|(_, p)| p.record);
+    for ((_, handle, _), p) in left {
         cap.warn(format!(
             "an L2CAP frame on handle 0x{handle:03X} starting in record {} is missing {} bytes at the end of the capture",
             p.record,
@@ -159,13 +460,29 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
     Ok(cap)
 }
 
+/// Notes connections opened and advertising seen, from an HCI event.
+fn event(ev: &[u8], c: &mut Contents) {
+    match ev {
+        // Connection Complete: status 0, link type 1 = ACL.
+        [0x03, _, 0x00, rest @ ..] if rest.get(8) == Some(&0x01) => c.classic_links += 1,
+        // LE Meta: (Enhanced) Connection Complete with status 0; reports.
+        [0x3E, _, sub, rest @ ..] => match (*sub, rest.first()) {
+            (0x01 | 0x0A | 0x29, Some(0)) => c.le_links += 1,
+            (0x02 | 0x0B | 0x0D, _) => c.le_advertising_reports += 1,
+            _ => {}
+        },
+        _ => {}
+    }
+}
+
 /// Handles one ACL packet; true when it completed an imported ATT value.
 fn acl_record(
     acl: &[u8],
     sent: bool,
+    adapter: u16,
     ts: Micros,
     record: u32,
-    pending: &mut HashMap<(u16, bool), Pending>,
+    st: &mut State,
     cap: &mut Capture,
 ) -> bool {
     if acl.len() < 4 {
@@ -184,9 +501,9 @@ fn acl_record(
         return false;
     }
     let payload = &payload[..len];
-    let key = (handle, sent);
-    let frame = if pb == 0b01 {
-        let Some(p) = pending.get_mut(&key) else {
+    let key = (adapter, handle, sent);
+    let (l2, ts) = if pb == 0b01 {
+        let Some(p) = st.pending.get_mut(&key) else {
             cap.warn(format!(
                 "record {record}: continuation fragment without a start on handle 0x{handle:03X}"
             ));
@@ -196,10 +513,10 @@ fn acl_record(
         if p.buf.len() < p.expected {
             return false;
         }
-        let p = pending.remove(&key).expect("present");
+        let p = st.pending.remove(&key).expect("present");
         (p.buf, p.ts)
     } else {
-        if let Some(p) = pending.remove(&key) {
+        if let Some(p) = st.pending.remove(&key) {
             cap.warn(format!(
                 "record {}: L2CAP frame left unfinished by a new start",
                 p.record
@@ -211,35 +528,127 @@ fn acl_record(
         }
         let expected = le16(payload) as usize + 4;
         if payload.len() < expected {
-            pending.insert(
-                key,
-                Pending {
-                    buf: payload.to_vec(),
-                    expected,
-                    ts,
-                    record,
-                },
-            );
+            if st.pending.len() < MAX_CHANNELS {
+                st.pending.insert(
+                    key,
+                    Pending {
+                        buf: payload.to_vec(),
+                        expected,
+                        ts,
+                        record,
+                    },
+                );
+            }
             return false;
         }
         (payload.to_vec(), ts)
     };
-    let (l2, ts) = frame;
     let l2len = le16(&l2) as usize;
-    if le16(&l2[2..]) != ATT_CID || l2.len() < 4 + l2len || l2len < 3 {
+    let cid = le16(&l2[2..]);
+    let Some(pdu) = l2.get(4..4 + l2len) else {
+        return false;
+    };
+    let psm = (cid >= 0x0040)
+        .then(|| st.psm.get(&(adapter, handle, cid)).copied())
+        .flatten();
+    *cap.contents
+        .channels
+        .entry(channel_label(cid, psm))
+        .or_insert(0) += 1;
+    match (cid, psm) {
+        (0x0001 | 0x0005, _) => {
+            signaling(pdu, adapter, handle, st);
+            false
+        }
+        // ATT on the LE fixed channel, or GATT over BR/EDR (PSM 0x1F,
+        // basic mode: the same PDUs on a dynamic channel).
+        (0x0004, _) | (_, Some(0x001F)) => att_pdu(pdu, sent, handle, ts, cap),
+        _ => false,
+    }
+}
+
+/// Records which PSM each dynamic channel carries, from connection
+/// requests and responses (BR/EDR 0x02/0x03, LE credit based 0x14/0x15,
+/// enhanced credit based 0x17/0x18).
+fn signaling(mut pdu: &[u8], adapter: u16, handle: u16, st: &mut State) {
+    // A BR/EDR signaling frame may carry several commands.
+    while pdu.len() >= 4 {
+        let (code, id, len) = (pdu[0], pdu[1], le16(&pdu[2..]) as usize);
+        let Some(d) = pdu.get(4..4 + len) else {
+            return;
+        };
+        pdu = &pdu[4 + len..];
+        if st.psm.len() >= MAX_CHANNELS || st.requests.len() >= MAX_CHANNELS {
+            return;
+        }
+        let psms = &mut st.psm;
+        let mut map = |cid: u16, psm: u16| {
+            if cid >= 0x0040 {
+                psms.insert((adapter, handle, cid), psm);
+            }
+        };
+        match code {
+            0x02 if d.len() >= 4 => {
+                let (psm, scid) = (le16(d), le16(&d[2..]));
+                map(scid, psm);
+                st.requests.insert((adapter, handle, id), (psm, vec![scid]));
+            }
+            0x03 if d.len() >= 2 => {
+                // Matched to its request by the identifier.
+                if let Some((psm, _)) = st.requests.remove(&(adapter, handle, id)) {
+                    map(le16(d), psm);
+                }
+            }
+            0x14 if d.len() >= 10 => {
+                let (psm, scid) = (le16(d), le16(&d[8..]));
+                map(scid, psm);
+                st.requests.insert((adapter, handle, id), (psm, vec![scid]));
+            }
+            0x15 if d.len() >= 2 => {
+                if let Some((psm, _)) = st.requests.remove(&(adapter, handle, id)) {
+                    map(le16(d), psm);
+                }
+            }
+            0x17 if d.len() >= 8 => {
+                let psm = le16(d);
+                let scids: Vec<u16> = d[8..].chunks_exact(2).map(le16).collect();
+                for &c in &scids {
+                    map(c, psm);
+                }
+                st.requests.insert((adapter, handle, id), (psm, scids));
+            }
+            0x18 if d.len() >= 8 => {
+                if let Some((psm, _)) = st.requests.remove(&(adapter, handle, id)) {
+                    for c in d[8..].chunks_exact(2).map(le16) {
+                        map(c, psm);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Imports an ATT write or notification; counts any other ATT PDU.
+fn att_pdu(att: &[u8], sent: bool, conn: u16, ts: Micros, cap: &mut Capture) -> bool {
+    let Some(&opcode) = att.first() else {
+        return false;
+    };
+    if !is_imported_opcode(opcode) || att.len() < 3 {
+        *cap.contents.att_other.entry(opcode).or_insert(0) += 1;
         return false;
     }
-    let att = &l2[4..4 + l2len];
-    let dir = match att[0] {
-        0x12 | 0x52 => Direction::Tx,
-        0x1B | 0x1D => Direction::Rx,
-        _ => return false,
-    };
+    let mut value = &att[3..];
+    if opcode == SIGNED_WRITE_COMMAND {
+        value = &value[..value.len().saturating_sub(SIGNATURE_LEN)];
+    }
     cap.values.push(AttValue {
         ts,
-        dir,
+        dir: if sent { Direction::Tx } else { Direction::Rx },
+        conn,
+        opcode,
         handle: le16(&att[1..]),
-        value: att[3..].to_vec(),
+        value: value.to_vec(),
     });
     true
 }
@@ -348,6 +757,8 @@ mod tests {
             AttValue {
                 ts: T0 + 1000,
                 dir: Direction::Tx,
+                conn: 0x0040,
+                opcode: WRITE_COMMAND,
                 handle: 0x0E,
                 value: vec![0xA7, 0xB3, 0x02, 0xD9]
             }
@@ -363,6 +774,165 @@ mod tests {
         // 2 HCI + 2 non-final fragments + read request.
         assert_eq!(cap.skipped, 5);
         assert!(cap.warnings.is_empty(), "{:?}", cap.warnings);
+        assert_eq!(cap.contents.att_other.get(&0x0A), Some(&1));
+        assert_eq!((cap.contents.commands, cap.contents.events), (1, 1));
+        assert_eq!(cap.contents.kinds(), ["ble-att"]);
+    }
+
+    #[test]
+    fn direction_follows_the_capture_flag_not_the_opcode() {
+        // A phone acting as GATT server sends an indication (flag: sent)
+        // and receives a write (flag: received).
+        let mut f = header(DATALINK_H4);
+        for frag in acl(0x0003, &att(INDICATION, 0x0021, &[1, 2]), 64) {
+            record(&mut f, 0b00, T0, &h4(0x02, &frag));
+        }
+        for frag in acl(0x0003, &att(WRITE_REQUEST, 0x0024, &[3]), 64) {
+            record(&mut f, 0b01, T0 + 1, &h4(0x02, &frag));
+        }
+        let cap = parse(&f).unwrap();
+        let got: Vec<_> = cap
+            .values
+            .iter()
+            .map(|v| (v.dir, v.opcode, v.handle, v.conn))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Direction::Tx, INDICATION, 0x21, 3),
+                (Direction::Rx, WRITE_REQUEST, 0x24, 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn signed_writes_drop_their_signature() {
+        let mut f = header(DATALINK_H4);
+        let mut v = vec![0xAB, 0xCD];
+        v.extend([0xEE; SIGNATURE_LEN]);
+        for frag in acl(0x0040, &att(SIGNED_WRITE_COMMAND, 0x0030, &v), 64) {
+            record(&mut f, 0, T0, &h4(0x02, &frag));
+        }
+        let cap = parse(&f).unwrap();
+        assert_eq!(cap.values[0].value, [0xAB, 0xCD]);
+        assert!(is_write(cap.values[0].opcode));
+    }
+
+    /// An L2CAP signaling frame with one command.
+    fn sig(cid: u16, code: u8, id: u8, data: &[u8]) -> Vec<u8> {
+        let mut cmd = vec![code, id];
+        cmd.extend_from_slice(&(data.len() as u16).to_le_bytes());
+        cmd.extend_from_slice(data);
+        l2(cid, &cmd)
+    }
+
+    fn l2(cid: u16, pdu: &[u8]) -> Vec<u8> {
+        let mut v = (pdu.len() as u16).to_le_bytes().to_vec();
+        v.extend_from_slice(&cid.to_le_bytes());
+        v.extend_from_slice(pdu);
+        v
+    }
+
+    fn le(v: &[u16]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn classic_channels_are_named_from_their_psm() {
+        let mut f = header(DATALINK_H4);
+        // Connection Complete (status 0, handle 0x000B, ACL link).
+        let cc = [0x03, 0x0B, 0x00, 0x0B, 0x00, 1, 2, 3, 4, 5, 6, 0x01, 0x00];
+        record(&mut f, 0b11, T0, &h4(0x04, &cc));
+        // AVDTP: request from the phone (scid 0x0041), response (dcid 0x0560).
+        let req = sig(1, 0x02, 7, &le(&[0x0019, 0x0041]));
+        let rsp = sig(1, 0x03, 7, &le(&[0x0560, 0x0041, 0, 0]));
+        record(&mut f, 0b00, T0, &h4(0x02, &acl(0x000B, &req, 64)[0]));
+        record(&mut f, 0b01, T0, &h4(0x02, &acl(0x000B, &rsp, 64)[0]));
+        for _ in 0..3 {
+            let media = l2(0x0560, &[0x80, 0x60, 0, 1]);
+            record(&mut f, 0b00, T0, &h4(0x02, &acl(0x000B, &media, 64)[0]));
+        }
+        let back = l2(0x0041, &[0x02, 0x03]);
+        record(&mut f, 0b01, T0, &h4(0x02, &acl(0x000B, &back, 64)[0]));
+        // RFCOMM on another link, answered on a channel never opened here.
+        let req = sig(1, 0x02, 1, &le(&[0x0003, 0x0042]));
+        record(&mut f, 0b00, T0, &h4(0x02, &acl(0x000C, &req, 64)[0]));
+        let data = l2(0x0042, &[1]);
+        record(&mut f, 0b01, T0, &h4(0x02, &acl(0x000C, &data, 64)[0]));
+        let stray = l2(0x0077, &[1]);
+        record(&mut f, 0b01, T0, &h4(0x02, &acl(0x000C, &stray, 64)[0]));
+        let cap = parse(&f).unwrap();
+        assert!(cap.values.is_empty());
+        let c = &cap.contents;
+        assert_eq!(c.channels.get("AVDTP (A2DP audio)"), Some(&4));
+        assert_eq!(c.channels.get("RFCOMM (SPP, HFP, …)"), Some(&1));
+        assert_eq!(c.channels.get("L2CAP signaling"), Some(&3));
+        assert_eq!(c.channels.get(UNKNOWN_CHANNELS), Some(&1));
+        assert_eq!(c.classic_links, 1);
+        assert_eq!(c.kinds(), ["a2dp", "spp-rfcomm", "unidentified-acl"]);
+        let d = c.describe();
+        assert!(d.starts_with("L2CAP frames: AVDTP (A2DP audio) 4"), "{d}");
+        assert!(d.contains("1 classic"), "{d}");
+    }
+
+    #[test]
+    fn le_credit_channels_and_att_over_br_edr() {
+        let mut f = header(DATALINK_H4);
+        // LE credit based request (SPSM 0x0080, scid 0x0040), response by id.
+        let req = sig(5, 0x14, 9, &le(&[0x0080, 23, 23, 10, 0x0040]));
+        let rsp = sig(5, 0x15, 9, &le(&[0x0045, 23, 23, 10, 0]));
+        record(&mut f, 0, T0, &h4(0x02, &acl(1, &req, 64)[0]));
+        record(&mut f, 1, T0, &h4(0x02, &acl(1, &rsp, 64)[0]));
+        record(
+            &mut f,
+            0,
+            T0,
+            &h4(0x02, &acl(1, &l2(0x0045, &[0, 0]), 64)[0]),
+        );
+        // GATT over BR/EDR: ATT PDUs on a dynamic channel for PSM 0x1F.
+        let req = sig(1, 0x02, 2, &le(&[0x001F, 0x0050]));
+        let rsp = sig(1, 0x03, 2, &le(&[0x0051, 0x0050, 0, 0]));
+        record(&mut f, 0, T0, &h4(0x02, &acl(2, &req, 64)[0]));
+        record(&mut f, 1, T0, &h4(0x02, &acl(2, &rsp, 64)[0]));
+        let ntf = [NOTIFICATION, 0x10, 0x00, 0xAA];
+        record(&mut f, 1, T0, &h4(0x02, &acl(2, &l2(0x0050, &ntf), 64)[0]));
+        let cap = parse(&f).unwrap();
+        assert_eq!(cap.contents.channels.get("PSM 0x0080"), Some(&1));
+        assert_eq!(cap.values.len(), 1);
+        assert_eq!((cap.values[0].conn, cap.values[0].handle), (2, 0x10));
+        assert_eq!(cap.contents.channels.get("ATT over BR/EDR"), Some(&1));
+    }
+
+    #[test]
+    fn commands_and_events_only_say_so() {
+        let mut f = header(DATALINK_H4);
+        record(&mut f, 0b10, T0, &h4(0x01, &[0x03, 0x0C, 0x00]));
+        record(
+            &mut f,
+            0b11,
+            T0,
+            &h4(0x04, &[0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]),
+        );
+        record(&mut f, 0b11, T0, &h4(0x04, &[0x3E, 0x03, 0x02, 0x01, 0x00]));
+        let cap = parse(&f).unwrap();
+        assert_eq!(cap.skipped, 3);
+        assert_eq!(cap.contents.kinds(), ["hci-only-advertising"]);
+        let d = cap.contents.describe();
+        assert!(d.starts_with("only HCI commands (1) and events (2)"), "{d}");
+        assert!(d.contains("1 LE advertising reports"), "{d}");
+    }
+
+    #[test]
+    fn opcodes_parse_by_name_and_number() {
+        assert_eq!(parse_opcode("write-command"), Some(WRITE_COMMAND));
+        assert_eq!(parse_opcode("Write_Request"), Some(WRITE_REQUEST));
+        assert_eq!(parse_opcode("notify"), Some(NOTIFICATION));
+        assert_eq!(parse_opcode("0x1d"), Some(INDICATION));
+        assert_eq!(parse_opcode("82"), Some(WRITE_COMMAND));
+        assert_eq!(parse_opcode("read-request"), Some(0x0A));
+        assert_eq!(parse_opcode("other"), None);
+        assert_eq!(parse_opcode("bogus"), None);
+        assert_eq!(opcode_name(0xD2), "signed-write-command");
     }
 
     #[test]

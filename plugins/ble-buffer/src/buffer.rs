@@ -44,12 +44,56 @@ impl Direction {
     }
 }
 
+/// Where an imported packet sat in its capture: ATT opcode, attribute
+/// handle and HCI connection handle. Live bridge packets carry none (the
+/// bridge forwards bare values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Att {
+    pub opcode: u8,
+    pub handle: u16,
+    pub conn: u16,
+}
+
 #[derive(Debug, Clone)]
 pub struct Packet {
     pub id: u64,
     pub ts: Micros,
     pub dir: Direction,
     pub data: Box<[u8]>,
+    pub att: Option<Att>,
+}
+
+/// What a packet must be to match, besides the window: all given parts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub direction: Option<Direction>,
+    pub pattern: Option<&'a Pattern>,
+    pub handle: Option<u16>,
+    pub conn: Option<u16>,
+    pub opcode: Option<u8>,
+}
+
+impl Filter<'_> {
+    pub fn matches(&self, p: &Packet) -> bool {
+        self.direction.is_none_or(|d| d == p.dir)
+            && self
+                .handle
+                .is_none_or(|h| p.att.is_some_and(|a| a.handle == h))
+            && self.conn.is_none_or(|c| p.att.is_some_and(|a| a.conn == c))
+            && self
+                .opcode
+                .is_none_or(|o| p.att.is_some_and(|a| a.opcode == o))
+            && self.pattern.is_none_or(|pat| pat.is_match(&p.data))
+    }
+
+    /// True when any part besides the window is given.
+    pub fn is_set(&self) -> bool {
+        self.direction.is_some()
+            || self.pattern.is_some()
+            || self.handle.is_some()
+            || self.conn.is_some()
+            || self.opcode.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,8 +171,7 @@ impl RateBuckets {
 #[derive(Debug, Clone)]
 pub struct LogQuery<'a> {
     pub since: Since,
-    pub direction: Option<Direction>,
-    pub pattern: Option<&'a Pattern>,
+    pub filter: Filter<'a>,
     pub limit: usize,
     pub reader: &'a str,
     pub newest: bool,
@@ -139,6 +182,8 @@ pub struct LogQuery<'a> {
 pub struct LogPage<'a> {
     pub entries: Vec<&'a Packet>,
     pub total_matching: usize,
+    /// Packets in the window (since) before the filters.
+    pub in_window: usize,
     pub truncated: bool,
     pub next_since: u64,
     pub events: Vec<&'a Event>,
@@ -160,6 +205,8 @@ pub struct SearchHit<'a> {
 pub struct SearchOut<'a> {
     pub hits: Vec<SearchHit<'a>>,
     pub total_matching: usize,
+    /// Packets in the window (since) before the filters.
+    pub in_window: usize,
 }
 
 #[derive(Debug)]
@@ -173,7 +220,8 @@ pub struct PacketLog {
     readers: BTreeMap<String, u64>,
     totals: [DirTotals; 2],
     rates: RateBuckets,
-    imported: u64,
+    imported: [DirTotals; 2],
+    evicted_by_imports: u64,
 }
 
 impl Default for PacketLog {
@@ -196,7 +244,8 @@ impl PacketLog {
             readers: BTreeMap::new(),
             totals: Default::default(),
             rates: Default::default(),
-            imported: 0,
+            imported: Default::default(),
+            evicted_by_imports: 0,
         }
     }
 
@@ -243,22 +292,54 @@ impl PacketLog {
         t.packets += 1;
         t.bytes += data.len() as u64;
         self.rates.add(now, dir);
-        self.append(dir, data, ts)
+        self.append(dir, data, ts, None).0
     }
 
-    /// Appends an imported packet: buffered, but not counted as traffic.
-    pub fn push_imported(&mut self, dir: Direction, data: &[u8], ts: Micros) -> u64 {
-        self.imported += 1;
-        self.append(dir, data, ts)
+    /// Appends an imported packet: buffered and counted as imported, not as
+    /// live traffic (no rates, no link counters). Returns its id and the
+    /// packet it evicted, if any.
+    pub fn push_imported(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        ts: Micros,
+        att: Att,
+    ) -> (u64, Option<Packet>) {
+        let t = &mut self.imported[dir.index()];
+        t.packets += 1;
+        t.bytes += data.len() as u64;
+        let (id, gone) = self.append(dir, data, ts, Some(att));
+        if gone.is_some() {
+            self.evicted_by_imports += 1;
+        }
+        (id, gone)
     }
 
-    pub fn imported(&self) -> u64 {
-        self.imported
+    /// Imported packets and bytes per direction since the start.
+    pub fn imported(&self, dir: Direction) -> DirTotals {
+        self.imported[dir.index()]
     }
 
-    fn append(&mut self, dir: Direction, data: &[u8], ts: Micros) -> u64 {
+    pub fn evicted_by_imports(&self) -> u64 {
+        self.evicted_by_imports
+    }
+
+    /// The packet with this id, if still buffered.
+    pub fn get(&self, id: u64) -> Option<&Packet> {
+        let first = self.packets.front()?.id;
+        self.packets.get(id.checked_sub(first)? as usize)
+    }
+
+    fn append(
+        &mut self,
+        dir: Direction,
+        data: &[u8],
+        ts: Micros,
+        att: Option<Att>,
+    ) -> (u64, Option<Packet>) {
+        let mut gone = None;
         if self.packets.len() == self.capacity {
-            self.packets.pop_front();
+            gone = self.packets.pop_front();
             self.evicted += 1;
         }
         let id = self.next_id;
@@ -268,8 +349,9 @@ impl PacketLog {
             ts,
             dir,
             data: data.into(),
+            att,
         });
-        id
+        (id, gone)
     }
 
     pub fn push_event(&mut self, level: Level, message: impl Into<String>, ts: Micros) -> u64 {
@@ -297,8 +379,28 @@ impl PacketLog {
         }
     }
 
-    fn matches(p: &Packet, dir: Option<Direction>, pat: Option<&Pattern>) -> bool {
-        dir.is_none_or(|d| d == p.dir) && pat.is_none_or(|pat| pat.is_match(&p.data))
+    /// The reader's position (last id given), if it has read.
+    pub fn reader_position(&self, reader: &str) -> Option<u64> {
+        self.readers.get(reader).copied()
+    }
+
+    /// The attribute handles in the window, most packets first (at most
+    /// `n`), for saying what a handle filter could have matched.
+    pub fn handles_in(&self, since: &Since, reader: &str, n: usize) -> Vec<(u16, usize)> {
+        let (start, floor, _) = self.window(since, reader);
+        let mut counts: BTreeMap<u16, usize> = BTreeMap::new();
+        for p in self.packets.range(start..) {
+            if floor.is_some_and(|t| p.ts < t) {
+                continue;
+            }
+            if let Some(a) = p.att {
+                *counts.entry(a.handle).or_insert(0) += 1;
+            }
+        }
+        let mut v: Vec<_> = counts.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
     }
 
     /// Resolves `since` to a ring start index and an optional time floor.
@@ -321,9 +423,13 @@ impl PacketLog {
         let limit = q.limit.max(1);
 
         let mut picked: VecDeque<usize> = VecDeque::with_capacity(limit.min(1024));
-        let (mut total, mut bytes, mut full) = (0usize, 0usize, false);
+        let (mut total, mut bytes, mut full, mut in_window) = (0usize, 0usize, false, 0usize);
         for (i, p) in self.packets.range(start..).enumerate() {
-            if floor.is_some_and(|t| p.ts < t) || !Self::matches(p, q.direction, q.pattern) {
+            if floor.is_some_and(|t| p.ts < t) {
+                continue;
+            }
+            in_window += 1;
+            if !q.filter.matches(p) {
                 continue;
             }
             total += 1;
@@ -386,6 +492,7 @@ impl PacketLog {
         LogPage {
             entries,
             total_matching: total,
+            in_window,
             truncated,
             next_since,
             events,
@@ -399,8 +506,7 @@ impl PacketLog {
     /// oldest first, each with its reply (TX) or request (RX).
     pub fn search(
         &self,
-        pattern: &Pattern,
-        direction: Option<Direction>,
+        filter: &Filter<'_>,
         since: Option<&Since>,
         limit: usize,
     ) -> SearchOut<'_> {
@@ -410,9 +516,13 @@ impl PacketLog {
         };
         let limit = limit.max(1);
         let mut picked = Vec::with_capacity(limit.min(1024));
-        let (mut total, mut bytes) = (0usize, 0usize);
+        let (mut total, mut bytes, mut in_window) = (0usize, 0usize, 0usize);
         for (i, p) in self.packets.range(start..).enumerate().rev() {
-            if floor.is_some_and(|t| p.ts < t) || !Self::matches(p, direction, Some(pattern)) {
+            if floor.is_some_and(|t| p.ts < t) {
+                continue;
+            }
+            in_window += 1;
+            if !filter.matches(p) {
                 continue;
             }
             total += 1;
@@ -442,22 +552,30 @@ impl PacketLog {
         SearchOut {
             hits,
             total_matching: total,
+            in_window,
         }
     }
 
+    /// Partners are on the same connection when the capture says which.
+    fn same_link(a: &Packet, b: &Packet) -> bool {
+        a.att.map(|x| x.conn) == b.att.map(|x| x.conn)
+    }
+
     fn next_rx(&self, i: usize) -> Option<&Packet> {
+        let me = &self.packets[i];
         self.packets
             .range(i + 1..)
             .take(PARTNER_WINDOW)
-            .find(|p| p.dir == Direction::Rx)
+            .find(|p| p.dir == Direction::Rx && Self::same_link(me, p))
     }
 
     fn prev_tx(&self, i: usize) -> Option<&Packet> {
+        let me = &self.packets[i];
         self.packets
             .range(..i)
             .rev()
             .take(PARTNER_WINDOW)
-            .find(|p| p.dir == Direction::Tx)
+            .find(|p| p.dir == Direction::Tx && Self::same_link(me, p))
     }
 }
 
@@ -478,13 +596,92 @@ mod tests {
     fn q(since: Since) -> LogQuery<'static> {
         LogQuery {
             since,
-            direction: None,
-            pattern: None,
+            filter: Filter::default(),
             limit: 100,
             reader: "default",
             newest: false,
             include_events: true,
         }
+    }
+
+    fn pat_only(p: &Pattern) -> Filter<'_> {
+        Filter {
+            pattern: Some(p),
+            ..Filter::default()
+        }
+    }
+
+    fn att(opcode: u8, handle: u16, conn: u16) -> Att {
+        Att {
+            opcode,
+            handle,
+            conn,
+        }
+    }
+
+    #[test]
+    fn imported_packets_keep_att_fields_and_filter_by_them() {
+        let mut log = PacketLog::new(100);
+        log.push_imported(Tx, &[1], 10, att(0x52, 0x12, 0x40));
+        log.push_imported(Rx, &[2], 11, att(0x1B, 0x15, 0x40));
+        log.push_imported(Rx, &[3], 12, att(0x1B, 0x15, 0x41));
+        log.push(Rx, &[4], 13, 13); // live: no ATT fields
+        let ids = |log: &mut PacketLog, f: Filter<'static>| {
+            let page = log.query(&LogQuery {
+                filter: f,
+                ..q(Since::AfterId(0))
+            });
+            let v: Vec<u64> = page.entries.iter().map(|p| p.id).collect();
+            (v, page.in_window)
+        };
+        let by_handle = Filter {
+            handle: Some(0x15),
+            ..Filter::default()
+        };
+        assert_eq!(ids(&mut log, by_handle), (vec![2, 3], 4));
+        let by_conn = Filter {
+            conn: Some(0x40),
+            ..by_handle
+        };
+        assert_eq!(ids(&mut log, by_conn).0, [2]);
+        let by_op = Filter {
+            opcode: Some(0x52),
+            ..Filter::default()
+        };
+        assert_eq!(ids(&mut log, by_op).0, [1]);
+        assert_eq!(log.get(2).and_then(|p| p.att), Some(att(0x1B, 0x15, 0x40)));
+        assert!(log.get(4).unwrap().att.is_none() && log.get(9).is_none());
+        // Search by handle alone, and imports counted apart from live traffic.
+        let out = log.search(&by_handle, None, 10);
+        assert_eq!(out.total_matching, 2);
+        assert_eq!(log.imported(Rx).packets, 2);
+        assert_eq!(log.totals(Rx).packets, 1);
+        assert_eq!(
+            log.handles_in(&Since::AfterId(0), "", 5),
+            [(0x15, 2), (0x12, 1)]
+        );
+    }
+
+    #[test]
+    fn imports_report_what_they_evict() {
+        let mut log = PacketLog::new(100);
+        for i in 0..100 {
+            log.push(Tx, &[i], 0, 0);
+        }
+        let (id, gone) = log.push_imported(Rx, &[7], 5, att(0x1B, 1, 1));
+        assert_eq!((id, gone.map(|p| p.id)), (101, Some(1)));
+        assert_eq!((log.evicted(), log.evicted_by_imports()), (1, 1));
+    }
+
+    #[test]
+    fn replies_are_looked_for_on_the_same_connection() {
+        let mut log = PacketLog::new(100);
+        log.push_imported(Tx, &[0xA7], 1, att(0x52, 1, 0x40));
+        log.push_imported(Rx, &[0x01], 2, att(0x1B, 2, 0x41));
+        log.push_imported(Rx, &[0x02], 3, att(0x1B, 2, 0x40));
+        let pat = Pattern::parse("A7").unwrap();
+        let out = log.search(&pat_only(&pat), None, 10);
+        assert_eq!(out.hits[0].reply.map(|p| p.id), Some(3));
     }
 
     #[test]
@@ -589,7 +786,10 @@ mod tests {
     fn filters_apply_before_the_limit_and_truncated_is_honest() {
         let mut log = filled(300, 1000);
         let query = LogQuery {
-            direction: Some(Rx),
+            filter: Filter {
+                direction: Some(Rx),
+                ..Filter::default()
+            },
             limit: 100,
             ..q(Since::AfterId(0))
         };
@@ -641,7 +841,7 @@ mod tests {
         assert_eq!(page.entries.last().map(|p| p.id), Some(100));
         assert_eq!(page.entries.len(), n);
         let pat = Pattern::parse("AB").unwrap();
-        let out = log.search(&pat, None, None, 1000);
+        let out = log.search(&pat_only(&pat), None, 1000);
         assert!(out.hits.len() * 1000 <= ANSWER_BYTES);
         assert_eq!(out.total_matching, 100);
     }
@@ -665,17 +865,24 @@ mod tests {
         log.push(Rx, &[0xB3, 0xA7, 0x01, 0x55], 5_000, 0);
         log.push(Tx, &[0xA7, 0xB3, 0x02], 6_000, 0);
         let pat = Pattern::parse("A7 B3 ??").unwrap();
-        let out = log.search(&pat, None, None, 10);
+        let out = log.search(&pat_only(&pat), None, 10);
         assert_eq!(out.total_matching, 2);
         assert_eq!(out.hits[0].packet.id, 1);
         assert_eq!(out.hits[0].reply.map(|p| p.id), Some(2));
         assert!(out.hits[1].reply.is_none());
         let pat = Pattern::parse("B3A7").unwrap();
-        let out = log.search(&pat, Some(Rx), None, 10);
+        let out = log.search(
+            &Filter {
+                direction: Some(Rx),
+                ..pat_only(&pat)
+            },
+            None,
+            10,
+        );
         assert_eq!(out.hits[0].request.map(|p| p.id), Some(1));
         // Newest matches are kept when limited; returned oldest first.
         let pat = Pattern::parse("A7").unwrap();
-        let out = log.search(&pat, None, None, 2);
+        let out = log.search(&pat_only(&pat), None, 2);
         assert_eq!(out.total_matching, 3);
         assert_eq!(
             out.hits.iter().map(|h| h.packet.id).collect::<Vec<_>>(),

@@ -24,7 +24,7 @@ use buffer::{Event, Packet};
 use exports::benchtop::ble_buffer::tools::{self as wit, Guest};
 use exports::benchtop::host::tick;
 use feed::Budget;
-use service::{LogsArgs, Service, ToolError};
+use service::{Found, Logs, LogsArgs, SearchArgs, Service, ToolError};
 use std::cell::RefCell;
 use std::time::Duration;
 use time::{format_iso, now_us};
@@ -56,6 +56,12 @@ fn entry(p: &Packet) -> wit::LogEntry {
         direction: p.dir.label().into(),
         hex: hex::format_hex(&p.data),
         size: p.data.len() as u32,
+        att: p.att.map(|a| wit::AttInfo {
+            opcode: a.opcode,
+            op: btsnoop::opcode_name(a.opcode).into(),
+            handle: a.handle,
+            connection: a.conn,
+        }),
     }
 }
 
@@ -98,37 +104,13 @@ impl Guest for Component {
             reader: a.reader,
             newest: a.newest,
             include_events: a.include_events,
+            handle: a.handle,
+            connection: a.connection,
+            opcode: a.opcode,
         };
         fresh(|s| {
             let (oldest, newest) = (s.log.oldest_id(), s.log.newest_id());
-            let page = s.get_logs(&args).map_err(err)?;
-            let mut notes = Vec::new();
-            if page.truncated {
-                let left = page.total_matching - page.entries.len();
-                notes.push(if args.newest == Some(true) {
-                    format!("{left} older matching packets left out; narrow since or raise limit")
-                } else {
-                    format!(
-                        "{left} more matching packets; call again with since=\"{}\"",
-                        page.next_since
-                    )
-                });
-            }
-            if page.evicted_unread > 0 {
-                notes.push(format!(
-                    "{} packets after your cursor were evicted from the buffer before being read",
-                    page.evicted_unread
-                ));
-            }
-            if page.cursor_ahead {
-                notes.push("since is beyond the newest packet id (the plugin restarted?); continuing from the newest".into());
-            }
-            if page.events_left_out > 0 {
-                notes.push(format!(
-                    "{} older system events left out",
-                    page.events_left_out
-                ));
-            }
+            let Logs { page, notes } = s.get_logs(&args).map_err(err)?;
             let logs: Vec<_> = page.entries.iter().map(|p| entry(p)).collect();
             Ok(wit::LogsPage {
                 count: logs.len() as u32,
@@ -145,15 +127,21 @@ impl Guest for Component {
     }
 
     fn search_packets(a: wit::SearchArgs) -> Result<wit::SearchResult, wit::ToolError> {
+        let args = SearchArgs {
+            hex_pattern: a.hex_pattern,
+            limit: a.limit,
+            direction: a.direction.map(dir),
+            since: a.since,
+            handle: a.handle,
+            connection: a.connection,
+            opcode: a.opcode,
+        };
         fresh(|s| {
-            let (pat, out) = s
-                .search(
-                    &a.hex_pattern,
-                    a.limit,
-                    a.direction.map(dir),
-                    a.since.as_deref(),
-                )
-                .map_err(err)?;
+            let Found {
+                pattern,
+                out,
+                mut notes,
+            } = s.search(&args).map_err(err)?;
             let matches: Vec<_> = out
                 .hits
                 .iter()
@@ -172,18 +160,19 @@ impl Guest for Component {
                 })
                 .collect();
             let truncated = out.total_matching > matches.len();
+            if truncated {
+                notes.insert(0, format!(
+                    "{} older matches left out (limit or answer size cap); narrow with since, direction, handle or a longer pattern",
+                    out.total_matching - matches.len()
+                ));
+            }
             Ok(wit::SearchResult {
                 count: matches.len() as u32,
-                note: truncated.then(|| {
-                    format!(
-                        "{} older matches left out (limit or answer size cap); narrow with since, direction or a longer pattern",
-                        out.total_matching - matches.len()
-                    )
-                }),
+                note: (!notes.is_empty()).then(|| notes.join("; ")),
                 matches,
                 total_matching: out.total_matching as u32,
                 truncated,
-                pattern: pat.to_string(),
+                pattern,
             })
         })
     }
@@ -246,7 +235,9 @@ impl Guest for Component {
     fn import_btsnoop(a: wit::ImportArgs) -> Result<wit::ImportResult, wit::ToolError> {
         let path = plugin_kit::paths::resolve(&a.path);
         with(|s| {
-            let r = s.import_btsnoop(&path).map_err(err)?;
+            let r = s
+                .import_btsnoop(&path, a.force.unwrap_or(false))
+                .map_err(err)?;
             Ok(wit::ImportResult {
                 datalink: r.datalink,
                 records: r.records,
@@ -256,6 +247,30 @@ impl Guest for Component {
                 first_id: r.first_id,
                 last_id: r.last_id,
                 warnings: r.warnings,
+                since: r.since,
+                evicted: r.evicted,
+                content_hash: r.content_hash,
+                capture_start: r.capture_start.map(format_iso),
+                capture_end: r.capture_end.map(format_iso),
+                holds: r.holds.into_iter().map(String::from).collect(),
+                contents: r.contents,
+                channels: r
+                    .channels
+                    .into_iter()
+                    .map(|(channel, frames)| wit::ChannelCount { channel, frames })
+                    .collect(),
+                handles: r
+                    .handles
+                    .into_iter()
+                    .map(|h| wit::HandleCount {
+                        connection: h.conn,
+                        handle: h.handle,
+                        writes: h.writes,
+                        notifications: h.notifications,
+                    })
+                    .collect(),
+                handles_left_out: r.handles_left_out,
+                note: r.note,
             })
         })
     }
@@ -282,6 +297,18 @@ impl Guest for Component {
                 system_events: s.log.events_total(),
                 parse_errors: s.parse_errors(),
                 bridge_connections: s.feed.connections(),
+                imported: {
+                    let m = s.import_metrics();
+                    wit::ImportMetrics {
+                        files: m.files,
+                        tx: m.tx,
+                        rx: m.rx,
+                        bytes: m.bytes,
+                        evicted: m.evicted,
+                        last_file: m.last_file,
+                    }
+                },
+                warnings: s.warnings(),
             }
         })
     }

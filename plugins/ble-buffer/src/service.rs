@@ -3,11 +3,14 @@
 
 use crate::bridge::{self, BridgeMsg, ScannedDevice};
 use crate::btsnoop;
-use crate::buffer::{DEFAULT_CAPACITY, Direction, Level, LogPage, LogQuery, PacketLog, SearchOut};
+use crate::buffer::{
+    Att, DEFAULT_CAPACITY, Direction, Filter, Level, LogPage, LogQuery, PacketLog, SearchOut,
+};
 use crate::feed::{self, Budget, Feed, FeedConfig, FeedEvent, LinkState};
 use crate::hex::Pattern;
 use crate::since::{Since, parse_since};
-use crate::time::{Micros, now_us};
+use crate::time::{Micros, format_iso, now_us};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -19,6 +22,47 @@ pub const SCAN_MIN_MS: u32 = 1000;
 /// Below the host's default 30 s call deadline, so a scan never traps.
 pub const SCAN_MAX_MS: u32 = 25_000;
 const MAX_IMPORT_BYTES: u64 = 256 << 20;
+/// Imports remembered (for duplicate checks and notes); older ones are
+/// forgotten, so repeated imports cannot grow the state without bound.
+const MAX_IMPORTS: usize = 64;
+/// Warnings kept for get_metrics.
+const MAX_RECENT_WARNINGS: usize = 10;
+/// Per-handle rows in an import's answer.
+pub const MAX_HANDLE_ROWS: usize = 64;
+/// What `since` means when not given, for live traffic.
+pub const DEFAULT_SINCE: &str = "30s";
+
+/// One import, remembered for duplicate checks, default windows and notes.
+#[derive(Debug, Clone)]
+pub struct ImportRecord {
+    /// 1, 2, … since the plugin started.
+    pub number: u32,
+    pub path: String,
+    pub hash: u64,
+    pub size: u64,
+    pub first_id: Option<u64>,
+    pub last_id: Option<u64>,
+    pub capture_start: Option<Micros>,
+    pub capture_end: Option<Micros>,
+    pub at: Micros,
+}
+
+impl ImportRecord {
+    fn ids(&self) -> String {
+        match (self.first_id, self.last_id) {
+            (Some(a), Some(b)) => format!("ids {a}..{b}"),
+            _ => "no packets".into(),
+        }
+    }
+}
+
+/// FNV-1a (64 bit) of a file's bytes: enough to recognise the same capture
+/// imported twice, without a hashing dependency in the guest.
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3)
+    })
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
@@ -52,6 +96,9 @@ pub struct Service {
     started: Instant,
     parse_errors: u64,
     scratch: Vec<FeedEvent>,
+    imports: VecDeque<ImportRecord>,
+    imports_total: u32,
+    recent_warnings: VecDeque<String>,
 }
 
 /// get_logs arguments in domain form.
@@ -64,6 +111,50 @@ pub struct LogsArgs {
     pub reader: Option<String>,
     pub newest: Option<bool>,
     pub include_events: Option<bool>,
+    /// Only packets on this ATT attribute handle (imported packets).
+    pub handle: Option<u16>,
+    /// Only packets on this HCI connection handle (imported packets).
+    pub connection: Option<u16>,
+    /// Only packets with this ATT opcode, by name or number.
+    pub opcode: Option<String>,
+}
+
+/// search_packets arguments in domain form.
+#[derive(Debug, Default, Clone)]
+pub struct SearchArgs {
+    pub hex_pattern: Option<String>,
+    pub limit: Option<u32>,
+    pub direction: Option<Direction>,
+    pub since: Option<String>,
+    pub handle: Option<u16>,
+    pub connection: Option<u16>,
+    pub opcode: Option<String>,
+}
+
+/// A get_logs answer with what the page alone cannot say.
+#[derive(Debug)]
+pub struct Logs<'a> {
+    pub page: LogPage<'a>,
+    /// Why the answer is empty, what was left out, what since meant.
+    pub notes: Vec<String>,
+}
+
+/// A search_packets answer.
+#[derive(Debug)]
+pub struct Found<'a> {
+    /// The pattern as understood, or how the search was narrowed.
+    pub pattern: String,
+    pub out: SearchOut<'a>,
+    pub notes: Vec<String>,
+}
+
+/// ATT writes and notifications on one attribute handle in an import.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandleCount {
+    pub conn: u16,
+    pub handle: u16,
+    pub writes: u32,
+    pub notifications: u32,
 }
 
 pub struct ImportSummary {
@@ -75,6 +166,35 @@ pub struct ImportSummary {
     pub first_id: Option<u64>,
     pub last_id: Option<u64>,
     pub warnings: Vec<String>,
+    /// get_logs `since` that starts at this import's first packet.
+    pub since: Option<String>,
+    /// Older packets this import pushed out of the buffer.
+    pub evicted: u32,
+    pub content_hash: String,
+    pub capture_start: Option<Micros>,
+    pub capture_end: Option<Micros>,
+    /// Short kinds of traffic in the capture (`ble-att`, `a2dp`, …).
+    pub holds: Vec<&'static str>,
+    /// What the capture holds besides the imported values, in a sentence.
+    pub contents: String,
+    /// L2CAP frames per protocol, most first.
+    pub channels: Vec<(String, u32)>,
+    /// Imported values per (connection, attribute handle), most first.
+    pub handles: Vec<HandleCount>,
+    /// Handles left out of `handles` (beyond MAX_HANDLE_ROWS).
+    pub handles_left_out: u32,
+    pub note: String,
+}
+
+/// Metrics about imports.
+#[derive(Debug, Clone, Default)]
+pub struct ImportMetrics {
+    pub files: u32,
+    pub tx: u64,
+    pub rx: u64,
+    pub bytes: u64,
+    pub evicted: u64,
+    pub last_file: Option<String>,
 }
 
 fn check_limit(limit: Option<u32>) -> Result<usize, ToolError> {
@@ -102,6 +222,9 @@ impl Service {
             started: Instant::now(),
             parse_errors: 0,
             scratch: Vec::new(),
+            imports: VecDeque::new(),
+            imports_total: 0,
+            recent_warnings: VecDeque::new(),
         }
     }
 
@@ -234,9 +357,27 @@ impl Service {
         }
     }
 
-    pub fn get_logs(&mut self, a: &LogsArgs) -> Result<LogPage<'_>, ToolError> {
-        let since = parse_since(a.since.as_deref().unwrap_or("30s"), now_us())
-            .map_err(|e| ToolError::new("BAD_SINCE", e.to_string()))?;
+    pub fn get_logs(&mut self, a: &LogsArgs) -> Result<Logs<'_>, ToolError> {
+        let now = now_us();
+        let reader = a.reader.as_deref().unwrap_or("default");
+        if reader.is_empty() || reader.len() > 64 {
+            return Err(ToolError::new(
+                "BAD_READER",
+                "reader must be 1..64 characters",
+            ));
+        }
+        let mut notes = Vec::new();
+        let given = a.since.as_deref();
+        let since = match given {
+            Some(s) => parse_since(s, now).map_err(bad_since)?,
+            None => match self.default_since(reader) {
+                Some((since, note)) => {
+                    notes.push(note);
+                    since
+                }
+                None => parse_since(DEFAULT_SINCE, now).map_err(bad_since)?,
+            },
+        };
         let limit = check_limit(a.limit)?;
         let (mut direction, mut pat) = (a.direction, None);
         if let Some(f) = a.filter.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
@@ -252,36 +393,170 @@ impl Service {
                 ));
             }
         }
-        let reader = a.reader.as_deref().unwrap_or("default");
-        if reader.is_empty() || reader.len() > 64 {
-            return Err(ToolError::new(
-                "BAD_READER",
-                "reader must be 1..64 characters",
-            ));
-        }
-        Ok(self.log.query(&LogQuery {
-            since,
+        let filter = Filter {
             direction,
             pattern: pat.as_ref(),
+            handle: a.handle,
+            conn: a.connection,
+            opcode: opcode_arg(a.opcode.as_deref())?,
+        };
+        // What an empty answer needs to say, gathered before the query
+        // (which holds the log until the answer is built).
+        let ctx = self.empty_context(&since, reader, &filter, given, now);
+        let page = self.log.query(&LogQuery {
+            since: since.clone(),
+            filter,
             limit,
             reader,
             newest: a.newest.unwrap_or(false),
             include_events: a.include_events.unwrap_or(true),
-        }))
+        });
+        if page.truncated {
+            let left = page.total_matching - page.entries.len();
+            notes.push(if a.newest == Some(true) {
+                format!("{left} older matching packets left out; narrow since or raise limit")
+            } else {
+                format!(
+                    "{left} more matching packets; call again with since=\"{}\"",
+                    page.next_since
+                )
+            });
+        }
+        if page.evicted_unread > 0 {
+            notes.push(format!(
+                "{} packets after your cursor were evicted from the buffer before being read",
+                page.evicted_unread
+            ));
+        }
+        if page.cursor_ahead {
+            notes.push("since is beyond the newest packet id (the plugin restarted?); continuing from the newest".into());
+        }
+        if page.events_left_out > 0 {
+            notes.push(format!(
+                "{} older system events left out",
+                page.events_left_out
+            ));
+        }
+        if page.entries.is_empty() && !page.cursor_ahead {
+            notes.push(ctx.why_empty(page.in_window));
+        }
+        Ok(Logs { page, notes })
     }
 
-    pub fn search(
+    /// The window a get_logs without `since` reads: while the newest
+    /// packets come from an import this reader has not read to its end,
+    /// that import from where the reader stopped (a capture's packets are
+    /// timed when they were captured, so "the last 30 s" misses them).
+    fn default_since(&self, reader: &str) -> Option<(Since, String)> {
+        let newest = self.log.newest_id()?;
+        let imp = self
+            .imports
+            .iter()
+            .rev()
+            .find(|r| r.last_id == Some(newest))?;
+        let pos = self.log.reader_position(reader).unwrap_or(0);
+        let first = imp.first_id?;
+        if pos >= newest {
+            return None;
+        }
+        let start = pos.max(first - 1);
+        let from = if start >= first {
+            format!(", continuing after id {start} where reader {reader:?} stopped")
+        } else {
+            String::new()
+        };
+        Some((
+            Since::AfterId(start),
+            format!(
+                "since not given: reading the packets imported from {} ({}, captured {} to {}){from}; the usual default (the last {DEFAULT_SINCE}) counts from now and would miss a capture. Pass since=\"{DEFAULT_SINCE}\" for live traffic only",
+                imp.path,
+                imp.ids(),
+                imp.capture_start.map_or("?".into(), format_iso),
+                imp.capture_end.map_or("?".into(), format_iso),
+            ),
+        ))
+    }
+
+    /// Facts for explaining an empty answer.
+    fn empty_context(
         &self,
-        hex_pattern: &str,
-        limit: Option<u32>,
-        direction: Option<Direction>,
-        since: Option<&str>,
-    ) -> Result<(Pattern, SearchOut<'_>), ToolError> {
-        let pat = pattern(hex_pattern)?;
-        let limit = check_limit(limit)?;
-        let since = match since {
+        since: &Since,
+        reader: &str,
+        filter: &Filter<'_>,
+        given: Option<&str>,
+        now: Micros,
+    ) -> EmptyContext {
+        let newest = self.log.newest_id().and_then(|id| self.log.get(id));
+        let newest_desc = newest.map(|p| {
+            let from = self
+                .imports
+                .iter()
+                .rev()
+                .find(|r| {
+                    r.first_id.is_some_and(|f| f <= p.id) && r.last_id.is_some_and(|l| l >= p.id)
+                })
+                .map_or_else(
+                    || " (live)".to_string(),
+                    |r| format!(", imported from {}", r.path),
+                );
+            format!(
+                "the newest packet, id {}, is from {}{from}",
+                p.id,
+                format_iso(p.ts)
+            )
+        });
+        let cursor = match since {
+            Since::AfterId(id) => Some(*id),
+            Since::Last => Some(self.log.reader_position(reader).unwrap_or(0)),
+            Since::Time(_) => None,
+        };
+        let suggest_time = newest.map(|p| format_iso(p.ts - 30_000_000));
+        let any_att = self.log.packets().any(|p| p.att.is_some());
+        EmptyContext {
+            buffer_empty: self.log.is_empty(),
+            evicted: self.log.evicted(),
+            bridge: format!(
+                "the bridge link is {}{}",
+                self.link_state().label(),
+                self.feed.last_error().map_or(String::new(), |e| format!(
+                    " ({})",
+                    plugin_kit::text::clip(e)
+                ))
+            ),
+            newest_id: self.log.newest_id(),
+            newest_desc,
+            suggest_time,
+            since: since.clone(),
+            since_given: given.map(|s| plugin_kit::text::clip(s).to_string()),
+            cursor,
+            now,
+            filter_desc: describe_filter(filter),
+            att_filter: filter.handle.is_some() || filter.conn.is_some() || filter.opcode.is_some(),
+            any_att,
+            handles: if filter.handle.is_some() {
+                self.log.handles_in(since, reader, 6)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    pub fn search(&self, a: &SearchArgs) -> Result<Found<'_>, ToolError> {
+        let pat = match a.hex_pattern.as_deref() {
+            Some(p) if !p.trim().is_empty() || a.handle.is_none() => Some(pattern(p)?),
+            _ => None,
+        };
+        if pat.is_none() && a.handle.is_none() {
+            return Err(ToolError::new(
+                "BAD_PATTERN",
+                "give hex_pattern (bytes such as \"A7 B3\"), handle (an ATT attribute handle such as 18 for 0x0012), or both",
+            ));
+        }
+        let limit = check_limit(a.limit)?;
+        let now = now_us();
+        let since = match a.since.as_deref() {
             None => None,
-            Some(s) => match parse_since(s, now_us()) {
+            Some(s) => match parse_since(s, now) {
                 Ok(Since::Last) => {
                     return Err(ToolError::new(
                         "BAD_SINCE",
@@ -289,11 +564,32 @@ impl Service {
                     ));
                 }
                 Ok(s) => Some(s),
-                Err(e) => return Err(ToolError::new("BAD_SINCE", e.to_string())),
+                Err(e) => return Err(bad_since(e)),
             },
         };
-        let out = self.log.search(&pat, direction, since.as_ref(), limit);
-        Ok((pat, out))
+        let filter = Filter {
+            direction: a.direction,
+            pattern: pat.as_ref(),
+            handle: a.handle,
+            conn: a.connection,
+            opcode: opcode_arg(a.opcode.as_deref())?,
+        };
+        let out = self.log.search(&filter, since.as_ref(), limit);
+        let mut notes = Vec::new();
+        if out.hits.is_empty() {
+            let window = since.clone().unwrap_or(Since::AfterId(0));
+            let ctx = self.empty_context(&window, "", &filter, a.since.as_deref(), now);
+            notes.push(ctx.why_empty(out.in_window));
+        }
+        let pattern = match &pat {
+            Some(p) => p.to_string(),
+            None => String::new(),
+        };
+        Ok(Found {
+            pattern,
+            out,
+            notes,
+        })
     }
 
     pub fn scan(
@@ -366,8 +662,10 @@ impl Service {
         }
     }
 
-    pub fn import_btsnoop(&mut self, path: &Path) -> Result<ImportSummary, ToolError> {
-        let shown = path.display();
+    /// Imports a capture. The same content (by hash) is refused while its
+    /// packets are still buffered, unless `force`.
+    pub fn import_btsnoop(&mut self, path: &Path, force: bool) -> Result<ImportSummary, ToolError> {
+        let shown = path.display().to_string();
         let unreadable = |e: std::io::Error| {
             ToolError::new(
                 "FILE_NOT_READABLE",
@@ -386,31 +684,171 @@ impl Service {
             ));
         }
         let bytes = plugin_kit::paths::read_regular_file(path).map_err(unreadable)?;
+        let hash = content_hash(&bytes);
+        let mut warnings = Vec::new();
+        let oldest = self.log.oldest_id();
+        if let Some(prev) = self
+            .imports
+            .iter()
+            .rev()
+            .find(|r| r.hash == hash && r.size == bytes.len() as u64)
+        {
+            let still_here = prev.last_id.is_some_and(|l| oldest.is_some_and(|o| l >= o));
+            if still_here && !force {
+                return Err(ToolError::new(
+                    "ALREADY_IMPORTED",
+                    format!(
+                        "{shown} has the same content (fnv1a64 {hash:016x}) as import #{} of {} at {}, whose packets ({}) are still in the buffer; importing it again would duplicate them. Read them with get_logs since=\"{}\", or pass force=true to import a second copy",
+                        prev.number,
+                        prev.path,
+                        format_iso(prev.at),
+                        prev.ids(),
+                        prev.first_id
+                            .map_or(0, |f| f - 1)
+                            .max(oldest.unwrap_or(1) - 1),
+                    ),
+                ));
+            }
+            warnings.push(if still_here {
+                format!(
+                    "duplicate: same content as import #{} of {} ({}), imported again because force=true",
+                    prev.number,
+                    prev.path,
+                    prev.ids()
+                )
+            } else {
+                format!(
+                    "same content as import #{} of {}, whose packets have since been evicted; imported again",
+                    prev.number, prev.path
+                )
+            });
+        }
         let cap = btsnoop::parse(&bytes)
             .map_err(|e| ToolError::new("BAD_CAPTURE", format!("{shown}: {e}")))?;
         let (mut tx, mut rx, mut first, mut last) = (0, 0, None, None);
+        let mut per_handle: BTreeMap<(u16, u16), (u32, u32)> = BTreeMap::new();
+        // Evicted packets: how many, their id range, how many were live.
+        let (mut evicted, mut ev_first, mut ev_last, mut ev_live) = (0u32, None, None, 0u32);
+        let this_import_first = self.log.newest_id().map_or(1, |n| n + 1);
         for v in &cap.values {
-            let id = self.log.push_imported(v.dir, &v.value, v.ts);
+            let att = Att {
+                opcode: v.opcode,
+                handle: v.handle,
+                conn: v.conn,
+            };
+            let (id, gone) = self.log.push_imported(v.dir, &v.value, v.ts, att);
+            if let Some(g) = gone
+                && g.id < this_import_first
+            {
+                evicted += 1;
+                ev_first.get_or_insert(g.id);
+                ev_last = Some(g.id);
+                ev_live += g.att.is_none() as u32;
+            }
             first.get_or_insert(id);
             last = Some(id);
             match v.dir {
                 Direction::Tx => tx += 1,
                 Direction::Rx => rx += 1,
             }
+            let e = per_handle.entry((v.conn, v.handle)).or_insert((0, 0));
+            if btsnoop::is_write(v.opcode) {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
         }
-        let mut warnings = cap.warnings;
         let n = cap.values.len();
-        if n > self.log.capacity() {
-            warnings.push(format!(
-                "{n} packets imported but the buffer keeps {}: only the newest remain",
+        let at = now_us();
+        self.imports_total += 1;
+        let number = self.imports_total;
+        if evicted > 0 {
+            let w = format!(
+                "this import evicted {evicted} older packets (ids {}..{}{}) to stay within the buffer's {} packets",
+                ev_first.unwrap_or(0),
+                ev_last.unwrap_or(0),
+                if ev_live > 0 {
+                    format!(", {ev_live} of them live bridge packets")
+                } else {
+                    String::new()
+                },
                 self.log.capacity()
-            ));
+            );
+            self.log
+                .push_event(Level::Warn, format!("import #{number} of {shown}: {w}"), at);
+            warnings.push(w);
         }
+        let mut since_id = first.map(|f| f - 1);
+        if n > self.log.capacity() {
+            let kept_from = self.log.oldest_id().unwrap_or(0);
+            warnings.push(format!(
+                "{n} packets imported but the buffer keeps {}: only the newest remain (ids {kept_from}..{})",
+                self.log.capacity(),
+                last.unwrap_or(0)
+            ));
+            since_id = Some(kept_from - 1);
+        }
+        warnings.extend(cap.warnings.iter().cloned());
+        let contents = cap.contents.describe();
+        let note = if n == 0 {
+            format!(
+                "no ATT writes or notifications in this capture, so nothing was imported: it holds {contents}"
+            )
+        } else {
+            format!(
+                "read them with get_logs since=\"{}\" (get_logs without since also starts there until they are read); filter with handle, connection or opcode",
+                since_id.unwrap_or(0)
+            )
+        };
         self.log.push_event(
             Level::Info,
-            format!("imported {n} ATT packets from {shown}"),
-            now_us(),
+            format!(
+                "import #{number}: {n} ATT packets ({tx} TX, {rx} RX) from {shown}{}",
+                match (first, last) {
+                    (Some(a), Some(b)) => format!(" as ids {a}..{b}"),
+                    _ => String::new(),
+                }
+            ),
+            at,
         );
+        for w in &warnings {
+            if self.recent_warnings.len() == MAX_RECENT_WARNINGS {
+                self.recent_warnings.pop_front();
+            }
+            self.recent_warnings
+                .push_back(format!("import #{number} of {shown}: {w}"));
+        }
+        if self.imports.len() == MAX_IMPORTS {
+            self.imports.pop_front();
+        }
+        self.imports.push_back(ImportRecord {
+            number,
+            path: shown,
+            hash,
+            size: bytes.len() as u64,
+            first_id: first,
+            last_id: last,
+            capture_start: cap.first_ts,
+            capture_end: cap.last_ts,
+            at,
+        });
+        let mut handles: Vec<HandleCount> = per_handle
+            .into_iter()
+            .map(|((conn, handle), (writes, notifications))| HandleCount {
+                conn,
+                handle,
+                writes,
+                notifications,
+            })
+            .collect();
+        handles.sort_by(|a, b| {
+            (b.writes + b.notifications)
+                .cmp(&(a.writes + a.notifications))
+                .then((a.conn, a.handle).cmp(&(b.conn, b.handle)))
+        });
+        let handles_left_out = handles.len().saturating_sub(MAX_HANDLE_ROWS) as u32;
+        handles.truncate(MAX_HANDLE_ROWS);
+        warnings.truncate(btsnoop::MAX_WARNINGS + 2);
         Ok(ImportSummary {
             datalink: cap.datalink,
             records: cap.records,
@@ -420,11 +858,162 @@ impl Service {
             first_id: first,
             last_id: last,
             warnings,
+            since: since_id.map(|s| s.to_string()),
+            evicted,
+            content_hash: format!("fnv1a64:{hash:016x}"),
+            capture_start: cap.first_ts,
+            capture_end: cap.last_ts,
+            holds: cap.contents.kinds(),
+            contents,
+            channels: cap.contents.channel_list(),
+            handles,
+            handles_left_out,
+            note,
         })
+    }
+
+    pub fn import_metrics(&self) -> ImportMetrics {
+        let (t, r) = (
+            self.log.imported(Direction::Tx),
+            self.log.imported(Direction::Rx),
+        );
+        ImportMetrics {
+            files: self.imports_total,
+            tx: t.packets,
+            rx: r.packets,
+            bytes: t.bytes + r.bytes,
+            evicted: self.log.evicted_by_imports(),
+            last_file: self.imports.back().map(|r| r.path.clone()),
+        }
+    }
+
+    /// Warnings for get_metrics: recent import problems and buffer health.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w: Vec<String> = self.recent_warnings.iter().cloned().collect();
+        let used = self.log.len() * 100 / self.log.capacity();
+        if used >= 90 {
+            w.push(format!(
+                "the buffer is {used}% full: further packets evict the oldest ({} evicted so far)",
+                self.log.evicted()
+            ));
+        }
+        if self.parse_errors > 0 {
+            w.push(format!(
+                "{} bridge messages could not be parsed",
+                self.parse_errors
+            ));
+        }
+        w
     }
 
     pub fn link_state(&self) -> LinkState {
         self.feed.state()
+    }
+}
+
+fn bad_since(e: crate::since::SinceError) -> ToolError {
+    ToolError::new("BAD_SINCE", e.to_string())
+}
+
+fn opcode_arg(s: Option<&str>) -> Result<Option<u8>, ToolError> {
+    match s.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => btsnoop::parse_opcode(s).map(Some).ok_or_else(|| {
+            ToolError::new(
+                "BAD_OPCODE",
+                format!(
+                    "unknown ATT opcode {:?}: give write-request, write-command, signed-write-command, notification, indication (or write, notify, indicate), or a number such as 0x52",
+                    plugin_kit::text::clip(s)
+                ),
+            )
+        }),
+    }
+}
+
+fn describe_filter(f: &Filter<'_>) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = f.direction {
+        parts.push(format!("direction {}", d.label()));
+    }
+    if let Some(p) = f.pattern {
+        parts.push(format!("pattern \"{p}\""));
+    }
+    if let Some(h) = f.handle {
+        parts.push(format!("handle 0x{h:04X}"));
+    }
+    if let Some(c) = f.conn {
+        parts.push(format!("connection 0x{c:03X}"));
+    }
+    if let Some(o) = f.opcode {
+        parts.push(format!("opcode {} (0x{o:02X})", btsnoop::opcode_name(o)));
+    }
+    parts.join(", ")
+}
+
+/// Facts gathered before a query, for saying why its answer is empty.
+struct EmptyContext {
+    buffer_empty: bool,
+    evicted: u64,
+    bridge: String,
+    newest_id: Option<u64>,
+    newest_desc: Option<String>,
+    suggest_time: Option<String>,
+    since: Since,
+    since_given: Option<String>,
+    cursor: Option<u64>,
+    now: Micros,
+    filter_desc: String,
+    att_filter: bool,
+    any_att: bool,
+    handles: Vec<(u16, usize)>,
+}
+
+impl EmptyContext {
+    fn why_empty(&self, in_window: usize) -> String {
+        if self.buffer_empty {
+            return format!(
+                "nothing returned: the buffer is empty ({} packets evicted so far); {}, and nothing was imported. Import a capture with import_btsnoop, or check the bridge with get_connection_state",
+                self.evicted, self.bridge
+            );
+        }
+        let newest = self.newest_desc.clone().unwrap_or_default();
+        if in_window == 0 {
+            return match (&self.since, self.cursor) {
+                (Since::Time(t), _) => format!(
+                    "nothing returned: no packet is at or after {} (since={} counts back from now, {}); {newest}. Give since=\"all\", a packet id, or a time such as \"{}\"",
+                    format_iso(*t),
+                    self.since_given
+                        .as_deref()
+                        .map_or(format!("\"{DEFAULT_SINCE}\" (the default)"), |s| format!(
+                            "{s:?}"
+                        )),
+                    format_iso(self.now),
+                    self.suggest_time.as_deref().unwrap_or("")
+                ),
+                (_, Some(c)) if self.newest_id.is_some_and(|n| c >= n) => format!(
+                    "nothing returned: nothing after id {c}, the newest packet; call again later with the same since to get what arrives"
+                ),
+                _ => format!("nothing returned: no packet in the window; {newest}"),
+            };
+        }
+        let mut s = format!(
+            "nothing returned: {in_window} packets in the window, none with {}",
+            self.filter_desc
+        );
+        if self.att_filter && !self.any_att {
+            s.push_str(
+                "; only imported packets carry ATT handles, opcodes and connections, and none are buffered (live bridge packets are bare values)",
+            );
+        }
+        if !self.handles.is_empty() {
+            let hs: Vec<String> = self
+                .handles
+                .iter()
+                .map(|(h, n)| format!("0x{h:04X} ({n})"))
+                .collect();
+            s.push_str(&format!("; handles in the window: {}", hs.join(", ")));
+        }
+        s
     }
 }
 
@@ -569,12 +1158,29 @@ mod tests {
             ),
             Some("BAD_FILTER")
         );
-        assert!(s.search("(", None, None, None).is_err());
+        let search = |p: &str, since: Option<&str>| SearchArgs {
+            hex_pattern: Some(p.into()),
+            since: since.map(Into::into),
+            ..Default::default()
+        };
+        assert!(s.search(&search("(", None)).is_err());
         assert_eq!(
-            s.search("A7", None, None, Some("last"))
-                .err()
-                .map(|e| e.code),
+            s.search(&search("A7", Some("last"))).err().map(|e| e.code),
             Some("BAD_SINCE")
+        );
+        assert_eq!(
+            s.search(&SearchArgs::default()).err().map(|e| e.code),
+            Some("BAD_PATTERN")
+        );
+        assert_eq!(
+            bad(
+                LogsArgs {
+                    opcode: Some("frobnicate".into()),
+                    ..Default::default()
+                },
+                &mut s
+            ),
+            Some("BAD_OPCODE")
         );
     }
 
@@ -582,20 +1188,289 @@ mod tests {
     fn import_errors_name_the_file() {
         let mut s = svc();
         let e = s
-            .import_btsnoop(Path::new("/nonexistent/btsnoop_hci.log"))
+            .import_btsnoop(Path::new("/nonexistent/btsnoop_hci.log"), false)
             .err()
             .unwrap();
         assert_eq!(e.code, "FILE_NOT_READABLE");
         assert!(e.message.contains("/nonexistent/btsnoop_hci.log"));
         // A device or pipe is refused before it is opened (a named pipe
         // would block the import until its deadline).
-        let e = s.import_btsnoop(Path::new("/dev/null")).err().unwrap();
+        let e = s
+            .import_btsnoop(Path::new("/dev/null"), false)
+            .err()
+            .unwrap();
         assert_eq!(e.code, "FILE_NOT_READABLE");
         assert!(e.message.contains("not a regular file"), "{}", e.message);
         // A 100 KB `since` is not echoed whole.
         let long = "9z".repeat(50_000);
-        let e = s.search("A7", None, None, Some(&long)).err().unwrap();
+        let e = s
+            .search(&SearchArgs {
+                hex_pattern: Some("A7".into()),
+                since: Some(long),
+                ..Default::default()
+            })
+            .err()
+            .unwrap();
         assert_eq!(e.code, "BAD_SINCE");
         assert!(e.message.len() < 600, "{}", e.message);
+    }
+
+    use crate::btsnoop::build::{acl, att, h4, header, record};
+
+    const T0: Micros = 1_637_000_000_000_000; // 2021-11-15
+
+    /// A capture of `n` write/notification pairs on handles 0x12 / 0x15.
+    fn capture(n: u16, salt: u8) -> Vec<u8> {
+        let mut f = header(btsnoop::DATALINK_H4);
+        for i in 0..n {
+            let t = T0 + i as i64 * 1000;
+            let w = att(0x52, 0x0012, &[salt, i as u8]);
+            let ntf = att(0x1B, 0x0015, &[0xB3, i as u8]);
+            record(&mut f, 0, t, &h4(2, &acl(0x40, &w, 64)[0]));
+            record(&mut f, 1, t + 1, &h4(2, &acl(0x40, &ntf, 64)[0]));
+        }
+        f
+    }
+
+    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("ble-svc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    fn ids(l: &Logs<'_>) -> Vec<u64> {
+        l.page.entries.iter().map(|p| p.id).collect()
+    }
+
+    #[test]
+    fn imports_are_found_by_default_then_the_default_window_explains_itself() {
+        let mut s = svc();
+        let p = temp("default.log", &capture(40, 1));
+        let r = s.import_btsnoop(&p, false).unwrap();
+        assert_eq!((r.tx, r.rx, r.since.as_deref()), (40, 40, Some("0")));
+        let args = LogsArgs {
+            limit: Some(50),
+            ..Default::default()
+        };
+        let l = s.get_logs(&args).unwrap();
+        assert_eq!(ids(&l), (1..=50).collect::<Vec<_>>());
+        assert!(
+            l.notes[0].contains("since not given: reading the packets imported from"),
+            "{:?}",
+            l.notes
+        );
+        // The next call without since continues where the reader stopped.
+        let l = s.get_logs(&args).unwrap();
+        assert_eq!(ids(&l), (51..=80).collect::<Vec<_>>());
+        assert!(
+            l.notes[0].contains("continuing after id 50"),
+            "{:?}",
+            l.notes
+        );
+        // Read to the end: the usual 30 s window, empty, and it says why.
+        let l = s.get_logs(&args).unwrap();
+        assert!(l.page.entries.is_empty());
+        let why = l.notes.join("; ");
+        assert!(why.contains("no packet is at or after"), "{why}");
+        assert!(
+            why.contains("the newest packet, id 80, is from 2021-11-15"),
+            "{why}"
+        );
+        assert!(why.contains("imported from"), "{why}");
+        // The import's since reads it again, entries keep their ATT fields.
+        let l = s
+            .get_logs(&LogsArgs {
+                since: r.since.clone(),
+                limit: Some(2),
+                ..Default::default()
+            })
+            .unwrap();
+        let a = l.page.entries[1].att.unwrap();
+        assert_eq!((a.opcode, a.handle, a.conn), (0x1B, 0x15, 0x40));
+        assert_eq!(l.page.entries[1].ts, T0 + 1, "microseconds kept");
+    }
+
+    #[test]
+    fn empty_answers_say_why() {
+        let mut s = svc();
+        let all = |s: &mut Service, a: LogsArgs| {
+            let l = s
+                .get_logs(&LogsArgs {
+                    since: Some("all".into()),
+                    ..a
+                })
+                .unwrap();
+            assert!(l.page.entries.is_empty());
+            l.notes.join("; ")
+        };
+        let why = all(&mut s, LogsArgs::default());
+        assert!(
+            why.contains("the buffer is empty") && why.contains("import_btsnoop"),
+            "{why}"
+        );
+        s.import_btsnoop(&temp("why.log", &capture(3, 2)), false)
+            .unwrap();
+        let why = all(
+            &mut s,
+            LogsArgs {
+                handle: Some(0x99),
+                ..Default::default()
+            },
+        );
+        assert!(
+            why.contains("6 packets in the window, none with handle 0x0099"),
+            "{why}"
+        );
+        assert!(
+            why.contains("handles in the window: 0x0012 (3), 0x0015 (3)"),
+            "{why}"
+        );
+        let l = s
+            .get_logs(&LogsArgs {
+                since: Some("6".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(
+            l.notes
+                .join("")
+                .contains("nothing after id 6, the newest packet")
+        );
+        drop(l);
+        // Live packets carry no handle: the note says handle filters need imports.
+        let mut live = svc();
+        text(
+            &mut live,
+            r#"{"type":"log","level":"info","message":"[TX] A7 B3 01"}"#,
+        );
+        let why = all(
+            &mut live,
+            LogsArgs {
+                opcode: Some("write".into()),
+                ..Default::default()
+            },
+        );
+        assert!(
+            why.contains("only imported packets carry ATT handles"),
+            "{why}"
+        );
+        // Search: by handle alone, and an empty search says why.
+        let found = s
+            .search(&SearchArgs {
+                handle: Some(0x15),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(found.out.total_matching, 3);
+        let found = s
+            .search(&SearchArgs {
+                hex_pattern: Some("FF FF".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(
+            found.notes[0].contains("none with pattern \"FF FF\""),
+            "{:?}",
+            found.notes
+        );
+    }
+
+    #[test]
+    fn the_same_capture_twice_is_refused_unless_forced() {
+        let mut s = svc();
+        let a = temp("twice-a.log", &capture(5, 3));
+        let b = temp("twice-b.log", &capture(5, 3)); // same bytes, other name
+        s.import_btsnoop(&a, false).unwrap();
+        let e = s.import_btsnoop(&b, false).err().unwrap();
+        assert_eq!(e.code, "ALREADY_IMPORTED");
+        assert!(
+            e.message.contains("twice-a.log") && e.message.contains("ids 1..10"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("force=true"));
+        assert_eq!(s.log.len(), 10, "nothing added by the refusal");
+        let r = s.import_btsnoop(&b, true).unwrap();
+        assert!(
+            r.warnings[0].starts_with("duplicate: same content as import #1"),
+            "{:?}",
+            r.warnings
+        );
+        assert_eq!(r.first_id, Some(11));
+        // Another capture is not a duplicate.
+        let c = temp("twice-c.log", &capture(5, 4));
+        assert!(s.import_btsnoop(&c, false).unwrap().warnings.is_empty());
+    }
+
+    #[test]
+    fn imports_say_what_they_evicted_and_metrics_count_them() {
+        let mut s = svc(); // 100 packets
+        text(
+            &mut s,
+            r#"{"type":"log","level":"info","message":"[TX] A7 B3 01"}"#,
+        );
+        s.import_btsnoop(&temp("ev-a.log", &capture(30, 5)), false)
+            .unwrap();
+        let r = s
+            .import_btsnoop(&temp("ev-b.log", &capture(30, 6)), false)
+            .unwrap();
+        assert_eq!(r.evicted, 21);
+        assert!(
+            r.warnings[0]
+                .contains("evicted 21 older packets (ids 1..21, 1 of them live bridge packets)"),
+            "{:?}",
+            r.warnings
+        );
+        assert_eq!(r.since.as_deref(), Some("61"));
+        let m = s.import_metrics();
+        assert_eq!((m.files, m.tx, m.rx, m.evicted), (2, 60, 60, 21));
+        assert!(m.last_file.unwrap().ends_with("ev-b.log"));
+        let w = s.warnings();
+        assert!(
+            w.iter()
+                .any(|w| w.contains("import #2") && w.contains("evicted 21")),
+            "{w:?}"
+        );
+        assert!(w.iter().any(|w| w.contains("100% full")), "{w:?}");
+        assert!(
+            s.log
+                .events()
+                .any(|e| e.level == Level::Warn && e.message.contains("evicted 21"))
+        );
+        // More than the buffer holds: only the newest stay, since points there.
+        let r = s
+            .import_btsnoop(&temp("ev-c.log", &capture(80, 7)), false)
+            .unwrap();
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("only the newest remain"))
+        );
+        assert_eq!(r.since, Some((s.log.oldest_id().unwrap() - 1).to_string()));
+    }
+
+    #[test]
+    fn a_capture_without_att_says_what_it_holds() {
+        let mut s = svc();
+        let mut f = header(btsnoop::DATALINK_H4);
+        record(&mut f, 0b10, T0, &h4(0x01, &[0x03, 0x0C, 0x00]));
+        record(
+            &mut f,
+            0b11,
+            T0,
+            &h4(0x04, &[0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]),
+        );
+        let r = s.import_btsnoop(&temp("hci.log", &f), false).unwrap();
+        assert_eq!((r.tx, r.rx, r.skipped, r.since), (0, 0, 2, None));
+        assert_eq!(r.holds, ["hci-only"]);
+        assert!(
+            r.note
+                .contains("nothing was imported: it holds only HCI commands (1) and events (1)"),
+            "{}",
+            r.note
+        );
+        assert_eq!(r.content_hash.len(), "fnv1a64:".len() + 16);
     }
 }

@@ -38,14 +38,16 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// `2025-07-25T10:00:00.123Z` (millisecond precision, like JavaScript's toISOString).
+/// `2025-07-25T10:00:00.123456Z`: microseconds, because captures time
+/// packets to the microsecond (JavaScript's toISOString stops at
+/// milliseconds; its parsers read the longer fraction too).
 pub fn format_iso(us: Micros) -> String {
     let secs = us.div_euclid(1_000_000);
-    let ms = us.rem_euclid(1_000_000) / 1000;
+    let frac = us.rem_euclid(1_000_000);
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z",
         sod / 3600,
         sod % 3600 / 60,
         sod % 60
@@ -136,12 +138,15 @@ mod tests {
 
     #[test]
     fn formats_known_instants() {
-        assert_eq!(format_iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_iso(0), "1970-01-01T00:00:00.000000Z");
         assert_eq!(
             format_iso(1_753_437_600_123_456),
-            "2025-07-25T10:00:00.123Z"
+            "2025-07-25T10:00:00.123456Z"
         );
-        assert_eq!(format_iso(951_782_400_000_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            format_iso(951_782_400_000_001),
+            "2000-02-29T00:00:00.000001Z"
+        );
     }
 
     #[test]
@@ -149,8 +154,9 @@ mod tests {
         for us in [
             0,
             1_753_437_600_123_000,
+            1_753_437_600_123_457,
             951_782_400_000_000,
-            4_102_444_799_999_000,
+            4_102_444_799_999_999,
         ] {
             assert_eq!(parse_iso(&format_iso(us)), Some(us));
         }

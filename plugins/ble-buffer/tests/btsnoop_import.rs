@@ -5,7 +5,7 @@ use ble_buffer::btsnoop::build::{acl, att, h4, header, record};
 use ble_buffer::btsnoop::{DATALINK_H4, DATALINK_MONITOR};
 use ble_buffer::buffer::Direction;
 use ble_buffer::feed::FeedConfig;
-use ble_buffer::service::{LogsArgs, Service};
+use ble_buffer::service::{LogsArgs, SearchArgs, Service};
 use ble_buffer::time::format_iso;
 use std::path::PathBuf;
 
@@ -59,7 +59,7 @@ fn imports_both_datalinks_with_timestamps_and_correlation() {
     for datalink in [DATALINK_H4, DATALINK_MONITOR] {
         let path = write_temp(&format!("cap-{datalink}.log"), &capture(datalink));
         let mut s = service();
-        let r = s.import_btsnoop(&path).unwrap();
+        let r = s.import_btsnoop(&path, false).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(r.datalink, datalink);
         assert_eq!((r.tx, r.rx), (50, 50));
@@ -77,10 +77,17 @@ fn imports_both_datalinks_with_timestamps_and_correlation() {
                 ..Default::default()
             })
             .unwrap();
-        assert_eq!(page.total_matching, 50);
-        assert_eq!(page.entries[0].ts, T0 + 25 * 100_000);
+        assert_eq!(page.page.total_matching, 50);
+        assert_eq!(page.page.entries[0].ts, T0 + 25 * 100_000);
+        drop(page);
         // Reassembled notification: 44 bytes, correlated with its write.
-        let (_, out) = s.search("B3 A7 00 07 00 01 02", None, None, None).unwrap();
+        let found = s
+            .search(&SearchArgs {
+                hex_pattern: Some("B3 A7 00 07 00 01 02".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let out = found.out;
         assert_eq!(out.hits.len(), 1);
         let hit = &out.hits[0];
         assert_eq!((hit.packet.dir, hit.packet.data.len()), (Direction::Rx, 44));
@@ -90,7 +97,8 @@ fn imports_both_datalinks_with_timestamps_and_correlation() {
         );
         // Imports are not live traffic.
         assert_eq!(s.log.totals(Direction::Tx).packets, 0);
-        assert_eq!(s.log.imported(), 100);
+        assert_eq!(s.log.imported(Direction::Tx).packets, 50);
+        assert_eq!(s.import_metrics().files, 1);
     }
 }
 
@@ -98,12 +106,12 @@ fn imports_both_datalinks_with_timestamps_and_correlation() {
 fn bad_captures_are_clear_errors() {
     let mut s = service();
     let p = write_temp("not-a-capture.txt", b"hello world, not btsnoop");
-    let e = s.import_btsnoop(&p).err().unwrap();
+    let e = s.import_btsnoop(&p, false).err().unwrap();
     let _ = std::fs::remove_file(&p);
     assert_eq!(e.code, "BAD_CAPTURE");
     assert!(e.message.contains("btsnoop_hci.log"));
     let p = write_temp("h1.log", &header(1001));
-    let e = s.import_btsnoop(&p).err().unwrap();
+    let e = s.import_btsnoop(&p, false).err().unwrap();
     let _ = std::fs::remove_file(&p);
     assert!(e.message.contains("1002"));
 }
@@ -113,7 +121,7 @@ fn the_shipped_sample_capture_imports() {
     let sample =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/ble-buffer/btsnoop_hci.log");
     let mut s = service();
-    let r = s.import_btsnoop(&sample).unwrap();
+    let r = s.import_btsnoop(&sample, false).unwrap();
     assert_eq!(r.datalink, DATALINK_H4);
     assert!(r.tx > 0 && r.rx > r.tx, "writes and notifications");
     assert!(r.warnings.is_empty());

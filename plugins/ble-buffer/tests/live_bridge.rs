@@ -50,12 +50,28 @@ fn logs(
             ..Default::default()
         })
         .unwrap();
+    let page = page.page;
     (
         page.entries.iter().map(|p| p.id).collect(),
         page.truncated,
         page.next_since.to_string(),
         page.total_matching,
     )
+}
+
+fn search<'a>(
+    s: &'a Service,
+    pattern: &str,
+    limit: Option<u32>,
+    direction: Option<Direction>,
+) -> ble_buffer::service::Found<'a> {
+    s.search(&ble_buffer::service::SearchArgs {
+        hex_pattern: Some(pattern.into()),
+        limit,
+        direction,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 #[test]
@@ -105,10 +121,14 @@ fn feeds_25000_packets_and_answers_every_query_form() {
         })
         .unwrap();
     assert_eq!(
-        (page.evicted_unread, page.total_matching, page.truncated),
+        (
+            page.page.evicted_unread,
+            page.page.total_matching,
+            page.page.truncated
+        ),
         (15_000, 10_000, true)
     );
-    assert_eq!(page.next_since, 16_000);
+    assert_eq!(page.page.next_since, 16_000);
     // A duration: everything arrived within the last minute.
     let (ids, truncated, _, total) = logs(&mut s, "1m", 100, None);
     assert_eq!((ids.len(), truncated, total), (100, true, 10_000));
@@ -123,8 +143,8 @@ fn feeds_25000_packets_and_answers_every_query_form() {
             ..Default::default()
         })
         .unwrap();
-    assert!(page.entries.iter().all(|p| p.ts >= t - 999));
-    assert!(page.total_matching >= 5_000 && page.total_matching < 10_000);
+    assert!(page.page.entries.iter().all(|p| p.ts >= t - 999));
+    assert!(page.page.total_matching >= 5_000 && page.page.total_matching < 10_000);
     // Nothing newer than now.
     assert_eq!(
         logs(
@@ -164,14 +184,13 @@ fn feeds_25000_packets_and_answers_every_query_form() {
     );
 
     // Search across byte boundaries: the number 20,000 (00 00 4E 20) spans bytes 5..9.
-    let (_, out) = s.search("82 00 00 4e 20", None, None, None).unwrap();
+    let out = search(&s, "82 00 00 4e 20", None, None).out;
     assert_eq!(out.total_matching, 1);
     assert_eq!(out.hits[0].packet.id, 20_000);
     // Wildcards: every scripted request with command 3, each paired with its reply.
-    let (pat, out) = s
-        .search("A7B3 0A D9 82 ?? ?? ?? ?? A0 03", Some(1000), None, None)
-        .unwrap();
-    assert_eq!(pat.to_string(), "A7 B3 0A D9 82 ?? ?? ?? ?? A0 03");
+    let found = search(&s, "A7B3 0A D9 82 ?? ?? ?? ?? A0 03", Some(1000), None);
+    assert_eq!(found.pattern, "A7 B3 0A D9 82 ?? ?? ?? ?? A0 03");
+    let out = found.out;
     let expected = s
         .log
         .packets()
@@ -189,9 +208,7 @@ fn feeds_25000_packets_and_answers_every_query_form() {
         );
     }
     // RX matches point back at their request.
-    let (_, out) = s
-        .search("B3 A7 ?? D9 82", Some(5), Some(Direction::Rx), None)
-        .unwrap();
+    let out = search(&s, "B3 A7 ?? D9 82", Some(5), Some(Direction::Rx)).out;
     assert_eq!(out.hits.len(), 5);
     assert!(
         out.hits
