@@ -851,7 +851,7 @@ async fn bad_arguments_to_ble_buffer() {
 /// errors saying what to fix; lines that are not JSON-RPC are ignored (as
 /// by every MCP SDK: there is no id to answer) and the server goes on.
 #[tokio::test]
-async fn malformed_requests_get_errors_and_junk_lines_are_ignored() {
+async fn malformed_requests_get_errors_and_junk_lines_get_parse_errors() {
     let _serial = serial().await;
     let ws = Workspace::new();
     let plugins = plugin_copy();
@@ -866,13 +866,17 @@ async fn malformed_requests_get_errors_and_junk_lines_are_ignored() {
             "`params` must be an object",
         ),
         ("params missing", None, "`params` must be an object"),
-        // rmcp refuses a request whose params are not an object before it
-        // is typed, with a plain "Invalid request" (and no id).
-        ("params = array", Some(json!([1])), "Invalid request"),
+        // Params that are not an object cannot be typed: the framing
+        // answers them itself, with the request's id.
+        (
+            "params = array",
+            Some(json!([1])),
+            "Invalid request: `params` must be an object",
+        ),
         (
             "params = string",
             Some(json!("tools/call")),
-            "Invalid request",
+            "Invalid request: `params` must be an object",
         ),
         (
             "name missing",
@@ -961,7 +965,8 @@ async fn malformed_requests_get_errors_and_junk_lines_are_ignored() {
         "{r}"
     );
 
-    // Lines that are not JSON: no id to answer, so nothing answers them.
+    // Lines that are not JSON: each gets a parse error, with the request's
+    // id where it can be read and a null id where not.
     let id = s.take_id();
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let call = |arguments: &str| {
@@ -981,8 +986,16 @@ async fn malformed_requests_get_errors_and_junk_lines_are_ignored() {
     junk.push(bad_utf8);
     for line in &junk {
         s.send_bytes(line).await;
+        let label = String::from_utf8_lossy(&line[..line.len().min(40)]).into_owned();
+        match s.response(id, Duration::from_secs(5)).await {
+            Ok(r) if r["error"]["code"] == -32700 => {}
+            Ok(r) => problems.push(format!(
+                "junk line {label:?}: expected a parse error, got {r}"
+            )),
+            Err(e) => problems.push(format!("junk line {label:?}: no answer ({e:?})")),
+        }
     }
-    // The next request gets its own answer, and nothing came for `id`.
+    // The next request gets its own answer.
     let r = s
         .call("list_logs", json!({}), CALL_TIMEOUT)
         .await
@@ -993,7 +1006,7 @@ async fn malformed_requests_get_errors_and_junk_lines_are_ignored() {
     );
     assert!(s.alive(), "the server is alive");
     println!(
-        "malformed requests: {} answered ({} JSON-RPC errors), {} junk lines ignored; {} problems",
+        "malformed requests: {} answered ({} JSON-RPC errors), {} junk lines answered with parse errors; {} problems",
         tally.total(),
         tally.rpc_error,
         junk.len(),

@@ -18,6 +18,12 @@
 //! deadline_ms = 60000
 //! memory_mb = 256
 //! tick_ms = 50
+//!
+//! [http]                              # serve --http only
+//! max_sessions = 64                   # MCP sessions open at once
+//! session_idle_secs = 300             # an idle session is closed after this
+//! max_connections = 256               # TCP connections open at once
+//! header_timeout_secs = 10            # to send a request's headers
 //! ```
 
 use anyhow::{Context, Result};
@@ -44,6 +50,23 @@ pub struct ConfigFile {
     /// Plugins listed explicitly.
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<PluginConfig>,
+    /// Limits of the HTTP transport (`serve --http`).
+    #[serde(default)]
+    pub http: HttpConfig,
+}
+
+/// `[http]`: limits of the streamable HTTP transport.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// MCP sessions open at once (default 64).
+    pub max_sessions: Option<usize>,
+    /// Seconds without a request after which a session is closed (default 300).
+    pub session_idle_secs: Option<u64>,
+    /// TCP connections open at once (default 256).
+    pub max_connections: Option<usize>,
+    /// Seconds a client has to send a request's headers (default 10).
+    pub header_timeout_secs: Option<u64>,
 }
 
 /// Limits as written in the config file.
@@ -148,6 +171,7 @@ mod tests {
         assert_eq!(cfg.plugins[0].prefix.as_deref(), Some("ble"));
         assert_eq!(cfg.plugins[0].limits.tick_ms, Some(50));
         assert_eq!(cfg.defaults.memory_mb, Some(512));
+        assert_eq!(cfg.http.max_sessions, Some(64));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::config::{ConfigFile, PluginConfig};
 use crate::plugin::{PluginInterface, SettingDecl};
 use crate::registry::{Catalog, Refusal, Registry};
 use crate::runtime::{self, Limits, LogLevel, LogSink, Plugin, PluginSpec, PluginState};
-use crate::sandbox::{DirGrant, Policy};
+use crate::sandbox::{Access, DirGrant, Policy};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -117,6 +117,11 @@ impl Host {
     /// The channel of plugin log messages, for servers to forward.
     pub fn log_sender(&self) -> broadcast::Sender<LogEvent> {
         self.logs.clone()
+    }
+
+    /// The config file's limits of the HTTP transport.
+    pub fn http_config(&self) -> &crate::config::HttpConfig {
+        &self.config.http
     }
 
     /// The directory scanned for plugins, if any.
@@ -238,6 +243,7 @@ impl Host {
             tracing::warn!(plugin = %name, "{w}");
         }
         let policy = self.policy_for(&cfg, &interface.settings)?;
+        self.refuse_writable_host_files(&name, &policy)?;
         let limits = self.limits_for(&cfg, interface.tick_interface.is_some());
         let (component, outcome) = self.cache.load(&self.engine, &wasm)?;
         let spec = PluginSpec {
@@ -272,6 +278,50 @@ impl Host {
             tracing::warn!(plugin = %plugin.name, "its compile-cache entry was invalid and has been rebuilt");
         }
         Ok(plugin)
+    }
+
+    /// The files that decide which code runs under which grants: a plugin
+    /// that could write one could run its code under another plugin's
+    /// grants (hot swap loads what lands in the plugins directory; a
+    /// compiled artifact is native code).
+    fn host_files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut files = Vec::new();
+        if let Some(dir) = self.plugins_dir() {
+            files.push(("the plugins directory", canonical_or_nearest(&dir)));
+        }
+        if let Some(config) = &self.options.config {
+            files.push(("the config file", canonical_or_nearest(config)));
+        }
+        for p in &self.config.plugins {
+            files.push(("the plugin file", canonical_or_nearest(&p.path)));
+        }
+        if let Some(cache) = self.cache.dir() {
+            files.push(("the compile cache", canonical_or_nearest(cache)));
+        }
+        files
+    }
+
+    /// Refuses a plugin whose read-write grants cover any of [`Self::host_files`].
+    fn refuse_writable_host_files(&self, name: &str, policy: &Policy) -> Result<()> {
+        let host_files = self.host_files();
+        for grant in policy.dirs.iter().filter(|g| g.access == Access::Rw) {
+            if let Some((what, path)) = host_files.iter().find(|(_, p)| p.starts_with(&grant.path))
+            {
+                let fix = if *what == "the compile cache" {
+                    ", or put the cache elsewhere (--cache-dir DIR or cache_dir in the config file), or pass --no-cache"
+                } else {
+                    ", or grant that directory read-only (DIR:ro)"
+                };
+                bail!(
+                    "refusing to load plugin `{name}`: its read-write grant {} covers {what} {}, so it could \
+                     replace plugin code and run it with another plugin's grants. Grant a directory that does \
+                     not contain it{fix}",
+                    grant.path.display(),
+                    path.display()
+                );
+            }
+        }
+        Ok(())
     }
 
     fn limits_for(&self, cfg: &PluginConfig, has_tick: bool) -> Limits {
@@ -431,6 +481,29 @@ fn add_grant(policy: &mut Policy, grant: DirGrant) {
     }
 }
 
+/// `path` made absolute with links resolved as far as it exists (a cache
+/// directory may not exist yet), so it compares with canonical grants.
+fn canonical_or_nearest(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cur = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    loop {
+        if let Ok(c) = cur.canonicalize() {
+            return rest.into_iter().rev().fold(c, |acc, part| acc.join(part));
+        }
+        match (cur.file_name().map(ToOwned::to_owned), cur.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                cur = parent.to_owned();
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
@@ -516,6 +589,16 @@ fn spawn_ticker(plugin: std::sync::Weak<Plugin>, interval: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_that_do_not_exist_yet_resolve_through_their_parents() {
+        let tmp = std::env::temp_dir().canonicalize().unwrap();
+        assert_eq!(
+            canonical_or_nearest(&tmp.join("no/such/dir")),
+            tmp.join("no/such/dir")
+        );
+        assert_eq!(canonical_or_nearest(&tmp), tmp);
+    }
 
     #[test]
     fn jsonc_comments_and_trailing_commas_are_removed() {

@@ -1,16 +1,92 @@
 //! Streamable HTTP transport (DESIGN.md, Contract 4), loopback by default,
 //! with Host and Origin checks against DNS rebinding.
+//!
+//! In front of rmcp's service sit the limits that keep one client from
+//! taking the server down: a cap on TCP connections and a deadline for a
+//! request's headers (so half-sent requests cannot hold descriptors), a cap
+//! on MCP sessions with an idle timeout, and a gate that answers malformed
+//! bodies with JSON-RPC errors (rmcp answers them with a bare 415) and takes
+//! `Accept: */*` as accepting what the transport sends (rmcp answers 406).
 
+use crate::config::HttpConfig;
+use crate::framing::{Verdict, error_response, judge};
 use crate::host::LogEvent;
 use crate::registry::Registry;
 use crate::server::Server;
 use anyhow::{Context, Result, bail};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{ClientRequest, ErrorCode, JsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
+
+/// Largest request body (the same 4 MiB rmcp allows).
+const MAX_BODY: usize = 4 << 20;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The limits of the HTTP transport, from the config file's `[http]`.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// MCP sessions open at once.
+    pub max_sessions: usize,
+    /// A session without requests for this long is closed.
+    pub session_idle: Duration,
+    /// TCP connections open at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers.
+    pub header_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            max_sessions: 64,
+            session_idle: Duration::from_secs(300),
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl HttpLimits {
+    /// The limits a config sets, defaults for the rest.
+    pub fn from_config(c: &HttpConfig) -> Result<Self> {
+        let d = Self::default();
+        let limits = Self {
+            max_sessions: c.max_sessions.unwrap_or(d.max_sessions),
+            session_idle: c
+                .session_idle_secs
+                .map_or(d.session_idle, Duration::from_secs),
+            max_connections: c.max_connections.unwrap_or(d.max_connections),
+            header_timeout: c
+                .header_timeout_secs
+                .map_or(d.header_timeout, Duration::from_secs),
+        };
+        for (name, zero) in [
+            ("max_sessions", limits.max_sessions == 0),
+            ("session_idle_secs", limits.session_idle.is_zero()),
+            ("max_connections", limits.max_connections == 0),
+            ("header_timeout_secs", limits.header_timeout.is_zero()),
+        ] {
+            if zero {
+                bail!("[http] {name} must be at least 1");
+            }
+        }
+        Ok(limits)
+    }
+}
 
 /// Serves MCP on `http://ADDR/mcp` until Ctrl-C, and with `web` the static
 /// files of that directory (the built web bench, `web/dist`) at `/`.
@@ -19,6 +95,7 @@ pub async fn serve(
     registry: Arc<Registry>,
     logs: broadcast::Sender<LogEvent>,
     web: Option<PathBuf>,
+    limits: HttpLimits,
 ) -> Result<()> {
     if let Some(dir) = &web
         && !dir.join("index.html").is_file()
@@ -41,20 +118,53 @@ pub async fn serve(
         .await
         .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
-    let mut router = router(local, registry, logs);
+    let mut router = router(local, registry, logs, limits);
     tracing::info!("serving MCP on http://{local}/mcp");
     eprintln!("benchtop: MCP endpoint http://{local}/mcp");
     if let Some(dir) = &web {
         router = with_web(router, dir);
         eprintln!("benchtop: web bench http://{local}/");
     }
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("HTTP server")?;
+    let shutdown = tokio::signal::ctrl_c();
+    tokio::select! {
+        _ = accept_loop(listener, router, limits) => {}
+        _ = shutdown => {}
+    }
     Ok(())
+}
+
+/// Accepts connections while fewer than `max_connections` are open (the
+/// rest wait in the kernel's backlog, costing no descriptor here), each
+/// served over HTTP/1.1 with a deadline for its request headers.
+async fn accept_loop(listener: tokio::net::TcpListener, router: axum::Router, limits: HttpLimits) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, most likely: wait for some to close.
+                tracing::warn!("accepting a connection failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let conn = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let _ = conn.await;
+        });
+    }
 }
 
 /// The HTTP routes for a server bound at `local`.
@@ -62,6 +172,7 @@ pub fn router(
     local: SocketAddr,
     registry: Arc<Registry>,
     logs: broadcast::Sender<LogEvent>,
+    limits: HttpLimits,
 ) -> axum::Router {
     let port = local.port();
     let mut hosts = vec![
@@ -79,15 +190,291 @@ pub fn router(
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation();
+    let mut manager = LocalSessionManager::default();
+    // rmcp's own idle timeout ends the session's worker; the gate's sweep
+    // also drops it from the manager's table, which rmcp does not.
+    manager.session_config.keep_alive = Some(limits.session_idle);
+    let manager = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || Ok(Server::new(registry.clone(), logs.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager.clone(),
         config,
     );
-    axum::Router::new().nest_service("/mcp", service)
+    let gate = Arc::new(Gate {
+        manager,
+        limits,
+        last_seen: Mutex::new(HashMap::new()),
+        admitting: tokio::sync::Mutex::new(()),
+    });
+    spawn_sweeper(Arc::downgrade(&gate));
+    axum::Router::new().nest_service(
+        "/mcp",
+        axum::Router::new()
+            .fallback_service(service)
+            .layer(axum::middleware::from_fn_with_state(gate, gate_request)),
+    )
 }
 
 /// Adds the static files of `dir` at `/` (the MCP endpoint keeps `/mcp`).
 pub fn with_web(router: axum::Router, dir: &Path) -> axum::Router {
     router.fallback_service(tower_http::services::ServeDir::new(dir))
+}
+
+/// Session bookkeeping in front of rmcp's session manager.
+struct Gate {
+    manager: Arc<LocalSessionManager>,
+    limits: HttpLimits,
+    /// When each session this gate admitted last had a request.
+    last_seen: Mutex<HashMap<String, Instant>>,
+    /// One new session at a time, so the cap holds under concurrency.
+    admitting: tokio::sync::Mutex<()>,
+}
+
+impl Gate {
+    /// Closes sessions idle for longer than the limit.
+    async fn sweep(&self) {
+        let idle: Vec<String> = {
+            let seen = self.last_seen.lock().expect("sessions lock");
+            seen.iter()
+                .filter(|(_, t)| t.elapsed() >= self.limits.session_idle)
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        for id in idle {
+            tracing::info!(
+                "closing HTTP session {id}: idle for {:?}",
+                self.limits.session_idle
+            );
+            let _ = self.manager.close_session(&id.as_str().into()).await;
+            self.last_seen.lock().expect("sessions lock").remove(&id);
+        }
+    }
+
+    async fn open_sessions(&self) -> usize {
+        self.manager.sessions.read().await.len()
+    }
+}
+
+fn spawn_sweeper(gate: std::sync::Weak<Gate>) {
+    tokio::spawn(async move {
+        loop {
+            let tick = match gate.upgrade() {
+                Some(g) => (g.limits.session_idle / 4)
+                    .clamp(Duration::from_millis(250), Duration::from_secs(15)),
+                None => return,
+            };
+            tokio::time::sleep(tick).await;
+            let Some(gate) = gate.upgrade() else { return };
+            gate.sweep().await;
+        }
+    });
+}
+
+/// A JSON-RPC error as an HTTP response.
+fn rpc_error(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Rewrites a wildcard `Accept` (or none, which means anything) into the
+/// types the transport sends, which rmcp requires by name.
+fn widen_accept(req: &mut Request) {
+    let mut types: Vec<String> = Vec::new();
+    let mut any = false;
+    for value in req.headers().get_all(header::ACCEPT) {
+        for item in value.to_str().unwrap_or("").split(',') {
+            let essence = item
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if essence.is_empty() {
+                continue;
+            }
+            any = true;
+            types.push(essence);
+        }
+    }
+    let has = |t: &str| types.iter().any(|x| x == t);
+    let mut add = Vec::new();
+    if !any || has("*/*") || has("application/*") {
+        add.push("application/json");
+    }
+    if !any || has("*/*") || has("text/*") {
+        add.push("text/event-stream");
+    }
+    add.retain(|t| !has(t));
+    if add.is_empty() {
+        return;
+    }
+    let mut all: Vec<String> = types;
+    all.extend(add.iter().map(|s| (*s).to_owned()));
+    if let Ok(v) = HeaderValue::from_str(&all.join(", ")) {
+        req.headers_mut().insert(header::ACCEPT, v);
+    }
+}
+
+async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Next) -> Response {
+    widen_accept(&mut req);
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && let Some(t) = gate.last_seen.lock().expect("sessions lock").get_mut(id)
+    {
+        *t = Instant::now();
+    }
+    if req.method() == Method::DELETE {
+        let response = next.run(req).await;
+        if let Some(id) = &session {
+            gate.last_seen.lock().expect("sessions lock").remove(id);
+        }
+        return response;
+    }
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                error_response(
+                    Value::Null,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Invalid request: the body is larger than {} MiB (or was cut off); \
+                         pass large data by file path instead",
+                        MAX_BODY >> 20
+                    ),
+                ),
+            );
+        }
+    };
+    let initialize = match judge(&bytes) {
+        Verdict::Answer(answer) => return rpc_error(StatusCode::BAD_REQUEST, answer),
+        Verdict::Ignore if bytes.iter().all(u8::is_ascii_whitespace) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                error_response(
+                    Value::Null,
+                    ErrorCode::PARSE_ERROR,
+                    "Parse error: the body is empty; POST one JSON-RPC message".to_owned(),
+                ),
+            );
+        }
+        Verdict::Ignore => return StatusCode::ACCEPTED.into_response(),
+        Verdict::Message(message) => match *message {
+            JsonRpcMessage::Request(r)
+                if matches!(r.request, ClientRequest::InitializeRequest(_)) =>
+            {
+                Some(r.id.into_json_value())
+            }
+            _ => None,
+        },
+    };
+    let req = Request::from_parts(parts, Body::from(bytes));
+    let (Some(id), None) = (initialize, &session) else {
+        return next.run(req).await;
+    };
+    // A new session: admit it under the cap.
+    let _one = gate.admitting.lock().await;
+    gate.sweep().await;
+    let open = gate.open_sessions().await;
+    if open >= gate.limits.max_sessions {
+        tracing::warn!("refused a new HTTP session: {open} are open, the limit");
+        let mut response = rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            error_response(
+                id,
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "Too many sessions: {open} are open, the most this server allows \
+                     ([http] max_sessions in the config file). Close a session you no longer \
+                     need (HTTP DELETE), or retry later: a session idle for {} s is closed",
+                    gate.limits.session_idle.as_secs()
+                ),
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return response;
+    }
+    let response = next.run(req).await;
+    if let Some(id) = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        gate.last_seen
+            .lock()
+            .expect("sessions lock")
+            .insert(id.to_owned(), Instant::now());
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(values: &[&str]) -> String {
+        let mut req = Request::new(Body::empty());
+        for v in values {
+            req.headers_mut()
+                .append(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        }
+        widen_accept(&mut req);
+        req.headers()
+            .get_all(header::ACCEPT)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    #[test]
+    fn wildcard_accept_means_what_the_transport_sends() {
+        assert_eq!(accept(&["*/*"]), "*/*, application/json, text/event-stream");
+        assert_eq!(accept(&[]), "application/json, text/event-stream");
+        assert_eq!(
+            accept(&["application/json, text/*;q=0.5"]),
+            "application/json, text/*, text/event-stream"
+        );
+        // Already explicit: left as sent.
+        assert_eq!(
+            accept(&["application/json, text/event-stream"]),
+            "application/json, text/event-stream"
+        );
+        assert_eq!(accept(&["text/html"]), "text/html");
+    }
+
+    #[test]
+    fn limits_come_from_the_config_and_refuse_zero() {
+        let l = HttpLimits::from_config(&HttpConfig {
+            max_sessions: Some(3),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(l.max_sessions, 3);
+        assert_eq!(l.header_timeout, Duration::from_secs(10));
+        let e = HttpLimits::from_config(&HttpConfig {
+            header_timeout_secs: Some(0),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("header_timeout_secs"), "{e}");
+    }
 }

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod config;
 pub mod convert;
 pub mod docs;
+pub mod framing;
 pub mod host;
 pub mod http;
 pub mod names;

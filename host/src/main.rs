@@ -271,13 +271,22 @@ async fn serve(host: Arc<Host>, http: Option<String>, web: Option<PathBuf>) -> R
     let logs = host.log_sender();
     match http {
         None => {
+            // Our framing, not rmcp's: it answers lines rmcp would drop.
+            let (transport, writer) =
+                benchtop::framing::framed(tokio::io::stdin(), tokio::io::stdout());
             let server = Server::new(registry, logs)
-                .serve(rmcp::transport::stdio())
+                .serve(transport)
                 .await
                 .context("starting the stdio transport")?;
             server.waiting().await?;
+            // Responses already queued still reach the client.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
         }
-        Some(addr) => benchtop::http::serve(&addr, registry, logs, web).await?,
+        Some(addr) => {
+            let limits = benchtop::http::HttpLimits::from_config(host.http_config())
+                .context("the config file's [http] section")?;
+            benchtop::http::serve(&addr, registry, logs, web, limits).await?
+        }
     }
     Ok(())
 }

@@ -56,16 +56,29 @@ impl wit::Guest for Plugin {
             cfg_path: args.cfg_path,
             entry_point: args.entry_point,
             keep_existing: args.keep_existing.unwrap_or(false),
+            start: args.start,
+            exec_path: args.exec_path,
+            grom_path: args.grom_path,
         };
         with(|s| s.load_rom(args.session_id.as_deref(), &args.rom_path, &opts))
     }
 
     fn cp1600_step(args: wit::StepArgs) -> Result<String, wit::ToolError> {
-        with(|s| s.step(args.session_id.as_deref(), args.count, &mut report))
+        with(|s| s.step(
+                args.session_id.as_deref(),
+                args.count,
+                args.checks,
+                &mut report,
+            ))
     }
 
     fn cp1600_run(args: wit::RunArgs) -> Result<String, wit::ToolError> {
-        with(|s| s.run(args.session_id.as_deref(), args.max_cycles, &mut report))
+        with(|s| s.run(
+                args.session_id.as_deref(),
+                args.max_cycles,
+                args.checks,
+                &mut report,
+            ))
     }
 
     fn cp1600_run_until(args: wit::RunUntilArgs) -> Result<String, wit::ToolError> {
@@ -77,6 +90,7 @@ impl wit::Guest for Plugin {
             memory_value: args.memory_value,
             stop_on_breakpoint: args.stop_on_breakpoint,
             max_cycles: args.max_cycles,
+            checks: args.checks,
         };
         with(|s| s.run_until(args.session_id.as_deref(), &u, &mut report))
     }
@@ -132,7 +146,7 @@ impl wit::Guest for Plugin {
     }
 
     fn cp1600_get_trace(args: wit::GetTraceArgs) -> Result<String, wit::ToolError> {
-        with(|s| s.get_trace(args.session_id.as_deref(), args.count))
+        with(|s| s.get_trace(args.session_id.as_deref(), args.count, args.offset))
     }
 
     fn cp1600_write_memory(args: wit::WriteMemoryArgs) -> Result<String, wit::ToolError> {

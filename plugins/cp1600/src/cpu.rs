@@ -6,10 +6,30 @@
 //! post-increment" and makes R7 read as the next word's address when it is a
 //! source operand.
 
-use crate::memory::Memory;
+use crate::memory::{Memory, Region};
 
 /// Address the EXEC's interrupt vector lives at; interrupt entry jumps here.
 pub const INTERRUPT_VECTOR: u16 = 0x1004;
+
+/// Set in [`Cpu::exec`]'s result when a check stopped the CPU ([`Cpu::fault`]
+/// says which). The low bits are the cycles of what did execute: 0 when the
+/// instruction was refused before it changed anything.
+pub const FAULT: u32 = 1 << 31;
+
+/// Something a real console would not survive, caught before it happens
+/// (only while [`Cpu::checks`] is on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The opcode fetch at `pc` found nothing mapped: the PC left the
+    /// program. The instruction is not executed; the PC stays at `pc`.
+    Unmapped { pc: u16 },
+    /// The instruction at `pc` would push to (`push`) or pull from `addr`
+    /// through R6, and `addr` is not RAM. Not executed.
+    Stack { pc: u16, addr: u16, push: bool },
+    /// An interrupt was due but its push of the PC would go to `addr`,
+    /// outside RAM; it stays pending. The instruction before it executed.
+    InterruptStack { addr: u16 },
+}
 
 /// Registers, flags and counters: everything but memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +66,13 @@ pub struct Cpu {
     pub irq: bool,
     /// External branch condition inputs (EBCA0–3) that BEXT compares with.
     pub ext: u8,
+    /// Refuse to run from unmapped memory or with a stack outside RAM
+    /// (default on); off, the CPU runs on as the bare chip would.
+    pub checks: bool,
+    /// Why the last `exec` returned [`FAULT`].
+    pub fault: Option<Fault>,
+    /// An interrupt was entered (so a fetch failing at $1004 is its doing).
+    pub irq_entered: bool,
 }
 
 impl Default for Cpu {
@@ -61,6 +88,9 @@ impl Cpu {
             mem: Memory::new(),
             irq: false,
             ext: 0,
+            checks: true,
+            fault: None,
+            irq_entered: false,
         }
     }
 
@@ -69,6 +99,8 @@ impl Cpu {
         self.st = CpuState::default();
         self.st.r[7] = pc;
         self.irq = false;
+        self.fault = None;
+        self.irq_entered = false;
     }
 
     #[inline(always)]
@@ -110,15 +142,34 @@ impl Cpu {
         }
     }
 
-    /// Executes one instruction (nothing when halted).
+    /// Executes one instruction (nothing when halted); returns the fault
+    /// that stopped it, if any (see [`FAULT`]).
     #[inline(always)]
-    pub fn step(&mut self) {
+    pub fn step(&mut self) -> Option<Fault> {
         if self.st.halted {
-            return;
+            return None;
         }
         let cycles = self.exec();
-        self.st.cycles += cycles as u64;
-        self.st.instructions += 1;
+        let ran = cycles & !FAULT;
+        if ran != 0 {
+            self.st.cycles += ran as u64;
+            self.st.instructions += 1;
+        }
+        if cycles & FAULT != 0 {
+            self.fault
+        } else {
+            None
+        }
+    }
+
+    /// Refuses the instruction at `pc` before it changed anything but the
+    /// fetch (undone here), recording why.
+    #[cold]
+    fn refuse(&mut self, pc: u16, d: bool, fault: Fault) -> u32 {
+        self.st.r[7] = pc;
+        self.st.d = d;
+        self.fault = Some(fault);
+        FAULT
     }
 
     /// Executes one instruction and returns its cycles, without touching
@@ -126,7 +177,17 @@ impl Cpu {
     /// loop can hold them in locals). Interrupt entry cycles are included.
     #[inline(always)]
     pub fn exec(&mut self) -> u32 {
-        let op = self.fetch() & 0x3FF;
+        let word = self.fetch();
+        // Unmapped words read $FFFF, and real opcodes are 10 bits, so only
+        // a word with high bits set can be a fetch from nowhere.
+        if word > 0x3FF && self.checks {
+            let pc = self.st.r[7].wrapping_sub(1);
+            if self.mem.region(pc) == Region::Unmapped {
+                let d = self.st.d;
+                return self.refuse(pc, d, Fault::Unmapped { pc });
+            }
+        }
+        let op = word & 0x3FF;
         let d = self.st.d;
         self.st.d = false;
         let cycles = match op >> 6 {
@@ -134,10 +195,11 @@ impl Cpu {
             1 => self.exec_shift(op),
             2..=7 => self.exec_reg(op),
             8 => self.exec_branch(op),
-            9 => self.exec_mvo(op),
+            9 => self.exec_mvo(op, d),
             _ => self.exec_mem(op, d),
         };
-        if self.irq {
+        // A refused instruction (FAULT) did not happen, so no interrupt follows it.
+        if self.irq && cycles < FAULT {
             return cycles + self.maybe_interrupt(op);
         }
         cycles
@@ -146,8 +208,13 @@ impl Cpu {
     #[cold]
     fn maybe_interrupt(&mut self, op: u16) -> u32 {
         if self.st.i && !self.st.d && !self.st.halted && interruptible(op) {
-            self.irq = false;
             let sp = self.st.r[6];
+            if self.checks && !self.mem.is_ram(sp) {
+                self.fault = Some(Fault::InterruptStack { addr: sp });
+                return FAULT;
+            }
+            self.irq = false;
+            self.irq_entered = true;
             self.mem.write(sp, self.st.r[7]);
             self.st.r[6] = sp.wrapping_add(1);
             self.st.r[7] = INTERRUPT_VECTOR;
@@ -359,7 +426,7 @@ impl Cpu {
     }
 
     #[inline(always)]
-    fn exec_mvo(&mut self, op: u16) -> u32 {
+    fn exec_mvo(&mut self, op: u16, d: bool) -> u32 {
         let mmm = ((op >> 3) & 7) as usize;
         let ss = (op & 7) as usize;
         match mmm {
@@ -374,6 +441,15 @@ impl Cpu {
             }
             _ => {
                 let p = self.st.r[mmm];
+                if mmm == 6 && self.checks && !self.mem.is_ram(p) {
+                    let pc = self.st.r[7].wrapping_sub(1);
+                    let fault = Fault::Stack {
+                        pc,
+                        addr: p,
+                        push: true,
+                    };
+                    return self.refuse(pc, d, fault);
+                }
                 let v = self.st.r[ss];
                 self.st.r[mmm] = p.wrapping_add(1);
                 self.mem.write(p, v);
@@ -395,6 +471,15 @@ impl Cpu {
             }
             6 => {
                 let p = self.st.r[6].wrapping_sub(1);
+                if self.checks && !self.mem.is_ram(p) {
+                    let pc = self.st.r[7].wrapping_sub(1);
+                    let fault = Fault::Stack {
+                        pc,
+                        addr: p,
+                        push: false,
+                    };
+                    return self.refuse(pc, d, fault);
+                }
                 self.st.r[6] = p;
                 (self.mem.read(p), 12)
             }

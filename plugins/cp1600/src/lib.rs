@@ -4,6 +4,7 @@
 //! the thin wit-bindgen layer.
 
 pub mod asm;
+pub mod cart;
 pub mod cpu;
 pub mod disasm;
 pub mod machine;

@@ -5,7 +5,8 @@
 //! only against the halt flag and the limits. Breakpoints, conditions or an
 //! enabled trace switch to the checked loop.
 
-use crate::cpu::{Cpu, CpuState};
+use crate::cpu::{Cpu, CpuState, FAULT, Fault, INTERRUPT_VECTOR};
+use crate::disasm::disassemble;
 use std::collections::VecDeque;
 
 /// Instructions between two progress reports (and cancellation checks).
@@ -37,6 +38,15 @@ pub enum StopReason {
     Cancelled,
     /// The caller's wall-clock allowance ran out (set by the tool layer).
     TimeLimit,
+    /// Execution ran on (sequentially) into memory with nothing mapped.
+    UnmappedExecution,
+    /// A jump, branch, return or interrupt went where nothing is mapped.
+    JumpToNoCode,
+    /// A push or pull through R6 (or an interrupt's push) outside RAM.
+    StackOutsideRam,
+    /// A loop came round to exactly the same registers with no memory
+    /// changed: it can only be waiting for something outside the CPU.
+    IdleLoop,
 }
 
 impl StopReason {
@@ -51,6 +61,10 @@ impl StopReason {
             StopReason::MemoryMatch => "memory_match",
             StopReason::Cancelled => "cancelled",
             StopReason::TimeLimit => "time_limit",
+            StopReason::UnmappedExecution => "unmapped_execution",
+            StopReason::JumpToNoCode => "jump_to_no_code",
+            StopReason::StackOutsideRam => "stack_outside_ram",
+            StopReason::IdleLoop => "idle_loop",
         }
     }
 }
@@ -66,6 +80,8 @@ pub struct StopWhen {
     pub register: Option<(usize, u16)>,
     /// Stop once memory word `.0` holds `.1`.
     pub memory: Option<(u16, u16)>,
+    /// Stop in a loop that can never end by itself ([`StopReason::IdleLoop`]).
+    pub idle: bool,
 }
 
 impl StopWhen {
@@ -81,12 +97,108 @@ pub struct Limits {
     pub cycles: u64,
 }
 
+/// Why a run stopped on one of the checks, with the addresses involved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Diagnosis {
+    /// The PC reached `at`, where nothing is mapped. `from` is the
+    /// instruction executed just before (None when the run began there);
+    /// `interrupt` when an interrupt entry jumped there.
+    NoCode {
+        at: u16,
+        from: Option<u16>,
+        interrupt: bool,
+        fell_through: bool,
+    },
+    /// The instruction at `pc` would push to or pull from `addr`, not RAM.
+    Stack { pc: u16, addr: u16, push: bool },
+    /// An interrupt before the instruction at `pc` would push to `addr`.
+    InterruptStack { pc: u16, addr: u16 },
+    /// The loop from `start` to the backward jump at `end` repeats itself.
+    Idle { start: u16, end: u16 },
+}
+
+impl Diagnosis {
+    pub fn reason(&self) -> StopReason {
+        match self {
+            Diagnosis::NoCode {
+                fell_through: true,
+                ..
+            } => StopReason::UnmappedExecution,
+            Diagnosis::NoCode { .. } => StopReason::JumpToNoCode,
+            Diagnosis::Stack { .. } | Diagnosis::InterruptStack { .. } => {
+                StopReason::StackOutsideRam
+            }
+            Diagnosis::Idle { .. } => StopReason::IdleLoop,
+        }
+    }
+}
+
 /// What a run did.
 #[derive(Clone, Copy, Debug)]
 pub struct RunResult {
     pub reason: StopReason,
     pub executed: u64,
     pub cycles_run: u64,
+    /// Set when a check stopped the run.
+    pub diagnosis: Option<Diagnosis>,
+}
+
+/// Snapshots taken at backward jumps: coming back to the same place with
+/// the same registers and flags, no memory changed in between and no
+/// interrupt able to arrive, the machine is in a cycle it cannot leave.
+/// A few slots (by target address) catch loops with several backward jumps.
+#[derive(Clone, Copy, Default)]
+struct IdleSlot {
+    valid: bool,
+    target: u16,
+    from: u16,
+    r: [u16; 8],
+    flags: u8,
+    changes: u64,
+}
+
+const IDLE_SLOTS: usize = 8;
+
+#[derive(Clone, Default)]
+struct IdleWatch {
+    slots: [IdleSlot; IDLE_SLOTS],
+}
+
+impl IdleWatch {
+    /// After the instruction at `from` jumped backward: true when this
+    /// exact state was seen here before.
+    #[inline(never)]
+    fn check(&mut self, cpu: &Cpu, from: u16) -> bool {
+        let st = &cpu.st;
+        let target = st.r[7];
+        let flags = (st.s as u8)
+            | (st.z as u8) << 1
+            | (st.ov as u8) << 2
+            | (st.c as u8) << 3
+            | (st.i as u8) << 4
+            | (st.d as u8) << 5;
+        let changes = cpu.mem.changes();
+        let slot = &mut self.slots[(target as usize ^ (target as usize >> 3)) % IDLE_SLOTS];
+        if slot.valid
+            && slot.target == target
+            && slot.from == from
+            && slot.r == st.r
+            && slot.flags == flags
+            && slot.changes == changes
+            && !(cpu.irq && st.i)
+        {
+            return true;
+        }
+        *slot = IdleSlot {
+            valid: true,
+            target,
+            from,
+            r: st.r,
+            flags,
+            changes,
+        };
+        false
+    }
 }
 
 /// A CPU under a debugger.
@@ -183,9 +295,10 @@ impl Machine {
         self.trace.clear();
     }
 
-    /// Runs until a limit, a halt, a stop condition or cancellation.
-    /// `progress(executed, cycles_run)` is called every [`SLICE`]
-    /// instructions; returning false cancels (the machine stays consistent).
+    /// Runs until a limit, a halt, a stop condition, a check or
+    /// cancellation. `progress(executed, cycles_run)` is called every
+    /// [`SLICE`] instructions; returning false cancels (the machine stays
+    /// consistent).
     pub fn run(
         &mut self,
         limits: Limits,
@@ -197,17 +310,24 @@ impl Machine {
         let instr_end = start_instr.saturating_add(limits.instructions);
         let cycle_end = start_cycles.saturating_add(limits.cycles);
         let checked = self.tracing || when.any() || (when.breakpoints && self.breakpoint_count > 0);
+        let mut idle = when.idle.then(IdleWatch::default);
+        let mut last: Option<u16> = None;
         let mut first = true;
+        let mut diagnosis = None;
         let reason = loop {
             let slice_end = instr_end.min(self.cpu.st.instructions.saturating_add(SLICE));
             let stop = if checked {
-                self.run_checked(slice_end, cycle_end, when, &mut first)
+                self.run_checked(slice_end, cycle_end, when, &mut first, &mut idle, &mut last)
             } else {
-                self.run_fast(slice_end, cycle_end)
+                self.run_fast(slice_end, cycle_end, &mut idle, &mut last)
             };
             let st = &self.cpu.st;
             match stop {
-                Some(r) => break r,
+                Some(Stop::Reason(r)) => break r,
+                Some(Stop::Check(d)) => {
+                    diagnosis = Some(d);
+                    break d.reason();
+                }
                 None if st.halted => break StopReason::Halted,
                 None if st.cycles >= cycle_end => break StopReason::MaxCycles,
                 None if st.instructions >= instr_end => break StopReason::Count,
@@ -223,21 +343,92 @@ impl Machine {
             reason,
             executed: self.cpu.st.instructions - start_instr,
             cycles_run: self.cpu.st.cycles - start_cycles,
+            diagnosis,
+        }
+    }
+
+    /// Turns the fault the CPU reported into a diagnosis. `last` is the
+    /// instruction executed before (None at the start of a run).
+    #[cold]
+    #[inline(never)]
+    fn diagnose(&mut self, last: Option<u16>) -> Diagnosis {
+        let cpu = &mut self.cpu;
+        match cpu.fault.take() {
+            Some(Fault::Unmapped { pc }) => {
+                let interrupt = pc == INTERRUPT_VECTOR && last.is_some() && cpu.irq_entered;
+                let fell_through = !interrupt
+                    && last.is_some_and(|from| {
+                        let ins = disassemble(|a| cpu.mem.read(a), from, false);
+                        from.wrapping_add(ins.len) == pc
+                    });
+                cpu.irq_entered = false;
+                Diagnosis::NoCode {
+                    at: pc,
+                    from: last,
+                    interrupt,
+                    fell_through,
+                }
+            }
+            Some(Fault::Stack { pc, addr, push }) => Diagnosis::Stack { pc, addr, push },
+            Some(Fault::InterruptStack { addr }) => Diagnosis::InterruptStack {
+                pc: cpu.st.r[7],
+                addr,
+            },
+            None => unreachable!("FAULT is only returned with a fault recorded"),
         }
     }
 
     #[inline(never)]
-    fn run_fast(&mut self, instr_end: u64, cycle_end: u64) -> Option<StopReason> {
+    fn run_fast(
+        &mut self,
+        instr_end: u64,
+        cycle_end: u64,
+        idle: &mut Option<IdleWatch>,
+        last: &mut Option<u16>,
+    ) -> Option<Stop> {
         let cpu = &mut self.cpu;
         let mut cycles = cpu.st.cycles;
         let mut n = cpu.st.instructions;
+        let mut prev = *last;
+        let mut stop = None;
+        let mut faulted = false;
         while !cpu.st.halted && cycles < cycle_end && n < instr_end {
-            cycles += cpu.exec() as u64;
+            let pc = cpu.st.r[7];
+            let c = cpu.exec();
+            if c >= FAULT {
+                let ran = c & !FAULT;
+                if ran != 0 {
+                    cycles += ran as u64;
+                    n += 1;
+                    prev = Some(pc);
+                }
+                faulted = true;
+                break;
+            }
+            cycles += c as u64;
             n += 1;
+            if cpu.st.r[7] <= pc
+                && let Some(w) = idle.as_mut()
+                && w.check(cpu, pc)
+            {
+                stop = Some(Stop::Check(Diagnosis::Idle {
+                    start: cpu.st.r[7],
+                    end: pc,
+                }));
+                prev = Some(pc);
+                break;
+            }
+            prev = Some(pc);
         }
         cpu.st.cycles = cycles;
         cpu.st.instructions = n;
-        None
+        if faulted {
+            // `prev` is the last instruction that executed.
+            *last = prev;
+            return Some(Stop::Check(self.diagnose(prev)));
+        }
+        *last = prev;
+        stop
     }
 
     fn run_checked(
@@ -246,7 +437,9 @@ impl Machine {
         cycle_end: u64,
         when: &StopWhen,
         first: &mut bool,
-    ) -> Option<StopReason> {
+        idle: &mut Option<IdleWatch>,
+        last: &mut Option<u16>,
+    ) -> Option<Stop> {
         while !self.cpu.st.halted
             && self.cpu.st.cycles < cycle_end
             && self.cpu.st.instructions < instr_end
@@ -254,10 +447,10 @@ impl Machine {
             let pc = self.cpu.st.r[7];
             if !*first {
                 if when.breakpoints && self.has_breakpoint(pc) {
-                    return Some(StopReason::Breakpoint);
+                    return Some(Stop::Reason(StopReason::Breakpoint));
                 }
                 if when.pc == Some(pc) {
-                    return Some(StopReason::PcReached);
+                    return Some(Stop::Reason(StopReason::PcReached));
                 }
             }
             *first = false;
@@ -275,20 +468,48 @@ impl Machine {
                     ],
                 });
             }
-            self.cpu.step();
+            let before = self.cpu.st.instructions;
+            if self.cpu.step().is_some() {
+                if self.cpu.st.instructions == before {
+                    // Refused: it never executed, so it is not in the trace.
+                    if self.tracing {
+                        self.trace.pop_back();
+                    }
+                } else {
+                    *last = Some(pc);
+                }
+                return Some(Stop::Check(self.diagnose(*last)));
+            }
+            if self.cpu.st.r[7] <= pc
+                && let Some(w) = idle.as_mut()
+                && w.check(&self.cpu, pc)
+            {
+                *last = Some(pc);
+                return Some(Stop::Check(Diagnosis::Idle {
+                    start: self.cpu.st.r[7],
+                    end: pc,
+                }));
+            }
+            *last = Some(pc);
             if let Some((r, v)) = when.register
                 && self.cpu.st.r[r & 7] == v
             {
-                return Some(StopReason::RegisterMatch);
+                return Some(Stop::Reason(StopReason::RegisterMatch));
             }
             if let Some((a, v)) = when.memory
                 && self.cpu.mem.read(a) == v
             {
-                return Some(StopReason::MemoryMatch);
+                return Some(Stop::Reason(StopReason::MemoryMatch));
             }
         }
         None
     }
+}
+
+/// How a run slice ended early.
+enum Stop {
+    Reason(StopReason),
+    Check(Diagnosis),
 }
 
 #[cfg(test)]
@@ -401,5 +622,170 @@ mod tests {
         assert_eq!(calls, 2);
         assert_eq!(r.executed, 2 * SLICE);
         assert!(!m.cpu.st.halted);
+    }
+
+    /// A machine running `src` (as1600 syntax, assembled by `crate::asm`).
+    fn program(src: &str) -> Machine {
+        let p = crate::asm::assemble(src).unwrap();
+        let mut m = Machine::new();
+        for (i, w) in p.words.iter().enumerate() {
+            m.cpu.mem.load_word(p.origin + i as u16, *w);
+        }
+        m.cpu.reset_to(p.origin);
+        m
+    }
+
+    fn run_checked_all(m: &mut Machine, trace: bool) -> RunResult {
+        let when = StopWhen {
+            breakpoints: true,
+            idle: true,
+            ..Default::default()
+        };
+        m.configure_trace(trace, None);
+        m.run(
+            Limits {
+                instructions: u64::MAX,
+                cycles: 1_000_000,
+            },
+            &when,
+            &mut never,
+        )
+    }
+
+    /// Every check, through both run loops (plain and traced).
+    #[test]
+    fn each_check_stops_with_its_diagnosis() {
+        for trace in [false, true] {
+            // A jump to nowhere: stops at the target, blaming the jump.
+            let mut m = program(" ORG $5000\n MVII #$02F0, R6\n J $6000\n");
+            let r = run_checked_all(&mut m, trace);
+            assert_eq!(r.reason, StopReason::JumpToNoCode);
+            assert_eq!(
+                r.diagnosis,
+                Some(Diagnosis::NoCode {
+                    at: 0x6000,
+                    from: Some(0x5002),
+                    interrupt: false,
+                    fell_through: false
+                })
+            );
+            assert_eq!((r.executed, m.cpu.st.r[7]), (2, 0x6000));
+            // Running again stops at once, executing nothing.
+            let r = run_checked_all(&mut m, trace);
+            assert_eq!((r.reason, r.executed), (StopReason::JumpToNoCode, 0));
+            assert_eq!(
+                r.diagnosis,
+                Some(Diagnosis::NoCode {
+                    at: 0x6000,
+                    from: None,
+                    interrupt: false,
+                    fell_through: false
+                })
+            );
+
+            // Falling off the end of the code.
+            let mut m = program(" ORG $5000\n NOP\n MVII #1, R0\n");
+            let r = run_checked_all(&mut m, trace);
+            assert_eq!(r.reason, StopReason::UnmappedExecution, "trace {trace}");
+            assert_eq!(
+                r.diagnosis,
+                Some(Diagnosis::NoCode {
+                    at: 0x5003,
+                    from: Some(0x5001),
+                    interrupt: false,
+                    fell_through: true
+                })
+            );
+
+            // A push with R6 never set: refused, nothing changed.
+            let mut m = program(" ORG $5000\n MVII #7, R5\n PSHR R5\n HLT\n");
+            let r = run_checked_all(&mut m, trace);
+            assert_eq!(r.reason, StopReason::StackOutsideRam);
+            assert_eq!(
+                r.diagnosis,
+                Some(Diagnosis::Stack {
+                    pc: 0x5002,
+                    addr: 0,
+                    push: true
+                })
+            );
+            assert_eq!((r.executed, m.cpu.st.r[7], m.cpu.st.r[6]), (1, 0x5002, 0));
+            if trace {
+                assert_eq!(m.trace().len(), 1, "the refused PSHR is not traced");
+            }
+            // A pull from below RAM ($01FF-1 is the sound chip).
+            let mut m = program(" ORG $5000\n MVII #$0200, R6\n PULR R0\n PULR R7\n");
+            let r = run_checked_all(&mut m, trace);
+            assert_eq!(
+                r.diagnosis,
+                Some(Diagnosis::Stack {
+                    pc: 0x5002,
+                    addr: 0x01FF,
+                    push: false
+                })
+            );
+            assert_eq!(m.cpu.st.r[6], 0x0200, "the refused PULR left R6");
+
+            // An idle loop polling RAM an interrupt handler would set.
+            let mut m = program(
+                " ORG $5000\n MVII #$02F0, R6\nwait: MVI $0103, R0\n TSTR R0\n BEQ wait\n HLT\n",
+            );
+            let r = run_checked_all(&mut m, trace);
+            assert_eq!(r.reason, StopReason::IdleLoop);
+            assert_eq!(
+                r.diagnosis,
+                Some(Diagnosis::Idle {
+                    start: 0x5002,
+                    end: 0x5005
+                })
+            );
+            assert!(r.executed < 20, "found on the second pass: {}", r.executed);
+            // A counting loop is progress, not idling.
+            let mut m = program(" ORG $5000\n MVII #300, R1\nl: DECR R1\n BNEQ l\n HLT\n");
+            assert_eq!(run_checked_all(&mut m, trace).reason, StopReason::Halted);
+            // A loop that writes the same value every pass changes nothing.
+            let mut m = program(" ORG $5000\nl: MVO R0, $0200\n B l\n");
+            assert_eq!(run_checked_all(&mut m, trace).reason, StopReason::IdleLoop);
+        }
+    }
+
+    #[test]
+    fn interrupts_without_an_exec_or_a_stack_are_diagnosed() {
+        let mut m = program(" ORG $5000\n EIS\n NOP\n NOP\n");
+        m.cpu.irq = true;
+        let r = run_checked_all(&mut m, false);
+        assert_eq!(
+            r.diagnosis,
+            Some(Diagnosis::InterruptStack { pc: 0x5002, addr: 0 })
+        );
+        assert!(m.cpu.irq, "still pending");
+        m.cpu.st.r[6] = 0x02F0;
+        let r = run_checked_all(&mut m, false);
+        assert_eq!(r.reason, StopReason::JumpToNoCode);
+        assert_eq!(
+            r.diagnosis,
+            Some(Diagnosis::NoCode {
+                at: INTERRUPT_VECTOR,
+                from: Some(0x5002),
+                interrupt: true,
+                fell_through: false
+            })
+        );
+        assert_eq!(m.cpu.mem.read(0x02F0), 0x5003, "the PC was pushed");
+    }
+
+    #[test]
+    fn checks_off_run_as_before() {
+        let mut m = program(" ORG $5000\n J $6000\n");
+        m.cpu.checks = false;
+        let r = m.run(
+            Limits {
+                instructions: u64::MAX,
+                cycles: 10_000,
+            },
+            &StopWhen::default(),
+            &mut never,
+        );
+        assert_eq!((r.reason, r.diagnosis), (StopReason::MaxCycles, None));
     }
 }

@@ -51,6 +51,10 @@ pub struct Memory {
     data: Box<[u16; WORDS]>,
     wmask: Box<[u16; WORDS]>,
     region: Box<[Region; WORDS]>,
+    /// CPU writes that changed a word, so far (wrapping). A run compares it
+    /// across a loop to tell a wait that nothing can end (no memory changed
+    /// and the registers are the same) from a loop making progress.
+    changes: u64,
 }
 
 fn boxed<T: Copy>(v: T) -> Box<[T; WORDS]> {
@@ -73,6 +77,7 @@ impl Memory {
             data: boxed(UNMAPPED_READ),
             wmask: boxed(0),
             region: boxed(Region::Unmapped),
+            changes: 0,
         };
         m.map_range(RAM8.0, RAM8.1, Region::Ram8);
         m.map_range(RAM16.0, RAM16.1, Region::Ram16);
@@ -123,7 +128,22 @@ impl Memory {
     pub fn write(&mut self, addr: u16, value: u16) {
         let a = addr as usize;
         let mask = self.wmask[a];
-        self.data[a] = (self.data[a] & !mask) | (value & mask);
+        let old = self.data[a];
+        let new = (old & !mask) | (value & mask);
+        self.data[a] = new;
+        self.changes = self.changes.wrapping_add((old != new) as u64);
+    }
+
+    /// How many CPU writes changed a word so far (see the field).
+    #[inline(always)]
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Whether `addr` is RAM (8- or 16-bit): where a stack may live.
+    #[inline(always)]
+    pub fn is_ram(&self, addr: u16) -> bool {
+        matches!(self.region[addr as usize], Region::Ram8 | Region::Ram16)
     }
 
     /// A debugger write: reaches ROM too (patching), keeps 8-bit RAM 8 bits

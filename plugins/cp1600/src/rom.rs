@@ -26,7 +26,16 @@ pub struct Image {
     pub segments: Vec<Segment>,
     /// Extra RAM ranges (`[memattr]` in a CFG, writable banks in a .ROM).
     pub ram: Vec<(u16, u16, Region)>,
+    /// A CFG's `[vars]` (`name = "Game"`, `jlp = 1`, …) as written, at most
+    /// [`MAX_VARS`] of them.
+    pub vars: Vec<(String, String)>,
 }
+
+/// `[vars]` entries kept from a CFG (the rest are ignored).
+pub const MAX_VARS: usize = 32;
+
+/// JLP's 16-bit RAM, which `jlp = 1` (or 2, 3) in `[vars]` turns on.
+pub const JLP_RAM: (u16, u16) = (0x8040, 0x9F7F);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RomError {
@@ -104,6 +113,17 @@ pub fn crc16(data: &[u8]) -> u16 {
     crc
 }
 
+/// Whether a file is text rather than a ROM image: valid UTF-8 with no
+/// control bytes but line breaks and tabs. An image of real code is full of
+/// bytes below $20 (the high byte of every 10-bit opcode is 0-3).
+pub fn looks_like_text(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && std::str::from_utf8(bytes).is_ok()
+        && bytes
+            .iter()
+            .all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r' | 0x0C))
+}
+
 /// Big-endian bytes to words.
 pub fn words_of(bytes: &[u8]) -> Result<Vec<u16>, RomError> {
     if bytes.is_empty() {
@@ -133,7 +153,7 @@ pub fn parse_raw(bytes: &[u8], load_address: u16) -> Result<Image, RomError> {
             addr: load_address,
             words,
         }],
-        ram: vec![],
+        ..Default::default()
     })
 }
 
@@ -163,7 +183,7 @@ pub fn parse_bin_default(bytes: &[u8]) -> Result<Image, RomError> {
     Ok(Image {
         format: "bin",
         segments,
-        ram: vec![],
+        ..Default::default()
     })
 }
 
@@ -268,8 +288,29 @@ pub fn parse_bin_cfg(bytes: &[u8], cfg: &str) -> Result<Image, RomError> {
                 }
                 image.ram.push((a as u16, b as u16, region));
             }
-            // Sections about input devices, variables and macros do not
-            // affect the CPU's memory.
+            "vars" => {
+                let (key, value) = line
+                    .split_once('=')
+                    .ok_or_else(|| err(format!("expected `name = value`, got `{line}`")))?;
+                let key = key.trim().to_ascii_lowercase();
+                let value = value.trim().trim_matches('"').to_string();
+                // jzIntv's JLP board adds 16-bit RAM at $8040-$9F7F for any
+                // non-zero `jlp` (its multiply/divide and flash registers
+                // above $9F80 and below $8040 are not emulated).
+                if key == "jlp" {
+                    let on = parse_num(&value)
+                        .ok_or_else(|| err(format!("`jlp = {value}`: expected a number")))?;
+                    if on != 0 {
+                        image.ram.push((JLP_RAM.0, JLP_RAM.1, Region::Ram16));
+                    }
+                }
+                if image.vars.len() < MAX_VARS {
+                    let value: String = value.chars().take(80).collect();
+                    image.vars.push((key, value));
+                }
+            }
+            // Sections about input devices and macros do not affect the
+            // CPU's memory.
             _ => {}
         }
     }
@@ -441,6 +482,15 @@ mod tests {
     }
 
     #[test]
+    fn text_is_told_from_images() {
+        assert!(looks_like_text(b"; hello.asm\n\tMVII #1, R0\n"));
+        assert!(looks_like_text("; été\n".as_bytes()));
+        assert!(!looks_like_text(&[0x02, 0xB8, 0x00, 0x01]));
+        assert!(!looks_like_text(&[0xFF, 0xFE]));
+        assert!(!looks_like_text(b""));
+    }
+
+    #[test]
     fn raw_sizes() {
         assert_eq!(parse_raw(&[0, 4, 0], 0x5000), Err(RomError::OddSize(3)));
         assert_eq!(parse_raw(&[], 0x5000), Err(RomError::Empty));
@@ -465,6 +515,14 @@ mod tests {
             }
         );
         assert_eq!(img.ram, vec![(0x8000, 0x80FF, Region::Ram16)]);
+        let jlp = "[mapping]\n$0000 - $0007 = $5000\n[vars]\nname = \"Demo\"\njlp = 1\n";
+        let img = parse_bin_cfg(&bin, jlp).unwrap();
+        assert_eq!(img.ram, vec![(0x8040, 0x9F7F, Region::Ram16)]);
+        assert_eq!(img.vars[0], ("name".to_string(), "Demo".to_string()));
+        let off = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = 0\n";
+        assert!(parse_bin_cfg(&bin, off).unwrap().ram.is_empty());
+        let bad = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = yes\n";
+        assert!(matches!(parse_bin_cfg(&bin, bad), Err(RomError::Cfg { line: 4, .. })));
         let bad = "[mapping]\n$0000 - $0003 = $5000\n$0004 - $0007 = $5002\n";
         assert_eq!(
             parse_bin_cfg(&bin, bad),

@@ -2,9 +2,10 @@
 //! method per tool returning the spec's JSON document or a coded error.
 //! The wit-bindgen glue in `component.rs` only converts arguments.
 
+use crate::cart::{self, Header, Start, StartKind};
 use crate::cpu::CpuState;
 use crate::disasm::{Instr, disassemble, disassemble_range};
-use crate::machine::{Limits, Machine, RunResult, StopReason, StopWhen, TRACE_MAX};
+use crate::machine::{Diagnosis, Limits, Machine, RunResult, StopReason, StopWhen, TRACE_MAX};
 use crate::memory::{Memory, Region};
 use crate::rom::{self, Image};
 use serde_json::{Value, json};
@@ -23,6 +24,10 @@ pub const DISASM_MAX: usize = 256;
 pub const MEMORY_DEFAULT_COUNT: u32 = 16;
 pub const MEMORY_MAX: u32 = 1024;
 pub const TRACE_DEFAULT_COUNT: u32 = 32;
+/// Most trace entries per call: each is under 200 bytes of JSON, so a page
+/// stays far below the host's 8 MiB result limit (the whole 65536-entry
+/// buffer did not).
+pub const TRACE_PAGE_MAX: u32 = 4096;
 /// A single call stops by itself after this long (reason `time_limit`), so
 /// the host's call deadline never traps the plugin and loses every session.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -56,6 +61,8 @@ struct RomInfo {
     format: &'static str,
     bytes: usize,
     segments: Vec<(u16, u16)>,
+    /// An EXEC image is mapped at $1000 (reset then runs it).
+    exec: bool,
 }
 
 struct Session {
@@ -64,7 +71,8 @@ struct Session {
     rom: Option<RomInfo>,
     /// Extra RAM the image asked for, re-mapped on reset.
     image_ram: Vec<(u16, u16, Region)>,
-    entry_point: u16,
+    /// Where and with which registers the program starts (load and reset).
+    start: Start,
     /// Code or data was written with `cp1600_write_memory`, so running
     /// without a ROM is deliberate.
     poked: bool,
@@ -187,6 +195,36 @@ pub struct LoadOptions {
     pub entry_point: Option<u16>,
     /// Keep what is already loaded and add this image (default: replace).
     pub keep_existing: bool,
+    /// auto (default), header, exec or load_address: see [`StartChoice`].
+    pub start: Option<String>,
+    /// The user's own EXEC image (8192 bytes) to map at $1000.
+    pub exec_path: Option<String>,
+    /// The user's own GROM image (2048 bytes) to map at $3000.
+    pub grom_path: Option<String>,
+}
+
+/// How `load_rom` picks the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StartChoice {
+    /// EXEC when one is loaded, else the quick boot or the header when the
+    /// image has one, else the load address.
+    Auto,
+    Header,
+    Exec,
+    LoadAddress,
+}
+
+fn parse_start(v: Option<&str>) -> Result<StartChoice, ToolError> {
+    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("auto") => Ok(StartChoice::Auto),
+        Some("header") => Ok(StartChoice::Header),
+        Some("exec") => Ok(StartChoice::Exec),
+        Some("load_address" | "load") => Ok(StartChoice::LoadAddress),
+        Some(_) => Err(ToolError::invalid(format!(
+            "start `{}` is not one of auto, header, exec, load_address",
+            plugin_kit::text::clip(v.unwrap_or(""))
+        ))),
+    }
 }
 
 /// Condition set for `run_until`.
@@ -199,6 +237,8 @@ pub struct UntilOptions {
     pub memory_value: Option<u16>,
     pub stop_on_breakpoint: Option<bool>,
     pub max_cycles: Option<u64>,
+    /// Stop on the checks (default true): see `Machine::run`.
+    pub checks: Option<bool>,
 }
 
 /// New register and flag values for `write_registers`; `None` keeps one.
@@ -213,24 +253,57 @@ pub struct RegisterWrite {
     pub halted: Option<bool>,
 }
 
-fn read_file(path: &str) -> Result<(PathBuf, Vec<u8>), ToolError> {
+/// Reads a file an argument names; `what` says which in errors ("the ROM",
+/// "the .cfg", …), `arg` names the argument.
+fn read_file(path: &str, what: &str, arg: &str) -> Result<(PathBuf, Vec<u8>), ToolError> {
     if path.trim().is_empty() {
-        return Err(ToolError::invalid(
-            "rom_path is empty; pass the path of a .bin or .rom file",
-        ));
+        return Err(ToolError::invalid(format!(
+            "{arg} is empty; pass the path of {what}"
+        )));
     }
     let resolved = plugin_kit::paths::resolve(path);
-    plugin_kit::paths::read_regular_file(&resolved)
-        .map(|b| (resolved.clone(), b))
-        .map_err(|e| {
-            ToolError::new(
-                "FILE_ERROR",
-                format!(
-                    "cannot read the ROM: {}",
-                    plugin_kit::paths::explain_io_error(&resolved, &e, false)
-                ),
-            )
-        })
+    read_resolved(&resolved, what).map(|b| (resolved, b))
+}
+
+fn read_resolved(path: &Path, what: &str) -> Result<Vec<u8>, ToolError> {
+    plugin_kit::paths::read_regular_file(path).map_err(|e| {
+        ToolError::new(
+            "FILE_ERROR",
+            format!(
+                "cannot read {what}: {}",
+                plugin_kit::paths::explain_io_error(path, &e, false)
+            ),
+        )
+    })
+}
+
+/// The `.cfg` beside a `.bin`: none when it does not exist; an error when
+/// it exists but cannot be read (skipping it would load the image at the
+/// wrong addresses without a word).
+fn sibling_cfg(bin: &Path) -> Result<Option<(PathBuf, Vec<u8>)>, ToolError> {
+    let cfg = bin.with_extension("cfg");
+    match plugin_kit::paths::read_regular_file(&cfg) {
+        Ok(b) => Ok(Some((cfg, b))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ToolError::new(
+            "FILE_ERROR",
+            format!(
+                "cannot read the .cfg beside the ROM, which says where its words go: {}. Fix its permissions, pass cfg_path, or pass load_address to load the .bin without it",
+                plugin_kit::paths::explain_io_error(&cfg, &e, false)
+            ),
+        )),
+    }
+}
+
+fn header_json(h: &Header) -> Value {
+    json!({
+        "title": h.title,
+        "year": h.year,
+        "start": h.start,
+        "title_address": h.title_address,
+        "code_after_title": h.runs_code_after_title().then_some(h.after_title),
+        "flags": h.flags,
+    })
 }
 
 fn has_ext(path: &Path, ext: &str) -> bool {
@@ -341,7 +414,7 @@ impl Sessions {
                 machine,
                 rom: None,
                 image_ram: vec![],
-                entry_point: 0x5000,
+                start: Start::plain(0x5000),
                 poked: false,
             },
         );
@@ -390,9 +463,27 @@ impl Sessions {
         opts: &LoadOptions,
     ) -> ToolResult {
         let (id, _) = self.get(session_id)?;
-        let (path, bytes) = read_file(rom_path)?;
+        let choice = parse_start(opts.start.as_deref())?;
+        let (path, bytes) = read_file(rom_path, "the ROM", "rom_path")?;
         let invalid =
             |e: rom::RomError| ToolError::new("INVALID_ROM", format!("{}: {e}", path.display()));
+        if rom::looks_like_text(&bytes) {
+            let first: String = String::from_utf8_lossy(&bytes)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect();
+            return Err(ToolError::new(
+                "INVALID_ROM",
+                format!(
+                    "{}: this is a text file (it begins `{}`), not a ROM image; assemble it first (as1600 writes a .bin and .cfg, or a .rom)",
+                    path.display(),
+                    first.trim()
+                ),
+            ));
+        }
         let looks_like_rom = bytes.len() >= 3 && bytes[0] == 0xA8 && bytes[2] == bytes[1] ^ 0xFF;
         let image: Image = if has_ext(&path, "rom") || (looks_like_rom && !has_ext(&path, "bin")) {
             rom::parse_rom(&bytes).map_err(invalid)?
@@ -400,13 +491,8 @@ impl Sessions {
             rom::parse_raw(&bytes, addr).map_err(invalid)?
         } else {
             let cfg = match &opts.cfg_path {
-                Some(p) => Some(read_file(p)?),
-                None => {
-                    let sibling = path.with_extension("cfg");
-                    plugin_kit::paths::read_regular_file(&sibling)
-                        .ok()
-                        .map(|b| (sibling, b))
-                }
+                Some(p) => Some(read_file(p, "the .cfg", "cfg_path")?),
+                None => sibling_cfg(&path)?,
             };
             match cfg {
                 Some((cfg_path, cfg_bytes)) => {
@@ -418,8 +504,36 @@ impl Sessions {
                         )
                     })?
                 }
+                None if bytes.len() % 2 == 1 => {
+                    return Err(ToolError::new(
+                        "INVALID_ROM",
+                        format!(
+                            "{}: {}; with no .cfg beside it this is not a ROM image",
+                            path.display(),
+                            rom::RomError::OddSize(bytes.len())
+                        ),
+                    ));
+                }
                 None => rom::parse_bin_default(&bytes).map_err(invalid)?,
             }
+        };
+        let exec = match &opts.exec_path {
+            Some(p) => {
+                let (ep, b) = read_file(p, "the EXEC image", "exec_path")?;
+                Some(cart::parse_exec(&b).map_err(|m| {
+                    ToolError::new("INVALID_ROM", format!("{}: {m}", ep.display()))
+                })?)
+            }
+            None => None,
+        };
+        let grom = match &opts.grom_path {
+            Some(p) => {
+                let (gp, b) = read_file(p, "the GROM image", "grom_path")?;
+                Some(cart::parse_grom(&b).map_err(|m| {
+                    ToolError::new("INVALID_ROM", format!("{}: {m}", gp.display()))
+                })?)
+            }
+            None => None,
         };
         let s = self
             .sessions
@@ -430,9 +544,20 @@ impl Sessions {
         } else {
             Memory::new()
         };
-        for seg in &image.segments {
-            for (i, _) in seg.words.iter().enumerate() {
-                let a = seg.addr.wrapping_add(i as u16);
+        let mut parts: Vec<(u16, &[u16])> = image
+            .segments
+            .iter()
+            .map(|seg| (seg.addr, seg.words.as_slice()))
+            .collect();
+        if let Some(w) = &exec {
+            parts.push((cart::EXEC_BASE, w));
+        }
+        if let Some(w) = &grom {
+            parts.push((cart::GROM_BASE, w));
+        }
+        for &(addr, words) in &parts {
+            for i in 0..words.len() {
+                let a = addr.wrapping_add(i as u16);
                 if opts.keep_existing && mem.region(a) == Region::Rom {
                     return Err(ToolError::new(
                         "INVALID_ROM",
@@ -447,9 +572,9 @@ impl Sessions {
         for &(lo, hi, region) in &image.ram {
             mem.map_range(lo, hi, region);
         }
-        for seg in &image.segments {
-            for (i, w) in seg.words.iter().enumerate() {
-                mem.load_word(seg.addr.wrapping_add(i as u16), *w);
+        for &(addr, words) in &parts {
+            for (i, w) in words.iter().enumerate() {
+                mem.load_word(addr.wrapping_add(i as u16), *w);
             }
         }
         let first = image
@@ -458,20 +583,50 @@ impl Sessions {
             .map(|s| s.addr)
             .min()
             .unwrap_or(0x5000);
-        let entry = opts.entry_point.unwrap_or(match opts.load_address {
+        let has_exec = exec.is_some() || (opts.keep_existing && s.rom.as_ref().is_some_and(|r| r.exec));
+        let header = cart::read_header(&mem);
+        let plain = Start::plain(match opts.load_address {
             Some(a) => a,
             None if mem.region(0x5000) == Region::Rom => 0x5000,
             None => first,
         });
+        let exec_start = Start {
+            how: StartKind::Exec,
+            ..Start::plain(cart::EXEC_BASE)
+        };
+        let found = cart::quick_boot(&mem).or_else(|| header.as_ref().map(cart::header_start));
+        let cart_start = || found;
+        let start = match (opts.entry_point, choice) {
+            (Some(pc), _) => Start::plain(pc),
+            (None, StartChoice::LoadAddress) => plain,
+            (None, StartChoice::Exec) if has_exec => exec_start,
+            (None, StartChoice::Exec) => {
+                return Err(ToolError::invalid(
+                    "start `exec` needs an EXEC image: pass exec_path (your own copy of the console's EXEC ROM, 8192 bytes)",
+                ));
+            }
+            (None, StartChoice::Header) => cart_start().ok_or_else(|| {
+                ToolError::new(
+                    "INVALID_ROM",
+                    format!(
+                        "{}: no cartridge header at $5000 (six BIDECLE pointers, a flags word, a title ending in 0) and no quick-boot code at $7000 or $4800; pass entry_point instead",
+                        path.display()
+                    ),
+                )
+            })?,
+            (None, StartChoice::Auto) if has_exec => exec_start,
+            (None, StartChoice::Auto) if opts.load_address.is_some() => plain,
+            (None, StartChoice::Auto) => cart_start().unwrap_or(plain),
+        };
         let segments: Vec<(u16, u16)> = image.segments.iter().map(|s| (s.addr, s.end())).collect();
         s.machine.cpu.mem = mem;
-        s.machine.cpu.reset_to(entry);
+        apply_start(&mut s.machine, &start);
         s.machine.clear_trace();
         if !opts.keep_existing {
             s.image_ram.clear();
         }
         s.image_ram.extend(image.ram.iter().copied());
-        s.entry_point = entry;
+        s.start = start;
         let mut all_segments = match (&s.rom, opts.keep_existing) {
             (Some(r), true) => r.segments.clone(),
             _ => vec![],
@@ -488,16 +643,50 @@ impl Sessions {
             format: image.format,
             bytes: total_bytes,
             segments: all_segments,
+            exec: has_exec,
         });
-        Ok(json!({
+        let mut out = json!({
             "status": "loaded",
             "session_id": id,
             "rom_size": bytes.len(),
             "load_address": opts.load_address.unwrap_or(first),
-            "entry_point": entry,
+            "entry_point": start.pc,
             "format": image.format,
             "segments": segments.iter().map(|(a, b)| json!({"start": a, "end": b})).collect::<Vec<_>>(),
-        }))
+            "header": header.as_ref().map(header_json),
+            "start": start.how.name(),
+        });
+        if let Some(note) = start.note() {
+            out["start_note"] = json!(note);
+        }
+        if start.how == StartKind::Plain
+            && opts.entry_point.is_none()
+            && let Some(c) = cart_start()
+            && c.pc != start.pc
+        {
+            out["start_note"] = json!(format!(
+                "the PC is at ${:04X}; this cartridge's program starts at ${:04X}: reload with start \"header\" to begin there as the EXEC would",
+                start.pc, c.pc
+            ));
+        }
+        if has_exec {
+            out["exec"] = json!(true);
+        }
+        if grom.is_some() {
+            out["grom"] = json!(true);
+        }
+        if !image.vars.is_empty() {
+            let vars: serde_json::Map<String, Value> = image
+                .vars
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            out["cfg_vars"] = Value::Object(vars);
+        }
+        if image.ram.iter().any(|r| (r.0, r.1) == rom::JLP_RAM) {
+            out["jlp"] = json!("JLP RAM mapped at $8040-$9F7F (16-bit); the JLP accelerators and flash are not emulated");
+        }
+        Ok(out)
     }
 
     fn run_with(
@@ -529,6 +718,7 @@ impl Sessions {
         &mut self,
         session_id: Option<&str>,
         count: Option<u64>,
+        checks: Option<bool>,
         progress: Progress,
     ) -> ToolResult {
         let count = count.unwrap_or(1);
@@ -536,6 +726,7 @@ impl Sessions {
             return Err(ToolError::invalid("count must be at least 1"));
         }
         let (id, s) = self.runnable(session_id)?;
+        s.machine.cpu.checks = checks.unwrap_or(true);
         let limits = Limits {
             instructions: count,
             cycles: u64::MAX,
@@ -556,8 +747,11 @@ impl Sessions {
             "cycles": st.cycles,
             "session_id": id,
         });
-        if matches!(r.reason, StopReason::Cancelled | StopReason::TimeLimit) {
+        if !matches!(r.reason, StopReason::Count | StopReason::Halted) {
             out["reason"] = json!(r.reason.as_str());
+        }
+        if let Some(d) = &r.diagnosis {
+            out["stop"] = describe_diagnosis(&s.machine, d);
         }
         Ok(out)
     }
@@ -566,6 +760,7 @@ impl Sessions {
         &mut self,
         session_id: Option<&str>,
         max_cycles: Option<u64>,
+        checks: Option<bool>,
         progress: Progress,
     ) -> ToolResult {
         let budget = max_cycles.unwrap_or(RUN_DEFAULT_CYCLES);
@@ -573,8 +768,11 @@ impl Sessions {
             return Err(ToolError::invalid("max_cycles must be at least 1"));
         }
         let (id, s) = self.runnable(session_id)?;
+        let checks = checks.unwrap_or(true);
+        s.machine.cpu.checks = checks;
         let when = StopWhen {
             breakpoints: true,
+            idle: checks,
             ..Default::default()
         };
         let limits = Limits {
@@ -614,11 +812,14 @@ impl Sessions {
             return Err(ToolError::invalid("max_cycles must be at least 1"));
         }
         let (id, s) = self.runnable(session_id)?;
+        let checks = u.checks.unwrap_or(true);
+        s.machine.cpu.checks = checks;
         let when = StopWhen {
             breakpoints: u.stop_on_breakpoint.unwrap_or(true),
             pc: u.pc,
             register,
             memory,
+            idle: checks,
         };
         let limits = Limits {
             instructions: u64::MAX,
@@ -637,10 +838,11 @@ impl Sessions {
             s.rom = None;
             s.image_ram.clear();
             s.poked = false;
-            s.entry_point = 0x5000;
+            s.start = Start::plain(0x5000);
         }
-        let entry = s.entry_point;
-        s.machine.cpu.reset_to(entry);
+        let start = s.start;
+        let entry = start.pc;
+        apply_start(&mut s.machine, &start);
         s.machine.clear_trace();
         Ok(
             json!({ "status": "reset", "pc": entry, "session_id": id, "rom_loaded": s.rom.is_some() }),
@@ -804,15 +1006,28 @@ impl Sessions {
         }))
     }
 
-    pub fn get_trace(&mut self, session_id: Option<&str>, count: Option<u32>) -> ToolResult {
+    pub fn get_trace(
+        &mut self,
+        session_id: Option<&str>,
+        count: Option<u32>,
+        offset: Option<u32>,
+    ) -> ToolResult {
         let (_, s) = self.get(session_id)?;
-        let want = count.unwrap_or(TRACE_DEFAULT_COUNT) as usize;
+        let want = count.unwrap_or(TRACE_DEFAULT_COUNT);
+        if want == 0 || want > TRACE_PAGE_MAX {
+            return Err(ToolError::invalid(format!(
+                "count must be 1 to {TRACE_PAGE_MAX} (a page within the host's result limit); page with offset for more"
+            )));
+        }
         let trace = s.machine.trace();
-        let n = want.min(trace.len());
-        let mut prev_sdbd = trace.len() > n && trace[trace.len() - n - 1].words[0] & 0x3FF == 1;
+        let len = trace.len();
+        let skip = (offset.unwrap_or(0) as usize).min(len);
+        // Entries [lo, hi) in oldest-first order: the `want` before the newest `skip`.
+        let hi = len - skip;
+        let lo = hi.saturating_sub(want as usize);
+        let mut prev_sdbd = lo > 0 && trace[lo - 1].words[0] & 0x3FF == 1;
         let entries: Vec<Value> = trace
-            .iter()
-            .skip(trace.len() - n)
+            .range(lo..hi)
             .map(|t| {
                 let ins = disassemble(
                     |a| t.words[a.wrapping_sub(t.before.r[7]) as usize % 3],
@@ -833,15 +1048,20 @@ impl Sessions {
         let mut out = json!({
             "trace": entries,
             "tracing": s.machine.tracing(),
-            "buffered": trace.len(),
+            "buffered": len,
         });
-        if !s.machine.tracing() && trace.is_empty() {
+        if lo > 0 {
+            out["next_offset"] = json!(len - lo);
+        }
+        if !s.machine.tracing() && len == 0 {
             out["note"] =
                 json!("tracing is off; enable it with cp1600_configure_trace, then step or run");
-        } else if n < trace.len() {
+        } else if lo > 0 {
             out["note"] = json!(format!(
-                "last {n} of {} buffered instructions (state before each); pass a larger count for more",
-                trace.len()
+                "entries {} to {} (newest = 1) of {len} buffered instructions, state before each; pass offset {} for older ones",
+                skip + 1,
+                len - lo,
+                len - lo
             ));
         }
         Ok(out)
@@ -922,6 +1142,15 @@ impl Sessions {
     }
 }
 
+/// Resets the CPU to a start: registers, and the word it stacks.
+fn apply_start(m: &mut Machine, start: &Start) {
+    m.cpu.reset_to(start.pc);
+    m.cpu.st.r[..7].copy_from_slice(&start.r);
+    if let Some((addr, v)) = start.stacked {
+        m.cpu.mem.write(addr, v);
+    }
+}
+
 fn run_json(id: &str, s: &Session, r: &RunResult) -> Value {
     let st = &s.machine.cpu.st;
     let mut out = json!({
@@ -946,5 +1175,129 @@ fn run_json(id: &str, s: &Session, r: &RunResult) -> Value {
         }
         _ => {}
     }
+    out["stop"] = match &r.diagnosis {
+        Some(d) => describe_diagnosis(&s.machine, d),
+        None => {
+            let pc = st.r[7];
+            json!({ "address": pc, "instruction": instruction_at(&s.machine, pc) })
+        }
+    };
     out
+}
+
+/// The instruction at `pc` as text.
+fn instruction_at(m: &Machine, pc: u16) -> String {
+    disassemble(|a| m.cpu.mem.read(a), pc, false).text()
+}
+
+/// `$XXXX` plus what an Intellivision has there, when nothing is mapped.
+fn place(m: &Machine, addr: u16) -> String {
+    match (m.cpu.mem.region(addr), cart::area_name(addr)) {
+        (Region::Unmapped, Some(area)) => format!("${addr:04X} ({area}, not loaded here)"),
+        (Region::Unmapped, None) => format!("${addr:04X}, where nothing is mapped"),
+        (r, _) => format!("${addr:04X} ({})", r.name()),
+    }
+}
+
+/// A check's stop as {address, instruction, message} (+ target or loop).
+fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
+    let st = &m.cpu.st;
+    match *d {
+        Diagnosis::NoCode {
+            at,
+            from,
+            interrupt,
+            fell_through,
+        } => {
+            let exec_hint = if (0x1000..=0x1FFF).contains(&at) {
+                " The EXEC is the console's ROM: pass exec_path (your own image of it) to cp1600_load_rom, or start the cartridge without it (start \"header\")."
+            } else {
+                ""
+            };
+            let Some(from) = from else {
+                return json!({
+                    "address": at,
+                    "instruction": null,
+                    "message": format!("the PC is at {}: there is no code to run. Set R7 with cp1600_write_registers or reload.{exec_hint}", place(m, at)),
+                });
+            };
+            let text = instruction_at(m, from);
+            let message = if interrupt {
+                format!(
+                    "an interrupt after `{text}` at ${from:04X} entered $1004, the EXEC's interrupt vector, and no EXEC is loaded.{exec_hint}"
+                )
+            } else if fell_through {
+                format!(
+                    "execution ran past the end of the code: `{text}` at ${from:04X} is followed by {}",
+                    place(m, at)
+                )
+            } else {
+                let via_stack = if text.starts_with("PULR R7") {
+                    format!(
+                        " (the word it pulled from the stack at ${:04X})",
+                        st.r[6]
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "`{text}` at ${from:04X} jumped to {}{via_stack}: no code there.{exec_hint}",
+                    place(m, at)
+                )
+            };
+            json!({ "address": from, "instruction": text, "target": at, "message": message })
+        }
+        Diagnosis::Stack { pc, addr, push } => {
+            let text = instruction_at(m, pc);
+            json!({
+                "address": pc,
+                "instruction": text,
+                "message": format!(
+                    "`{text}` would {} {} through R6 = ${:04X}, which is not RAM: the stack pointer was never set (the EXEC sets R6 = $02F1 before a cartridge runs) or went astray. Not executed; set R6 with cp1600_write_registers, or load with start \"header\".",
+                    if push { "push to" } else { "pull from" },
+                    place(m, addr),
+                    st.r[6],
+                ),
+            })
+        }
+        Diagnosis::InterruptStack { pc, addr } => json!({
+            "address": pc,
+            "instruction": instruction_at(m, pc),
+            "message": format!(
+                "an interrupt is due but pushing the PC would write to {}, which is not RAM (R6 = ${:04X}); it stays pending. Set R6 with cp1600_write_registers.",
+                place(m, addr),
+                st.r[6]
+            ),
+        }),
+        Diagnosis::Idle { start, end } => {
+            let text = instruction_at(m, end);
+            let body = disassemble_range(|a| m.cpu.mem.read(a), start, end, 16);
+            let mut polled: Vec<String> = Vec::new();
+            for ins in &body {
+                // Direct reads (MVI/ADD/CMP/AND/XOR $addr): what a wait loop polls.
+                let op = ins.words[0] & 0x3FF;
+                if op >= 0x280 && (op >> 3) & 7 == 0 && ins.words.len() > 1 && polled.len() < 4 {
+                    polled.push(place(m, ins.words[1]));
+                }
+            }
+            let waits = if polled.is_empty() {
+                "it reads nothing that could change".to_string()
+            } else {
+                format!("it polls {}, which nothing in the loop changes", polled.join(", "))
+            };
+            let interrupts = if st.i {
+                "interrupts are on: on a console the VBLANK interrupt (60 a second) would end the wait; raise one with cp1600_interrupt (it enters $1004, the EXEC's handler)"
+            } else {
+                "interrupts are off, so on a console only a hardware register this emulator does not model could end it"
+            };
+            json!({
+                "address": end,
+                "instruction": text,
+                "loop": { "start": start, "end": end },
+                "message": format!(
+                    "the loop ${start:04X}-${end:04X} came round with every register and all memory unchanged: {waits}; {interrupts}. Pass checks false to run it anyway."
+                ),
+            })
+        }
+    }
 }

@@ -177,7 +177,7 @@ fn shared_every_fixture_final_state_through_tools() {
         )
         .unwrap();
         let run = s
-            .run(Some(&name), Some(1_000_000), &mut |_, _, _| true)
+            .run(Some(&name), Some(1_000_000), None, &mut |_, _, _| true)
             .unwrap();
         assert_eq!(run["reason"], "halted", "{name}: {run}");
         assert_eq!(run["executed"], fin["instructions"], "{name}");

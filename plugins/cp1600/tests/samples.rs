@@ -42,7 +42,7 @@ fn run_sample(name: &str) -> (Sessions, Value, Program) {
         .unwrap();
     assert_eq!(loaded["entry_point"], 0x5000);
     assert_eq!(loaded["rom_size"], prog.words.len() * 2);
-    let run = s.run(None, Some(100_000), &mut no_progress).unwrap();
+    let run = s.run(None, Some(100_000), None, &mut no_progress).unwrap();
     assert_eq!(run["reason"], "halted", "{name}: {run}");
     let state = s.get_state(None).unwrap();
     (s, state, prog)
@@ -131,7 +131,7 @@ fn bench_loop_sample_runs_without_halting() {
     s.create_session(None).unwrap();
     s.load_rom(None, bin.to_str().unwrap(), &Default::default())
         .unwrap();
-    let r = s.step(None, Some(100_000), &mut no_progress).unwrap();
+    let r = s.step(None, Some(100_000), None, &mut no_progress).unwrap();
     assert_eq!(r["executed"], 100_000);
     assert_eq!(r["halted"], false);
 }

@@ -56,7 +56,7 @@ fn session_lifecycle_and_errors() {
         "SESSION_NOT_FOUND"
     );
     assert_eq!(
-        s.step(None, None, &mut ok).unwrap_err().code,
+        s.step(None, None, None, &mut ok).unwrap_err().code,
         "NO_ROM_LOADED"
     );
     s.switch_session(&id).unwrap();
@@ -83,12 +83,12 @@ fn load_step_run_reset_and_inspect() {
         ),
         (json!(10), json!(0x5000), json!(0x5000))
     );
-    let st = s.step(None, None, &mut ok).unwrap();
+    let st = s.step(None, None, None, &mut ok).unwrap();
     assert_eq!(
         st,
         json!({"executed": 1, "halted": false, "pc": 0x5002, "cycles": 8, "session_id": st["session_id"]})
     );
-    let r = s.run(None, None, &mut ok).unwrap();
+    let r = s.run(None, None, None, &mut ok).unwrap();
     assert_eq!(
         (r["halted"].clone(), r["reason"].clone(), r["pc"].clone()),
         (json!(true), json!("halted"), json!(0x5004))
@@ -113,7 +113,7 @@ fn load_step_run_reset_and_inspect() {
     assert_eq!(d["disassembly"][0]["operands"], "#$0042, R1");
     assert_eq!(d["disassembly"][0]["raw"], 0x02B9);
     // Stepping a halted CPU executes nothing.
-    assert_eq!(s.step(None, Some(5), &mut ok).unwrap()["executed"], 0);
+    assert_eq!(s.step(None, Some(5), None, &mut ok).unwrap()["executed"], 0);
     let r = s.reset(None, None).unwrap();
     assert_eq!(
         (r["status"].clone(), r["pc"].clone()),
@@ -125,7 +125,7 @@ fn load_step_run_reset_and_inspect() {
     );
     s.reset(None, Some(false)).unwrap();
     assert_eq!(
-        s.run(None, None, &mut ok).unwrap_err().code,
+        s.run(None, None, None, &mut ok).unwrap_err().code,
         "NO_ROM_LOADED"
     );
 }
@@ -197,7 +197,7 @@ fn rom_and_cfg_formats_load() {
         (l["format"].clone(), l["entry_point"].clone()),
         (json!("rom"), json!(0x5000))
     );
-    assert_eq!(s.run(None, None, &mut ok).unwrap()["reason"], "halted");
+    assert_eq!(s.run(None, None, None, &mut ok).unwrap()["reason"], "halted");
     // A .bin whose .cfg places it at $6000.
     let bin = temp("cfgprog.bin", &words(&SHORT));
     temp("cfgprog.cfg", b"[mapping]\n$0000 - $0004 = $6000\n");
@@ -251,7 +251,7 @@ fn breakpoints_run_until_trace_and_writes() {
         s.list_breakpoints(None).unwrap()["breakpoints"],
         json!([0x5003])
     );
-    let r = s.run(None, Some(1000), &mut ok).unwrap();
+    let r = s.run(None, Some(1000), None, &mut ok).unwrap();
     assert_eq!(
         (r["reason"].clone(), r["pc"].clone()),
         (json!("breakpoint"), json!(0x5003))
@@ -261,7 +261,7 @@ fn breakpoints_run_until_trace_and_writes() {
         s.clear_breakpoint(None, Some(1)).unwrap_err().code,
         "BREAKPOINT_NOT_FOUND"
     );
-    let r = s.run(None, Some(90), &mut ok).unwrap();
+    let r = s.run(None, Some(90), None, &mut ok).unwrap();
     assert_eq!(r["reason"], "max_cycles_reached");
     s.configure_trace(None, true, Some(8)).unwrap();
     let u = UntilOptions {
@@ -272,7 +272,7 @@ fn breakpoints_run_until_trace_and_writes() {
     let r = s.run_until(None, &u, &mut ok).unwrap();
     assert_eq!(r["reason"], "register_match");
     assert_eq!(s.get_registers(None).unwrap()["registers"]["R0"], 100);
-    let t = s.get_trace(None, Some(2)).unwrap();
+    let t = s.get_trace(None, Some(2), None).unwrap();
     assert_eq!(t["trace"].as_array().unwrap().len(), 2);
     assert_eq!(t["trace"][1]["text"], "INCR R0");
     assert_eq!(t["trace"][1]["r"][0], 99);
@@ -309,7 +309,7 @@ fn breakpoints_run_until_trace_and_writes() {
         (st["pc"].clone(), st["flags"]["C"].clone()),
         (json!(0x5002), json!(true))
     );
-    assert_eq!(s.run(None, None, &mut ok).unwrap()["reason"], "halted");
+    assert_eq!(s.run(None, None, None, &mut ok).unwrap()["reason"], "halted");
 }
 
 #[test]
@@ -324,14 +324,14 @@ fn cancellation_stops_cleanly() {
     .unwrap();
     let mut calls = 0;
     let r = s
-        .run(None, Some(u64::MAX), &mut |_, _, _| {
+        .run(None, Some(u64::MAX), None, &mut |_, _, _| {
             calls += 1;
             false
         })
         .unwrap();
     assert_eq!(r["reason"], "cancelled");
     assert_eq!(calls, 1);
-    assert_eq!(s.step(None, Some(1), &mut ok).unwrap()["executed"], 1);
+    assert_eq!(s.step(None, Some(1), None, &mut ok).unwrap()["executed"], 1);
 }
 
 #[test]
