@@ -230,3 +230,268 @@ async fn a_dropped_bridge_is_reported_reconnected_and_nothing_is_lost() {
     );
     ble.server.stop().await;
 }
+
+/// ATT values counted by the test's own reading of a btsnoop file: per
+/// (connection, attribute handle), writes and notifications, and per
+/// direction flag; written from the format description, sharing nothing
+/// with the plugin's parser.
+#[derive(Default, Debug)]
+struct Reference {
+    records: u64,
+    /// (connection, handle) → (writes, notifications)
+    per_handle: std::collections::BTreeMap<(u64, u64), (u64, u64)>,
+    /// (TX, RX) by the capture's direction flag.
+    by_flag: (u64, u64),
+    /// Microsecond part of the first imported value's timestamp.
+    first_us: Option<u64>,
+}
+
+fn reference(bytes: &[u8]) -> Reference {
+    let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| a << 8 | x as u64);
+    let le = |b: &[u8]| b.iter().rev().fold(0u64, |a, &x| a << 8 | x as u64);
+    assert_eq!(&bytes[..8], b"btsnoop\0");
+    let datalink = be(&bytes[12..16]);
+    let mut r = Reference::default();
+    // (adapter, connection, sent) → (L2CAP bytes so far, bytes expected, timestamp)
+    let mut partial = std::collections::HashMap::new();
+    let mut at = 16;
+    while at + 24 <= bytes.len() {
+        let len = be(&bytes[at + 4..at + 8]) as usize;
+        let flags = be(&bytes[at + 8..at + 12]);
+        let ts = be(&bytes[at + 16..at + 24]);
+        let rec = &bytes[at + 24..(at + 24 + len).min(bytes.len())];
+        at += 24 + len;
+        r.records += 1;
+        let (acl, sent, adapter) = match datalink {
+            1002 if rec.first() == Some(&2) => (&rec[1..], flags & 1 == 0, 0),
+            2001 if flags & 0xFFFF == 4 || flags & 0xFFFF == 5 => {
+                (rec, flags & 0xFFFF == 4, flags >> 16)
+            }
+            _ => continue,
+        };
+        if acl.len() < 4 {
+            continue;
+        }
+        let head = le(&acl[..2]);
+        let conn = head & 0xFFF;
+        let body = &acl[4..(4 + le(&acl[2..4]) as usize).min(acl.len())];
+        let key = (adapter, conn, sent);
+        let frame: Vec<u8> = if (head >> 12) & 3 == 1 {
+            let Some((mut buf, want, t0)) = partial.remove(&key) else {
+                continue;
+            };
+            let buf: &mut Vec<u8> = &mut buf;
+            buf.extend_from_slice(body);
+            if buf.len() < want {
+                partial.insert(key, (buf.clone(), want, t0));
+                continue;
+            }
+            buf.clone()
+        } else {
+            partial.remove(&key);
+            if body.len() < 4 {
+                continue;
+            }
+            let want = le(&body[..2]) as usize + 4;
+            if body.len() < want {
+                partial.insert(key, (body.to_vec(), want, ts));
+                continue;
+            }
+            body.to_vec()
+        };
+        if le(&frame[2..4]) != 4 || frame.len() < 7 {
+            continue;
+        }
+        let (write, notify) = match frame[4] {
+            0x12 | 0x52 | 0xD2 => (1, 0),
+            0x1B | 0x1D => (0, 1),
+            _ => continue,
+        };
+        let e = r
+            .per_handle
+            .entry((conn, le(&frame[5..7])))
+            .or_insert((0, 0));
+        e.0 += write;
+        e.1 += notify;
+        if sent {
+            r.by_flag.0 += 1;
+        } else {
+            r.by_flag.1 += 1;
+        }
+        r.first_us.get_or_insert(ts % 1_000_000);
+    }
+    r
+}
+
+#[tokio::test]
+async fn shared_every_real_capture_imports_with_independent_att_counts() {
+    let Some(dir) = e2e::fixtures("realworld/btsnoop").map(|d| d.canonicalize().unwrap()) else {
+        return;
+    };
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let config = cfg_dir.path().join("benchtop.toml");
+    // No bridge listens on this port: the plugin serves imports alone.
+    let mut toml = e2e::ble_config(free_port());
+    toml.push_str(&format!(
+        "allow = [{:?}]\n",
+        format!("{}:ro", dir.display())
+    ));
+    std::fs::write(&config, toml).unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap(), "--no-watch"]).await;
+    let ok = |tool: &'static str, args: Value| {
+        let server = &server;
+        async move { server.ok(tool, args).await.structured_content.unwrap() }
+    };
+
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    let (mut imported, mut with_att) = (0u64, 0);
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let want = reference(&std::fs::read(path).unwrap());
+        let total: u64 = want.per_handle.values().map(|(w, n)| w + n).sum();
+        let r = ok("import_btsnoop", json!({"path": path})).await;
+        assert_eq!(r["records"].as_u64(), Some(want.records), "{name}");
+        assert_eq!(
+            (r["tx"].as_u64().unwrap(), r["rx"].as_u64().unwrap()),
+            want.by_flag,
+            "{name}: TX/RX follow the capture's direction flag"
+        );
+        let mut table = std::collections::BTreeMap::new();
+        for h in r["handles"].as_array().unwrap() {
+            let key = (
+                h["connection"].as_u64().unwrap(),
+                h["handle"].as_u64().unwrap(),
+            );
+            let counts = (
+                h["writes"].as_u64().unwrap(),
+                h["notifications"].as_u64().unwrap(),
+            );
+            table.insert(key, counts);
+        }
+        assert_eq!(r["handles_left_out"], 0, "{name}");
+        assert_eq!(
+            table, want.per_handle,
+            "{name}: writes and notifications per handle"
+        );
+        eprintln!(
+            "{name}: {} records, {} TX / {} RX on {} handles; holds {}",
+            want.records,
+            want.by_flag.0,
+            want.by_flag.1,
+            want.per_handle.len(),
+            r["holds"]
+        );
+        imported += total;
+        if total == 0 {
+            // Nothing to read: the answer says what the capture holds.
+            assert!(r["since"].is_null(), "{name}: {r}");
+            let note = r["note"].as_str().unwrap();
+            assert!(
+                note.contains("nothing was imported: it holds"),
+                "{name}: {note}"
+            );
+            assert!(!r["holds"].as_array().unwrap().is_empty(), "{name}: {r}");
+            if name.contains("a2dp") {
+                assert!(
+                    r["holds"].as_array().unwrap().contains(&json!("a2dp")),
+                    "{r}"
+                );
+                assert!(note.contains("AVDTP (A2DP audio)"), "{note}");
+            }
+            continue;
+        }
+        with_att += 1;
+
+        // get_logs right after the import, without since, returns them:
+        // paging on with the same call reads exactly this import.
+        let first_id = r["first_id"].as_u64().unwrap();
+        let mut got = std::collections::BTreeMap::new();
+        let mut next = first_id;
+        loop {
+            let page = ok("get_logs", json!({"limit": 1000, "include_events": false})).await;
+            let logs = page["logs"].as_array().unwrap();
+            if logs.is_empty() {
+                let note = page["note"].as_str().unwrap_or_default();
+                assert!(
+                    note.contains("nothing returned"),
+                    "{name}: an empty answer says why: {page}"
+                );
+                break;
+            }
+            if next == first_id {
+                let note = page["note"].as_str().unwrap();
+                assert!(note.contains("reading the packets imported from"), "{note}");
+                let ts = logs[0]["timestamp"].as_str().unwrap();
+                let frac = &ts[ts.len() - 7..ts.len() - 1];
+                assert_eq!(
+                    frac.parse::<u64>().ok(),
+                    want.first_us,
+                    "{name}: microseconds {ts}"
+                );
+            }
+            for p in logs {
+                assert_eq!(p["id"].as_u64(), Some(next), "{name}: no gaps or repeats");
+                next += 1;
+                let att = &p["att"];
+                let key = (
+                    att["connection"].as_u64().unwrap(),
+                    att["handle"].as_u64().unwrap(),
+                );
+                let e = got.entry(key).or_insert((0u64, 0u64));
+                match att["op"].as_str().unwrap() {
+                    "write-request" | "write-command" | "signed-write-command" => e.0 += 1,
+                    "notification" | "indication" => e.1 += 1,
+                    other => panic!("{name}: unexpected opcode {other}"),
+                }
+            }
+        }
+        assert_eq!(next - first_id, total, "{name}");
+        assert_eq!(got, want.per_handle, "{name}: get_logs per handle");
+
+        // The busiest handle, by get_logs filter and by search_packets.
+        let (&(conn, handle), &(w, n)) = want
+            .per_handle
+            .iter()
+            .max_by_key(|(k, (w, n))| (w + n, std::cmp::Reverse(**k)))
+            .unwrap();
+        let since = r["since"].as_str().unwrap();
+        let by = ok(
+            "get_logs",
+            json!({"since": since, "handle": handle, "connection": conn, "limit": 1}),
+        )
+        .await;
+        assert_eq!(by["total_matching"].as_u64(), Some(w + n), "{name}");
+        let found = ok(
+            "search_packets",
+            json!({"handle": handle, "connection": conn, "since": since, "limit": 1}),
+        )
+        .await;
+        assert_eq!(found["total_matching"].as_u64(), Some(w + n), "{name}");
+        let writes = ok(
+            "get_logs",
+            json!({"since": since, "handle": handle, "connection": conn, "opcode": "write-command", "limit": 1}),
+        )
+        .await;
+        assert!(writes["total_matching"].as_u64().unwrap() <= w, "{name}");
+
+        // The same file again is refused while its packets are buffered.
+        let again = server.err("import_btsnoop", json!({"path": path})).await;
+        let (code, msg) = e2e::coded_error(&again);
+        assert_eq!(code, "ALREADY_IMPORTED", "{msg}");
+    }
+    assert!(with_att > 0, "some capture has ATT traffic");
+    let m = ok("get_metrics", json!({})).await;
+    let im = &m["imported"];
+    assert_eq!(im["files"].as_u64(), Some(files.len() as u64));
+    assert_eq!(
+        im["tx"].as_u64().unwrap() + im["rx"].as_u64().unwrap(),
+        imported
+    );
+    server.stop().await;
+}
