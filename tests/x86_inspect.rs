@@ -92,6 +92,7 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
         "remove_machine",
         "run",
         "step",
+        "write_console_input",
         "write_memory",
         "write_registers",
     ];
@@ -326,6 +327,164 @@ async fn breakpoints_step_disassembly_and_writes() {
             .await["data"],
         "DEADBEEF"
     );
+    x.server.stop().await;
+}
+
+// ------------------------------------------------ bounded state and input
+
+/// A temporary drive C: holding hand-assembled programs (never committed
+/// binaries: the bytes are here, with their source in comments).
+fn drive_with(files: &[(&str, &[u8])]) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    dir
+}
+
+// l: mov dl,'x' ; mov ah,2 ; int 21h ; jmp l
+const PRINT_FOREVER: [u8; 8] = [0xB2, b'x', 0xB4, 2, 0xCD, 0x21, 0xEB, 0xF8];
+
+// cat: l: mov ah,3Fh ; xor bx,bx ; mov cx,100h ; mov dx,200h ; int 21h ;
+// or ax,ax ; jz done ; mov cx,ax ; mov ah,40h ; mov bx,1 ; mov dx,200h ;
+// int 21h ; jmp l ; done: mov ax,4C00h ; int 21h
+const CAT: [u8; 35] = [
+    0xB4, 0x3F, 0x31, 0xDB, 0xB9, 0x00, 0x01, 0xBA, 0x00, 0x02, 0xCD, 0x21, 0x09, 0xC0, 0x74, 0x0E,
+    0x89, 0xC1, 0xB4, 0x40, 0xBB, 0x01, 0x00, 0xBA, 0x00, 0x02, 0xCD, 0x21, 0xEB, 0xE2, 0xB8, 0x00,
+    0x4C, 0xCD, 0x21,
+];
+
+#[tokio::test]
+async fn a_program_printing_forever_leaves_the_plugin_serving() {
+    let drive = drive_with(&[("FOREVER.COM", &PRINT_FOREVER)]);
+    let x = X86::start(&[
+        format!("{}:ro", samples().display()),
+        format!("{}:rw", drive.path().display()),
+    ])
+    .await;
+    let greet = x
+        .ok(
+            "load_program",
+            json!({"path": sample("greet.com"), "command_tail": "abc"}),
+        )
+        .await;
+    let forever = x
+        .ok(
+            "load_program",
+            json!({"path": drive.path().join("FOREVER.COM"), "tracking": true}),
+        )
+        .await;
+    let started = std::time::Instant::now();
+    let run = x
+        .ok(
+            "run",
+            json!({"machine": forever["machine"], "max_instructions": 1_000_000_000_000u64}),
+        )
+        .await;
+    // The run stops itself, well before the host's deadline resets the plugin.
+    assert_eq!(run["stop_reason"], "time_limit", "{run}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+    let console = x
+        .ok(
+            "read_console",
+            json!({"machine": forever["machine"], "offset": 0, "max_bytes": 16}),
+        )
+        .await;
+    let total = console["stdout_bytes"].as_u64().unwrap();
+    assert!(total > 1 << 20, "{console}");
+    assert_eq!(
+        console["stdout_dropped"].as_u64().unwrap(),
+        total - 256 * 1024
+    );
+    assert!(console["note"].as_str().unwrap().contains("were dropped"));
+    // Both machines survive, and the other one still runs.
+    let machines = x.ok("list_machines", json!({})).await;
+    assert_eq!(
+        machines["machines"].as_array().unwrap().len(),
+        2,
+        "{machines}"
+    );
+    let run = x.ok("run", json!({"machine": greet["machine"]})).await;
+    assert_eq!(run["stop_reason"], "exited");
+    assert!(run["output"].as_str().unwrap().contains("[ abc]"));
+    // And the endless one continues where it stopped.
+    let more = x
+        .ok(
+            "run",
+            json!({"machine": forever["machine"], "max_instructions": 1000}),
+        )
+        .await;
+    assert_eq!(more["stop_reason"], "budget");
+    x.server.stop().await;
+}
+
+#[tokio::test]
+async fn input_comes_from_text_the_client_types_or_a_redirected_file() {
+    let drive = drive_with(&[("CAT.COM", &CAT), ("IN.TXT", b"one\r\ntwo\r\n")]);
+    let x = X86::start(&[format!("{}:rw", drive.path().display())]).await;
+    let cat = drive.path().join("CAT.COM");
+    // No input yet: the program stops waiting for it, then resumes.
+    x.ok("load_program", json!({"path": cat})).await;
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["stop_reason"], "waiting_for_input", "{run}");
+    let queued = x.ok("write_console_input", json!({"text": "hi\n"})).await;
+    assert_eq!(queued["queued"], 3);
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["stop_reason"], "waiting_for_input");
+    assert_eq!(run["output"], "hi\r\nhi\r\n");
+    x.ok("write_console_input", json!({"end": true})).await;
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["stop_reason"], "exited");
+    // Text given at load time ends after itself.
+    x.ok("load_program", json!({"path": cat, "stdin": "a\nb"}))
+        .await;
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["output"], "a\r\na\r\nbb");
+    // `<` and `>` in the tail, as COMMAND.COM does.
+    let loaded = x
+        .ok(
+            "load_program",
+            json!({"path": cat, "command_tail": "< in.txt > out.txt"}),
+        )
+        .await;
+    assert_eq!(loaded["stdin"], "file IN.TXT");
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(
+        (run["stop_reason"].as_str(), run["output"].as_str()),
+        (Some("exited"), Some(""))
+    );
+    assert_eq!(
+        std::fs::read(drive.path().join("OUT.TXT")).unwrap(),
+        b"one\r\ntwo\r\n"
+    );
+    // A workspace file as stdin, and a full "disk".
+    std::fs::write(drive.path().join("BIG.TXT"), vec![b'z'; 5000]).unwrap();
+    x.ok(
+        "load_program",
+        json!({"path": cat, "stdin_file": drive.path().join("BIG.TXT"),
+               "command_tail": ">big.out", "write_limit_kib": 2}),
+    )
+    .await;
+    assert_eq!(x.ok("run", json!({})).await["stop_reason"], "exited");
+    assert_eq!(
+        std::fs::metadata(drive.path().join("BIG.OUT"))
+            .unwrap()
+            .len(),
+        2048
+    );
+    let console = x.ok("read_console", json!({})).await;
+    assert!(
+        console["files"]["disk_full"].as_u64().unwrap() > 0,
+        "{console}"
+    );
+    let (code, msg) = x
+        .err(
+            "load_program",
+            json!({"path": cat, "command_tail": "< missing.txt"}),
+        )
+        .await;
+    assert_eq!(code, "LOAD_FAILED");
+    assert!(msg.contains("File not found: missing.txt"), "{msg}");
     x.server.stop().await;
 }
 

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use crate::cpu::Model;
-use crate::tools::{RegisterWrite, Session, ToolError as DomainError};
+use crate::tools::{LoadOptions, RegisterWrite, Session, ToolError as DomainError};
 
 wit_bindgen::generate!({
     path: "../../wit/x86-inspect",
@@ -39,15 +39,18 @@ impl Guest for Plugin {
             Some(CpuModel::I8086) => Model::I8086,
             _ => Model::I80186,
         };
-        with(|s| {
-            s.load_program(
-                &path,
-                a.command_tail.as_deref(),
-                model,
-                a.tracking.unwrap_or(true),
-                a.machine,
-            )
-        })
+        let o = LoadOptions {
+            command_tail: a.command_tail,
+            model: Some(model),
+            tracking: a.tracking,
+            machine: a.machine,
+            stdin: a.stdin,
+            stdin_file: a.stdin_file.map(|p| plugin_kit::paths::resolve(&p)),
+            stdin_open: a.stdin_open,
+            console_kib: a.console_kib,
+            write_limit_kib: a.write_limit_kib,
+        };
+        with(|s| s.load(&path, &o))
     }
 
     fn list_machines() -> Result<String, ToolError> {
@@ -126,6 +129,10 @@ impl Guest for Plugin {
 
     fn read_console(a: wit::ReadConsoleArgs) -> Result<String, ToolError> {
         with(|s| s.read_console(a.offset, a.max_bytes, a.machine))
+    }
+
+    fn write_console_input(a: wit::WriteConsoleInputArgs) -> Result<String, ToolError> {
+        with(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine))
     }
 }
 

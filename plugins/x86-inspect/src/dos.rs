@@ -4,11 +4,12 @@
 //! Drive C: is the directory the program was loaded from; DOS file services
 //! never reach outside it (they fail with DOS error codes instead).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 
+use crate::console::{DEFAULT_CONSOLE_KIB, Input, Read as InRead, Stream};
 use crate::cpu::{AX, BX, CF, CS, CX, Cpu, DS, DX, ES, Model, SI, SP, SS, STUB_SEGMENT, ZF};
 
 /// Where things live in the 1 MiB address space.
@@ -59,6 +60,35 @@ pub struct Program {
 pub enum Flow {
     Continue,
     Exit(u8),
+    /// A blocking read of the keyboard found no input: the service was not
+    /// performed and must be retried once input is added.
+    WaitInput,
+}
+
+/// Default bytes one machine may write to files over its life.
+pub const DEFAULT_WRITE_LIMIT_KIB: u32 = 16 * 1024;
+/// Largest size a file may reach through DOS writes.
+pub const FILE_SIZE_LIMIT: u64 = 8 << 20;
+
+/// Limits on what a guest program can make the plugin hold or write.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Bytes kept per console stream (stdout, stderr, screen).
+    pub console_bytes: usize,
+    /// Bytes the machine may write to files in total.
+    pub write_bytes: u64,
+    /// Largest size of one file.
+    pub file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            console_bytes: DEFAULT_CONSOLE_KIB as usize * 1024,
+            write_bytes: DEFAULT_WRITE_LIMIT_KIB as u64 * 1024,
+            file_bytes: FILE_SIZE_LIMIT,
+        }
+    }
 }
 
 enum Handle {
@@ -73,10 +103,17 @@ enum Handle {
 pub struct Dos {
     /// Directory mapped to drive C:.
     pub root: PathBuf,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    pub limits: Limits,
+    pub stdout: Stream,
+    pub stderr: Stream,
     /// Characters written through INT 10h (teletype and write-char).
-    pub screen: Vec<u8>,
+    pub screen: Stream,
+    /// The keyboard: text queued by the client.
+    pub input: Input,
+    /// Bytes written to files so far.
+    pub file_bytes_written: u64,
+    /// Writes cut short because a limit was reached (DOS "disk full").
+    pub disk_full: u64,
     pub int21_calls: BTreeMap<u8, u64>,
     /// Service calls that are not implemented (vector/function → count).
     pub unsupported: BTreeMap<String, u64>,
@@ -86,6 +123,10 @@ pub struct Dos {
     dta: (u16, u16),
     psp: u16,
     return_code: u8,
+    /// The rest of a console line read by AH=3Fh, for the next read.
+    cooked: VecDeque<u8>,
+    /// Where standard input comes from when it is not the keyboard.
+    stdin_name: Option<String>,
     cursor: (u8, u8),
 }
 
@@ -109,11 +150,19 @@ fn io_error_code(e: &std::io::Error) -> u16 {
 
 impl Dos {
     pub fn new(root: PathBuf) -> Self {
+        Self::with_limits(root, Limits::default())
+    }
+
+    pub fn with_limits(root: PathBuf, limits: Limits) -> Self {
         Dos {
             root,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-            screen: Vec::new(),
+            limits,
+            stdout: Stream::new(limits.console_bytes),
+            stderr: Stream::new(limits.console_bytes),
+            screen: Stream::new(limits.console_bytes),
+            input: Input::default(),
+            file_bytes_written: 0,
+            disk_full: 0,
             int21_calls: BTreeMap::new(),
             unsupported: BTreeMap::new(),
             handles: vec![
@@ -127,6 +176,8 @@ impl Dos {
             dta: (PSP_SEGMENT, 0x80),
             psp: PSP_SEGMENT,
             return_code: 0,
+            cooked: VecDeque::new(),
+            stdin_name: None,
             cursor: (0, 0),
         }
     }
@@ -324,7 +375,7 @@ impl Dos {
     pub fn service(&mut self, n: u8, cpu: &mut Cpu) -> Flow {
         match n {
             0x00 => {
-                self.stdout.extend_from_slice(b"Divide overflow\r\n");
+                self.stdout.extend(b"Divide overflow\r\n");
                 Flow::Exit(0xFF)
             }
             0x10 => {
@@ -339,15 +390,7 @@ impl Dos {
                 cpu.regs[AX] = 640;
                 Flow::Continue
             }
-            0x16 => {
-                // No keyboard: report "no key" and return Enter when forced to read.
-                match cpu.regs[AX] >> 8 {
-                    0x01 | 0x11 => cpu.flags |= ZF,
-                    0x02 | 0x12 => cpu.regs[AX] &= 0xFF00,
-                    _ => cpu.regs[AX] = 0x1C0D,
-                }
-                Flow::Continue
-            }
+            0x16 => self.int16(cpu),
             0x1A => {
                 if cpu.regs[AX] >> 8 == 0 {
                     // 18.2 Hz ticks derived from instructions (~4.77 MHz, ~4 clocks each).
@@ -359,9 +402,19 @@ impl Dos {
                 Flow::Continue
             }
             0x20 => Flow::Exit(0),
-            0x21 => self.int21(cpu),
+            0x21 => {
+                let flow = self.int21(cpu);
+                if flow == Flow::WaitInput {
+                    // The call is retried once input comes: count it once.
+                    let ah = (cpu.regs[AX] >> 8) as u8;
+                    if let Some(c) = self.int21_calls.get_mut(&ah) {
+                        *c = c.saturating_sub(1);
+                    }
+                }
+                flow
+            }
             0x29 => {
-                self.stdout.push(cpu.regs[AX] as u8);
+                self.con_out(&[cpu.regs[AX] as u8]);
                 Flow::Continue
             }
             // Ctrl-Break, critical error and other vectors: plain IRET.
@@ -383,7 +436,7 @@ impl Dos {
                 cpu.regs[CX] = 0x0607;
             }
             0x09 | 0x0A => {
-                for _ in 0..cpu.regs[CX] {
+                for _ in 0..cpu.regs[CX].min(2000) {
                     self.screen.push(al);
                 }
             }
@@ -464,6 +517,66 @@ impl Dos {
         Ok(out)
     }
 
+    /// Applies COMMAND.COM-style redirections: `< input` becomes handle 0,
+    /// `> output` (or `>> output`, appending) handle 1. Names are DOS paths
+    /// on drive C:.
+    pub fn redirect(
+        &mut self,
+        input: Option<&str>,
+        output: Option<&str>,
+        append: bool,
+    ) -> Result<(), String> {
+        let where_ = "paths are relative to drive C:, the program's directory";
+        if let Some(name) = input {
+            let p = self
+                .host_path(name.as_bytes())
+                .map_err(|_| format!("invalid input file name {name:?} ({where_})"))?;
+            if is_special(&p) || p.is_dir() {
+                return Err(format!("input {name:?} is not a regular file"));
+            }
+            let f = File::open(&p).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("File not found: {name} (the input of `<`; {where_})")
+                }
+                _ => format!("cannot open {name}: {e}"),
+            })?;
+            self.handles[0] = Some(Handle::File(f));
+            self.stdin_name = Some(name.to_uppercase());
+        }
+        if let Some(name) = output {
+            let p = self
+                .host_path(name.as_bytes())
+                .map_err(|_| format!("invalid output file name {name:?} ({where_})"))?;
+            if is_special(&p) || p.is_dir() {
+                return Err(format!("output {name:?} is not a regular file"));
+            }
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .append(append)
+                .truncate(!append)
+                .open(&p)
+                .map_err(|e| format!("cannot create {name}: {e}"))?;
+            self.handles[1] = Some(Handle::File(f));
+        }
+        Ok(())
+    }
+
+    /// A host file (already opened) as standard input.
+    pub fn set_stdin_file(&mut self, f: File) {
+        self.handles[0] = Some(Handle::File(f));
+        self.stdin_name = Some("stdin_file".into());
+    }
+
+    /// Where standard input comes from, for tool results.
+    pub fn stdin_description(&self) -> String {
+        match (&self.stdin_name, self.stdin_is_keyboard()) {
+            (Some(n), false) => format!("file {n}"),
+            _ if self.input.closed => "keyboard (ends after the queued text)".into(),
+            _ => "keyboard (waits for write_console_input when empty)".into(),
+        }
+    }
+
     fn new_handle(&mut self, h: Handle) -> Option<u16> {
         if let Some(i) = self.handles.iter().position(|x| x.is_none()) {
             self.handles[i] = Some(h);
@@ -476,13 +589,183 @@ impl Dos {
         Some(self.handles.len() as u16 - 1)
     }
 
-    fn out(&mut self, to_stderr: bool, bytes: &[u8]) {
-        if to_stderr {
-            &mut self.stderr
-        } else {
-            &mut self.stdout
+    /// Writes to handle `h` as DOS would: the console streams, or a file
+    /// within the machine's write limits. A write cut short by a limit
+    /// returns fewer bytes than asked, which is how DOS reports a full disk.
+    fn write_handle(&mut self, h: usize, data: &[u8]) -> Result<usize, u16> {
+        let room = self
+            .limits
+            .write_bytes
+            .saturating_sub(self.file_bytes_written);
+        let file_limit = self.limits.file_bytes;
+        match self.handles.get_mut(h) {
+            Some(Some(Handle::File(f))) => {
+                let pos = f.stream_position().map_err(|e| io_error_code(&e))?;
+                let len = f.metadata().map_err(|e| io_error_code(&e))?.len();
+                // Writing past the end grows the file by the gap too.
+                let gap = pos.saturating_sub(len);
+                if data.is_empty() {
+                    // CX=0 truncates or extends the file to the pointer.
+                    if pos > file_limit || gap > room {
+                        self.disk_full += 1;
+                        return Ok(0);
+                    }
+                    f.set_len(pos).map_err(|e| io_error_code(&e))?;
+                    self.file_bytes_written += gap;
+                    return Ok(0);
+                }
+                let fits = (data.len() as u64)
+                    .min(file_limit.saturating_sub(pos))
+                    .min(room.saturating_sub(gap)) as usize;
+                if fits < data.len() {
+                    self.disk_full += 1;
+                }
+                if fits == 0 {
+                    return Ok(0);
+                }
+                f.write_all(&data[..fits]).map_err(|e| io_error_code(&e))?;
+                self.file_bytes_written += gap + fits as u64;
+                Ok(fits)
+            }
+            Some(Some(Handle::Stdin | Handle::Stdout)) => {
+                self.stdout.extend(data);
+                Ok(data.len())
+            }
+            Some(Some(Handle::Stderr)) => {
+                self.stderr.extend(data);
+                Ok(data.len())
+            }
+            Some(Some(Handle::Null)) => Ok(data.len()),
+            _ => Err(6),
         }
-        .extend_from_slice(bytes);
+    }
+
+    /// Character output to standard output (handle 1, maybe redirected).
+    fn con_out(&mut self, bytes: &[u8]) {
+        // A closed or full standard output drops characters, as DOS does.
+        let _ = self.write_handle(1, bytes);
+    }
+
+    fn stdin_is_keyboard(&self) -> bool {
+        !matches!(self.handles.first(), Some(Some(Handle::File(_))))
+    }
+
+    /// One byte of standard input for the character services.
+    fn stdin_byte(&mut self) -> InRead {
+        match self.handles.first_mut() {
+            Some(Some(Handle::File(f))) => {
+                let mut b = [0u8];
+                match f.read(&mut b) {
+                    Ok(1) => InRead::Byte(b[0]),
+                    _ => InRead::Eof,
+                }
+            }
+            _ => self.input.take(),
+        }
+    }
+
+    /// Whether standard input has a character ready (no waiting).
+    fn stdin_ready(&mut self) -> bool {
+        match self.handles.first_mut() {
+            Some(Some(Handle::File(f))) => {
+                let pos = f.stream_position().unwrap_or(0);
+                f.metadata().is_ok_and(|m| pos < m.len())
+            }
+            _ => matches!(self.input.peek(), InRead::Byte(_)),
+        }
+    }
+
+    /// A blocking character read: the byte, Ctrl-Z at end of input, or
+    /// None when the keyboard is empty and more input may come.
+    fn read_char(&mut self) -> Option<u8> {
+        match self.stdin_byte() {
+            InRead::Byte(b) => Some(b),
+            InRead::Eof => Some(0x1A),
+            InRead::Wait => None,
+        }
+    }
+
+    /// INT 21h AH=0Ah: buffered line input into DS:DX.
+    fn buffered_input(&mut self, cpu: &mut Cpu) -> Flow {
+        let keyboard = self.stdin_is_keyboard();
+        if keyboard && !self.input.has_line() {
+            return Flow::WaitInput;
+        }
+        let (ds, dx) = (cpu.sregs[DS], cpu.regs[DX]);
+        let max = cpu.rb(Cpu::lin(ds, dx)) as usize;
+        if max == 0 {
+            return Flow::Continue;
+        }
+        let mut line = Vec::new();
+        loop {
+            match self.stdin_byte() {
+                InRead::Byte(b'\r') if keyboard => break,
+                InRead::Byte(b'\n') => break,
+                InRead::Byte(b'\r') => {}
+                // Past the buffer DOS beeps and drops the character.
+                InRead::Byte(b) if line.len() + 1 < max => line.push(b),
+                InRead::Byte(_) => {}
+                InRead::Eof | InRead::Wait => break,
+            }
+        }
+        self.con_out(&line);
+        self.con_out(b"\r");
+        cpu.wb(Cpu::lin(ds, dx.wrapping_add(1)), line.len() as u8);
+        for (i, b) in line.iter().chain(b"\r").enumerate() {
+            cpu.wb(Cpu::lin(ds, dx.wrapping_add(2 + i as u16)), *b);
+        }
+        Flow::Continue
+    }
+
+    /// INT 21h AH=3Fh on the keyboard: DOS reads a whole line (echoing it)
+    /// and hands it out with CR LF, the rest kept for the next read.
+    fn read_console_line(&mut self, want: usize) -> Option<Vec<u8>> {
+        if self.cooked.is_empty() {
+            if !self.input.has_line() {
+                return None;
+            }
+            let mut line = Vec::new();
+            loop {
+                match self.input.take() {
+                    InRead::Byte(b'\r') => {
+                        line.extend_from_slice(b"\r\n");
+                        break;
+                    }
+                    InRead::Byte(b) => line.push(b),
+                    InRead::Eof | InRead::Wait => break,
+                }
+            }
+            self.con_out(&line);
+            self.cooked.extend(line);
+        }
+        let n = want.min(self.cooked.len());
+        Some(self.cooked.drain(..n).collect())
+    }
+
+    fn int16(&mut self, cpu: &mut Cpu) -> Flow {
+        let key = |b: u8| (scan_code(b) as u16) << 8 | b as u16;
+        match cpu.regs[AX] >> 8 {
+            0x00 | 0x10 => match self.input.take() {
+                InRead::Byte(b) => cpu.regs[AX] = key(b),
+                InRead::Eof => cpu.regs[AX] = key(0x1A),
+                InRead::Wait => return Flow::WaitInput,
+            },
+            0x01 | 0x11 => match self.input.peek() {
+                InRead::Byte(b) => {
+                    cpu.regs[AX] = key(b);
+                    cpu.flags &= !ZF;
+                }
+                _ => cpu.flags |= ZF,
+            },
+            0x02 | 0x12 => cpu.regs[AX] &= 0xFF00,
+            ah => {
+                *self
+                    .unsupported
+                    .entry(format!("INT 16h AH={ah:02X}h"))
+                    .or_default() += 1
+            }
+        }
+        Flow::Continue
     }
 
     fn int21(&mut self, cpu: &mut Cpu) -> Flow {
@@ -493,44 +776,83 @@ impl Dos {
         match ah {
             0x00 => return Flow::Exit(0),
             0x01 | 0x07 | 0x08 => {
-                // stdin is empty: DOS returns Ctrl-Z at end of file.
-                cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | 0x1A;
+                let Some(c) = self.read_char() else {
+                    return Flow::WaitInput;
+                };
+                if ah == 0x01 {
+                    self.con_out(&[c]);
+                }
+                cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | c as u16;
             }
             0x02 => {
                 let c = dx as u8;
-                self.stdout.push(c);
+                self.con_out(&[c]);
                 cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | c as u16;
             }
             0x06 => {
                 if dx as u8 == 0xFF {
-                    cpu.flags |= ZF;
-                    cpu.regs[AX] &= 0xFF00;
+                    // Direct console input never waits.
+                    let c = if self.stdin_ready() {
+                        self.read_char()
+                    } else {
+                        None
+                    };
+                    match c {
+                        Some(c) => {
+                            cpu.flags &= !ZF;
+                            cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | c as u16;
+                        }
+                        None => {
+                            cpu.flags |= ZF;
+                            cpu.regs[AX] &= 0xFF00;
+                        }
+                    }
                 } else {
-                    self.stdout.push(dx as u8);
+                    self.con_out(&[dx as u8]);
                     cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | (dx & 0xFF);
                 }
             }
             0x09 => {
+                let mut text = Vec::new();
                 let mut off = dx;
                 for _ in 0..0x10000 {
                     let b = cpu.rb(Cpu::lin(ds, off));
                     if b == b'$' {
                         break;
                     }
-                    self.stdout.push(b);
+                    text.push(b);
                     off = off.wrapping_add(1);
                 }
+                self.con_out(&text);
                 cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | b'$' as u16;
             }
             0x0A => {
-                // Empty input: zero characters read, terminated by CR.
-                let base = Cpu::lin(ds, dx);
-                cpu.wb(base + 1, 0);
-                cpu.wb(base + 2, 0x0D);
+                if self.buffered_input(cpu) == Flow::WaitInput {
+                    return Flow::WaitInput;
+                }
             }
-            0x0B => cpu.regs[AX] &= 0xFF00,
+            0x0B => {
+                let ready = if self.stdin_ready() { 0xFF } else { 0 };
+                cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | ready;
+            }
             0x0C => {
-                cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | 0x1A;
+                // DOS flushes the type-ahead buffer first; here queued input
+                // is what the user types after the prompt, so it is kept.
+                match al {
+                    0x01 | 0x06 | 0x07 | 0x08 | 0x0A => {
+                        cpu.regs[AX] = (al as u16) << 8 | al as u16;
+                        let flow = self.int21(cpu);
+                        // The call is counted as 0Ch, not as the one it ran.
+                        if let Some(c) = self.int21_calls.get_mut(&al) {
+                            *c -= 1;
+                        }
+                        if flow == Flow::WaitInput {
+                            cpu.regs[AX] = 0x0C00 | al as u16;
+                        }
+                        return flow;
+                    }
+                    _ => cpu.regs[AX] &= 0xFF00,
+                }
             }
             0x0D => {}
             0x0E => cpu.regs[AX] = (cpu.regs[AX] & 0xFF00) | 26,
@@ -625,6 +947,17 @@ impl Dos {
             0x3F => {
                 let h = cpu.regs[BX] as usize;
                 let n = cpu.regs[CX] as usize;
+                if let Some(Some(Handle::Stdin)) = self.handles.get(h) {
+                    let Some(line) = self.read_console_line(n) else {
+                        return Flow::WaitInput;
+                    };
+                    for (i, b) in line.iter().enumerate() {
+                        cpu.wb(Cpu::lin(ds, dx.wrapping_add(i as u16)), *b);
+                    }
+                    cpu.regs[AX] = line.len() as u16;
+                    dos_ok(cpu);
+                    return Flow::Continue;
+                }
                 match self.handles.get_mut(h) {
                     Some(Some(Handle::File(f))) => {
                         let mut buf = vec![0u8; n];
@@ -655,37 +988,12 @@ impl Dos {
                 let data: Vec<u8> = (0..n)
                     .map(|i| cpu.rb(Cpu::lin(ds, dx.wrapping_add(i as u16))))
                     .collect();
-                match self.handles.get_mut(h) {
-                    Some(Some(Handle::File(f))) => {
-                        // CX=0 truncates at the current position.
-                        let r = if n == 0 {
-                            f.stream_position().and_then(|p| f.set_len(p))
-                        } else {
-                            f.write_all(&data)
-                        };
-                        match r {
-                            Ok(()) => {
-                                cpu.regs[AX] = n as u16;
-                                dos_ok(cpu);
-                            }
-                            Err(e) => dos_err(cpu, io_error_code(&e)),
-                        }
-                    }
-                    Some(Some(Handle::Stdout)) | Some(Some(Handle::Stdin)) => {
-                        self.out(false, &data);
-                        cpu.regs[AX] = n as u16;
+                match self.write_handle(h, &data) {
+                    Ok(k) => {
+                        cpu.regs[AX] = k as u16;
                         dos_ok(cpu);
                     }
-                    Some(Some(Handle::Stderr)) => {
-                        self.out(true, &data);
-                        cpu.regs[AX] = n as u16;
-                        dos_ok(cpu);
-                    }
-                    Some(Some(Handle::Null)) => {
-                        cpu.regs[AX] = n as u16;
-                        dos_ok(cpu);
-                    }
-                    _ => dos_err(cpu, 6),
+                    Err(e) => dos_err(cpu, e),
                 }
             }
             0x41 => {
@@ -880,6 +1188,107 @@ impl Dos {
     }
 }
 
+/// A command tail with COMMAND.COM's redirections taken out.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Redirections {
+    pub tail: String,
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub append: bool,
+}
+
+/// Splits `< file`, `> file` and `>> file` out of a command tail, as
+/// COMMAND.COM does before it builds the PSP (text in double quotes is left
+/// alone).
+pub fn split_redirections(tail: &str) -> Result<Redirections, String> {
+    let mut r = Redirections::default();
+    let chars: Vec<char> = tail.chars().collect();
+    let mut i = 0;
+    let mut quoted = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if quoted || !matches!(c, '<' | '>' | '|') {
+            r.tail.push(c);
+            i += 1;
+            continue;
+        }
+        if c == '|' {
+            return Err(
+                "pipes (|) are not supported; run each program with > FILE and the next with < FILE"
+                    .into(),
+            );
+        }
+        let append = c == '>' && chars.get(i + 1) == Some(&'>');
+        i += if append { 2 } else { 1 };
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+            i += 1;
+        }
+        let mut name = String::new();
+        while let Some(&c) = chars.get(i) {
+            if c.is_whitespace() || matches!(c, '<' | '>' | '|') {
+                break;
+            }
+            name.push(c);
+            i += 1;
+        }
+        if name.is_empty() {
+            return Err(format!("`{c}` needs a file name after it"));
+        }
+        let slot = if c == '<' {
+            &mut r.input
+        } else {
+            &mut r.output
+        };
+        if slot.is_some() {
+            return Err(format!("`{c}` appears twice"));
+        }
+        *slot = Some(name);
+        if c == '>' {
+            r.append = append;
+        }
+    }
+    r.tail = r.tail.trim_end().to_string();
+    Ok(r)
+}
+
+/// The BIOS scan code of the key typing `b` (enough for Enter, Esc and the
+/// keys programs test by scan code).
+fn scan_code(b: u8) -> u8 {
+    match b {
+        b'\r' => 0x1C,
+        0x1B => 0x01,
+        0x08 => 0x0E,
+        b'\t' => 0x0F,
+        b' ' => 0x39,
+        0x1A => 0x2C,
+        b'0' => 0x0B,
+        b'1'..=b'9' => b - b'1' + 2,
+        _ => 0,
+    }
+}
+
+/// Text for the keyboard: every line end (LF, CR LF or CR) is the Enter
+/// key, which types CR.
+pub fn keyboard_text(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'\r' if text.get(i + 1) == Some(&b'\n') => {
+                out.push(b'\r');
+                i += 1;
+            }
+            b'\n' => out.push(b'\r'),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
+
 /// Reports the CPU model a DOS machine should use by default.
 pub fn default_model() -> Model {
     Model::I80186
@@ -916,7 +1325,7 @@ mod tests {
             }
         }
         assert_eq!(flow, Flow::Exit(5));
-        assert_eq!(dos.stdout, b"hi");
+        assert_eq!(dos.stdout.contents(), b"hi");
         assert_eq!(cpu.sregs[CS], PSP_SEGMENT);
         assert_eq!(cpu.regs[SP], 0xFFFE);
     }

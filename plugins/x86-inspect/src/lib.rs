@@ -2,6 +2,7 @@
 //! like Spice86. The domain logic lives in plain modules; `component` is the
 //! thin wit-bindgen glue.
 
+pub mod console;
 pub mod cpu;
 pub mod disasm;
 pub mod dos;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::cpu::{CS, Cpu, Exit, Model};
-use crate::dos::{Dos, Flow, LoadError, Program};
+use crate::dos::{Dos, Flow, Limits, LoadError, Program};
 use crate::tracking::{SegOff, Tracker};
 
 /// Why a run or step stopped.
@@ -17,6 +17,11 @@ pub enum StopReason {
     Budget,
     Halted,
     Cancelled,
+    /// The call's wall-time budget ran out (the machine is intact).
+    TimeLimit,
+    /// The program reads the keyboard and no input is queued; the read is
+    /// retried when the run continues after input is added.
+    WaitingForInput,
 }
 
 impl StopReason {
@@ -27,6 +32,8 @@ impl StopReason {
             StopReason::Budget => "budget",
             StopReason::Halted => "halted",
             StopReason::Cancelled => "cancelled",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::WaitingForInput => "waiting_for_input",
         }
     }
 }
@@ -43,6 +50,8 @@ pub enum RunError {
 
 /// Instructions per progress report / cancellation check.
 pub const CHUNK: u64 = 1 << 20;
+/// Most breakpoints per machine (client-made, but bounded all the same).
+pub const MAX_BREAKPOINTS: usize = 1024;
 
 pub struct Machine {
     pub id: u32,
@@ -67,9 +76,22 @@ impl Machine {
         model: Model,
         tracking: bool,
     ) -> Result<Machine, LoadError> {
+        Self::load_with_limits(id, path, image, tail, model, tracking, Limits::default())
+    }
+
+    /// [`Machine::load`] with explicit console and file-write limits.
+    pub fn load_with_limits(
+        id: u32,
+        path: &Path,
+        image: &[u8],
+        tail: &str,
+        model: Model,
+        tracking: bool,
+        limits: Limits,
+    ) -> Result<Machine, LoadError> {
         let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut cpu = Cpu::new(model);
-        let mut dos = Dos::new(root);
+        let mut dos = Dos::with_limits(root, limits);
         let program = dos.load(&mut cpu, path, image, tail)?;
         let tracker = tracking.then(|| Tracker::new(SegOff(program.entry.0, program.entry.1)));
         Ok(Machine {
@@ -90,12 +112,17 @@ impl Machine {
         SegOff(self.cpu.sregs[CS], self.cpu.ip)
     }
 
-    pub fn add_breakpoint(&mut self, linear: u32) -> u32 {
+    /// Adds a breakpoint; None when the machine already has
+    /// [`MAX_BREAKPOINTS`].
+    pub fn add_breakpoint(&mut self, linear: u32) -> Option<u32> {
+        if self.breakpoints.len() >= MAX_BREAKPOINTS {
+            return None;
+        }
         let id = self.next_breakpoint;
         self.next_breakpoint += 1;
         self.breakpoints.insert(id, linear & 0xFFFFF);
         self.rebuild_bitmap();
-        id
+        Some(id)
     }
 
     pub fn remove_breakpoint(&mut self, id: u32) -> bool {
@@ -145,6 +172,13 @@ impl Machine {
                 Flow::Exit(code) => {
                     self.exit_code = Some(code);
                     Some(StopReason::Exited(code))
+                }
+                Flow::WaitInput => {
+                    // Back to the INT instruction, so that continuing the
+                    // run performs the read again.
+                    self.cpu.sregs[CS] = self.cpu.insn_cs;
+                    self.cpu.ip = self.cpu.insn_ip;
+                    Some(StopReason::WaitingForInput)
                 }
             },
         }
@@ -269,7 +303,7 @@ mod tests {
     #[test]
     fn breakpoints_stop_and_resume() {
         let mut m = machine(&LOOP);
-        let id = m.add_breakpoint(Cpu::lin(0x87, 0x10D));
+        let id = m.add_breakpoint(Cpu::lin(0x87, 0x10D)).unwrap();
         let (_, r) = m.run(1000, &mut |_, _| true).unwrap();
         assert_eq!(r, StopReason::Breakpoint(id));
         assert_eq!(m.cs_ip(), SegOff(0x87, 0x10D));
@@ -286,5 +320,24 @@ mod tests {
         let (n, r) = m.step(1).unwrap();
         assert_eq!((n, r), (1, StopReason::Budget));
         assert_eq!(m.cpu.ip, 0x103);
+    }
+
+    #[test]
+    fn self_modifying_code_is_tracked_in_bounded_time_and_space() {
+        // l: mov ax,imm16 ; inc word [0x101] (the immediate) ; jmp l
+        let code = [0xB8, 0, 0, 0xFF, 0x06, 0x01, 0x01, 0xEB, 0xF7];
+        let mut m = machine(&code);
+        let started = std::time::Instant::now();
+        let (n, r) = m.run(3_000_000, &mut |_, _| true).unwrap();
+        assert_eq!((n, r), (3_000_000, StopReason::Budget));
+        let t = m.tracker.as_ref().unwrap();
+        // One node per variant up to the bound, then nothing more.
+        assert!(
+            t.nodes.len() <= crate::tracking::MAX_VARIANTS + 2,
+            "{}",
+            t.nodes.len()
+        );
+        assert!(t.dropped.instructions > 900_000);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 }

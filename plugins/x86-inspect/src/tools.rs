@@ -3,13 +3,16 @@
 //! (`generalPurpose`, `EAX`, `calledCount`, ...); benchtop's own tools use
 //! snake_case keys.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::console::{MAX_CONSOLE_KIB, MAX_PENDING_INPUT};
 use crate::cpu::{self, Cpu, Model};
 use crate::disasm;
-use crate::machine::{Machine, StopReason};
+use crate::dos::{self, Limits};
+use crate::machine::{MAX_BREAKPOINTS, Machine, StopReason};
 use crate::tracking::SegOff;
 
 /// A tool failure: a stable code and a message saying what to do.
@@ -29,11 +32,47 @@ fn err<T>(code: &'static str, message: impl Into<String>) -> Result<T, ToolError
 pub const MAX_MACHINES: usize = 8;
 pub const DEFAULT_BUDGET: u64 = 200_000_000;
 const OUTPUT_PREVIEW: usize = 2000;
+/// A run stops by itself after this long (reason `time_limit`, machine
+/// intact), well before the host's call deadline resets the plugin and
+/// every machine in it.
+pub const RUN_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Largest total file-write limit a client may set per machine.
+pub const MAX_WRITE_LIMIT_KIB: u32 = 256 * 1024;
 
-#[derive(Default)]
+/// Everything load_program accepts besides the path.
+#[derive(Clone, Default)]
+pub struct LoadOptions {
+    pub command_tail: Option<String>,
+    pub model: Option<Model>,
+    pub tracking: Option<bool>,
+    /// Reload into this machine.
+    pub machine: Option<u32>,
+    /// Text typed at the keyboard (standard input unless redirected).
+    pub stdin: Option<String>,
+    /// A host file as standard input (as `< file`), already resolved.
+    pub stdin_file: Option<PathBuf>,
+    /// Keep the keyboard open after `stdin`: the program waits for
+    /// write_console_input instead of reading end-of-input.
+    pub stdin_open: Option<bool>,
+    pub console_kib: Option<u32>,
+    pub write_limit_kib: Option<u32>,
+}
+
 pub struct Session {
     machines: Vec<Machine>,
     next_id: u32,
+    /// Wall time one run may take ([`RUN_TIME_LIMIT`]; shorter in tests).
+    pub run_time_limit: Duration,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session {
+            machines: Vec::new(),
+            next_id: 0,
+            run_time_limit: RUN_TIME_LIMIT,
+        }
+    }
 }
 
 fn addr(a: SegOff) -> String {
@@ -246,6 +285,56 @@ impl Session {
         tracking: bool,
         replace: Option<u32>,
     ) -> Result<String, ToolError> {
+        self.load(
+            path,
+            &LoadOptions {
+                command_tail: command_tail.map(str::to_string),
+                model: Some(model),
+                tracking: Some(tracking),
+                machine: replace,
+                ..LoadOptions::default()
+            },
+        )
+    }
+
+    /// Loads a program with every option of the load_program tool.
+    pub fn load(&mut self, path: &Path, o: &LoadOptions) -> Result<String, ToolError> {
+        let model = o.model.unwrap_or_else(dos::default_model);
+        let tracking = o.tracking.unwrap_or(true);
+        let replace = o.machine;
+        let console_kib = o.console_kib.unwrap_or(crate::console::DEFAULT_CONSOLE_KIB);
+        if !(1..=MAX_CONSOLE_KIB).contains(&console_kib) {
+            return err(
+                "INVALID_ARGUMENT",
+                format!("console_kib must be between 1 and {MAX_CONSOLE_KIB}"),
+            );
+        }
+        let write_kib = o.write_limit_kib.unwrap_or(dos::DEFAULT_WRITE_LIMIT_KIB);
+        if write_kib > MAX_WRITE_LIMIT_KIB {
+            return err(
+                "INVALID_ARGUMENT",
+                format!("write_limit_kib must be at most {MAX_WRITE_LIMIT_KIB}"),
+            );
+        }
+        if o.stdin.is_some() && o.stdin_file.is_some() {
+            return err(
+                "INVALID_ARGUMENT",
+                "pass either stdin (text) or stdin_file, not both",
+            );
+        }
+        let stdin_text = match o.stdin.as_deref() {
+            Some(t) => Some(dos::keyboard_text(&latin1_bytes(t)?)),
+            None => None,
+        };
+        if stdin_text
+            .as_ref()
+            .is_some_and(|t| t.len() > MAX_PENDING_INPUT)
+        {
+            return err(
+                "INVALID_ARGUMENT",
+                format!("stdin is over {MAX_PENDING_INPUT} bytes; pass a file as stdin_file"),
+            );
+        }
         let image = match plugin_kit::paths::read_regular_file(path) {
             Ok(b) => b,
             Err(e) => {
@@ -257,6 +346,10 @@ impl Session {
                     ),
                 );
             }
+        };
+        let stdin_file = match &o.stdin_file {
+            Some(p) => Some(open_input_file(p)?),
+            None => None,
         };
         let slot = match replace {
             Some(id) => Some(self.index(Some(id))?),
@@ -270,7 +363,20 @@ impl Session {
             }
             None => None,
         };
-        let mut tail = command_tail.unwrap_or("").to_string();
+        let redir =
+            dos::split_redirections(o.command_tail.as_deref().unwrap_or("")).map_err(|e| {
+                ToolError {
+                    code: "INVALID_ARGUMENT",
+                    message: format!("command_tail: {e}"),
+                }
+            })?;
+        if redir.input.is_some() && (stdin_file.is_some() || stdin_text.is_some()) {
+            return err(
+                "INVALID_ARGUMENT",
+                "command_tail redirects input with `<`; drop stdin/stdin_file or the redirection",
+            );
+        }
+        let mut tail = redir.tail.clone();
         if !tail.is_empty() && !tail.starts_with(' ') {
             tail.insert(0, ' ');
         }
@@ -281,10 +387,34 @@ impl Session {
                 self.next_id
             }
         };
-        let m = Machine::load(id, path, &image, &tail, model, tracking).map_err(|e| ToolError {
-            code: "LOAD_FAILED",
-            message: e.to_string(),
-        })?;
+        let limits = Limits {
+            console_bytes: console_kib as usize * 1024,
+            write_bytes: write_kib as u64 * 1024,
+            ..Limits::default()
+        };
+        let mut m = Machine::load_with_limits(id, path, &image, &tail, model, tracking, limits)
+            .map_err(|e| ToolError {
+                code: "LOAD_FAILED",
+                message: e.to_string(),
+            })?;
+        m.dos
+            .redirect(
+                redir.input.as_deref(),
+                redir.output.as_deref(),
+                redir.append,
+            )
+            .map_err(|e| ToolError {
+                code: "LOAD_FAILED",
+                message: format!("command_tail redirection: {e}"),
+            })?;
+        if let Some(f) = stdin_file {
+            m.dos.set_stdin_file(f);
+        }
+        if let Some(t) = &stdin_text {
+            // Checked against MAX_PENDING_INPUT above.
+            let _ = m.dos.input.add(t);
+        }
+        m.dos.input.closed = stdin_text.is_some() && !o.stdin_open.unwrap_or(false);
         #[derive(Serialize)]
         struct Loaded {
             machine: u32,
@@ -297,6 +427,11 @@ impl Session {
             entry_point: String,
             stack: String,
             tracking: bool,
+            stdin: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            stdout: Option<String>,
+            console_kib: u32,
+            write_limit_kib: u32,
             next: &'static str,
         }
         let out = Loaded {
@@ -310,6 +445,13 @@ impl Session {
             entry_point: addr(SegOff(m.program.entry.0, m.program.entry.1)),
             stack: addr(SegOff(m.cpu.sregs[cpu::SS], m.cpu.regs[cpu::SP])),
             tracking,
+            stdin: m.dos.stdin_description(),
+            stdout: redir
+                .output
+                .as_ref()
+                .map(|o| format!("{} {o}", if redir.append { ">>" } else { ">" })),
+            console_kib,
+            write_limit_kib: write_kib,
             next: "run (to exit/breakpoint), step, add_breakpoint, read_disassembly",
         };
         match slot {
@@ -513,6 +655,14 @@ impl Session {
             })
             .collect();
         let mut v = serde_json::json!({ "functions": functions, "totalCount": fs.len() });
+        if t.dropped.calls > 0 {
+            v["droppedCalls"] = t.dropped.calls.into();
+            v["limitNote"] = format!(
+                "the catalogue holds at most {} functions; calls to further ones are counted in droppedCalls",
+                crate::tracking::MAX_FUNCTIONS
+            )
+            .into();
+        }
         if fs.len() > limit {
             v["note"] = format!(
                 "showing {limit} of {}; pass a larger limit for more",
@@ -598,6 +748,15 @@ impl Session {
         v["contexts"] = contexts.into();
         v["nodes"] = nodes.into();
         v["truncated"] = (t.nodes.len() > limit).into();
+        if t.dropped.any() {
+            use crate::tracking::*;
+            v["dropped"] = serde_json::json!({
+                "instructions": t.dropped.instructions,
+                "edges": t.dropped.edges,
+                "contexts": t.dropped.contexts,
+                "note": format!("tracking keeps at most {MAX_NODES} nodes, {MAX_VARIANTS} self-modified variants per address, {MAX_SUCCESSORS} successors per node and {MAX_CONTEXTS} nested contexts; executions past those bounds are counted here, not recorded"),
+            });
+        }
         if t.nodes.len() > limit {
             v["note"] = format!("showing {limit} of {} nodes in discovery order; pass node_limit (max 2000) for more", t.nodes.len()).into();
         }
@@ -614,12 +773,25 @@ impl Session {
         if budget == 0 {
             return err("INVALID_ARGUMENT", "max_instructions must be at least 1");
         }
+        let started = Instant::now();
+        let limit = self.run_time_limit;
         let m = self.machine(id)?;
-        let out_before = m.dos.stdout.len();
-        let (n, reason) = m.run(budget, progress).map_err(|e| ToolError {
+        let out_before = m.dos.stdout.total();
+        let mut timed_out = false;
+        let mut check = |done: u64, total: u64| {
+            if started.elapsed() > limit {
+                timed_out = true;
+                return false;
+            }
+            progress(done, total)
+        };
+        let (n, mut reason) = m.run(budget, &mut check).map_err(|e| ToolError {
             code: "NOT_RUNNABLE",
             message: e.to_string(),
         })?;
+        if timed_out && reason == StopReason::Cancelled {
+            reason = StopReason::TimeLimit;
+        }
         Ok(to_json(&run_result(m, n, reason, out_before)))
     }
 
@@ -632,7 +804,7 @@ impl Session {
             );
         }
         let m = self.machine(id)?;
-        let out_before = m.dos.stdout.len();
+        let out_before = m.dos.stdout.total();
         let mut executed = Vec::new();
         let mut done = 0;
         let mut reason = StopReason::Budget;
@@ -693,7 +865,15 @@ impl Session {
             }
         };
         let m = self.machine(id)?;
-        let bid = m.add_breakpoint(linear);
+        let Some(bid) = m.add_breakpoint(linear) else {
+            return err(
+                "TOO_MANY_BREAKPOINTS",
+                format!(
+                    "machine {} has {MAX_BREAKPOINTS} breakpoints; remove some with remove_breakpoint",
+                    m.id
+                ),
+            );
+        };
         Ok(to_json(
             &serde_json::json!({ "id": bid, "linear": linear, "machine": m.id, "type": "execution" }),
         ))
@@ -753,29 +933,69 @@ impl Session {
         max_bytes: Option<u32>,
         id: Option<u32>,
     ) -> Result<String, ToolError> {
-        let offset = offset.unwrap_or(0) as usize;
+        let offset = offset.unwrap_or(0) as u64;
         let max = max_bytes.unwrap_or(8192).clamp(1, 65536) as usize;
         let m = self.machine(id)?;
-        let slice = |v: &[u8]| -> (String, bool) {
-            let start = offset.min(v.len());
-            let end = (start + max).min(v.len());
-            (latin1(&v[start..end]), end < v.len())
-        };
-        let (stdout, t1) = slice(&m.dos.stdout);
-        let (stderr, t2) = slice(&m.dos.stderr);
-        let (screen, t3) = slice(&m.dos.screen);
-        let mut v = serde_json::json!({
-            "machine": m.id,
-            "stdout": stdout,
-            "stderr": stderr,
-            "screen": screen,
-            "stdout_bytes": m.dos.stdout.len(),
-            "stderr_bytes": m.dos.stderr.len(),
-            "screen_bytes": m.dos.screen.len(),
-            "int21_calls": m.dos.int21_calls.iter().map(|(k, v)| (format!("21h/{k:02X}h"), *v)).collect::<std::collections::BTreeMap<_, _>>(),
+        let mut notes = Vec::new();
+        let mut v = serde_json::json!({ "machine": m.id });
+        for (name, s) in [
+            ("stdout", &m.dos.stdout),
+            ("stderr", &m.dos.stderr),
+            ("screen", &m.dos.screen),
+        ] {
+            let (bytes, start) = s.read(offset, max);
+            v[name] = latin1(&bytes).into();
+            v[format!("{name}_bytes")] = s.total().into();
+            if s.dropped() > 0 {
+                v[format!("{name}_dropped")] = s.dropped().into();
+                if offset < s.dropped() {
+                    notes.push(format!(
+                        "{name}: the first {} of {} bytes were dropped (the console keeps the last {} KiB; set console_kib in load_program); showing from offset {start}",
+                        s.dropped(),
+                        s.total(),
+                        m.dos.limits.console_bytes / 1024
+                    ));
+                }
+            }
+            if start + (bytes.len() as u64) < s.total() {
+                notes.push(format!(
+                    "{name}: {} more bytes after offset {}; pass offset/max_bytes for the rest",
+                    s.total() - start - bytes.len() as u64,
+                    start + bytes.len() as u64
+                ));
+            }
+        }
+        v["int21_calls"] = serde_json::to_value(
+            m.dos
+                .int21_calls
+                .iter()
+                .map(|(k, v)| (format!("21h/{k:02X}h"), *v))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        )
+        .expect("serializable");
+        v["input"] = serde_json::json!({
+            "stdin": m.dos.stdin_description(),
+            "pending": m.dos.input.pending(),
+            "consumed": m.dos.input.consumed,
+            "ended": m.dos.input.closed,
         });
-        if t1 || t2 || t3 {
-            v["note"] = format!("output truncated at {max} bytes from offset {offset}; pass offset/max_bytes for the rest").into();
+        if m.dos.file_bytes_written > 0 || m.dos.disk_full > 0 {
+            v["files"] = serde_json::json!({
+                "bytes_written": m.dos.file_bytes_written,
+                "write_limit": m.dos.limits.write_bytes,
+                "file_size_limit": m.dos.limits.file_bytes,
+                "disk_full": m.dos.disk_full,
+            });
+        }
+        if m.dos.disk_full > 0 {
+            notes.push(format!(
+                "{} write(s) were cut short as on a full disk (write_limit_kib in load_program; files at most {} MiB)",
+                m.dos.disk_full,
+                m.dos.limits.file_bytes >> 20
+            ));
+        }
+        if !notes.is_empty() {
+            v["note"] = notes.join("; ").into();
         }
         if !m.dos.unsupported.is_empty() {
             v["unsupported_services"] =
@@ -783,6 +1003,83 @@ impl Session {
         }
         Ok(to_json(&v))
     }
+
+    /// Queues keyboard input for a machine (and, with `end`, ends it).
+    pub fn write_console_input(
+        &mut self,
+        text: Option<&str>,
+        end: Option<bool>,
+        id: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let bytes = match text {
+            Some(t) => dos::keyboard_text(&latin1_bytes(t)?),
+            None => Vec::new(),
+        };
+        if text.is_none() && end.is_none() {
+            return err(
+                "INVALID_ARGUMENT",
+                "pass text to type, end=true to end the input, or both",
+            );
+        }
+        let m = self.machine(id)?;
+        if let Err(room) = m.dos.input.add(&bytes) {
+            return err(
+                "INPUT_FULL",
+                format!(
+                    "{} bytes of input are already waiting and only {room} more fit; run the program to consume them first",
+                    m.dos.input.pending()
+                ),
+            );
+        }
+        if !bytes.is_empty() {
+            // New text reopens input that was ended before.
+            m.dos.input.closed = false;
+        }
+        if end == Some(true) {
+            m.dos.input.closed = true;
+        }
+        Ok(to_json(&serde_json::json!({
+            "machine": m.id,
+            "queued": bytes.len(),
+            "pending": m.dos.input.pending(),
+            "ended": m.dos.input.closed,
+            "next": "run to continue the program",
+        })))
+    }
+}
+
+/// Text to bytes, one byte per character (code page 437 programs get the
+/// Latin-1 values); characters past U+00FF cannot be typed.
+fn latin1_bytes(t: &str) -> Result<Vec<u8>, ToolError> {
+    t.chars()
+        .map(|c| {
+            u8::try_from(c as u32).or_else(|_| {
+                err(
+                    "INVALID_ARGUMENT",
+                    format!("input holds {c:?}, beyond one byte; DOS input is 8-bit text"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Opens a host file as standard input, refusing pipes and devices.
+fn open_input_file(p: &Path) -> Result<std::fs::File, ToolError> {
+    let fail = |e: std::io::Error| ToolError {
+        code: "LOAD_FAILED",
+        message: format!(
+            "cannot open stdin_file: {}",
+            plugin_kit::paths::explain_io_error(p, &e, false)
+        ),
+    };
+    let meta = std::fs::metadata(p).map_err(fail)?;
+    if !meta.is_file() {
+        return err(
+            "LOAD_FAILED",
+            format!("stdin_file {} is not a regular file", p.display()),
+        );
+    }
+    std::fs::File::open(p).map_err(fail)
 }
 
 #[derive(Serialize)]
@@ -803,20 +1100,37 @@ struct RunResult {
     unsupported_services: Vec<String>,
 }
 
-fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: usize) -> RunResult {
-    let new = &m.dos.stdout[out_before.min(m.dos.stdout.len())..];
-    let (output, output_note) = if new.len() > OUTPUT_PREVIEW {
-        (
-            latin1(&new[..OUTPUT_PREVIEW]),
-            Some(format!(
-                "{} more bytes; read_console with offset {}",
-                new.len() - OUTPUT_PREVIEW,
-                out_before + OUTPUT_PREVIEW
-            )),
-        )
-    } else {
-        (latin1(new), None)
-    };
+fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunResult {
+    let out = &m.dos.stdout;
+    let (new, start) = out.read(out_before, OUTPUT_PREVIEW);
+    let end = start + new.len() as u64;
+    let mut notes = Vec::new();
+    if start > out_before {
+        notes.push(format!(
+            "{} bytes of this run's output were dropped (the console keeps the last {} KiB)",
+            start - out_before,
+            m.dos.limits.console_bytes / 1024
+        ));
+    }
+    if end < out.total() {
+        notes.push(format!(
+            "{} more bytes; read_console with offset {end}",
+            out.total() - end
+        ));
+    }
+    match reason {
+        StopReason::TimeLimit => notes.push(format!(
+            "stopped after {}s of wall time to stay within the call deadline; run again to continue",
+            RUN_TIME_LIMIT.as_secs()
+        )),
+        StopReason::WaitingForInput => notes.push(
+            "the program waits for keyboard input; add it with write_console_input, then run again"
+                .into(),
+        ),
+        _ => {}
+    }
+    let output = latin1(&new);
+    let output_note = (!notes.is_empty()).then(|| notes.join("; "));
     RunResult {
         machine: m.id,
         stop_reason: reason.name(),
@@ -990,5 +1304,222 @@ mod tests {
             "UNKNOWN_MACHINE"
         );
         assert!(parse_hex("ABC").is_err());
+    }
+
+    /// A fresh directory holding `code` as T.COM.
+    fn dir_with(name: &str, code: &[u8]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("x86-inspect-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("T.COM"), code).unwrap();
+        dir
+    }
+
+    fn load_with(dir: &Path, o: LoadOptions) -> Session {
+        let mut s = Session::default();
+        s.load(&dir.join("T.COM"), &o).unwrap();
+        s
+    }
+
+    fn run_json(s: &mut Session, budget: u64) -> Value {
+        serde_json::from_str(&s.run(Some(budget), None, &mut |_, _| true).unwrap()).unwrap()
+    }
+
+    fn console(s: &mut Session) -> Value {
+        serde_json::from_str(&s.read_console(None, Some(65536), None).unwrap()).unwrap()
+    }
+
+    // l: mov dl,'x' ; mov ah,2 ; int 21h ; jmp l
+    const PRINT_FOREVER: [u8; 8] = [0xB2, b'x', 0xB4, 2, 0xCD, 0x21, 0xEB, 0xF8];
+
+    /// cat: copies handle 0 to handle 1 with AH=3Fh/40h until a read returns 0.
+    const CAT: [u8; 35] = [
+        0xB4, 0x3F, 0x31, 0xDB, 0xB9, 0x00, 0x01, 0xBA, 0x00, 0x02, 0xCD, 0x21, 0x09, 0xC0, 0x74,
+        0x0E, 0x89, 0xC1, 0xB4, 0x40, 0xBB, 0x01, 0x00, 0xBA, 0x00, 0x02, 0xCD, 0x21, 0xEB, 0xE2,
+        0xB8, 0x00, 0x4C, 0xCD, 0x21,
+    ];
+
+    #[test]
+    fn the_console_keeps_its_tail_and_says_what_it_dropped() {
+        let dir = dir_with("forever", &PRINT_FOREVER);
+        let mut s = load_with(
+            &dir,
+            LoadOptions {
+                console_kib: Some(1),
+                tracking: Some(false),
+                ..Default::default()
+            },
+        );
+        let v = run_json(&mut s, 400_000);
+        assert_eq!(v["stop_reason"], "budget");
+        assert_eq!(v["output"].as_str().unwrap().len(), 1024);
+        assert!(
+            v["output_note"].as_str().unwrap().contains("dropped"),
+            "{v}"
+        );
+        let c = console(&mut s);
+        assert_eq!(c["stdout_bytes"], 100_000);
+        assert_eq!(c["stdout_dropped"], 100_000 - 1024);
+        assert_eq!(c["stdout"].as_str().unwrap().len(), 1024);
+        assert!(
+            c["note"]
+                .as_str()
+                .unwrap()
+                .contains("first 98976 of 100000 bytes were dropped")
+        );
+        let bad = s.load(
+            &dir.join("T.COM"),
+            &LoadOptions {
+                console_kib: Some(0),
+                ..Default::default()
+            },
+        );
+        assert_eq!(bad.unwrap_err().code, "INVALID_ARGUMENT");
+    }
+
+    #[test]
+    fn a_run_stops_itself_at_its_time_limit() {
+        let dir = dir_with("timelimit", &PRINT_FOREVER);
+        let mut s = load_with(&dir, LoadOptions::default());
+        s.run_time_limit = Duration::from_millis(50);
+        let v = run_json(&mut s, u64::MAX);
+        assert_eq!(v["stop_reason"], "time_limit");
+        assert!(v["output_note"].as_str().unwrap().contains("run again"));
+        // The machine is intact and runs on.
+        assert_eq!(run_json(&mut s, 10)["stop_reason"], "budget");
+    }
+
+    #[test]
+    fn a_line_read_waits_for_input_and_resumes() {
+        // mov dx,110h ; mov ah,0Ah ; int 21h ; mov al,[111h] ; mov ah,4Ch ; int 21h
+        let mut code = vec![
+            0xBA, 0x10, 0x01, 0xB4, 0x0A, 0xCD, 0x21, 0xA0, 0x11, 0x01, 0xB4, 0x4C, 0xCD, 0x21,
+            0x90, 0x90, 10, 0,
+        ];
+        code.extend([0; 12]);
+        let dir = dir_with("waitline", &code);
+        let mut s = load_with(&dir, LoadOptions::default());
+        let v = run_json(&mut s, 1000);
+        assert_eq!(v["stop_reason"], "waiting_for_input");
+        assert_eq!(v["address"], "0087:0105");
+        assert_eq!(run_json(&mut s, 1000)["stop_reason"], "waiting_for_input");
+        s.write_console_input(Some("hel"), None, None).unwrap();
+        // No Enter yet: still waiting.
+        assert_eq!(run_json(&mut s, 1000)["stop_reason"], "waiting_for_input");
+        s.write_console_input(Some("lo world, too long\n"), None, None)
+            .unwrap();
+        let v = run_json(&mut s, 1000);
+        assert_eq!(v["stop_reason"], "exited");
+        // The buffer holds 10 bytes: 9 characters and the CR.
+        assert_eq!(v["exit_code"], 9);
+        assert_eq!(v["output"], "hello wor\r");
+        let c = console(&mut s);
+        assert_eq!(c["int21_calls"]["21h/0Ah"], 1);
+        assert_eq!(c["input"]["pending"], 0);
+        assert!(s.write_console_input(None, None, None).is_err());
+    }
+
+    #[test]
+    fn keyboard_text_reads_as_lines_then_end_of_file() {
+        let dir = dir_with("catkbd", &CAT);
+        let mut s = load_with(
+            &dir,
+            LoadOptions {
+                stdin: Some("b\r\na\n".into()),
+                ..Default::default()
+            },
+        );
+        let v = run_json(&mut s, 10_000);
+        assert_eq!(v["stop_reason"], "exited");
+        // Each line is echoed as typed, then written back by the program.
+        assert_eq!(v["output"], "b\r\nb\r\na\r\na\r\n");
+        // With the keyboard left open, the end of the text waits instead.
+        let mut s = load_with(
+            &dir,
+            LoadOptions {
+                stdin: Some("x\n".into()),
+                stdin_open: Some(true),
+                ..Default::default()
+            },
+        );
+        assert_eq!(run_json(&mut s, 10_000)["stop_reason"], "waiting_for_input");
+        s.write_console_input(None, Some(true), None).unwrap();
+        assert_eq!(run_json(&mut s, 10_000)["stop_reason"], "exited");
+    }
+
+    #[test]
+    fn redirection_in_the_tail_works_as_command_com() {
+        let dir = dir_with("catredir", &CAT);
+        std::fs::write(dir.join("IN.TXT"), b"line 1\r\nline 2\r\n").unwrap();
+        let mut s = load_with(
+            &dir,
+            LoadOptions {
+                command_tail: Some("< in.txt > out.txt".into()),
+                ..Default::default()
+            },
+        );
+        let v = run_json(&mut s, 10_000);
+        assert_eq!(v["stop_reason"], "exited");
+        assert_eq!(v["output"], "");
+        assert_eq!(
+            std::fs::read(dir.join("OUT.TXT")).unwrap(),
+            b"line 1\r\nline 2\r\n"
+        );
+        // Appending, and the PSP tail without the redirections.
+        let mut s = load_with(
+            &dir,
+            LoadOptions {
+                command_tail: Some("/x <IN.TXT >>OUT.TXT".into()),
+                ..Default::default()
+            },
+        );
+        run_json(&mut s, 10_000);
+        assert_eq!(std::fs::read(dir.join("OUT.TXT")).unwrap().len(), 32);
+        let tail = s.read_memory(0x870 + 0x80, 5, None).unwrap();
+        assert!(tail.contains("\"data\":\"03202F780D"), "{tail}");
+        let missing = Session::default()
+            .load(
+                &dir.join("T.COM"),
+                &LoadOptions {
+                    command_tail: Some("< NONE.TXT".into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(
+            missing.message.contains("File not found: NONE.TXT"),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn file_writes_stop_at_the_limit_as_on_a_full_disk() {
+        let dir = dir_with("diskfull", &CAT);
+        std::fs::write(dir.join("BIG.TXT"), vec![b'z'; 5000]).unwrap();
+        let mut s = load_with(
+            &dir,
+            LoadOptions {
+                command_tail: Some("<BIG.TXT >OUT.TXT".into()),
+                write_limit_kib: Some(1),
+                ..Default::default()
+            },
+        );
+        assert_eq!(run_json(&mut s, 100_000)["stop_reason"], "exited");
+        assert_eq!(std::fs::metadata(dir.join("OUT.TXT")).unwrap().len(), 1024);
+        let c = console(&mut s);
+        assert_eq!(c["files"]["bytes_written"], 1024);
+        assert!(c["files"]["disk_full"].as_u64().unwrap() > 0);
+        assert!(c["note"].as_str().unwrap().contains("full disk"));
+    }
+
+    #[test]
+    fn breakpoints_are_bounded() {
+        let mut s = session_with(&PROG);
+        for i in 0..crate::machine::MAX_BREAKPOINTS as u32 {
+            s.add_breakpoint(Some(0x1000 + i), None, None, None)
+                .unwrap();
+        }
+        let e = s.add_breakpoint(Some(0x100), None, None, None).unwrap_err();
+        assert_eq!(e.code, "TOO_MANY_BREAKPOINTS");
     }
 }

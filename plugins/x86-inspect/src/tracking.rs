@@ -50,6 +50,40 @@ pub struct Context {
 
 const NONE: u32 = u32::MAX;
 
+/// Bounds on what tracking keeps, so that no guest program (a huge code
+/// path, code rewriting itself in a loop, a storm of faults) can grow the
+/// plugin without limit or make each instruction slower than the last.
+/// Past a bound the tracker stops recording that kind of thing and counts
+/// what it left out.
+pub const MAX_NODES: usize = 200_000;
+/// Variants (distinct byte signatures) recorded at one address.
+pub const MAX_VARIANTS: usize = 16;
+/// Successor edges recorded per node.
+pub const MAX_SUCCESSORS: usize = 16;
+pub const MAX_FUNCTIONS: usize = 65_536;
+/// Distinct callers remembered per function (the count stays exact).
+pub const MAX_CALLERS: usize = 16;
+/// Nested fault contexts (a fault inside a handler, and so on).
+pub const MAX_CONTEXTS: usize = 64;
+pub const MAX_ENTRY_POINTS: usize = 4096;
+
+/// What tracking left out because a bound was reached.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Dropped {
+    /// Executions of instructions that got no node (node or variant bound).
+    pub instructions: u64,
+    pub edges: u64,
+    /// Calls to functions past the catalogue bound.
+    pub calls: u64,
+    pub contexts: u64,
+}
+
+impl Dropped {
+    pub fn any(&self) -> bool {
+        self.instructions + self.edges + self.calls + self.contexts > 0
+    }
+}
+
 pub struct Tracker {
     pub functions: HashMap<SegOff, FunctionInfo>,
     pub nodes: Vec<Node>,
@@ -62,6 +96,9 @@ pub struct Tracker {
     pub variant_addresses: u64,
     pending_entry: bool,
     current: u32,
+    pub dropped: Dropped,
+    /// Fault contexts entered past [`MAX_CONTEXTS`] and not yet left.
+    unrecorded_depth: u32,
 }
 
 /// The first `len` (at most 8) instruction bytes at `a`, little-endian.
@@ -105,6 +142,8 @@ impl Tracker {
             variant_addresses: 0,
             pending_entry: false,
             current: NONE,
+            dropped: Dropped::default(),
+            unrecorded_depth: 0,
         };
         t.entry_points.insert(entry);
         t.functions.insert(
@@ -119,11 +158,14 @@ impl Tracker {
         t
     }
 
+    /// The node of the instruction at `a`, created on first sight; NONE
+    /// when a bound keeps it from being recorded.
     #[inline(always)]
     fn node_at(&mut self, cpu: &Cpu, a: SegOff) -> u32 {
         let lin = Cpu::lin(a.0, a.1) as usize;
         let mut idx = self.by_addr[lin];
         let mut last = NONE;
+        let mut chain = 0;
         while idx != NONE {
             let n = &self.nodes[idx as usize];
             if n.address == a && signature(cpu, a, n.len) == n.signature {
@@ -131,6 +173,10 @@ impl Tracker {
             }
             last = idx;
             idx = n.next_variant;
+            chain += 1;
+        }
+        if chain >= MAX_VARIANTS || self.nodes.len() >= MAX_NODES {
+            return NONE;
         }
         let read = |o: u16| cpu.rb(Cpu::lin(a.0, o));
         let len = disasm::decode(&read, a.1, cpu.model).len;
@@ -166,15 +212,27 @@ impl Tracker {
             .expect("context stack is never empty");
         if self.pending_entry {
             ctx.entry_point = a;
-            self.entry_points.insert(a);
+            if self.entry_points.len() < MAX_ENTRY_POINTS {
+                self.entry_points.insert(a);
+            }
             self.pending_entry = false;
+        }
+        if idx == NONE {
+            // Not recorded: the next edge starts afresh.
+            self.dropped.instructions += 1;
+            ctx.last_executed = None;
+            return;
         }
         if let Some(prev) = ctx.last_executed {
             let succ = &mut self.nodes[prev as usize].successors;
             if succ.last() != Some(&idx) && !succ.contains(&idx) {
-                succ.push(idx);
-                self.edges += 1;
-                self.nodes[idx as usize].predecessors += 1;
+                if succ.len() < MAX_SUCCESSORS {
+                    succ.push(idx);
+                    self.edges += 1;
+                    self.nodes[idx as usize].predecessors += 1;
+                } else {
+                    self.dropped.edges += 1;
+                }
             }
         }
         ctx.last_executed = Some(idx);
@@ -183,6 +241,10 @@ impl Tracker {
     }
 
     fn enter(&mut self, target: SegOff, caller: SegOff, name: impl FnOnce() -> String) {
+        if self.functions.len() >= MAX_FUNCTIONS && !self.functions.contains_key(&target) {
+            self.dropped.calls += 1;
+            return;
+        }
         let f = self
             .functions
             .entry(target)
@@ -193,7 +255,9 @@ impl Tracker {
                 callers: BTreeSet::new(),
             });
         f.called_count += 1;
-        f.callers.insert(caller);
+        if f.callers.len() < MAX_CALLERS {
+            f.callers.insert(caller);
+        }
     }
 
     /// Records the control-flow event of the instruction just executed.
@@ -220,7 +284,10 @@ impl Tracker {
                     here
                 };
                 self.enter(target, caller, || format!("interrupt_handler_{n:02X}"));
-                if serviced.is_none() {
+                if serviced.is_none() && self.contexts.len() >= MAX_CONTEXTS {
+                    self.dropped.contexts += 1;
+                    self.unrecorded_depth += 1;
+                } else if serviced.is_none() {
                     // A CPU fault runs its handler in a new execution context.
                     let depth = self.contexts.len() as u32;
                     self.contexts.push(Context {
@@ -232,7 +299,9 @@ impl Tracker {
                 }
             }
             Event::Iret => {
-                if self.contexts.len() > 1 {
+                if self.unrecorded_depth > 0 {
+                    self.unrecorded_depth -= 1;
+                } else if self.contexts.len() > 1 {
                     self.contexts.pop();
                 }
             }

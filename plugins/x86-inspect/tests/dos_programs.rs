@@ -52,24 +52,24 @@ fn check(dir: &Path, expected_path: &Path) -> Vec<String> {
     if reason != StopReason::Exited(exp["exit_code"].as_u64().unwrap() as u8) {
         errs.push(format!("stop: {reason:?}, want exit {}", exp["exit_code"]));
     }
-    if m.dos.stdout != latin1(exp["stdout"].as_str().unwrap()) {
+    if m.dos.stdout.contents() != latin1(exp["stdout"].as_str().unwrap()) {
         errs.push(format!(
             "stdout: {:?}",
-            String::from_utf8_lossy(&m.dos.stdout)
+            String::from_utf8_lossy(&m.dos.stdout.contents())
         ));
     }
-    if m.dos.stderr != latin1(exp["stderr"].as_str().unwrap()) {
+    if m.dos.stderr.contents() != latin1(exp["stderr"].as_str().unwrap()) {
         errs.push(format!(
             "stderr: {:?}",
-            String::from_utf8_lossy(&m.dos.stderr)
+            String::from_utf8_lossy(&m.dos.stderr.contents())
         ));
     }
     if let Some(tty) = exp.get("bios_teletype").and_then(|v| v.as_str())
-        && m.dos.screen != latin1(tty)
+        && m.dos.screen.contents() != latin1(tty)
     {
         errs.push(format!(
             "screen: {:?}",
-            String::from_utf8_lossy(&m.dos.screen)
+            String::from_utf8_lossy(&m.dos.screen.contents())
         ));
     }
     if let Some(want) = exp["instructions"].as_u64()

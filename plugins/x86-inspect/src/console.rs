@@ -1,0 +1,164 @@
+//! Bounded output streams and the pending-input queue of one machine.
+//!
+//! A program printing in a loop must not grow the plugin without limit (one
+//! instance serves every client, and losing it to its memory cap loses every
+//! machine), so each stream keeps only its last `cap` bytes plus totals.
+//! Offsets are absolute positions in everything the program ever wrote, so
+//! they stay valid while old bytes are dropped.
+
+use std::collections::VecDeque;
+
+/// Default bytes kept per output stream.
+pub const DEFAULT_CONSOLE_KIB: u32 = 256;
+/// Largest configurable console size per stream.
+pub const MAX_CONSOLE_KIB: u32 = 16 * 1024;
+/// Most input bytes that may wait unread (client-supplied; bounded too).
+pub const MAX_PENDING_INPUT: usize = 1 << 20;
+
+pub struct Stream {
+    buf: VecDeque<u8>,
+    total: u64,
+    cap: usize,
+}
+
+impl Stream {
+    pub fn new(cap: usize) -> Self {
+        Stream {
+            buf: VecDeque::new(),
+            total: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    pub fn push(&mut self, b: u8) {
+        if self.buf.len() == self.cap {
+            self.buf.pop_front();
+        }
+        self.buf.push_back(b);
+        self.total += 1;
+    }
+
+    pub fn extend(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let keep = &bytes[bytes.len().saturating_sub(self.cap)..];
+        let excess = (self.buf.len() + keep.len()).saturating_sub(self.cap);
+        self.buf.drain(..excess);
+        self.buf.extend(keep);
+    }
+
+    /// Bytes ever written.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Bytes dropped from the front (absolute offset of the first kept byte).
+    pub fn dropped(&self) -> u64 {
+        self.total - self.buf.len() as u64
+    }
+
+    /// Up to `max` bytes from absolute offset `from` (clamped to what is
+    /// kept); returns the bytes and the absolute offset they start at.
+    pub fn read(&self, from: u64, max: usize) -> (Vec<u8>, u64) {
+        let start = from.clamp(self.dropped(), self.total);
+        let i = (start - self.dropped()) as usize;
+        let end = (i + max).min(self.buf.len());
+        (self.buf.range(i..end).copied().collect(), start)
+    }
+
+    /// Everything kept.
+    pub fn contents(&self) -> Vec<u8> {
+        self.buf.iter().copied().collect()
+    }
+}
+
+/// Standard input: bytes queued by the client and whether more may come.
+#[derive(Default)]
+pub struct Input {
+    pending: VecDeque<u8>,
+    /// No more input will come: reads past the end get end-of-file.
+    pub closed: bool,
+    /// Bytes the program consumed.
+    pub consumed: u64,
+}
+
+/// What a read of stdin found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    Byte(u8),
+    /// Input is closed and empty.
+    Eof,
+    /// Nothing queued yet: the run must wait for the client.
+    Wait,
+}
+
+impl Input {
+    /// Queues bytes; fails when more than [`MAX_PENDING_INPUT`] would wait.
+    pub fn add(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        if self.pending.len() + bytes.len() > MAX_PENDING_INPUT {
+            return Err(MAX_PENDING_INPUT - self.pending.len());
+        }
+        self.pending.extend(bytes);
+        Ok(())
+    }
+
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn peek(&self) -> Read {
+        match self.pending.front() {
+            Some(&b) => Read::Byte(b),
+            None if self.closed => Read::Eof,
+            None => Read::Wait,
+        }
+    }
+
+    pub fn take(&mut self) -> Read {
+        let r = self.peek();
+        if matches!(r, Read::Byte(_)) {
+            self.pending.pop_front();
+            self.consumed += 1;
+        }
+        r
+    }
+
+    /// Whether a whole line (ending in CR or LF) or the end is available,
+    /// so that a line read completes without waiting.
+    pub fn has_line(&self) -> bool {
+        self.closed || self.pending.iter().any(|&b| b == b'\r' || b == b'\n')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_keeps_the_tail_and_counts_everything() {
+        let mut s = Stream::new(4);
+        s.extend(b"abc");
+        s.push(b'd');
+        s.push(b'e');
+        assert_eq!(s.contents(), b"bcde");
+        assert_eq!((s.total(), s.dropped()), (5, 1));
+        s.extend(b"0123456789");
+        assert_eq!(s.contents(), b"6789");
+        assert_eq!(s.dropped(), 11);
+        assert_eq!(s.read(0, 2), (b"67".to_vec(), 11));
+        assert_eq!(s.read(13, 10), (b"89".to_vec(), 13));
+        assert_eq!(s.read(99, 10), (Vec::new(), 15));
+    }
+
+    #[test]
+    fn input_waits_until_closed() {
+        let mut i = Input::default();
+        assert_eq!(i.take(), Read::Wait);
+        i.add(b"a").unwrap();
+        assert!(!i.has_line());
+        assert_eq!(i.take(), Read::Byte(b'a'));
+        i.closed = true;
+        assert!(i.has_line());
+        assert_eq!(i.take(), Read::Eof);
+        assert!(i.add(&vec![0; MAX_PENDING_INPUT + 1]).is_err());
+    }
+}
