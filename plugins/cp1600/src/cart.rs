@@ -351,7 +351,10 @@ mod tests {
         assert_eq!(quick_boot(&mem), None);
         rom(&mut mem, 0x4800, &[0x0034]);
         let s = quick_boot(&mem).unwrap();
-        assert_eq!((s.pc, s.r[1], s.r[5], s.r[6]), (0x4800, 0x4800, 0x1041, 0x02F1));
+        assert_eq!(
+            (s.pc, s.r[1], s.r[5], s.r[6]),
+            (0x4800, 0x4800, 0x1041, 0x02F1)
+        );
         rom(&mut mem, 0x7000, &[0xFFFF]);
         assert_eq!(quick_boot(&mem).unwrap().pc, 0x4800, "$FFFF is no code");
         mem.poke(0x7000, 0x0004);

@@ -64,21 +64,25 @@ impl wit::Guest for Plugin {
     }
 
     fn cp1600_step(args: wit::StepArgs) -> Result<String, wit::ToolError> {
-        with(|s| s.step(
+        with(|s| {
+            s.step(
                 args.session_id.as_deref(),
                 args.count,
                 args.checks,
                 &mut report,
-            ))
+            )
+        })
     }
 
     fn cp1600_run(args: wit::RunArgs) -> Result<String, wit::ToolError> {
-        with(|s| s.run(
+        with(|s| {
+            s.run(
                 args.session_id.as_deref(),
                 args.max_cycles,
                 args.checks,
                 &mut report,
-            ))
+            )
+        })
     }
 
     fn cp1600_run_until(args: wit::RunUntilArgs) -> Result<String, wit::ToolError> {

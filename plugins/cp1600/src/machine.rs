@@ -121,8 +121,7 @@ impl Diagnosis {
     pub fn reason(&self) -> StopReason {
         match self {
             Diagnosis::NoCode {
-                fell_through: true,
-                ..
+                fell_through: true, ..
             } => StopReason::UnmappedExecution,
             Diagnosis::NoCode { .. } => StopReason::JumpToNoCode,
             Diagnosis::Stack { .. } | Diagnosis::InterruptStack { .. } => {
@@ -756,7 +755,10 @@ mod tests {
         let r = run_checked_all(&mut m, false);
         assert_eq!(
             r.diagnosis,
-            Some(Diagnosis::InterruptStack { pc: 0x5002, addr: 0 })
+            Some(Diagnosis::InterruptStack {
+                pc: 0x5002,
+                addr: 0
+            })
         );
         assert!(m.cpu.irq, "still pending");
         m.cpu.st.r[6] = 0x02F0;

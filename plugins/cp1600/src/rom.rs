@@ -522,7 +522,10 @@ mod tests {
         let off = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = 0\n";
         assert!(parse_bin_cfg(&bin, off).unwrap().ram.is_empty());
         let bad = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = yes\n";
-        assert!(matches!(parse_bin_cfg(&bin, bad), Err(RomError::Cfg { line: 4, .. })));
+        assert!(matches!(
+            parse_bin_cfg(&bin, bad),
+            Err(RomError::Cfg { line: 4, .. })
+        ));
         let bad = "[mapping]\n$0000 - $0003 = $5000\n$0004 - $0007 = $5002\n";
         assert_eq!(
             parse_bin_cfg(&bin, bad),

@@ -517,24 +517,26 @@ impl Sessions {
                 None => rom::parse_bin_default(&bytes).map_err(invalid)?,
             }
         };
-        let exec = match &opts.exec_path {
-            Some(p) => {
-                let (ep, b) = read_file(p, "the EXEC image", "exec_path")?;
-                Some(cart::parse_exec(&b).map_err(|m| {
-                    ToolError::new("INVALID_ROM", format!("{}: {m}", ep.display()))
-                })?)
-            }
-            None => None,
-        };
-        let grom = match &opts.grom_path {
-            Some(p) => {
-                let (gp, b) = read_file(p, "the GROM image", "grom_path")?;
-                Some(cart::parse_grom(&b).map_err(|m| {
-                    ToolError::new("INVALID_ROM", format!("{}: {m}", gp.display()))
-                })?)
-            }
-            None => None,
-        };
+        let exec =
+            match &opts.exec_path {
+                Some(p) => {
+                    let (ep, b) = read_file(p, "the EXEC image", "exec_path")?;
+                    Some(cart::parse_exec(&b).map_err(|m| {
+                        ToolError::new("INVALID_ROM", format!("{}: {m}", ep.display()))
+                    })?)
+                }
+                None => None,
+            };
+        let grom =
+            match &opts.grom_path {
+                Some(p) => {
+                    let (gp, b) = read_file(p, "the GROM image", "grom_path")?;
+                    Some(cart::parse_grom(&b).map_err(|m| {
+                        ToolError::new("INVALID_ROM", format!("{}: {m}", gp.display()))
+                    })?)
+                }
+                None => None,
+            };
         let s = self
             .sessions
             .get_mut(&id)
@@ -583,7 +585,8 @@ impl Sessions {
             .map(|s| s.addr)
             .min()
             .unwrap_or(0x5000);
-        let has_exec = exec.is_some() || (opts.keep_existing && s.rom.as_ref().is_some_and(|r| r.exec));
+        let has_exec =
+            exec.is_some() || (opts.keep_existing && s.rom.as_ref().is_some_and(|r| r.exec));
         let header = cart::read_header(&mem);
         let plain = Start::plain(match opts.load_address {
             Some(a) => a,
@@ -684,7 +687,9 @@ impl Sessions {
             out["cfg_vars"] = Value::Object(vars);
         }
         if image.ram.iter().any(|r| (r.0, r.1) == rom::JLP_RAM) {
-            out["jlp"] = json!("JLP RAM mapped at $8040-$9F7F (16-bit); the JLP accelerators and flash are not emulated");
+            out["jlp"] = json!(
+                "JLP RAM mapped at $8040-$9F7F (16-bit); the JLP accelerators and flash are not emulated"
+            );
         }
         Ok(out)
     }
@@ -1233,10 +1238,7 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
                 )
             } else {
                 let via_stack = if text.starts_with("PULR R7") {
-                    format!(
-                        " (the word it pulled from the stack at ${:04X})",
-                        st.r[6]
-                    )
+                    format!(" (the word it pulled from the stack at ${:04X})", st.r[6])
                 } else {
                     String::new()
                 };
@@ -1283,7 +1285,10 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
             let waits = if polled.is_empty() {
                 "it reads nothing that could change".to_string()
             } else {
-                format!("it polls {}, which nothing in the loop changes", polled.join(", "))
+                format!(
+                    "it polls {}, which nothing in the loop changes",
+                    polled.join(", ")
+                )
             };
             let interrupts = if st.i {
                 "interrupts are on: on a console the VBLANK interrupt (60 a second) would end the wait; raise one with cp1600_interrupt (it enters $1004, the EXEC's handler)"

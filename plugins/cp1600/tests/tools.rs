@@ -197,7 +197,10 @@ fn rom_and_cfg_formats_load() {
         (l["format"].clone(), l["entry_point"].clone()),
         (json!("rom"), json!(0x5000))
     );
-    assert_eq!(s.run(None, None, None, &mut ok).unwrap()["reason"], "halted");
+    assert_eq!(
+        s.run(None, None, None, &mut ok).unwrap()["reason"],
+        "halted"
+    );
     // A .bin whose .cfg places it at $6000.
     let bin = temp("cfgprog.bin", &words(&SHORT));
     temp("cfgprog.cfg", b"[mapping]\n$0000 - $0004 = $6000\n");
@@ -309,7 +312,10 @@ fn breakpoints_run_until_trace_and_writes() {
         (st["pc"].clone(), st["flags"]["C"].clone()),
         (json!(0x5002), json!(true))
     );
-    assert_eq!(s.run(None, None, None, &mut ok).unwrap()["reason"], "halted");
+    assert_eq!(
+        s.run(None, None, None, &mut ok).unwrap()["reason"],
+        "halted"
+    );
 }
 
 #[test]
