@@ -8,12 +8,14 @@
 //! Files come through the sandbox: [`paths`] explains refused paths and
 //! refuses pipes and devices before opening them, and [`read_ahead`] reads
 //! a large file with the host fetching the next piece while the plugin
-//! works on the last.
+//! works on the last. [`safe_write`] rewrites a user's file under a lock
+//! that works across processes, keeping its inode (mode and owner).
 
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
 pub mod read_ahead;
+pub mod safe_write;
 pub mod suggest;
 pub mod text;
 pub mod yaml;

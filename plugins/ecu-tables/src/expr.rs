@@ -28,7 +28,10 @@ enum Op {
 
 /// Why an expression could not be compiled.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("expression `{}`: {reason} at character {position}", plugin_kit::text::clip(text))]
+#[error(
+    "expression `{}`: {reason} at character {position}",
+    plugin_kit::text::clip(text)
+)]
 pub struct ExprError {
     pub text: String,
     pub reason: String,
@@ -332,9 +335,17 @@ mod tests {
             let e = Expr::parse(&deep).unwrap_err();
             assert!(e.reason.contains("nests too deeply"), "{e}");
             let shown = e.to_string();
-            assert!(shown.len() < 400 && shown.contains("characters)"), "{shown}");
+            assert!(
+                shown.len() < 400 && shown.contains("characters)"),
+                "{shown}"
+            );
         }
         // Signs and parentheses within the limit still parse.
-        assert_eq!(Expr::parse(&format!("{}x", "-".repeat(60))).unwrap().eval(2.0), 2.0);
+        assert_eq!(
+            Expr::parse(&format!("{}x", "-".repeat(60)))
+                .unwrap()
+                .eval(2.0),
+            2.0
+        );
     }
 }

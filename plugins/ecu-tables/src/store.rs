@@ -9,9 +9,10 @@ use crate::definition::{ChainFile, Definition, merge, parse_hex};
 use crate::error::Error;
 use crate::scaling::parse_hex_bytes;
 use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
+use plugin_kit::safe_write::FileLock;
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -295,9 +296,15 @@ impl Explorer {
         Ok(bytes)
     }
 
-    /// Replaces the ROM atomically and refreshes the cache.
-    pub fn write_rom(&mut self, path: &Path, bytes: Vec<u8>) -> Result<Arc<Vec<u8>>, Error> {
-        write_atomic(path, &bytes).map_err(|message| Error::Write {
+    /// Replaces the ROM (whose lock the caller took with [`lock_rom`]
+    /// before reading it) and refreshes the cache.
+    pub fn write_rom(
+        &mut self,
+        path: &Path,
+        bytes: Vec<u8>,
+        lock: &mut FileLock,
+    ) -> Result<Arc<Vec<u8>>, Error> {
+        write_locked(path, &bytes, lock).map_err(|message| Error::Write {
             path: path.into(),
             message,
         })?;
@@ -532,17 +539,32 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, out: &mut Vec<(PathBuf, Stamp)
     }
 }
 
-/// Writes `bytes` beside `path`, flushes, then renames over it: a crash
-/// leaves either the old or the new image, never a torn one.
+/// The ROM a patch writes, with symlinks followed (a link inside the grants
+/// is patched in its target, never replaced by a regular file), locked
+/// against every other writer of it, in this process or another, until the
+/// lock is dropped. Take it before reading the bytes the patch starts from.
+pub fn lock_rom(path: &Path) -> Result<(PathBuf, FileLock), Error> {
+    let fail = |message: String| Error::Write {
+        path: path.into(),
+        message,
+    };
+    let target = plugin_kit::safe_write::resolve_links(path).map_err(fail)?;
+    let lock = FileLock::acquire(&target, plugin_kit::safe_write::WAIT).map_err(fail)?;
+    Ok((target, lock))
+}
+
+/// Locks the ROM, replaces its content and unlocks it: for writers that do
+/// not read it first (a whole prepared image).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or("the path has no file name")?;
+    let target = plugin_kit::safe_write::resolve_links(path)?;
+    let mut lock = FileLock::acquire(&target, plugin_kit::safe_write::WAIT)?;
+    write_locked(&target, bytes, &mut lock)
+}
+
+/// Replaces the ROM's content while `lock` is held: a crash leaves either
+/// the old or the new image, never a torn one, and the file keeps its
+/// inode, so its mode and owner (see `plugin_kit::safe_write`).
+pub fn write_locked(path: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), String> {
     let meta = fs::metadata(path).map_err(|e| e.to_string())?;
     // WASI file stats carry no permission bits (every file reads as
     // read-only), so only a native build can honour a read-only file; in the
@@ -550,55 +572,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     if cfg!(not(target_os = "wasi")) && meta.permissions().readonly() {
         return Err("the ROM file is read-only; make it writable or patch a writable copy".into());
     }
-    let nonce = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(".{name}.{nonce:x}.tmp"));
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| {
-            format!(
-                "cannot write beside the ROM: {} Or copy the ROM to a writable directory and patch the copy.",
-                plugin_kit::paths::explain_io_error(&tmp, &e, true)
-            )
-        })?;
-    let result = (|| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        // Keep the original's permission bits where the platform allows it.
-        let _ = fs::set_permissions(&tmp, meta.permissions());
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(format!("writing {} failed ({e})", tmp.display()));
-    }
-    // Make the rename itself durable where directories can be synced.
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    remove_stale_temps(dir, &name);
-    Ok(())
-}
-
-/// Temp files of writes that were killed before their rename are garbage:
-/// the ROM itself is intact, so sweep them on the next successful write.
-fn remove_stale_temps(dir: &Path, name: &str) {
-    let prefix = format!(".{name}.");
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let file = file.to_string_lossy();
-        if file.starts_with(&prefix) && file.ends_with(".tmp") {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
+    plugin_kit::safe_write::replace(path, bytes, lock)
 }
 
 #[cfg(test)]
@@ -640,21 +614,37 @@ mod tests {
     }
 
     #[test]
-    fn atomic_write_replaces_and_cleans_up() {
+    fn locked_write_replaces_and_cleans_up() {
         let dir = std::env::temp_dir().join(format!("ecu-store-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         let rom = dir.join("r.bin");
         fs::write(&rom, b"old").unwrap();
         fs::write(dir.join(".r.bin.dead.tmp"), b"torn").unwrap();
-        write_atomic(&rom, b"new image").unwrap();
-        assert_eq!(fs::read(&rom).unwrap(), b"new image");
-        let names: Vec<_> = fs::read_dir(&dir)
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("r.bin", dir.join("link.bin")).unwrap();
+        #[cfg(not(unix))]
+        fs::copy(&rom, dir.join("link.bin")).unwrap();
+        let (target, mut lock) = lock_rom(&dir.join("link.bin")).unwrap();
+        #[cfg(unix)]
+        assert_eq!(target, rom);
+        write_locked(&target, b"new image", &mut lock).unwrap();
+        drop(lock);
+        assert_eq!(fs::read(&target).unwrap(), b"new image");
+        let mut names: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .flatten()
-            .map(|e| e.file_name())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["r.bin"]);
+        names.sort();
+        assert_eq!(names, ["link.bin", "r.bin"]);
+        #[cfg(unix)]
+        assert!(
+            fs::symlink_metadata(dir.join("link.bin"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -155,11 +155,6 @@ pub fn open(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<OpenedRom, Err
     ex.open(dir, &rom_path(rom)?)
 }
 
-fn open_fresh(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<OpenedRom, Error> {
-    let dir = cfg.dir()?;
-    ex.open_fresh(dir, &rom_path(rom)?)
-}
-
 /// Finds a table by name, with suggestions when it is missing.
 pub fn find_table<'a>(def: &'a Definition, name: &str) -> Result<&'a Table, Error> {
     match def.table(name) {
@@ -168,6 +163,19 @@ pub fn find_table<'a>(def: &'a Definition, name: &str) -> Result<&'a Table, Erro
             table: plugin_kit::text::clip(name),
             candidates,
         }),
+        // A table the definition names but cannot use (an unusable scaling,
+        // say) is reported with its reason, not as if it did not exist.
+        Lookup::Missing(_)
+            if let Some((_, why)) = def.unresolvable.iter().find(|(n, _)| n == name) =>
+        {
+            Err(Error::Definition {
+                file: def.file.clone(),
+                message: format!(
+                    "table `{}` cannot be read: {why}",
+                    plugin_kit::text::clip(name)
+                ),
+            })
+        }
         Lookup::Missing(suggestions) => Err(Error::UnknownTable {
             table: plugin_kit::text::clip(name),
             definition: def.display_name(),
@@ -595,7 +603,17 @@ fn build_op(args: &PatchTable) -> Result<Op, Error> {
 /// returns what happened.
 pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<PatchOutcome, Error> {
     let op = build_op(args)?;
-    let opened = open_fresh(ex, cfg, &args.rom)?;
+    let dir = cfg.dir()?;
+    let rom = rom_path(&args.rom)?;
+    // The first call parses the definitions: do that before taking the lock,
+    // so the lock is held only for the read-modify-write (its errors, if
+    // any, come again from the locked open).
+    let _ = ex.open(dir, &rom);
+    // Under the ROM's lock, from the bytes on disk once it is held (another
+    // process may have patched it a moment ago); through a symlink, the
+    // link's target is what gets patched.
+    let (rom, mut lock) = crate::store::lock_rom(&rom)?;
+    let opened = ex.open_fresh(dir, &rom)?;
     let def = opened.require_definition()?;
     let table = find_table(&def, &args.table)?.clone();
     let before = decode_table(&table, &opened.bytes)?;
@@ -641,7 +659,7 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     };
     let written = image != *opened.bytes;
     let bytes = if written {
-        ex.write_rom(&opened.path, image)?
+        ex.write_rom(&opened.path, image, &mut lock)?
     } else {
         opened.bytes.clone()
     };
@@ -749,6 +767,13 @@ pub fn patch_table(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result
 /// diff_tables: which tables (or cells of one table) differ between two ROMs.
 pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result<String, Error> {
     let a = open(ex, cfg, &args.rom)?;
+    // `rom_path` names `rom`; an empty `other` must be named as itself.
+    if args.other.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "`other` is empty: pass the second ROM image's absolute or workspace-relative path"
+                .into(),
+        ));
+    }
     let b = open(ex, cfg, &args.other)?;
     let da = a.require_definition()?;
     let db = b.require_definition()?;

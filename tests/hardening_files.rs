@@ -1,0 +1,346 @@
+//! Hardening of the files a plugin writes (issue 22, items 1, 2 and the
+//! ecu-tables part of 10): two servers patching one ROM lose nothing, a
+//! patch keeps the ROM's mode and patches a symlink's target, and hostile
+//! scaling expressions give errors that name the file and the table.
+//!
+//! Figures print with `cargo test -p e2e --test hardening_files --
+//! --nocapture`.
+
+use e2e::{Server, is_error, only_plugin, repo, text};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One test at a time: the concurrency test measures, and the machine is small.
+async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
+}
+
+fn sample_rom() -> PathBuf {
+    repo().join("samples/ecu/BT000001.bin")
+}
+
+fn sample_defs() -> PathBuf {
+    repo().join("samples/ecu/definitions")
+}
+
+/// An ecu-tables server with `defs` and `dir` granted read-write.
+async fn ecu_server(plugins: &Path, defs: &Path, dir: &Path) -> Server {
+    Server::start(&[
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--definitions-path",
+        defs.to_str().unwrap(),
+        "--allow",
+        &format!("{}:rw", dir.display()),
+        "--no-watch",
+    ])
+    .await
+}
+
+/// The ecu-tables plugin under test, alone in a plugins directory:
+/// `HARDENING_ECU_WASM` names another build of it (an older commit's, to see
+/// these tests fail there).
+fn ecu_plugin() -> tempfile::TempDir {
+    match std::env::var_os("HARDENING_ECU_WASM") {
+        Some(path) => {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::copy(&path, dir.path().join("ecu_tables.wasm")).unwrap();
+            dir
+        }
+        None => only_plugin("ecu_tables.wasm"),
+    }
+}
+
+const TABLE: &str = "Ignition Timing Base Map";
+
+/// `add 0.5` (one raw step) to one cell of the 12x10 timing map.
+fn add_args(rom: &Path, cell: usize) -> Value {
+    json!({"rom": rom.to_str().unwrap(), "table": TABLE, "op": "add", "value": 0.5,
+           "row": cell / 10, "col": cell % 10})
+}
+
+/// Files beside the ROM other than the ROM itself (temp or lock files left).
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Adds to each cell in turn; the failures, and the slowest call.
+async fn patch_cells(
+    s: &Server,
+    rom: &Path,
+    cells: std::ops::Range<usize>,
+) -> (Vec<String>, Duration) {
+    let mut failures = Vec::new();
+    let mut slowest = Duration::ZERO;
+    for cell in cells {
+        let t = Instant::now();
+        let r = s.call("patch_table", add_args(rom, cell)).await;
+        slowest = slowest.max(t.elapsed());
+        if is_error(&r) {
+            failures.push(format!("cell {cell}: {}", text(&r)));
+        }
+    }
+    (failures, slowest)
+}
+
+/// Two `benchtop serve` processes each apply 20 `add` patches to their own
+/// cells of one ROM at the same time, five times over. Adds to different
+/// cells commute, so the ROM must end byte for byte as the same 40 patches
+/// applied one after another, and every call must succeed.
+#[tokio::test]
+async fn two_servers_patching_one_rom_lose_nothing() {
+    let _serial = serial().await;
+    const ROUNDS: usize = 5;
+    const PER_SERVER: usize = 20;
+    let plugins = ecu_plugin();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let original = std::fs::read(sample_rom()).unwrap();
+    let a = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    let b = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+
+    // The reference: all 40 patches, one after another, by one server.
+    let reference_rom = dir.join("reference.bin");
+    std::fs::write(&reference_rom, &original).unwrap();
+    for cell in 0..2 * PER_SERVER {
+        a.ok("patch_table", add_args(&reference_rom, cell)).await;
+    }
+    let reference = std::fs::read(&reference_rom).unwrap();
+    std::fs::remove_file(&reference_rom).unwrap();
+    assert_ne!(reference, original);
+
+    let rom = dir.join("BT000001.bin");
+    let mut longest = Duration::ZERO;
+    let started = Instant::now();
+    for round in 0..ROUNDS {
+        std::fs::write(&rom, &original).unwrap();
+        let ((fa, sa), (fb, sb)) = tokio::join!(
+            patch_cells(&a, &rom, 0..PER_SERVER),
+            patch_cells(&b, &rom, PER_SERVER..2 * PER_SERVER)
+        );
+        longest = longest.max(sa).max(sb);
+        let failures: Vec<String> = fa.into_iter().chain(fb).collect();
+        assert!(
+            failures.is_empty(),
+            "round {round}: {} of {} patches failed: {failures:#?}",
+            failures.len(),
+            2 * PER_SERVER
+        );
+        let now = std::fs::read(&rom).unwrap();
+        let lost = now.iter().zip(&reference).filter(|(x, y)| x != y).count();
+        assert!(
+            now == reference,
+            "round {round}: every patch reported success but the ROM differs from the 40 patches applied in turn ({lost} bytes differ)"
+        );
+        assert_eq!(
+            others(&dir, &["BT000001.bin"]),
+            Vec::<String>::new(),
+            "round {round}: temp or lock files left"
+        );
+    }
+    a.stop().await;
+    b.stop().await;
+    println!(
+        "two servers x {PER_SERVER} add patches on one ROM, {ROUNDS} rounds: {} patches, all on disk; slowest call {:.0} ms; {:.1} s in all",
+        ROUNDS * 2 * PER_SERVER,
+        longest.as_secs_f64() * 1000.0,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A ROM readable only by its owner stays that way after a patch, keeps
+/// its owner, and a hard link to it sees the patch (the inode is kept).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_patch_keeps_the_roms_mode_and_inode() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let _serial = serial().await;
+    let plugins = ecu_plugin();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let rom = dir.join("BT000001.bin");
+    let original = std::fs::read(sample_rom()).unwrap();
+    std::fs::write(&rom, &original).unwrap();
+    std::fs::set_permissions(&rom, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let before = std::fs::metadata(&rom).unwrap();
+    let s = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    for cell in [0, 11, 0] {
+        s.ok("patch_table", add_args(&rom, cell)).await;
+        let after = std::fs::metadata(&rom).unwrap();
+        assert_eq!(
+            after.permissions().mode() & 0o7777,
+            0o600,
+            "the patch changed the ROM's mode"
+        );
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+        assert_eq!(
+            after.ino(),
+            before.ino(),
+            "the ROM was replaced by a new file"
+        );
+    }
+    s.stop().await;
+    assert_ne!(std::fs::read(&rom).unwrap(), original);
+    assert_eq!(others(&dir, &["BT000001.bin"]), Vec::<String>::new());
+}
+
+/// A ROM reached through a symlink inside the grant is patched in its
+/// target and the link stays a link; a link leading out of the grants is
+/// refused with an error that says so, and nothing changes.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlinked_rom_is_patched_in_its_target_or_refused() {
+    let _serial = serial().await;
+    let plugins = ecu_plugin();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let original = std::fs::read(sample_rom()).unwrap();
+    std::fs::create_dir(dir.join("roms")).unwrap();
+    let real = dir.join("roms/real.bin");
+    std::fs::write(&real, &original).unwrap();
+    // Relative, a chain of two, and one through a directory.
+    std::os::unix::fs::symlink("roms/real.bin", dir.join("relative.bin")).unwrap();
+    std::os::unix::fs::symlink("relative.bin", dir.join("chain.bin")).unwrap();
+    std::os::unix::fs::symlink("../relative.bin", dir.join("roms/up.bin")).unwrap();
+    // The sandbox follows no absolute link, nor one that climbs out of the
+    // grant: both are refused, and neither the link nor its target changes.
+    std::os::unix::fs::symlink(&real, dir.join("absolute.bin")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_dir = outside.path().canonicalize().unwrap();
+    let secret = outside_dir.join("outside.bin");
+    std::fs::write(&secret, &original).unwrap();
+    let climb = Path::new("..")
+        .join(outside_dir.file_name().unwrap())
+        .join("outside.bin");
+    assert_eq!(dir.parent(), outside_dir.parent(), "both in the temp dir");
+    std::os::unix::fs::symlink(&climb, dir.join("escape.bin")).unwrap();
+
+    let s = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    let mut expected = original.clone();
+    for (i, link) in ["relative.bin", "chain.bin", "roms/up.bin"]
+        .into_iter()
+        .enumerate()
+    {
+        let r = s.ok("patch_table", add_args(&dir.join(link), i)).await;
+        let meta = std::fs::symlink_metadata(dir.join(link)).unwrap();
+        assert!(
+            meta.file_type().is_symlink(),
+            "{link} was replaced by a regular file: {}",
+            text(&r)
+        );
+        let now = std::fs::read(&real).unwrap();
+        assert_ne!(
+            now, expected,
+            "patching through {link} did not reach the target"
+        );
+        expected = now;
+    }
+    for link in ["absolute.bin", "escape.bin"] {
+        let e = text(&s.err("patch_table", add_args(&dir.join(link), 0)).await);
+        assert!(
+            e.contains(&format!("{link} is a symlink")) && e.contains("not changed"),
+            "{e}"
+        );
+        let meta = std::fs::symlink_metadata(dir.join(link)).unwrap();
+        assert!(meta.file_type().is_symlink());
+    }
+    assert_eq!(std::fs::read(&real).unwrap(), expected);
+    assert_eq!(std::fs::read(&secret).unwrap(), original);
+    s.stop().await;
+    assert_eq!(
+        others(&dir.join("roms"), &["real.bin", "up.bin"]),
+        Vec::<String>::new()
+    );
+}
+
+/// Sample definitions copied to `to`, with the base file's `Timing` and
+/// `AFR` scalings' `toexpr` replaced.
+fn hostile_definitions(to: &Path, timing: &str, afr: &str) {
+    let base = "base/benchtop-sample-base.xml";
+    std::fs::create_dir_all(to.join("base")).unwrap();
+    for entry in std::fs::read_dir(sample_defs()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+    let text = std::fs::read_to_string(sample_defs().join(base)).unwrap();
+    let text = text
+        .replace(r#"toexpr="x/2-10""#, &format!(r#"toexpr="{timing}""#))
+        .replace(r#"toexpr="14.7*128/x""#, &format!(r#"toexpr="{afr}""#));
+    assert!(text.contains(timing) && text.contains(afr));
+    std::fs::write(to.join(base), text).unwrap();
+}
+
+/// A scaling expression nested 2,000 deep and a 1,000-term `x^x^…`: each
+/// table that uses one is refused with an error naming the definition file,
+/// the table and the expression (clipped), the plugin stays up, and the
+/// other tables still read. An empty path says it is empty.
+#[tokio::test]
+async fn hostile_scaling_expressions_are_named_not_crashed_or_hidden() {
+    let _serial = serial().await;
+    let plugins = ecu_plugin();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let defs = dir.join("defs");
+    let deep = format!("{}x{}", "(".repeat(2000), ")".repeat(2000));
+    let tower = vec!["x"; 1000].join("^");
+    hostile_definitions(&defs, &deep, &tower);
+    let rom = dir.join("BT000001.bin");
+    std::fs::copy(sample_rom(), &rom).unwrap();
+    let s = ecu_server(plugins.path(), &defs, &dir).await;
+    let rom_s = rom.to_str().unwrap();
+
+    let read = |table: &str| json!({"rom": rom_s, "table": table});
+    let e = text(&s.err("read_table", read(TABLE)).await);
+    assert!(
+        e.contains("BT000001 2024 Benchtop Sample ECU.xml")
+            && e.contains(TABLE)
+            && e.contains("toexpr")
+            && e.contains("nests too deeply")
+            && e.contains("((((")
+            && e.len() < 1000,
+        "{e}"
+    );
+    let e = text(&s.err("read_table", read("Fuel Map")).await);
+    assert!(
+        e.contains("BT000001 2024 Benchtop Sample ECU.xml")
+            && e.contains("Fuel Map")
+            && e.contains("cannot be read")
+            && e.contains("x^x^")
+            && e.len() < 1000,
+        "{e}"
+    );
+    // Listed as unreadable, not silently dropped.
+    let list = text(&s.ok("list_tables", json!({"rom": rom_s})).await);
+    assert!(list.contains("unreadable_tables: 2"), "{list}");
+    // Patching them is refused the same way, and nothing is written.
+    let before = std::fs::read(&rom).unwrap();
+    let e = text(&s.err("patch_table", add_args(&rom, 0)).await);
+    assert!(e.contains("nests too deeply"), "{e}");
+    assert_eq!(std::fs::read(&rom).unwrap(), before);
+    // The plugin is still up and the other tables read.
+    s.ok("read_table", read("Boost Target")).await;
+
+    for args in [json!({"rom": ""}), json!({"rom": "  "})] {
+        let e = text(&s.err("rom_info", args).await);
+        assert!(e.contains("is empty") && !e.contains("directory"), "{e}");
+    }
+    let e = text(
+        &s.err("diff_tables", json!({"rom": rom_s, "other": ""}))
+            .await,
+    );
+    assert!(
+        e.contains("`other` is empty") && !e.contains("directory"),
+        "{e}"
+    );
+    s.stop().await;
+}
