@@ -85,6 +85,7 @@ fn main() {
                 row: Some(5),
                 col: None,
                 choice: None,
+                force: false,
             };
             let t = Instant::now();
             tools::patch_table(&mut ex, &cfg, &args).unwrap();

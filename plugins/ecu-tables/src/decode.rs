@@ -188,6 +188,16 @@ fn read_axis(axis: &Axis, rom: &[u8]) -> Result<AxisData, OutOfRom> {
             let mut labels = Vec::with_capacity(*elements);
             for i in 0..*elements {
                 let at = *address as usize + i * size;
+                if let Storage::Blob(len) = scaling.storage {
+                    let cell = Cell::Blob(
+                        scaling.blob_name(&rom[at..at + len]).map(str::to_string),
+                        rom[at..at + len].to_vec(),
+                    );
+                    raw.push(f64::NAN);
+                    values.push(f64::NAN);
+                    labels.push(display_cell(scaling, &cell));
+                    continue;
+                }
                 let rv = scaling.storage.read(scaling.endian, &rom[at..]);
                 let v = scaling.to_physical(rv);
                 raw.push(rv);

@@ -425,7 +425,8 @@ fn apply(target: &mut RawTable, child: &RawTable) {
             Some(n) => target
                 .axes
                 .iter()
-                .position(|a| a.name.as_deref() == Some(n)),
+                .position(|a| a.name.as_deref() == Some(n))
+                .or_else(|| role_match(&target.axes, n)),
             None => target
                 .axes
                 .iter()
@@ -437,6 +438,24 @@ fn apply(target: &mut RawTable, child: &RawTable) {
             None => target.axes.push(axis.clone()),
         }
     }
+}
+
+/// SubaruDefs children address a base table's axes by role: `<table
+/// name="X" address=…/>` is the base's `X Axis`, `Y` its `Y Axis`, whatever
+/// the base calls them ("Throttle Plate Opening Angle"). A one-axis table's
+/// only axis answers to either role.
+fn role_match(axes: &[RawTable], child_name: &str) -> Option<usize> {
+    let role = match child_name.trim() {
+        r if r.eq_ignore_ascii_case("x") => "X AXIS",
+        r if r.eq_ignore_ascii_case("y") => "Y AXIS",
+        _ => return None,
+    };
+    axes.iter()
+        .position(|a| {
+            a.attr("type")
+                .is_some_and(|t| t.to_ascii_uppercase().contains(role))
+        })
+        .or_else(|| (axes.len() == 1).then_some(0))
 }
 
 fn resolve_table(t: &RawTable, address: u32, lookup: &ScalingLookup<'_>) -> Result<Table, String> {
@@ -538,8 +557,10 @@ fn resolve_axis(a: &RawTable, position: usize, lookup: &ScalingLookup<'_>) -> Re
             .ok_or_else(|| format!("axis `{label}` address `{address}` is not hex"))?;
         let elements = elements.ok_or_else(|| format!("axis `{label}` has no elements count"))?;
         let scaling = lookup(a.attr("scaling")).map_err(|e| format!("axis `{label}`: {e}"))?;
-        if matches!(scaling.storage, Storage::Blob(_) | Storage::Bits) {
-            return Err(format!("axis `{label}` uses a bloblist scaling"));
+        // A bloblist axis (the Magna case part number's `PN1`) shows its
+        // choices' names; a one-bit axis has no meaning as breakpoints.
+        if matches!(scaling.storage, Storage::Bits) {
+            return Err(format!("axis `{label}` uses a one-bit bloblist scaling"));
         }
         AxisSource::Dynamic {
             address,
@@ -701,6 +722,100 @@ mod tests {
         };
         assert_eq!(t.byte_len(), 65_536 * 65_536);
         assert!(crate::decode::read_table(t, &[0; 64]).is_err());
+    }
+
+    fn chain(xmls: &[&str]) -> Definition {
+        let raws: Vec<RawDefinition> = xmls.iter().map(|x| parse_definition(x).unwrap()).collect();
+        let files: Vec<ChainFile<'_>> = raws
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| ChainFile {
+                label: format!("f{i}"),
+                raw,
+            })
+            .collect();
+        merge("leaf.xml".into(), &files)
+    }
+
+    /// Issue 17 #2: SubaruDefs children (A2WC510N over 32BITBASE) give the
+    /// axes' addresses as `X`/`Y`, not by the base's axis names.
+    #[test]
+    fn subarudefs_children_address_axes_by_role() {
+        let base = r#"<rom><romid><xmlid>32BITBASE</xmlid></romid>
+  <scaling name="%1" units="%" toexpr="x*.591715976" frexpr="x/.591715976" format="%.1f" storagetype="uint8"/>
+  <scaling name="RPM" units="RPM" toexpr="x" frexpr="x" format="%.0f" storagetype="float"/>
+  <scaling name="Boost" units="psi" toexpr="x" frexpr="x" storagetype="uint16"/>
+  <table name="Target Boost A" category="Boost Control - Target" type="3D" level="4" scaling="Boost">
+    <table name="Throttle Plate Opening Angle" type="X Axis" elements="8" scaling="%1" />
+    <table name="Engine Speed" type="Y Axis" elements="12" scaling="RPM" />
+  </table>
+  <table name="Rev Limit (Fuel Cut)" category="Misc" type="2D" scaling="Boost">
+    <table name="Vehicle Speed" type="Y Axis" elements="4" scaling="%1" />
+  </table>
+</rom>"#;
+        let child = r#"<rom><romid><xmlid>A2WC510N</xmlid></romid><include>32BITBASE</include>
+  <table name="Target Boost A" address="c11c8">
+    <table name="X" address="c1178" />
+    <table name="Y" address="c1198" />
+  </table>
+  <table name="Rev Limit (Fuel Cut)" address="d000"><table name="X" address="d100"/></table>
+</rom>"#;
+        let d = chain(&[base, child]);
+        assert!(d.unresolvable.is_empty(), "{:?}", d.unresolvable);
+        let Lookup::Found(t) = d.table("Target Boost A") else {
+            panic!()
+        };
+        let col = t.col_axis.as_ref().unwrap();
+        assert_eq!(col.name.as_deref(), Some("Throttle Plate Opening Angle"));
+        assert!(matches!(
+            col.source,
+            AxisSource::Dynamic {
+                address: 0xC1178,
+                elements: 8,
+                ..
+            }
+        ));
+        let row = t.row_axis.as_ref().unwrap();
+        assert!(matches!(
+            row.source,
+            AxisSource::Dynamic {
+                address: 0xC1198,
+                elements: 12,
+                ..
+            }
+        ));
+        assert_eq!(t.dimensions(), "8x12");
+        let Lookup::Found(t) = d.table("Rev Limit (Fuel Cut)") else {
+            panic!()
+        };
+        assert!(matches!(
+            t.row_axis.as_ref().unwrap().source,
+            AxisSource::Dynamic {
+                address: 0xD100,
+                ..
+            }
+        ));
+    }
+
+    /// The Magna case part number: a bloblist `PN1` Y axis.
+    #[test]
+    fn bloblist_axes_resolve_and_show_choice_names() {
+        let xml = r#"<rom><romid><xmlid>m</xmlid></romid>
+  <scaling name="CaseAlphaNumeric" storagetype="bloblist" storagebits="8"><data name="MB" value="10"/><data name="MD" value="20"/></scaling>
+  <scaling name="Hex8" toexpr="x" frexpr="x" format="%02X" storagetype="uint8"/>
+  <table name="PN" address="3" type="3D" scaling="Hex8">
+    <table name="Part Number" type="Static X Axis" elements="2"><data>PN2</data><data>PN3</data></table>
+    <table name="PN1" address="2" type="Y Axis" elements="1" scaling="CaseAlphaNumeric" />
+  </table>
+</rom>"#;
+        let d = chain(&[xml]);
+        assert!(d.unresolvable.is_empty(), "{:?}", d.unresolvable);
+        let Lookup::Found(t) = d.table("PN") else {
+            panic!()
+        };
+        let data = crate::decode::read_table(t, &[0, 0, 0x20, 0xAB, 0xCD]).unwrap();
+        assert_eq!(data.row_axis.as_ref().unwrap().labels, ["MD"]);
+        assert_eq!(data.display(0, 1), "CD");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod definition;
 pub mod error;
 pub mod expr;
+pub mod memmodel;
 pub mod patch;
 pub mod printf;
 pub mod sample;
@@ -87,6 +88,7 @@ impl wit::Guest for Component {
             row: args.row,
             col: args.col,
             choice: args.choice,
+            force: args.force.unwrap_or(false),
         };
         with_explorer(|ex, cfg| tools::patch_table(ex, cfg, &args))
     }

@@ -84,16 +84,43 @@ pub enum PatchError {
     /// A value that frexpr cannot turn into a stored number (message says which).
     #[error("{0}")]
     NotRepresentable(String),
+    /// Cells would leave the scaling's min/max or hit the storage limit,
+    /// and the call did not pass `force`.
+    #[error(
+        "refused: {count} cell(s) of `{table}` would leave the safe range: {cells}{more}. Nothing was written. Check the value (a timing map at the storage limit is almost never meant), or pass force: true to write it anyway"
+    )]
+    Unsafe {
+        table: String,
+        count: usize,
+        cells: String,
+        more: String,
+    },
+}
+
+/// Cells listed in an [`PatchError::Unsafe`] message.
+const UNSAFE_SHOWN: usize = 10;
+
+/// Scaling bounds worth enforcing: `min="0" max="0"` is a placeholder
+/// some definitions carry, not a range.
+fn soft_bounds(scaling: &crate::scaling::Scaling) -> (Option<f64>, Option<f64>) {
+    match (scaling.min, scaling.max) {
+        (Some(lo), Some(hi)) if lo == 0.0 && hi == 0.0 => (None, None),
+        (Some(lo), Some(hi)) if lo > hi => (None, None),
+        other => other,
+    }
 }
 
 /// Applies `op` to the targeted cells of `table` in `rom` (already decoded
-/// as `data`). Only targeted cells' bytes are written.
+/// as `data`). Only targeted cells' bytes are written. Unless `force`, a
+/// patch that would take a changed cell outside the scaling's `min`/`max`
+/// or to the storage limit is refused before anything is written.
 pub fn apply(
     table: &Table,
     data: &TableData,
     rom: &mut [u8],
     op: &Op,
     target: Target,
+    force: bool,
 ) -> Result<PatchEffect, PatchError> {
     let (rows, cols) = (data.rows, data.cols);
     if let Some(r) = target.row.filter(|&r| r >= rows) {
@@ -241,6 +268,9 @@ pub fn apply(
     }
 
     let size = scaling.storage.size();
+    let (soft_min, soft_max) = soft_bounds(scaling);
+    let mut writes = Vec::with_capacity(planned.len());
+    let mut unsafe_cells = Vec::new();
     for (r, c, new, raw) in planned {
         let (stored, limited) = match scaling.storage.int_range() {
             Some((lo, hi)) => {
@@ -258,13 +288,37 @@ pub fn apply(
         };
         let at = table.cell_offset(r, c);
         let old_bytes = rom[at..at + size].to_vec();
+        let mut new_bytes = old_bytes.clone();
         scaling
             .storage
-            .write(scaling.endian, stored, &mut rom[at..at + size]);
-        let raw_after = scaling.storage.read(scaling.endian, &rom[at..at + size]);
+            .write(scaling.endian, stored, &mut new_bytes);
+        let raw_after = scaling.storage.read(scaling.endian, &new_bytes);
         let after = scaling.to_physical(raw_after);
-        if scaling.min.is_some_and(|m| after < m) || scaling.max.is_some_and(|m| after > m) {
+        let outside = soft_min.is_some_and(|m| after < m) || soft_max.is_some_and(|m| after > m);
+        if outside {
             effect.outside_soft_limits += 1;
+        }
+        // Only cells this patch moves count: a stored value already outside
+        // a definition's range is not the caller's doing.
+        if !force && new_bytes != old_bytes {
+            if limited {
+                unsafe_cells.push(format!(
+                    "[{r},{c}] wanted {} but {} stores at most {} there (storage limit)",
+                    scaling.display(new),
+                    scaling.storage.name(),
+                    scaling.display(after)
+                ));
+            } else if soft_min.is_some_and(|m| new < m) || soft_max.is_some_and(|m| new > m) {
+                // The value asked for, not its rounding: setting 1000 on a
+                // [1, 1000] scaling whose nearest raw step is 1008 is fine.
+                unsafe_cells.push(format!(
+                    "[{r},{c}] {} is outside the scaling `{}` range [{}, {}]",
+                    scaling.display(new),
+                    scaling.name,
+                    soft_min.map_or("-".into(), |v| scaling.display(v)),
+                    soft_max.map_or("-".into(), |v| scaling.display(v)),
+                ));
+            }
         }
         let changed = ChangedCell {
             row: r,
@@ -279,7 +333,28 @@ pub fn apply(
         if limited {
             effect.limited.push(changed.clone());
         }
-        if rom[at..at + size] != old_bytes[..] {
+        writes.push((at, new_bytes != old_bytes, new_bytes, changed));
+    }
+    if !unsafe_cells.is_empty() {
+        let count = unsafe_cells.len();
+        return Err(PatchError::Unsafe {
+            table: table.id.clone(),
+            count,
+            cells: unsafe_cells
+                .into_iter()
+                .take(UNSAFE_SHOWN)
+                .collect::<Vec<_>>()
+                .join("; "),
+            more: if count > UNSAFE_SHOWN {
+                format!(" (and {} more)", count - UNSAFE_SHOWN)
+            } else {
+                String::new()
+            },
+        });
+    }
+    for (at, differs, bytes, changed) in writes {
+        if differs {
+            rom[at..at + size].copy_from_slice(&bytes);
             effect.changed.push(changed);
         }
     }
@@ -334,11 +409,58 @@ mod tests {
     use crate::decode::tests::{XML, definition, rom, table};
 
     fn run(name: &str, op: Op, target: Target) -> (Result<PatchEffect, PatchError>, Vec<u8>) {
-        let d = definition(XML);
+        run_with(XML, name, op, target, false)
+    }
+
+    fn run_with(
+        xml: &str,
+        name: &str,
+        op: Op,
+        target: Target,
+        force: bool,
+    ) -> (Result<PatchEffect, PatchError>, Vec<u8>) {
+        let d = definition(xml);
         let t = table(&d, name);
         let mut image = rom();
         let data = read_table(t, &image).unwrap();
-        (apply(t, &data, &mut image, &op, target), image)
+        (apply(t, &data, &mut image, &op, target, force), image)
+    }
+
+    /// Issue 17 #7: `add 200` on a timing map must not quietly write 127°.
+    #[test]
+    fn storage_limit_and_scaling_range_need_force() {
+        let cell = Target {
+            row: Some(1),
+            col: Some(2),
+        };
+        let (err, image) = run("RowMajor", Op::Add(200.0), cell);
+        let msg = err.unwrap_err().to_string();
+        assert!(
+            msg.contains("[1,2] wanted 212.5 but int8 stores at most 63.5 there (storage limit)")
+                && msg.contains("force: true"),
+            "{msg}"
+        );
+        assert_eq!(image, rom(), "nothing written");
+        let (effect, image) = run_with(XML, "RowMajor", Op::Add(200.0), cell, true);
+        assert_eq!(effect.unwrap().limited.len(), 1);
+        assert_eq!(image[25] as i8, 127);
+        // The scaling's own max (here 40°) is a limit too, for changed cells only.
+        let ranged = XML.replace(
+            r#"format="%.1f" storagetype="int8""#,
+            r#"format="%.1f" min="-10" max="40" storagetype="int8""#,
+        );
+        let (err, image) = run_with(&ranged, "RowMajor", Op::Set(45.0), Target::default(), false);
+        let msg = err.unwrap_err().to_string();
+        assert!(msg.contains("6 cell(s)"), "{msg}");
+        assert!(
+            msg.contains("[0,0] 45.0 is outside the scaling `half` range [-10.0, 40.0]"),
+            "{msg}"
+        );
+        assert_eq!(image, rom());
+        let (ok, _) = run_with(&ranged, "RowMajor", Op::Set(39.0), Target::default(), false);
+        assert_eq!(ok.unwrap().changed.len(), 6);
+        let (ok, _) = run_with(&ranged, "RowMajor", Op::Set(45.0), Target::default(), true);
+        assert_eq!(ok.unwrap().outside_soft_limits, 6);
     }
 
     #[test]
@@ -355,13 +477,15 @@ mod tests {
 
     #[test]
     fn rounding_limiting_and_targets() {
-        let (effect, image) = run(
+        let (effect, image) = run_with(
+            XML,
             "RowMajor",
             Op::Set(100.0),
             Target {
                 row: Some(1),
                 col: Some(2),
             },
+            true,
         );
         let effect = effect.unwrap();
         assert_eq!(effect.limited.len(), 1);

@@ -94,6 +94,9 @@ pub struct PatchTable {
     pub row: Option<u32>,
     pub col: Option<u32>,
     pub choice: Option<String>,
+    /// Write even when cells leave the scaling's min/max or hit the
+    /// storage limit (refused otherwise).
+    pub force: bool,
 }
 
 /// `diff_tables` arguments.
@@ -624,7 +627,7 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     let mut warnings = opened.warnings.clone();
     let prior = checksum_state(Some(&def), &opened.bytes);
     let mut image = opened.bytes.as_ref().clone();
-    let effect = patch::apply(&table, &before, &mut image, &op, target)?;
+    let effect = patch::apply(&table, &before, &mut image, &op, target, args.force)?;
 
     let checksum = match prior.module {
         Some(module) => {

@@ -350,6 +350,7 @@ fn shared_patch_scenarios_produce_expected_images() {
                 row: s["row"].as_u64().map(|v| v as u32),
                 col: s["col"].as_u64().map(|v| v as u32),
                 choice: None,
+                force: false,
             };
             let out = tools::patch(&mut ex, &cfg, &args).unwrap();
             let e = &s["expected"];
@@ -414,6 +415,7 @@ fn shared_patch_text_reports_and_bad_checksum_rom() {
         row: Some(0),
         col: Some(0),
         choice: None,
+        force: false,
     };
     // Patching a ROM whose checksum was already wrong repairs it and says so.
     let text = tools::patch_table(&mut ex, &cfg, &base).unwrap();
@@ -473,14 +475,32 @@ fn shared_patch_text_reports_and_bad_checksum_rom() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("cannot represent 0"), "{err}");
-    // Values beyond the storage range are limited and reported.
+    // Values beyond the storage range are refused, naming the cell...
+    let refused = PatchTable {
+        value: Some(500.0),
+        op: OpKind::Set,
+        ..base.clone()
+    };
+    let before = std::fs::read(&rom).unwrap();
+    let err = tools::patch_table(&mut ex, &cfg, &refused)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("[0,0] wanted 500") && err.contains("storage limit") && err.contains("force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        before,
+        "a refused patch writes nothing"
+    );
+    // ...and with force they are limited and reported.
     let text = tools::patch_table(
         &mut ex,
         &cfg,
         &PatchTable {
-            value: Some(500.0),
-            op: OpKind::Set,
-            ..base.clone()
+            force: true,
+            ..refused
         },
     )
     .unwrap();

@@ -42,6 +42,7 @@ fn patch_args(rom: &str, table: &str, op: OpKind, value: Option<f64>) -> PatchTa
         row: None,
         col: None,
         choice: None,
+        force: false,
     }
 }
 
