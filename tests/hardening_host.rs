@@ -6,7 +6,7 @@
 //!
 //! Figures: `cargo test -p e2e --test hardening_host -- --nocapture`.
 
-use e2e::{RawFailure, RawServer, bin, serve_http, test_plugins};
+use e2e::{RawFailure, RawServer, bin, rss_kib, serve_http, test_plugins};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -299,6 +299,39 @@ async fn http_sessions_are_capped_and_idle_ones_closed() {
     )
     .await;
     assert_eq!(status, 404, "an idle-closed session is gone: {body}");
+}
+
+#[tokio::test]
+async fn an_http_session_flood_is_bounded_by_the_default_cap() {
+    let _serial = serial().await;
+    let (child, url, _dir) = bare_http("").await;
+    let pid = child.id().unwrap();
+    let (before, _) = rss_kib(pid).unwrap();
+    let started = Instant::now();
+    let (mut opened, mut refused) = (0, 0);
+    for _ in 0..2_000 {
+        match http(&url, "POST", &[JSON_AND_SSE, JSON_BODY], INITIALIZE)
+            .await
+            .0
+        {
+            200 => opened += 1,
+            503 => refused += 1,
+            other => panic!("initialize answered HTTP {other}"),
+        }
+    }
+    let (after, peak) = rss_kib(pid).unwrap();
+    println!(
+        "2,000 initialize requests in {:?}: {opened} sessions opened, {refused} refused; RSS {:.1} MiB before, {:.1} MiB after (peak {:.1} MiB)",
+        started.elapsed(),
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        peak as f64 / 1024.0
+    );
+    assert_eq!(opened, 64, "the default cap is 64 sessions");
+    assert!(
+        after < before + 64 * 1024,
+        "RSS grew from {before} KiB to {after} KiB"
+    );
 }
 
 fn open_descriptors(pid: u32) -> usize {
