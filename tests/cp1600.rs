@@ -587,3 +587,266 @@ async fn shared_every_fixture_program_reaches_its_final_state() {
     assert_eq!(list["sessions"].as_array().unwrap().len(), names.len());
     cp.server.stop().await;
 }
+
+// ---------------------------------------------------------------- cartridges
+
+/// Big-endian bytes of words.
+fn be(words: &[u16]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+/// A cartridge as IntyBASIC lays one out: the EXEC header at $5000, the
+/// title "Tiny" (2025), the program right after it; 256 words.
+fn headered_cartridge() -> Vec<u16> {
+    let mut words = cp1600::asm::assemble(
+        " ROMW 16
+ ORG $5000
+ BIDECLE zero, zero, main, zero, ones, title
+ DECLE $03C0
+zero: DECLE 0, 0
+ones: DECLE 1, 1, 1, 1, 1
+title: DECLE 125, 84, 105, 110, 121, 0
+main: DIS
+ MVII #$02F0, R6
+ MVII #$42, R0
+ PSHR R0
+ PULR R1
+ MVO R1, $0200
+ HLT
+",
+    )
+    .unwrap()
+    .words;
+    words.resize(256, 0);
+    words
+}
+
+/// A scratch directory (canonical path) and a server granted it read-only.
+async fn scratch_server() -> (TempDir, PathBuf, Cp) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let cp = Cp::start(&[&dir], None).await;
+    (tmp, dir, cp)
+}
+
+#[tokio::test]
+async fn a_headered_cartridge_starts_at_its_program_and_bin_cfg_loads_as_rom() {
+    let (_tmp, dir, cp) = scratch_server().await;
+    let words = headered_cartridge();
+    std::fs::write(dir.join("tiny.bin"), be(&words)).unwrap();
+    std::fs::write(dir.join("tiny.cfg"), "[mapping]\n$0000 - $00FF = $5000\n").unwrap();
+    let rom = cp1600::rom::encode_rom(&[cp1600::rom::Segment {
+        addr: 0x5000,
+        words: words.clone(),
+    }]);
+    std::fs::write(dir.join("tiny.rom"), rom).unwrap();
+    let a = cp.load("bin", &dir.join("tiny.bin")).await;
+    let b = cp.load("rom", &dir.join("tiny.rom")).await;
+    assert_eq!(
+        a["header"],
+        json!({"title": "Tiny", "year": 2025, "start": 0x501A, "title_address": 0x5014,
+               "code_after_title": 0x501A, "flags": 0x03C0})
+    );
+    assert_eq!(
+        (a["start"].clone(), a["entry_point"].clone()),
+        (json!("header"), json!(0x501A))
+    );
+    assert_eq!(
+        (a["format"].as_str(), b["format"].as_str()),
+        (Some("bin+cfg"), Some("rom"))
+    );
+    for k in [
+        "header",
+        "entry_point",
+        "start",
+        "start_note",
+        "segments",
+        "load_address",
+    ] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+    for id in ["bin", "rom"] {
+        let m = cp
+            .ok(
+                "cp1600_examine_memory",
+                json!({"session_id": id, "start_address": 0x5000, "count": 256}),
+            )
+            .await;
+        let got: Vec<u64> = m["memory"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["value"].as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = words.iter().map(|&w| w as u64).collect();
+        assert_eq!(got, want, "{id}");
+        let r = cp.ok("cp1600_run", json!({"session_id": id})).await;
+        assert_eq!(
+            (r["reason"].clone(), r["stop"]["instruction"].clone()),
+            (json!("halted"), json!("HLT")),
+            "{id}: {r}"
+        );
+        assert_eq!(cp.word(id, 0x0200).await, 0x42, "{id}");
+    }
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn every_check_stops_a_run_with_address_instruction_and_advice() {
+    let (_tmp, dir, cp) = scratch_server().await;
+    let program = |name: &str, src: &str| {
+        let p = cp1600::asm::assemble(&format!(" ORG $5000\n{src}")).unwrap();
+        let path = dir.join(format!("{name}.bin"));
+        std::fs::write(&path, p.to_bytes()).unwrap();
+        path
+    };
+    // (program, reason, stop.address, stop.instruction, words in the message)
+    let cases = [
+        (
+            program("exec-call", " MVII #$02F0, R6\n JSR R5, $1738\n"),
+            "jump_to_no_code",
+            0x5002,
+            "JSR R5, $1738",
+            vec!["EXEC", "exec_path"],
+        ),
+        (
+            program("no-stack", " MVII #5, R0\n PSHR R0\n"),
+            "stack_outside_ram",
+            0x5002,
+            "PSHR R0",
+            vec!["R6 = $0000", "not RAM"],
+        ),
+        (
+            program(
+                "vblank",
+                " MVII #$02F0, R6\n EIS\nw: MVI $0102, R0\n TSTR R0\n BEQ w\n",
+            ),
+            "idle_loop",
+            0x5006,
+            "BEQ $5003",
+            vec!["$0102", "cp1600_interrupt"],
+        ),
+        (
+            program("off-the-end", " NOP\n"),
+            "unmapped_execution",
+            0x5000,
+            "NOP",
+            vec!["past the end"],
+        ),
+    ];
+    for (path, reason, address, instruction, words) in &cases {
+        cp.load(reason, path).await;
+        let r = cp
+            .ok(
+                "cp1600_run",
+                json!({"session_id": reason, "max_cycles": 1_000_000}),
+            )
+            .await;
+        assert_eq!(r["reason"], *reason, "{r}");
+        assert_eq!(
+            (
+                r["stop"]["address"].clone(),
+                r["stop"]["instruction"].clone()
+            ),
+            (json!(address), json!(instruction)),
+            "{reason}: {r}"
+        );
+        let msg = r["stop"]["message"].as_str().unwrap();
+        for w in words {
+            assert!(msg.contains(w), "{reason}: `{w}` in {msg}");
+        }
+        assert!(
+            r["executed"].as_u64().unwrap() < 100,
+            "{reason} found at once: {r}"
+        );
+    }
+    // The idle loop's interrupt goes to $1004: no EXEC there.
+    cp.ok("cp1600_interrupt", json!({"session_id": "idle_loop"}))
+        .await;
+    let r = cp
+        .ok("cp1600_run", json!({"session_id": "idle_loop"}))
+        .await;
+    assert_eq!(
+        (r["reason"].clone(), r["pc"].clone()),
+        (json!("jump_to_no_code"), json!(0x1004))
+    );
+    // checks false runs as the bare chip would.
+    let r = cp
+        .ok(
+            "cp1600_run",
+            json!({"session_id": "stack_outside_ram", "checks": false, "max_cycles": 1000}),
+        )
+        .await;
+    assert_eq!(r["reason"], "max_cycles_reached");
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_whole_trace_buffer_pages_out_within_the_result_limit() {
+    let (_tmp, dir, cp) = scratch_server().await;
+    let p = cp1600::asm::assemble(" ORG $5000\nl: INCR R0\n B l\n").unwrap();
+    std::fs::write(dir.join("count.bin"), p.to_bytes()).unwrap();
+    cp.load("t", &dir.join("count.bin")).await;
+    cp.ok(
+        "cp1600_configure_trace",
+        json!({"enabled": true, "capacity": 65536}),
+    )
+    .await;
+    cp.ok("cp1600_step", json!({"count": 70_000})).await;
+    let mut offset = 0u64;
+    let mut seen = 0u64;
+    let mut newest_step = None;
+    loop {
+        let page = cp
+            .ok("cp1600_get_trace", json!({"count": 4096, "offset": offset}))
+            .await;
+        let n = page["trace"].as_array().unwrap().len() as u64;
+        newest_step.get_or_insert(page["trace"][n as usize - 1]["step"].as_u64().unwrap());
+        seen += n;
+        match page["next_offset"].as_u64() {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    assert_eq!((seen, newest_step), (65536, Some(69_999)));
+    let r = cp
+        .server
+        .call("cp1600_get_trace", json!({"count": 65536}))
+        .await;
+    assert!(is_error(&r) && text(&r).contains("4096"), "{}", text(&r));
+    cp.server.stop().await;
+}
+
+#[tokio::test]
+async fn text_files_and_unreadable_or_ungranted_cfgs_are_reported() {
+    let (_tmp, dir, cp) = scratch_server().await;
+    let outside = tempfile::tempdir().unwrap();
+    let outside_cfg = outside.path().canonicalize().unwrap().join("prog.cfg");
+    std::fs::write(&outside_cfg, "[mapping]\n$0000 - $0000 = $5000\n").unwrap();
+    std::fs::write(dir.join("prog.asm"), "; hello\n ORG $5000\n HLT\n").unwrap();
+    std::fs::write(dir.join("prog.bin"), [0u8, 0]).unwrap();
+    std::fs::create_dir(dir.join("prog.cfg")).unwrap();
+    cp.ok("cp1600_create_session", json!({})).await;
+    let (code, msg) = cp
+        .err("cp1600_load_rom", json!({"rom_path": dir.join("prog.asm")}))
+        .await;
+    assert_eq!(code, "INVALID_ROM");
+    assert!(msg.contains("text file"), "{msg}");
+    let (code, msg) = cp
+        .err("cp1600_load_rom", json!({"rom_path": dir.join("prog.bin")}))
+        .await;
+    assert_eq!(code, "FILE_ERROR");
+    assert!(msg.contains(".cfg beside the ROM"), "{msg}");
+    let (code, msg) = cp
+        .err(
+            "cp1600_load_rom",
+            json!({"rom_path": dir.join("prog.bin"), "cfg_path": outside_cfg}),
+        )
+        .await;
+    assert_eq!(code, "FILE_ERROR");
+    assert!(
+        msg.starts_with("FILE_ERROR: cannot read the .cfg") && msg.contains("outside"),
+        "{msg}"
+    );
+    cp.server.stop().await;
+}
