@@ -131,11 +131,12 @@ pub fn read_table(table: &Table, rom: &[u8]) -> Result<TableData, OutOfRom> {
     })
 }
 
-/// Bit tables: cell i is bit (n-1-i) of the big-endian bit string, so the
-/// first label (`bit.15`) is the most significant bit.
+/// Bit tables: the cell stored i-th (swapxy/flip applied) is bit (n-1-i)
+/// of the big-endian bit string, so the first label (`bit.15`) is the most
+/// significant bit, and with swapxy each column is one 16-bit word.
 pub fn bit_position(table: &Table, row: usize, col: usize) -> (usize, u8) {
     let n = table.rows() * table.cols();
-    let index = row * table.cols() + col;
+    let index = table.storage_index(row, col);
     let bit = n - 1 - index;
     let byte_len = n.div_ceil(8);
     let byte = table.address as usize + byte_len - 1 - bit / 8;
@@ -187,7 +188,8 @@ fn read_axis(axis: &Axis, rom: &[u8]) -> Result<AxisData, OutOfRom> {
             let mut values = Vec::with_capacity(*elements);
             let mut labels = Vec::with_capacity(*elements);
             for i in 0..*elements {
-                let at = *address as usize + i * size;
+                let stored = if axis.flip { elements - 1 - i } else { i };
+                let at = *address as usize + stored * size;
                 if let Storage::Blob(len) = scaling.storage {
                     let cell = Cell::Blob(
                         scaling.blob_name(&rom[at..at + len]).map(str::to_string),
@@ -298,6 +300,71 @@ pub(crate) mod tests {
         assert_eq!(bits.value(0, 0), 1.0);
         assert_eq!(bits.value(1, 0), 0.0);
         assert_eq!(bits.value(15, 0), 1.0);
+    }
+
+    /// Issue 17 #4: "ECU Periphery 00 Bits" of the Magna base (bits,
+    /// swapxy, 8 spec-number columns × 16 bit rows): each column is one
+    /// big-endian 16-bit word, bit.15 first.
+    #[test]
+    fn swapxy_bit_tables_are_one_word_per_column() {
+        let xml = r#"<rom><romid><xmlid>m</xmlid></romid>
+  <scaling name="blobbits" storagetype="bloblist" storagebits="1"><data name="0" value="00"/><data name="1" value="01"/></scaling>
+  <table name="ECU Periphery 00 Bits" address="4" category="Periphery" type="3D" swapxy="true" scaling="blobbits">
+    <table name="Spec Number (MUT 34)" type="Static X Axis" elements="8"><data>0</data><data>1</data><data>2</data><data>3</data><data>4</data><data>5</data><data>6</data><data>7</data></table>
+    <table name="Periphery Bit Number" type="Static Y Axis" elements="16"><data>bit.15</data><data>bit.14</data><data>bit.13</data><data>bit.12</data><data>bit.11</data><data>bit.10</data><data>bit.9</data><data>bit.8</data><data>bit.7</data><data>bit.6</data><data>bit.5</data><data>bit.4</data><data>bit.3</data><data>bit.2</data><data>bit.1</data><data>bit.0</data></table>
+  </table>
+</rom>"#;
+        let d = definition(xml);
+        let t = table(&d, "ECU Periphery 00 Bits");
+        let mut rom = vec![0u8; 4 + 16];
+        // Spec 0 = 0x8001 (bit.15 and bit.0), spec 1 = 0x0100 (bit.8),
+        // spec 7 = 0x0002 (bit.1).
+        rom[4..6].copy_from_slice(&[0x80, 0x01]);
+        rom[6..8].copy_from_slice(&[0x01, 0x00]);
+        rom[18..20].copy_from_slice(&[0x00, 0x02]);
+        let data = read_table(t, &rom).unwrap();
+        assert_eq!((data.rows, data.cols), (16, 8));
+        let set: Vec<(usize, usize)> = (0..16)
+            .flat_map(|r| (0..8).map(move |c| (r, c)))
+            .filter(|&(r, c)| data.value(r, c) == 1.0)
+            .collect();
+        assert_eq!(set, [(0, 0), (7, 1), (14, 7), (15, 0)]);
+        // Patching goes to the same bit: bit.14 of spec 3 is 0x4000 at 0xA.
+        let mut image = rom.clone();
+        let op = crate::patch::Op::Set(1.0);
+        let target = crate::patch::Target {
+            row: Some(1),
+            col: Some(3),
+        };
+        crate::patch::apply(t, &data, &mut image, &op, target, false).unwrap();
+        assert_eq!(&image[10..12], &[0x40, 0x00]);
+    }
+
+    /// `flipy`: the rows are stored last first; an axis with its own
+    /// `flipy` runs the same way, so every value keeps its breakpoint.
+    #[test]
+    fn flipy_reverses_stored_rows() {
+        let xml = r#"<rom><romid><xmlid>m</xmlid></romid>
+  <scaling name="u8" toexpr="x" frexpr="x" storagetype="uint8"/>
+  <table name="Cranking" type="2D" flipy="true" scaling="u8" address="0">
+    <table name="Strokes" type="Y Axis" elements="4" flipy="true" scaling="u8" address="4"/>
+  </table>
+  <table name="Fan" type="2D" flipy="true" scaling="u8" address="8">
+    <table name="Condition" type="Static Y Axis" elements="2"><data>On</data><data>Off</data></table>
+  </table>
+</rom>"#;
+        let d = definition(xml);
+        let rom = [1u8, 2, 3, 4, 10, 20, 30, 40, 95, 100];
+        let data = read_table(table(&d, "Cranking"), &rom).unwrap();
+        let cells: Vec<f64> = (0..4).map(|r| data.value(r, 0)).collect();
+        assert_eq!(cells, [4.0, 3.0, 2.0, 1.0]);
+        assert_eq!(
+            data.row_axis.as_ref().unwrap().labels,
+            ["40", "30", "20", "10"]
+        );
+        let fan = read_table(table(&d, "Fan"), &rom).unwrap();
+        assert_eq!((fan.value(0, 0), fan.value(1, 0)), (100.0, 95.0));
+        assert_eq!(table(&d, "Fan").cell_offset(0, 0), 9);
     }
 
     #[test]

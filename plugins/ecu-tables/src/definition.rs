@@ -54,6 +54,9 @@ pub struct Axis {
     /// `X Axis`, `Y Axis`, `Static X Axis`, `Static Y Axis` (as given).
     pub xml_type: String,
     pub source: AxisSource,
+    /// `flipx`/`flipy` on the axis: its stored breakpoints run the other
+    /// way round (static labels are always in display order).
+    pub flip: bool,
 }
 
 impl Axis {
@@ -96,6 +99,9 @@ pub struct Table {
     pub address: u32,
     pub scaling: Arc<Scaling>,
     pub swapxy: bool,
+    /// Rows (`flipy`) or columns (`flipx`) are stored last first.
+    pub flipy: bool,
+    pub flipx: bool,
     pub level: Option<u32>,
     /// Rows: the Y axis of a grid, or the only axis of a one-axis table.
     pub row_axis: Option<Axis>,
@@ -124,15 +130,24 @@ impl Table {
         }
     }
 
+    /// Position of displayed cell (row, col) in storage order: `flipy` and
+    /// `flipx` reverse rows/columns, `swapxy` stores a grid column-major.
+    /// Byte cells and bit cells (a big-endian bit string) share it, so a
+    /// bit table with swapxy/flipy is laid out like any other.
+    pub fn storage_index(&self, row: usize, col: usize) -> usize {
+        let (rows, cols) = (self.rows(), self.cols());
+        let row = if self.flipy { rows - 1 - row } else { row };
+        let col = if self.flipx { cols - 1 - col } else { col };
+        if self.table_type == TableType::Grid && self.swapxy {
+            col * rows + row
+        } else {
+            row * cols + col
+        }
+    }
+
     /// Byte offset of cell (row, col) for byte-sized storage.
     pub fn cell_offset(&self, row: usize, col: usize) -> usize {
-        let size = self.scaling.storage.size();
-        let index = if self.table_type == TableType::Grid && self.swapxy {
-            col * self.rows() + row
-        } else {
-            row * self.cols() + col
-        };
-        self.address as usize + index * size
+        self.address as usize + self.storage_index(row, col) * self.scaling.storage.size()
     }
 
     /// Bytes the cells occupy.
@@ -288,7 +303,7 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
     let mut table_index: HashMap<String, Vec<usize>> = HashMap::new();
     let mut fields: HashMap<String, String> = HashMap::new();
 
-    for f in files {
+    for (file_no, f) in files.iter().enumerate() {
         for (k, v) in &f.raw.romid.fields {
             if !v.is_empty() {
                 fields.insert(k.clone(), v.clone());
@@ -313,7 +328,7 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
         }
         for t in &f.raw.tables {
             let Some(name) = t.name.clone() else { continue };
-            merge_table(&mut tables, &mut table_index, name, t);
+            merge_table(&mut tables, &mut table_index, name, t, file_no);
         }
     }
 
@@ -373,19 +388,35 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
     }
 }
 
+/// Attribute recording which file of the chain gave a table its address
+/// (internal: a NUL-prefixed key no XML attribute can have).
+const ADDRESS_FROM: &str = "\u{0}address-from";
+
 fn merge_table(
     tables: &mut Vec<RawTable>,
     index: &mut HashMap<String, Vec<usize>>,
     name: String,
     child: &RawTable,
+    file_no: usize,
 ) {
     let child_addr = child.attr("address").and_then(parse_hex);
+    let stamp = |t: &mut RawTable| {
+        if child_addr.is_some() {
+            t.attrs.insert(ADDRESS_FROM.into(), file_no.to_string());
+        }
+    };
     let entries = index.entry(name).or_default();
     if entries.is_empty() {
         entries.push(tables.len());
-        tables.push(child.clone());
+        let mut t = child.clone();
+        stamp(&mut t);
+        tables.push(t);
         return;
     }
+    // A later file giving a table a new address moves it (the H8 Magna
+    // children re-address the whole base); only the same name twice at
+    // two addresses in one file is two tables.
+    let from_earlier = |t: &RawTable| t.attr(ADDRESS_FROM) != Some(file_no.to_string().as_str());
     let addr_of = |t: &RawTable| t.attr("address").and_then(parse_hex);
     match child_addr {
         // Metadata without an address refines every table of that name.
@@ -399,13 +430,16 @@ fn merge_table(
                 .iter()
                 .find(|&&i| addr_of(&tables[i]) == Some(a))
                 .or_else(|| entries.iter().find(|&&i| addr_of(&tables[i]).is_none()))
+                .or_else(|| entries.iter().find(|&&i| from_earlier(&tables[i])))
             {
                 apply(&mut tables[i], child);
+                stamp(&mut tables[i]);
             } else {
                 // Same name at a second address: a second table that
                 // inherits the first one's metadata.
                 let mut copy = tables[entries[0]].clone();
                 apply(&mut copy, child);
+                stamp(&mut copy);
                 entries.push(tables.len());
                 tables.push(copy);
             }
@@ -515,9 +549,9 @@ fn resolve_table(t: &RawTable, address: u32, lookup: &ScalingLookup<'_>) -> Resu
         table_type,
         address,
         scaling,
-        swapxy: t
-            .attr("swapxy")
-            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        swapxy: flag(t, "swapxy"),
+        flipy: flag(t, "flipy"),
+        flipx: flag(t, "flipx"),
         level: t.attr("level").and_then(|v| v.trim().parse().ok()),
         row_axis,
         col_axis,
@@ -569,6 +603,7 @@ fn resolve_axis(a: &RawTable, position: usize, lookup: &ScalingLookup<'_>) -> Re
         }
     };
     Ok(Axis {
+        flip: flag(a, "flipy") || flag(a, "flipx"),
         name: a.name.clone(),
         xml_type: if xml_type.is_empty() {
             "Axis".into()
@@ -577,6 +612,12 @@ fn resolve_axis(a: &RawTable, position: usize, lookup: &ScalingLookup<'_>) -> Re
         },
         source,
     })
+}
+
+/// A boolean attribute (`"true"`, any case).
+fn flag(t: &RawTable, key: &str) -> bool {
+    t.attr(key)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 /// Most breakpoints an axis may have. Real axes have a few dozen; the cap
@@ -795,6 +836,42 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// Issue 17 #5: the H8 Magna children give every base table a new
+    /// address; that moves the table, it does not make a second one. The
+    /// same name twice at two addresses in one file is still two tables.
+    #[test]
+    fn a_later_file_moves_a_table_to_its_new_address() {
+        let base = r#"<rom><romid><xmlid>magna_3g_base</xmlid></romid>
+  <scaling name="Hex8" toexpr="x" frexpr="x" storagetype="uint8"/>
+  <table name="ECU Case Part Number - Spec Number 0" address="f6b" category="Identification" type="3D" scaling="Hex8">
+    <table name="Part Number" type="Static X Axis" elements="3"><data>PN2 .</data><data>PN3 .</data><data>PN4 .</data></table>
+    <table name="PN1" address="f6a" type="Y Axis" elements="1" scaling="Hex8" />
+  </table>
+  <table name="Dup" address="20" type="1D" scaling="Hex8"/>
+  <table name="Dup" address="30" type="1D" scaling="Hex8"/>
+</rom>"#;
+        let child = r#"<rom><romid><xmlid>22490005</xmlid><memmodel>H8539F</memmodel></romid><include>magna_3g_base</include>
+  <table name="ECU Case Part Number - Spec Number 0" address="10233">
+    <table name="Part Number" />
+    <table name="PN1" address="10232" />
+  </table>
+</rom>"#;
+        let d = chain(&[base, child]);
+        let Lookup::Found(t) = d.table("ECU Case Part Number - Spec Number 0") else {
+            panic!("{:?}", d.table("ECU Case Part Number - Spec Number 0"))
+        };
+        assert_eq!(t.address, 0x10233);
+        assert!(matches!(
+            t.row_axis.as_ref().unwrap().source,
+            AxisSource::Dynamic {
+                address: 0x10232,
+                ..
+            }
+        ));
+        assert_eq!(d.tables.len(), 3);
+        assert!(matches!(d.table("Dup"), Lookup::Ambiguous(v) if v.len() == 2));
     }
 
     /// The Magna case part number: a bloblist `PN1` Y axis.

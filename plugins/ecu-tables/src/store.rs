@@ -287,13 +287,32 @@ impl Explorer {
                 )),
             ));
         }
-        let stamp = Stamp::of(&meta);
+        let mut stamp = Stamp::of(&meta);
         if let Some(c) = self.roms.get(path).filter(|c| c.stamp == stamp) {
             return Ok(c.bytes.clone());
         }
-        let bytes = Arc::new(fs::read(path).map_err(|e| Error::rom_read(path.into(), e))?);
-        self.cache_rom(path, stamp, bytes.clone());
-        Ok(bytes)
+        // A patch (from any process) rewrites the ROM's own inode, to keep
+        // its mode, while a copy of the old image stands under the name: a
+        // read that overlapped the rewrite shows as a changed stamp, and is
+        // done again. Patches take milliseconds, so a few tries suffice.
+        for _ in 0..4 {
+            let bytes = fs::read(path).map_err(|e| Error::rom_read(path.into(), e))?;
+            let after = fs::metadata(path)
+                .map(|m| Stamp::of(&m))
+                .map_err(|e| Error::rom_read(path.into(), e))?;
+            if after == stamp && bytes.len() as u64 == after.len {
+                let bytes = Arc::new(bytes);
+                self.cache_rom(path, stamp, bytes.clone());
+                return Ok(bytes);
+            }
+            stamp = after;
+        }
+        Err(Error::rom_read(
+            path.into(),
+            io::Error::other(
+                "it kept changing while being read (is something writing it?); try again",
+            ),
+        ))
     }
 
     /// Replaces the ROM (whose lock the caller took with [`lock_rom`]
