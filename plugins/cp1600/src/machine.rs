@@ -115,7 +115,16 @@ pub enum Diagnosis {
     InterruptStack { pc: u16, addr: u16 },
     /// The loop from `start` to the backward jump at `end` repeats itself.
     Idle { start: u16, end: u16 },
+    /// The loop from `start` to `end` has gone round for `cycles` (over
+    /// [`SPIN_CYCLES`]) with interrupts on: it changes something each pass
+    /// (a random seed, a counter) but can only be waiting for an interrupt.
+    Spin { start: u16, end: u16, cycles: u64 },
 }
+
+/// A second of console time: a loop with interrupts on that spins this long
+/// without leaving is waiting for the VBLANK interrupt (60 a second on a
+/// console, none here unless raised).
+pub const SPIN_CYCLES: u64 = 894_886;
 
 impl Diagnosis {
     pub fn reason(&self) -> StopReason {
@@ -127,7 +136,7 @@ impl Diagnosis {
             Diagnosis::Stack { .. } | Diagnosis::InterruptStack { .. } => {
                 StopReason::StackOutsideRam
             }
-            Diagnosis::Idle { .. } => StopReason::IdleLoop,
+            Diagnosis::Idle { .. } | Diagnosis::Spin { .. } => StopReason::IdleLoop,
         }
     }
 }
@@ -161,15 +170,30 @@ const IDLE_SLOTS: usize = 8;
 #[derive(Clone, Default)]
 struct IdleWatch {
     slots: [IdleSlot; IDLE_SLOTS],
+    /// The backward jump seen last (target, from) and the cycle count when
+    /// it started repeating with interrupts on.
+    spin: Option<(u16, u16, u64)>,
 }
 
 impl IdleWatch {
-    /// After the instruction at `from` jumped backward: true when this
-    /// exact state was seen here before.
+    /// After the instruction at `from` jumped backward, at `cycles`: the
+    /// loop's diagnosis when it cannot end by itself.
     #[inline(never)]
-    fn check(&mut self, cpu: &Cpu, from: u16) -> bool {
+    fn check(&mut self, cpu: &Cpu, from: u16, cycles: u64) -> Option<Diagnosis> {
         let st = &cpu.st;
         let target = st.r[7];
+        match self.spin {
+            Some((t, f, since)) if t == target && f == from && st.i => {
+                if cycles - since > SPIN_CYCLES {
+                    return Some(Diagnosis::Spin {
+                        start: target,
+                        end: from,
+                        cycles: cycles - since,
+                    });
+                }
+            }
+            _ => self.spin = st.i.then_some((target, from, cycles)),
+        }
         let flags = (st.s as u8)
             | (st.z as u8) << 1
             | (st.ov as u8) << 2
@@ -186,7 +210,10 @@ impl IdleWatch {
             && slot.changes == changes
             && !(cpu.irq && st.i)
         {
-            return true;
+            return Some(Diagnosis::Idle {
+                start: target,
+                end: from,
+            });
         }
         *slot = IdleSlot {
             valid: true,
@@ -196,7 +223,7 @@ impl IdleWatch {
             flags,
             changes,
         };
-        false
+        None
     }
 }
 
@@ -408,12 +435,9 @@ impl Machine {
             n += 1;
             if cpu.st.r[7] <= pc
                 && let Some(w) = idle.as_mut()
-                && w.check(cpu, pc)
+                && let Some(d) = w.check(cpu, pc, cycles)
             {
-                stop = Some(Stop::Check(Diagnosis::Idle {
-                    start: cpu.st.r[7],
-                    end: pc,
-                }));
+                stop = Some(Stop::Check(d));
                 prev = Some(pc);
                 break;
             }
@@ -481,13 +505,10 @@ impl Machine {
             }
             if self.cpu.st.r[7] <= pc
                 && let Some(w) = idle.as_mut()
-                && w.check(&self.cpu, pc)
+                && let Some(d) = w.check(&self.cpu, pc, self.cpu.st.cycles)
             {
                 *last = Some(pc);
-                return Some(Stop::Check(Diagnosis::Idle {
-                    start: self.cpu.st.r[7],
-                    end: pc,
-                }));
+                return Some(Stop::Check(d));
             }
             *last = Some(pc);
             if let Some((r, v)) = when.register
@@ -644,7 +665,7 @@ mod tests {
         m.run(
             Limits {
                 instructions: u64::MAX,
-                cycles: 1_000_000,
+                cycles: 2_000_000,
             },
             &when,
             &mut never,
@@ -742,6 +763,17 @@ mod tests {
             // A counting loop is progress, not idling.
             let mut m = program(" ORG $5000\n MVII #300, R1\nl: DECR R1\n BNEQ l\n HLT\n");
             assert_eq!(run_checked_all(&mut m, trace).reason, StopReason::Halted);
+            // A loop stirring a seed with interrupts on: waiting for VBLANK.
+            let mut m = program(" ORG $5000\n EIS\nl: INCR R0\n MVO R0, $0200\n B l\n");
+            let r = run_checked_all(&mut m, trace);
+            assert!(
+                matches!(r.diagnosis, Some(Diagnosis::Spin { start: 0x5001, end: 0x5004, cycles }) if cycles > SPIN_CYCLES),
+                "{:?}",
+                r.diagnosis
+            );
+            // The same loop with interrupts off may be a delay: runs to the budget.
+            let mut m = program(" ORG $5000\nl: INCR R0\n MVO R0, $0200\n B l\n");
+            assert_eq!(run_checked_all(&mut m, trace).reason, StopReason::MaxCycles);
             // A loop that writes the same value every pass changes nothing.
             let mut m = program(" ORG $5000\nl: MVO R0, $0200\n B l\n");
             assert_eq!(run_checked_all(&mut m, trace).reason, StopReason::IdleLoop);

@@ -1271,6 +1271,17 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
                 st.r[6]
             ),
         }),
+        Diagnosis::Spin { start, end, cycles } => {
+            let text = instruction_at(m, end);
+            json!({
+                "address": end,
+                "instruction": text,
+                "loop": { "start": start, "end": end },
+                "message": format!(
+                    "the loop ${start:04X}-${end:04X} has gone round for {cycles} cycles (over a second of console time) with interrupts on: it is waiting for the VBLANK interrupt, which the STIC raises 60 times a second on a console and nothing raises here. Raise one with cp1600_interrupt (it enters $1004, the EXEC's handler), or pass checks false to keep spinning."
+                ),
+            })
+        }
         Diagnosis::Idle { start, end } => {
             let text = instruction_at(m, end);
             let body = disassemble_range(|a| m.cpu.mem.read(a), start, end, 16);
