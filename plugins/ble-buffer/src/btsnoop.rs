@@ -149,6 +149,10 @@ pub struct Contents {
     pub iso: u32,
     /// Monitor records that are not HCI traffic (index, notes, logging).
     pub other_records: u32,
+    /// Records the capture cut short (included length < original length),
+    /// and how many of those were ACL data whose values were lost.
+    pub cut: u32,
+    pub cut_acl: u32,
     /// Connections opened in the capture (Connection Complete events).
     pub classic_links: u32,
     pub le_links: u32,
@@ -202,6 +206,9 @@ impl Contents {
         if has(UNKNOWN_CHANNELS) {
             k.push("unidentified-acl");
         }
+        if self.cut_acl > 0 {
+            k.push("cut-acl");
+        }
         if self.sco > 0 {
             k.push("sco-audio");
         }
@@ -250,6 +257,12 @@ impl Contents {
                 .map(|(op, n)| format!("{} {n}", opcode_name(*op)))
                 .collect();
             parts.push(format!("other ATT PDUs: {}", other.join(", ")));
+        }
+        if self.cut_acl > 0 {
+            parts.push(format!(
+                "ACL records cut short by the capture {} (filtered snoop log)",
+                self.cut_acl
+            ));
         }
         if self.sco > 0 {
             parts.push(format!("SCO (voice) packets {}", self.sco));
@@ -380,6 +393,7 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
             break;
         }
         let h = &bytes[pos..pos + 24];
+        let orig = be32(h) as usize;
         let incl = be32(&h[4..]) as usize;
         let flags = be32(&h[8..]);
         let ts_raw = i64::from_be_bytes(h[16..24].try_into().unwrap_or([0; 8]));
@@ -396,6 +410,8 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
         let data = &bytes[pos..pos + incl];
         pos += incl;
         cap.records += 1;
+        let cut = incl < orig;
+        cap.contents.cut += cut as u32;
         cap.first_ts.get_or_insert(ts);
         cap.last_ts = Some(ts);
         // (packet type as in H4, body, sent by the host, adapter index)
@@ -429,7 +445,14 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
             }
             0x02 => {
                 cap.contents.acl += 1;
-                acl_record(body, sent, adapter, ts, cap.records, &mut st, &mut cap)
+                let rec = Rec {
+                    sent,
+                    adapter,
+                    ts,
+                    number: cap.records,
+                    cut,
+                };
+                acl_record(body, &rec, &mut st, &mut cap)
             }
             0x03 => {
                 cap.contents.sco += 1;
@@ -447,6 +470,16 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
         if !imported {
             cap.skipped += 1;
         }
+    }
+    if cap.contents.cut > 0 {
+        // One warning, not one per record: Android's "filtered" snoop mode
+        // cuts every data record.
+        let w = format!(
+            "{} records were cut short by the capture (included length below original length; Android's filtered snoop log mode keeps only headers), {} of them ACL data whose ATT values could not be read: capture with the full snoop log mode",
+            cap.contents.cut, cap.contents.cut_acl
+        );
+        cap.warnings.insert(0, w);
+        cap.warnings.truncate(MAX_WARNINGS);
     }
     let mut left: Vec<_> = st.pending.into_iter().collect();
     left.sort_by_key(|(_, p)| p.record);
@@ -475,16 +508,35 @@ fn event(ev: &[u8], c: &mut Contents) {
     }
 }
 
-/// Handles one ACL packet; true when it completed an imported ATT value.
-fn acl_record(
-    acl: &[u8],
+/// A record's place and flags.
+struct Rec {
     sent: bool,
     adapter: u16,
     ts: Micros,
-    record: u32,
-    st: &mut State,
-    cap: &mut Capture,
-) -> bool {
+    number: u32,
+    /// The capture kept fewer bytes than the record had.
+    cut: bool,
+}
+
+/// Handles one ACL packet; true when it completed an imported ATT value.
+fn acl_record(acl: &[u8], rec: &Rec, st: &mut State, cap: &mut Capture) -> bool {
+    let &Rec {
+        sent,
+        adapter,
+        ts,
+        number: record,
+        cut,
+    } = rec;
+    if cut {
+        cap.contents.cut_acl += 1;
+        // A cut start leaves its frame unfinishable; a cut continuation
+        // spoils the frame it belongs to.
+        if acl.len() >= 2 {
+            let handle = le16(acl) & 0x0FFF;
+            st.pending.remove(&(adapter, handle, sent));
+        }
+        return false;
+    }
     if acl.len() < 4 {
         cap.warn(format!("record {record}: ACL header too short"));
         return false;
@@ -901,6 +953,36 @@ mod tests {
         assert_eq!(cap.values.len(), 1);
         assert_eq!((cap.values[0].conn, cap.values[0].handle), (2, 0x10));
         assert_eq!(cap.contents.channels.get("ATT over BR/EDR"), Some(&1));
+    }
+
+    #[test]
+    fn records_cut_by_the_capture_are_counted_once_not_misread() {
+        let mut f = header(DATALINK_H4);
+        // A write kept whole, then two records the capture cut to 9 of
+        // their bytes (original length larger than included length).
+        for frag in acl(0x0040, &att(WRITE_COMMAND, 0x12, &[1, 2, 3]), 64) {
+            record(&mut f, 0, T0, &h4(0x02, &frag));
+        }
+        for _ in 0..2 {
+            let whole = h4(
+                0x02,
+                &acl(0x0040, &att(NOTIFICATION, 0x15, &[7; 30]), 64)[0],
+            );
+            let at = f.len();
+            record(&mut f, 1, T0, &whole[..9]);
+            f[at..at + 4].copy_from_slice(&(whole.len() as u32).to_be_bytes());
+        }
+        let cap = parse(&f).unwrap();
+        assert_eq!(cap.values.len(), 1);
+        assert_eq!((cap.contents.cut, cap.contents.cut_acl), (2, 2));
+        assert_eq!(cap.warnings.len(), 1, "{:?}", cap.warnings);
+        assert!(cap.warnings[0].starts_with("2 records were cut short"));
+        assert!(cap.contents.kinds().contains(&"cut-acl"));
+        assert!(
+            cap.contents
+                .describe()
+                .contains("cut short by the capture 2")
+        );
     }
 
     #[test]

@@ -171,6 +171,9 @@ impl RateBuckets {
 #[derive(Debug, Clone)]
 pub struct LogQuery<'a> {
     pub since: Since,
+    /// The window's end, inclusive: a time (`Since::Time`) or a packet id
+    /// (`Since::AfterId`, here meaning "up to and including").
+    pub until: Option<Since>,
     pub filter: Filter<'a>,
     pub limit: usize,
     pub reader: &'a str,
@@ -207,6 +210,15 @@ pub struct SearchOut<'a> {
     pub total_matching: usize,
     /// Packets in the window (since) before the filters.
     pub in_window: usize,
+}
+
+/// True when `p` lies beyond an `until` bound.
+fn after(p: &Packet, until: &Since) -> bool {
+    match *until {
+        Since::Time(t) => p.ts > t,
+        Since::AfterId(id) => p.id > id,
+        Since::Last => false,
+    }
 }
 
 #[derive(Debug)]
@@ -425,7 +437,7 @@ impl PacketLog {
         let mut picked: VecDeque<usize> = VecDeque::with_capacity(limit.min(1024));
         let (mut total, mut bytes, mut full, mut in_window) = (0usize, 0usize, false, 0usize);
         for (i, p) in self.packets.range(start..).enumerate() {
-            if floor.is_some_and(|t| p.ts < t) {
+            if floor.is_some_and(|t| p.ts < t) || q.until.as_ref().is_some_and(|u| after(p, u)) {
                 continue;
             }
             in_window += 1;
@@ -597,6 +609,7 @@ mod tests {
         LogQuery {
             since,
             filter: Filter::default(),
+            until: None,
             limit: 100,
             reader: "default",
             newest: false,
@@ -660,6 +673,26 @@ mod tests {
             log.handles_in(&Since::AfterId(0), "", 5),
             [(0x15, 2), (0x12, 1)]
         );
+    }
+
+    #[test]
+    fn until_bounds_the_window_by_time_or_id() {
+        let mut log = filled(10, 100); // ids 1..=10 at 0, 1000, … µs
+        let ids = |log: &mut PacketLog, until| {
+            let page = log.query(&LogQuery {
+                until: Some(until),
+                ..q(Since::AfterId(2))
+            });
+            page.entries.iter().map(|p| p.id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&mut log, Since::AfterId(5)), [3, 4, 5]);
+        assert_eq!(ids(&mut log, Since::Time(3_000)), [3, 4]);
+        assert_eq!(
+            ids(&mut log, Since::Time(3_001)),
+            [3, 4],
+            "microseconds count"
+        );
+        assert!(ids(&mut log, Since::Time(-1)).is_empty());
     }
 
     #[test]

@@ -107,6 +107,7 @@ impl Guest for Component {
             handle: a.handle,
             connection: a.connection,
             opcode: a.opcode,
+            until: a.until,
         };
         fresh(|s| {
             let (oldest, newest) = (s.log.oldest_id(), s.log.newest_id());

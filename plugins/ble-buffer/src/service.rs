@@ -117,6 +117,8 @@ pub struct LogsArgs {
     pub connection: Option<u16>,
     /// Only packets with this ATT opcode, by name or number.
     pub opcode: Option<String>,
+    /// Only packets up to this time or id (inclusive).
+    pub until: Option<String>,
 }
 
 /// search_packets arguments in domain form.
@@ -378,6 +380,20 @@ impl Service {
                 None => parse_since(DEFAULT_SINCE, now).map_err(bad_since)?,
             },
         };
+        let until = match a.until.as_deref() {
+            None => None,
+            Some(u) => match parse_since(u, now).map_err(|e| {
+                ToolError::new("BAD_UNTIL", e.to_string().replacen("since=", "until=", 1))
+            })? {
+                Since::Last => {
+                    return Err(ToolError::new(
+                        "BAD_UNTIL",
+                        "until=\"last\" has no meaning; give an ISO timestamp, a duration ago (\"5m\") or a packet id (inclusive)",
+                    ));
+                }
+                u => Some(u),
+            },
+        };
         let limit = check_limit(a.limit)?;
         let (mut direction, mut pat) = (a.direction, None);
         if let Some(f) = a.filter.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
@@ -405,6 +421,7 @@ impl Service {
         let ctx = self.empty_context(&since, reader, &filter, given, now);
         let page = self.log.query(&LogQuery {
             since: since.clone(),
+            until,
             filter,
             limit,
             reader,
@@ -1290,6 +1307,27 @@ mod tests {
         let a = l.page.entries[1].att.unwrap();
         assert_eq!((a.opcode, a.handle, a.conn), (0x1B, 0x15, 0x40));
         assert_eq!(l.page.entries[1].ts, T0 + 1, "microseconds kept");
+        drop(l);
+        // until, to the microsecond: the first write and its notification.
+        let l = s
+            .get_logs(&LogsArgs {
+                since: Some("all".into()),
+                until: Some(format_iso(T0 + 1)),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(ids(&l), [1, 2]);
+        drop(l);
+        for bad in ["last", "soon"] {
+            let e = s
+                .get_logs(&LogsArgs {
+                    until: Some(bad.into()),
+                    ..Default::default()
+                })
+                .err()
+                .unwrap();
+            assert_eq!(e.code, "BAD_UNTIL", "{bad}");
+        }
     }
 
     #[test]
