@@ -295,13 +295,15 @@ pub fn parse_bin_cfg(bytes: &[u8], cfg: &str) -> Result<Image, RomError> {
                 let key = key.trim().to_ascii_lowercase();
                 let value = value.trim().trim_matches('"').to_string();
                 // jzIntv's JLP board adds 16-bit RAM at $8040-$9F7F for any
-                // non-zero `jlp` (its multiply/divide and flash registers
-                // above $9F80 and below $8040 are not emulated).
-                if key == "jlp" {
+                // non-zero `jlp` (newer as1600 writes `jlp_accel` and
+                // `jlp_flash`, which need the board too); its multiply/divide
+                // and flash registers around the RAM are not emulated.
+                if matches!(key.as_str(), "jlp" | "jlp_accel" | "jlp_flash") {
                     let on = parse_num(&value)
                         .ok_or_else(|| err(format!("`jlp = {value}`: expected a number")))?;
-                    if on != 0 {
-                        image.ram.push((JLP_RAM.0, JLP_RAM.1, Region::Ram16));
+                    let jlp = (JLP_RAM.0, JLP_RAM.1, Region::Ram16);
+                    if on != 0 && !image.ram.contains(&jlp) {
+                        image.ram.push(jlp);
                     }
                 }
                 if image.vars.len() < MAX_VARS {
@@ -519,7 +521,12 @@ mod tests {
         let img = parse_bin_cfg(&bin, jlp).unwrap();
         assert_eq!(img.ram, vec![(0x8040, 0x9F7F, Region::Ram16)]);
         assert_eq!(img.vars[0], ("name".to_string(), "Demo".to_string()));
-        let off = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = 0\n";
+        let both = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp_accel = 1\njlp_flash = 2\n";
+        assert_eq!(
+            parse_bin_cfg(&bin, both).unwrap().ram,
+            vec![(0x8040, 0x9F7F, Region::Ram16)]
+        );
+        let off = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = 0\njlp_accel = 0\n";
         assert!(parse_bin_cfg(&bin, off).unwrap().ram.is_empty());
         let bad = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = yes\n";
         assert!(matches!(

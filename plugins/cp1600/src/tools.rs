@@ -597,7 +597,11 @@ impl Sessions {
             how: StartKind::Exec,
             ..Start::plain(cart::EXEC_BASE)
         };
-        let found = cart::quick_boot(&mem).or_else(|| header.as_ref().map(cart::header_start));
+        // A header wins over quick-boot code: with both, the quick-boot
+        // code is a hook that resumes the EXEC's boot (IntyBASIC's ECS
+        // switch ends `B $1041`), which then starts the header's program.
+        let quick = cart::quick_boot(&mem);
+        let found = header.as_ref().map(cart::header_start).or(quick);
         let cart_start = || found;
         let start = match (opts.entry_point, choice) {
             (Some(pc), _) => Start::plain(pc),
@@ -672,6 +676,14 @@ impl Sessions {
                 start.pc, c.pc
             ));
         }
+        if let (Some(q), Some(_)) = (quick, &header)
+            && start.how == StartKind::Header
+        {
+            out["quick_boot"] = json!(format!(
+                "there is quick-boot code at ${:04X}, which the EXEC runs before the header's program (it usually returns to the EXEC); it is skipped here: pass entry_point {} to run it",
+                q.pc, q.pc
+            ));
+        }
         if has_exec {
             out["exec"] = json!(true);
         }
@@ -679,11 +691,15 @@ impl Sessions {
             out["grom"] = json!(true);
         }
         if !image.vars.is_empty() {
-            let vars: serde_json::Map<String, Value> = image
-                .vars
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
+            // A key may repeat (`author` once per author): values joined.
+            let mut vars = serde_json::Map::new();
+            for (k, v) in &image.vars {
+                let joined = match vars.get(k).and_then(Value::as_str) {
+                    Some(prev) => format!("{prev}; {v}"),
+                    None => v.clone(),
+                };
+                vars.insert(k.clone(), json!(joined));
+            }
             out["cfg_vars"] = Value::Object(vars);
         }
         if image.ram.iter().any(|r| (r.0, r.1) == rom::JLP_RAM) {

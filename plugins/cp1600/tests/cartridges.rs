@@ -485,3 +485,48 @@ fn the_trace_pages_within_the_result_limit() {
         "INVALID_ARGUMENT"
     );
 }
+
+#[test]
+fn quick_boot_code_at_4800_starts_alone_and_yields_to_a_header() {
+    // IntyBASIC's ECS hook at $4800 returns into the EXEC's boot.
+    let hook = assemble(" ORG $4800\n NOP\n B $1041\n").unwrap().words;
+    let mut file = hook.clone();
+    file.resize(8, 0);
+    let cart = cartridge(0x03C0, "main: HLT\n");
+    file.extend(&cart);
+    let bin = write("qb.bin", &bytes(&file));
+    write(
+        "qb.cfg",
+        format!(
+            "[mapping]\n$0000 - $0007 = $4800\n$0008 - ${:04X} = $5000\n",
+            7 + cart.len()
+        )
+        .as_bytes(),
+    );
+    let mut s = Sessions::new();
+    s.create_session(None).unwrap();
+    let l = load(&mut s, &bin, LoadOptions::default());
+    assert_eq!(
+        (l["start"].clone(), l["entry_point"].clone()),
+        (json!("header"), json!(0x501A))
+    );
+    assert!(l["quick_boot"].as_str().unwrap().contains("$4800"), "{l}");
+    // Without a header, the EXEC would jump to $4800 with these registers.
+    let only = write("qb-only.bin", &bytes(&hook));
+    write("qb-only.cfg", b"[mapping]\n$0000 - $0002 = $4800\n");
+    let l = load(&mut s, &only, LoadOptions::default());
+    assert_eq!(
+        (l["start"].clone(), l["entry_point"].clone()),
+        (json!("quick_boot"), json!(0x4800))
+    );
+    let regs = &s.get_registers(None).unwrap()["registers"];
+    assert_eq!(
+        (regs["R1"].clone(), regs["R5"].clone(), regs["R6"].clone()),
+        (json!(0x4800), json!(0x1041), json!(0x02F1))
+    );
+    let r = run(&mut s);
+    assert_eq!(
+        (r["reason"].clone(), r["stop"]["target"].clone()),
+        (json!("jump_to_no_code"), json!(0x1041))
+    );
+}
