@@ -180,7 +180,9 @@ async fn list_logs_describes_the_samples_newest_first() {
             "Duration (s)",
             "Rows",
             "Sample Rate (Hz)",
-            "Channels"
+            "Channels",
+            "Logger",
+            "Date From"
         ]
     );
     let names: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
@@ -188,6 +190,7 @@ async fn list_logs_describes_the_samples_newest_first() {
     let plain = Csv::read(&sample_logs().join(PLAIN));
     assert_eq!(rows[0][0], "1");
     assert_eq!(rows[0][2], "2026-02-22 14:30 UTC");
+    assert_eq!(rows[0][7..], ["csv", "file name"]);
     assert_eq!(rows[0][4], plain.rows.len().to_string());
     assert_eq!(rows[0][5], "100");
     assert_eq!(
@@ -754,4 +757,318 @@ async fn shared_filtrex_cases_through_query_logs() {
         failures.join("\n")
     );
     logs.server.stop().await;
+}
+
+// ------------------------------------------------------ real loggers' logs
+
+/// What a person reading a real log finds in it: counted and timed from the
+/// file itself (rows under the header block, time column first to last).
+struct RealLog {
+    name: &'static str,
+    logger: &'static str,
+    date: Option<&'static str>,
+    date_from: &'static str,
+    rows: usize,
+    duration_s: &'static str,
+    rate_hz: &'static str,
+    /// Channels, first few in order, exactly as the logger wrote them.
+    first_channels: &'static [&'static str],
+    channel_count: usize,
+}
+
+/// Every log of `../shared/fixtures/realworld/logs`, by directory, newest
+/// first (the two mtime-dated logs of other_loggers are compared apart).
+const REAL: &[(&str, &[RealLog])] = &[
+    (
+        "btssm_subaru",
+        &[
+            RealLog {
+                name: "BtSsm_20251017_180501.csv",
+                logger: "btssm",
+                date: Some("2025-10-17 18:05"),
+                date_from: "file name",
+                rows: 3510,
+                duration_s: "358.62",
+                rate_hz: "9.78",
+                first_channels: &["AFR (lambda)", "AFR Target (lambda)", "Boost (psi)"],
+                channel_count: 25,
+            },
+            // Its last line is cut short (`65283,1.00`): a row with two cells.
+            RealLog {
+                name: "BtSsm_20251008_090109.csv",
+                logger: "btssm",
+                date: Some("2025-10-08 09:01"),
+                date_from: "file name",
+                rows: 641,
+                duration_s: "65.27",
+                rate_hz: "9.81",
+                first_channels: &["AFR (lambda)"],
+                channel_count: 25,
+            },
+            RealLog {
+                name: "BtSsm_20251004_172148.csv",
+                logger: "btssm",
+                date: Some("2025-10-04 17:21"),
+                date_from: "file name",
+                rows: 16182,
+                duration_s: "1707.32",
+                rate_hz: "9.48",
+                first_channels: &["AFR (lambda)"],
+                channel_count: 25,
+            },
+        ],
+    ),
+    (
+        "evoscan_evo8",
+        &[
+            RealLog {
+                name: "EvoScanDataLog_2025.11.19_18.08.43.csv",
+                logger: "evoscan",
+                date: Some("2025-11-19 18:08"),
+                date_from: "log",
+                rows: 877,
+                duration_s: "107.64",
+                rate_hz: "8.14",
+                first_channels: &["LogNotes", "TPS", "RPM", "TimingAdv"],
+                channel_count: 0,
+            },
+            RealLog {
+                name: "EvoScanDataLog_2014.08.17_15.22.33.csv",
+                logger: "evoscan",
+                date: Some("2014-08-17 15:22"),
+                date_from: "log",
+                rows: 70,
+                duration_s: "9.54",
+                rate_hz: "7.23",
+                first_channels: &["LogNotes", "TPS", "RPM"],
+                channel_count: 0,
+            },
+        ],
+    ),
+    (
+        "openport2_subaru",
+        &[
+            // `time` is the logger's clock (102183.5 s at the first row):
+            // time_s counts from the start, the clock stays a channel.
+            RealLog {
+                name: "log0182.csv",
+                logger: "openport",
+                date: None,
+                date_from: "file mtime",
+                rows: 40,
+                duration_s: "9.75",
+                rate_hz: "4",
+                first_channels: &["sample", "time", "F_AFR", "F_AFR_C_%"],
+                channel_count: 32,
+            },
+        ],
+    ),
+    (
+        "romraider_5eat",
+        &[
+            RealLog {
+                name: "romraiderlog_20241016_133923.csv",
+                logger: "romraider",
+                date: Some("2024-10-16 13:39"),
+                date_from: "file name",
+                rows: 568,
+                duration_s: "109.75",
+                rate_hz: "5.17",
+                first_channels: &["Accelerator Pedal Angle (%)", "Engine Speed (rpm)"],
+                channel_count: 18,
+            },
+            RealLog {
+                name: "romraiderlog_20241016_133733.csv",
+                logger: "romraider",
+                date: Some("2024-10-16 13:37"),
+                date_from: "file name",
+                rows: 53,
+                duration_s: "4.85",
+                rate_hz: "10.7",
+                first_channels: &["1st to 2nd DC Pressure Correction (none)"],
+                channel_count: 7,
+            },
+            RealLog {
+                name: "romraiderlog_20241016_113910_TCU5.csv",
+                logger: "romraider",
+                date: Some("2024-10-16 11:39"),
+                date_from: "file name",
+                rows: 43,
+                duration_s: "3.91",
+                rate_hz: "10.7",
+                first_channels: &["1st to 2nd DC Pressure Correction (none)"],
+                channel_count: 7,
+            },
+        ],
+    ),
+    (
+        "other_loggers",
+        &[
+            RealLog {
+                name: "cobb-ap.csv",
+                logger: "cobb-accessport",
+                date: None,
+                date_from: "file mtime",
+                rows: 3,
+                duration_s: "0.04",
+                rate_hz: "47.6",
+                first_channels: &[
+                    "AFR (AFR)",
+                    "AFR Set Point (AFR)",
+                    "Accel Pedal Position (%)",
+                ],
+                channel_count: 48,
+            },
+            RealLog {
+                name: "logworks.csv",
+                logger: "logworks",
+                date: None,
+                date_from: "file mtime",
+                rows: 8,
+                duration_s: "0.57",
+                rate_hz: "12.2",
+                first_channels: &["LC1_O2WB", "RPM", "EGT", "Oil_Press", "Boost"],
+                channel_count: 5,
+            },
+            RealLog {
+                name: "me7l-semicolons.csv",
+                logger: "me7logger",
+                date: Some("2014-02-22 17:47"),
+                date_from: "log",
+                rows: 3,
+                duration_s: "0.1",
+                rate_hz: "20",
+                first_channels: &[
+                    "IgnitionRetardCyl1",
+                    "IgnitionRetardCyl5",
+                    "IgnitionRetardCyl3",
+                ],
+                channel_count: 75,
+            },
+        ],
+    ),
+];
+
+#[tokio::test]
+async fn shared_real_loggers_logs_list_and_query_as_read_by_hand() {
+    let Some(root) = fixtures("realworld/logs").map(|d| d.canonicalize().unwrap()) else {
+        return;
+    };
+    for (dir, want) in REAL {
+        let logs = Logs::start(&root.join(dir)).await;
+        let out = logs.ok("list_logs", json!({})).await;
+        let (_, rows) = table(&out);
+        let mut names: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+        let mut expected: Vec<&str> = want.iter().map(|w| w.name).collect();
+        if *dir == "other_loggers" {
+            // Two logs dated by mtime: their order is the file system's.
+            assert_eq!(names.last(), Some(&"me7l-semicolons.csv"), "{out}");
+            names.sort();
+            expected.sort();
+        }
+        assert_eq!(names, expected, "{dir}:\n{out}");
+        for w in *want {
+            let row = rows.iter().find(|r| r[1] == w.name).unwrap();
+            let ctx = format!("{dir}/{}:\n{out}", w.name);
+            if let Some(date) = w.date {
+                assert_eq!(row[2], date, "{ctx}");
+            } else {
+                assert!(!row[2].is_empty(), "{ctx}");
+            }
+            assert_eq!(
+                (row[3].as_str(), row[4].as_str(), row[5].as_str()),
+                (w.duration_s, w.rows.to_string().as_str(), w.rate_hz),
+                "{ctx}"
+            );
+            let channels: Vec<&str> = row[6].split(", ").collect();
+            assert_eq!(
+                &channels[..w.first_channels.len()],
+                w.first_channels,
+                "{ctx}"
+            );
+            if w.channel_count > 0 {
+                assert_eq!(channels.len(), w.channel_count, "{ctx}");
+            }
+            assert!(
+                channels.iter().all(|c| !c.contains('\u{FFFD}')
+                    && !c.starts_with('#')
+                    && !c.starts_with("AP Info")),
+                "{ctx}"
+            );
+            assert_eq!(
+                (row[7].as_str(), row[8].as_str()),
+                (w.logger, w.date_from),
+                "{ctx}"
+            );
+            // Every row counted above is there to query.
+            let first = w.first_channels[0];
+            let q = logs
+                .query(json!({"filter": format!("exists('{first}') or not exists('{first}')"), "file": w.name, "limit": 1}))
+                .await;
+            assert_eq!(val(&q, "rows_matched"), w.rows.to_string(), "{ctx}\n{q}");
+        }
+        // What a person checks in each, counted from the files by hand.
+        match *dir {
+            "btssm_subaru" => {
+                let q = logs.query(json!({"filter": "'Boost (psi)' > 10", "file": "BtSsm_20251004_172148.csv"})).await;
+                assert_eq!(val(&q, "rows_matched"), "259", "{q}");
+                let q = logs
+                    .query(json!({"filter": "RPM > 1000", "file": "BtSsm_20251008_090109.csv"}))
+                    .await;
+                assert_eq!(val(&q, "rows_matched"), "639", "{q}");
+            }
+            "evoscan_evo8" => {
+                let q = logs.query(json!({"filter": "RPM > 3000", "file": "EvoScanDataLog_2025.11.19_18.08.43.csv"})).await;
+                assert_eq!(val(&q, "rows_matched"), "167", "{q}");
+            }
+            "openport2_subaru" => {
+                let q = logs.query(json!({"filter": "time > 102190", "file": "log0182.csv", "channels": ["time"]})).await;
+                assert_eq!(val(&q, "rows_matched"), "13", "{q}");
+                let (_, rows) = table(&q);
+                assert_eq!(
+                    rows[0][..2],
+                    ["6.750", "102190.250"],
+                    "time_s from the start, then the clock:\n{q}"
+                );
+                // The empty log is a problem, named, not a channel list.
+                assert!(out.contains("problems: 1"), "{out}");
+                assert!(out.contains("| log0423.csv | log0423.csv is not a log log-query understands: the file is empty |"), "{out}");
+                let e = logs
+                    .err(
+                        "query_logs",
+                        json!({"filter": "RPM > 0", "file": "log0423.csv"}),
+                    )
+                    .await;
+                assert!(e.contains("the file is empty"), "{e}");
+            }
+            "romraider_5eat" => {
+                // `;`-separated with decimal commas (`0,00`).
+                let q = logs.query(json!({"filter": "'Accelerator Pedal Angle (%)' > 0", "file": "romraiderlog_20241016_133923.csv"})).await;
+                assert_eq!(val(&q, "rows_matched"), "184", "{q}");
+                let q = logs.query(json!({"filter": "'Gear Position (gear)' == 3", "file": "romraiderlog_20241016_133923.csv"})).await;
+                assert_eq!(val(&q, "rows_matched"), "91", "{q}");
+            }
+            "other_loggers" => {
+                let q = logs
+                    .query(json!({"filter": "RPM > 1200", "file": "logworks.csv"}))
+                    .await;
+                assert_eq!(val(&q, "rows_matched"), "4", "{q}");
+                assert!(
+                    field(&q, "rows_with_errors").is_none(),
+                    "the units row is not data:\n{q}"
+                );
+                let q = logs
+                    .query(json!({"filter": "LambdaControl > 1", "file": "me7l-semicolons.csv"}))
+                    .await;
+                assert_eq!(val(&q, "rows_matched"), "1", "{q}");
+                assert_eq!(times(&q), [0.1]);
+                let q = logs
+                    .query(json!({"filter": "'Coolant Temp. (F)' == 115", "file": "cobb-ap.csv"}))
+                    .await;
+                assert_eq!(val(&q, "rows_matched"), "3", "{q}");
+            }
+            _ => unreachable!(),
+        }
+        logs.server.stop().await;
+    }
 }

@@ -43,6 +43,10 @@ pub struct Column {
     /// False when the reader skipped this column's cells (see
     /// [`crate::reader::Need`]): only the name is known, `values` is empty.
     pub loaded: bool,
+    /// Not a channel (COBB's `AP Info`, VCDS's markers): kept, not listed.
+    pub hidden: bool,
+    /// The units row's text for this column, when the log has one.
+    pub unit: String,
 }
 
 impl Column {

@@ -5,6 +5,7 @@
 //! [`query`], [`plot`]); `component` is the thin wit-bindgen glue.
 
 pub mod column;
+pub mod detect;
 #[cfg(not(target_os = "wasi"))]
 pub mod duckdb;
 pub mod filter;

@@ -158,14 +158,41 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, String> {
     Ok(files)
 }
 
-/// The date shown for a log and used for recency.
-pub fn log_date(file: &LogFile, log: Option<&Log>) -> Option<LogDate> {
-    date_from_name(&file.name)
+/// Where a log's date came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateSource {
+    /// The log's own text (a preamble, VCDS's first line, EvoScan's first row).
+    Log,
+    FileName,
+    /// The file's modification time: the log states no date.
+    Mtime,
+}
+
+impl DateSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            DateSource::Log => "log",
+            DateSource::FileName => "file name",
+            DateSource::Mtime => "file mtime",
+        }
+    }
+}
+
+/// The date shown for a log and used for recency: the log's own, else the
+/// one its file name carries, else the file's modification time.
+pub fn log_date(file: &LogFile, log: Option<&Log>) -> Option<(LogDate, DateSource)> {
+    let own = log.and_then(|l| {
+        l.start_date
+            .map(|secs| LogDate { secs, utc: false })
+            .or_else(|| l.start_clock.as_deref().and_then(date_from_clock))
+    });
+    own.map(|d| (d, DateSource::Log))
+        .or_else(|| date_from_name(&file.name).map(|d| (d, DateSource::FileName)))
         .or_else(|| {
-            log.and_then(|l| l.start_clock.as_deref())
-                .and_then(date_from_clock)
+            file.mtime
+                .and_then(date_from_mtime)
+                .map(|d| (d, DateSource::Mtime))
         })
-        .or_else(|| file.mtime.and_then(date_from_mtime))
 }
 
 struct Entry {
@@ -179,6 +206,12 @@ struct Entry {
 pub struct Cache {
     entries: HashMap<PathBuf, Entry>,
     clock: u64,
+    /// Sum of the entries' `heap_bytes` (kept, not recounted: a directory
+    /// of 30,000 logs would make every insert count them all).
+    held: usize,
+    /// Files that could not be read, with why, while unchanged: a directory
+    /// of unreadable files costs one read each, not one per call.
+    failed: HashMap<PathBuf, (Option<SystemTime>, u64, String)>,
     /// Bytes of parsed data kept before the least recently used log is dropped.
     pub budget: usize,
 }
@@ -188,6 +221,8 @@ impl Default for Cache {
         Cache {
             entries: HashMap::new(),
             clock: 0,
+            held: 0,
+            failed: HashMap::new(),
             budget: 256 << 20,
         }
     }
@@ -211,34 +246,43 @@ impl Cache {
             }
             need = need.with_loaded(&e.log);
         }
-        self.entries.remove(&file.path);
-        let source = plugin_kit::read_ahead::ReadAhead::open(&file.path)
-            .map_err(|e| format!("cannot read {}: {e}", file.name))?;
-        let log =
-            reader::read_columns(source, file.size, &file.name, &need).map_err(|e| match e {
-                ReadError::Io(e) => format!("cannot read {}: {e}", file.name),
-                e => format!("{} is not a readable CSV log: {e}", file.name),
-            })?;
+        self.remove(&file.path);
+        if let Some(Err(e)) = self.peek(file) {
+            return Err(e);
+        }
+        let read = plugin_kit::read_ahead::ReadAhead::open(&file.path)
+            .map_err(|e| format!("cannot read {}: {e}", file.name))
+            .and_then(|source| {
+                reader::read_columns(source, file.size, &file.name, &need).map_err(|e| match e {
+                    ReadError::Io(e) => format!("cannot read {}: {e}", file.name),
+                    e => format!("{} is not a log log-query understands: {e}", file.name),
+                })
+            });
+        let log = match read {
+            Ok(log) => log,
+            Err(e) => {
+                if self.failed.len() >= MAX_FAILED {
+                    self.failed.clear();
+                }
+                self.failed
+                    .insert(file.path.clone(), (file.mtime, file.size, e.clone()));
+                return Err(e);
+            }
+        };
+        self.failed.remove(&file.path);
         let log = Arc::new(log);
         let bytes = log.heap_bytes();
-        while !self.entries.is_empty()
-            && self
-                .entries
-                .values()
-                .map(|e| e.log.heap_bytes())
-                .sum::<usize>()
-                + bytes
-                > self.budget
-        {
+        while !self.entries.is_empty() && self.held + bytes > self.budget {
             let oldest = self
                 .entries
                 .iter()
                 .min_by_key(|(_, e)| e.used)
                 .map(|(k, _)| k.clone());
             if let Some(k) = oldest {
-                self.entries.remove(&k);
+                self.remove(&k);
             }
         }
+        self.held += bytes;
         self.entries.insert(
             file.path.clone(),
             Entry {
@@ -251,12 +295,25 @@ impl Cache {
         Ok(log)
     }
 
-    /// The cached log of an unchanged file, without reading it.
-    pub fn peek(&self, file: &LogFile) -> Option<Arc<Log>> {
+    fn remove(&mut self, path: &Path) {
+        if let Some(e) = self.entries.remove(path) {
+            self.held -= e.log.heap_bytes();
+        }
+    }
+
+    /// The cached log (or why it cannot be read) of an unchanged file,
+    /// without reading it.
+    pub fn peek(&self, file: &LogFile) -> Option<Result<Arc<Log>, String>> {
+        if let Some((mtime, size, why)) = self.failed.get(&file.path)
+            && *mtime == file.mtime
+            && *size == file.size
+        {
+            return Some(Err(why.clone()));
+        }
         self.entries
             .get(&file.path)
             .filter(|e| e.mtime == file.mtime && e.size == file.size)
-            .map(|e| e.log.clone())
+            .map(|e| Ok(e.log.clone()))
     }
 
     pub fn len(&self) -> usize {
@@ -267,6 +324,9 @@ impl Cache {
         self.entries.is_empty()
     }
 }
+
+/// Unreadable files remembered at most (then forgotten, and read again).
+const MAX_FAILED: usize = 100_000;
 
 /// The process-wide cache (one plugin instance serves calls one at a time).
 pub fn cache() -> &'static Mutex<Cache> {
@@ -279,12 +339,20 @@ pub struct Item {
     pub file: LogFile,
     /// The parsed log, once loaded.
     pub log: Option<Result<Arc<Log>, String>>,
-    pub date: Option<LogDate>,
+    pub date: Option<(LogDate, DateSource)>,
 }
+
+/// Time one call spends reading logs it has not read before: well inside
+/// the host's per-call deadline (30 s by default), so a directory of tens
+/// of thousands of logs is read over several calls (the cache keeps each
+/// call's work) instead of every call running out of time and losing it.
+pub const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// The logs directory, newest first.
 pub struct Listing {
     pub files: Vec<Item>,
+    /// Logs `parse_all` asked for and left unread when the time budget ran out.
+    pub unread: usize,
 }
 
 impl Listing {
@@ -297,28 +365,63 @@ impl Listing {
         parse_all: Option<&Need>,
         progress: &mut dyn FnMut(u64, u64, &str) -> bool,
     ) -> Result<Listing, String> {
+        Self::read_within(dir, cache, parse_all, progress, READ_BUDGET)
+    }
+
+    /// [`Listing::read`] spending at most `budget` reading uncached logs.
+    pub fn read_within(
+        dir: &Path,
+        cache: &mut Cache,
+        parse_all: Option<&Need>,
+        progress: &mut dyn FnMut(u64, u64, &str) -> bool,
+        budget: std::time::Duration,
+    ) -> Result<Listing, String> {
         let files = scan_dir(dir)?;
         let total = files.len() as u64;
-        let mut out = Vec::with_capacity(files.len());
-        for (k, f) in files.into_iter().enumerate() {
-            if !progress(k as u64, total, &f.name) {
-                return Err("cancelled by the client".into());
+        let mut out: Vec<Item> = files
+            .into_iter()
+            .map(|f| {
+                let log = cache.peek(&f);
+                let date = log_date(&f, log.as_ref().and_then(|l| l.as_ref().ok()).map(|l| &**l));
+                Item { file: f, log, date }
+            })
+            .collect();
+        // Newest first by what is known before reading, so a call that runs
+        // out of time has read the logs listed first.
+        Self::sort(&mut out);
+        let mut unread = 0;
+        if let Some(need) = parse_all {
+            let start = std::time::Instant::now();
+            for (k, item) in out.iter_mut().enumerate() {
+                if item.log.as_ref().is_some_and(|l| {
+                    l.as_ref().is_err() || l.as_ref().is_ok_and(|l| need.met_by(l))
+                }) {
+                    continue;
+                }
+                if start.elapsed() > budget {
+                    unread += 1;
+                    item.log = None;
+                    continue;
+                }
+                if !progress(k as u64, total, &item.file.name) {
+                    return Err("cancelled by the client".into());
+                }
+                let log = cache.load(&item.file, need);
+                item.date = log_date(&item.file, log.as_ref().ok().map(|l| &**l));
+                item.log = Some(log);
             }
-            let log = if let Some(need) = parse_all {
-                Some(cache.load(&f, need))
-            } else {
-                cache.peek(&f).map(Ok)
-            };
-            let date = log_date(&f, log.as_ref().and_then(|l| l.as_ref().ok()).map(|l| &**l));
-            out.push(Item { file: f, log, date });
+            Self::sort(&mut out);
         }
-        out.sort_by(|a, b| {
-            let key = |x: &Item| (x.date.map(|d| d.secs), x.file.mtime);
+        Ok(Listing { files: out, unread })
+    }
+
+    fn sort(items: &mut [Item]) {
+        items.sort_by(|a, b| {
+            let key = |x: &Item| (x.date.map(|d| d.0.secs), x.file.mtime);
             key(b)
                 .cmp(&key(a))
                 .then_with(|| a.file.name.cmp(&b.file.name))
         });
-        Ok(Listing { files: out })
     }
 
     /// The parsed log of entry `i` with the columns `need` names, loading

@@ -53,6 +53,10 @@ fn fmt_duration(s: f64) -> String {
 /// `list_logs`.
 pub fn list_logs(dir: &Path, cache: &mut Cache, progress: Progress) -> Result<String, String> {
     let listing = Listing::read(dir, cache, Some(&Need::named::<&str>([])), progress)?;
+    render_listing(dir, &listing)
+}
+
+fn render_listing(dir: &Path, listing: &Listing) -> Result<String, String> {
     let mut table = MarkdownTable::new([
         "#",
         "Filename",
@@ -61,46 +65,87 @@ pub fn list_logs(dir: &Path, cache: &mut Cache, progress: Progress) -> Result<St
         "Rows",
         "Sample Rate (Hz)",
         "Channels",
+        "Logger",
+        "Date From",
     ]);
-    for (i, item) in listing.files.iter().enumerate().take(MAX_LISTED_FILES) {
-        let date = item.date.map_or(String::new(), |d| d.display());
+    let mut problems = MarkdownTable::new(["#", "Filename", "Problem"]);
+    let (mut shown, mut bad) = (0, 0);
+    for (i, item) in listing.files.iter().enumerate() {
+        let date = item.date.map_or(String::new(), |d| d.0.display());
+        let source = item.date.map_or("", |d| d.1.name()).to_string();
         match &item.log {
-            Some(Ok(log)) => table.row([
-                (i + 1).to_string(),
-                item.file.name.clone(),
-                date,
-                log.duration_s().map_or(String::new(), fmt_duration),
-                log.rows().to_string(),
-                log.sample_rate_hz().map_or(String::new(), fmt_rate),
-                log.channels().join(", "),
-            ]),
-            Some(Err(e)) => table.row([
-                (i + 1).to_string(),
-                item.file.name.clone(),
-                date,
-                String::new(),
-                String::new(),
-                String::new(),
-                format!("(unreadable: {e})"),
-            ]),
-            None => {}
+            Some(Ok(log)) if shown < MAX_LISTED_FILES => {
+                shown += 1;
+                table.row([
+                    (i + 1).to_string(),
+                    item.file.name.clone(),
+                    date,
+                    log.duration_s().map_or(String::new(), fmt_duration),
+                    log.rows().to_string(),
+                    log.sample_rate_hz().map_or(String::new(), fmt_rate),
+                    log.channels().join(", "),
+                    log.format.name().to_string(),
+                    source,
+                ]);
+            }
+            Some(Err(e)) => {
+                bad += 1;
+                if bad <= MAX_LISTED_FILES {
+                    problems.row([(i + 1).to_string(), item.file.name.clone(), e.clone()]);
+                }
+            }
+            _ => {}
         }
     }
+    let readable = listing
+        .files
+        .iter()
+        .filter(|f| matches!(f.log, Some(Ok(_))))
+        .count();
     let mut body = if listing.files.is_empty() {
-        "No .csv log files in this directory. Put datalogs (EvoScan, RomRaider or any CSV with a time column) there.\n".to_string()
-    } else {
+        "No .csv log files in this directory. Put datalogs (EvoScan, RomRaider, BtSsm, OpenPort, \
+         COBB Accessport, ME7Logger, VCDS, LogWorks, Zeitronix or any CSV with a time column) \
+         there.\n"
+            .to_string()
+    } else if shown > 0 {
         table.render()
+    } else {
+        String::new()
     };
-    if listing.files.len() > MAX_LISTED_FILES {
+    if readable > MAX_LISTED_FILES {
         body.push_str(&format!(
-            "\nShowing the {MAX_LISTED_FILES} most recent of {} files; query older ones by filename.\n",
+            "\nShowing the {MAX_LISTED_FILES} most recent of {readable} readable logs; query older \
+             ones by filename.\n"
+        ));
+    }
+    if bad > 0 {
+        body.push_str(&format!(
+            "\nProblems: {bad} file{} not read as logs (not listed above; query_logs skips them):\n\n{}",
+            if bad == 1 { " is" } else { "s are" },
+            problems.render()
+        ));
+        if bad > MAX_LISTED_FILES {
+            body.push_str(&format!("… and {} more.\n", bad - MAX_LISTED_FILES));
+        }
+    }
+    if listing.unread > 0 {
+        body.push_str(&format!(
+            "\n{} of {} files are not read yet: this call's time for reading logs ran out. Call \
+             list_logs again to read more (what is read is kept), or query a file by name.\n",
+            listing.unread,
             listing.files.len()
         ));
     }
-    Ok(Frontmatter::new()
+    let mut fm = Frontmatter::new()
         .text("logs_dir", dir.display().to_string())
-        .raw("total_files", listing.files.len())
-        .with_body(&body))
+        .raw("total_files", listing.files.len());
+    if bad > 0 {
+        fm = fm.raw("problems", bad);
+    }
+    if listing.unread > 0 {
+        fm = fm.raw("not_read_yet", listing.unread);
+    }
+    Ok(fm.with_body(&body))
 }
 
 struct FileResult {
@@ -157,7 +202,13 @@ pub fn query_logs(
     }
     let mut logs = Vec::new();
     let mut unreadable = Vec::new();
+    let mut unread = 0;
     for &i in &selected {
+        if args.file.is_none() && listing.files[i].log.is_none() {
+            // Left for a later call by the time budget.
+            unread += 1;
+            continue;
+        }
         match listing.log(i, cache, &need) {
             Ok(log) => logs.push((i, log)),
             Err(e) if args.file.is_some() => return Err(e),
@@ -165,7 +216,21 @@ pub fn query_logs(
         }
     }
     if logs.is_empty() {
-        return Err(format!("no readable log: {}", unreadable.join("; ")));
+        if unread > 0 {
+            return Err(format!(
+                "none of the {unread} logs was read within this call's time budget; call \
+                 query_logs again (what is read is kept), or pass file"
+            ));
+        }
+        return Err(format!(
+            "no readable log: {}",
+            unreadable
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
     }
 
     // Names must exist in at least one searched log.
@@ -202,8 +267,10 @@ pub fn query_logs(
     // Output columns: the filter's channels, then the extra ones, without
     // the time axis (it is always the first column).
     let is_time = |name: &str| {
-        logs.iter()
-            .any(|(_, l)| l.time_column.is_some_and(|t| l.columns[t].name == name))
+        logs.iter().any(|(_, l)| {
+            // An absolute clock is a channel too (time counts from the start).
+            l.time_origin == 0.0 && l.time_column.is_some_and(|t| l.columns[t].name == name)
+        })
     };
     let mut channels: Vec<String> = Vec::new();
     for n in filter.channel_names().map(str::to_string).chain(extra) {
@@ -370,14 +437,34 @@ pub fn query_logs(
         ));
     }
     if !unreadable.is_empty() {
+        let shown: Vec<String> = unreadable.iter().take(10).cloned().collect();
         notes.push(format!(
-            "Skipped unreadable files: {}",
-            unreadable.join("; ")
+            "Skipped {} unreadable file{}: {}{}",
+            unreadable.len(),
+            if unreadable.len() == 1 { "" } else { "s" },
+            shown.join("; "),
+            if unreadable.len() > shown.len() {
+                "; …"
+            } else {
+                ""
+            }
         ));
+    }
+    if unread > 0 {
+        notes.push(format!(
+            "{unread} files were not searched: this call's time for reading logs ran out. Call \
+             again to search them (what is read is kept), or pass file."
+        ));
+        fm = fm.raw("files_not_searched", unread);
     }
     if results.len() > 1 {
         let mut t = MarkdownTable::new(["#", "File", "Rows", "Matched", "Sample Rate (Hz)"]);
-        for r in &results {
+        // Files with matches first, so a long list still shows where they are.
+        let mut order: Vec<&FileResult> = results.iter().collect();
+        if order.len() > MAX_LISTED_FILES {
+            order.sort_by_key(|r| (r.rows_matched == 0, r.index));
+        }
+        for r in order.iter().take(MAX_LISTED_FILES) {
             t.row([
                 (r.index + 1).to_string(),
                 r.name.clone(),
@@ -386,7 +473,16 @@ pub fn query_logs(
                 r.log.sample_rate_hz().map_or(String::new(), fmt_rate),
             ]);
         }
-        notes.push(format!("Per file:\n\n{}", t.render()));
+        let more = results.len().saturating_sub(MAX_LISTED_FILES);
+        notes.push(format!(
+            "Per file:\n\n{}{}",
+            t.render(),
+            if more > 0 {
+                format!("… and {more} more files not shown.\n")
+            } else {
+                String::new()
+            }
+        ));
     }
     for n in notes {
         if !body.is_empty() {
@@ -482,6 +578,120 @@ mod tests {
 
     fn no_progress() -> impl FnMut(u64, u64, &str) -> bool {
         |_, _, _| true
+    }
+
+    #[test]
+    fn files_that_are_not_logs_are_problems_not_channels() {
+        let dir = dir_with_logs();
+        std::fs::write(
+            dir.join("notes.csv"),
+            "Dear tuner,\nthese are notes, not a log\nbye,\nme\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("empty.csv"), "").unwrap();
+        let mut cache = Cache::default();
+        let out = list_logs(&dir, &mut cache, &mut no_progress()).unwrap();
+        assert!(out.contains("problems: 2\n"), "{out}");
+        let (table, problems) = out
+            .split_once("Problems: 2 files are not read as logs")
+            .unwrap();
+        assert!(
+            !table.contains("notes.csv") && !table.contains("Dear"),
+            "{out}"
+        );
+        assert!(problems.contains("| notes.csv | notes.csv is not a log log-query understands: found no rows of numbers"), "{out}");
+        assert!(
+            problems.contains("empty.csv is not a log log-query understands: the file is empty"),
+            "{out}"
+        );
+        assert!(table.contains("| romraider | file name |"), "{out}");
+        // Querying it names the problem; querying all logs skips it.
+        let err = query_logs(
+            &dir,
+            &mut cache,
+            &QueryArgs {
+                filter: "RPM > 0".into(),
+                file: Some("notes.csv".into()),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap_err();
+        assert!(err.contains("found no rows of numbers"), "{err}");
+        let out = query_logs(
+            &dir,
+            &mut cache,
+            &QueryArgs {
+                filter: "RPM > 0".into(),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap();
+        assert!(out.contains("Skipped 2 unreadable files"), "{out}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_time_budget_bounds_each_call_and_progress_is_kept() {
+        let dir = std::env::temp_dir().join(format!("logq-many-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for k in 0..300 {
+            std::fs::write(
+                dir.join(format!("l{k:04}.csv")),
+                format!("Time,RPM\n0,{k}\n1,{}\n", k + 1),
+            )
+            .unwrap();
+        }
+        let mut cache = Cache::default();
+        let need = Need::named::<&str>([]);
+        // No time at all: nothing is read, and the listing says so.
+        let listing = Listing::read_within(
+            &dir,
+            &mut cache,
+            Some(&need),
+            &mut no_progress(),
+            std::time::Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!((listing.unread, cache.len()), (300, 0));
+        let out = render_listing(&dir, &listing).unwrap();
+        assert!(
+            out.contains("not_read_yet: 300") && out.contains("Call list_logs again"),
+            "{out}"
+        );
+        // Each call reads some; later calls reuse them and read the rest.
+        let mut calls = 0;
+        loop {
+            calls += 1;
+            let mut reads = 0;
+            let listing = Listing::read_within(
+                &dir,
+                &mut cache,
+                Some(&need),
+                &mut |_, _, _| {
+                    reads += 1;
+                    reads <= 50
+                },
+                std::time::Duration::from_secs(60),
+            );
+            match listing {
+                Ok(l) => {
+                    assert_eq!(l.unread, 0);
+                    break;
+                }
+                Err(e) => assert!(e.contains("cancelled")),
+            }
+            assert!(calls < 20);
+        }
+        assert_eq!(cache.len(), 300);
+        assert!(calls >= 6, "{calls}");
+        let out = list_logs(&dir, &mut cache, &mut no_progress()).unwrap();
+        assert!(
+            out.contains("Showing the 100 most recent of 300 readable logs"),
+            "{out}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! field reader (RFC 4180 quoting, decimal commas, thousands separators).
 
 use crate::column::Column;
+use crate::detect::{self, Encoding, Plan};
 use crate::separators::Separators;
 use std::fmt;
 
@@ -16,6 +17,13 @@ pub enum Format {
     Plain,
     EvoScan,
     RomRaider,
+    BtSsm,
+    OpenPort,
+    Cobb,
+    Me7Logger,
+    Vcds,
+    LogWorks,
+    Zeitronix,
 }
 
 impl Format {
@@ -24,6 +32,13 @@ impl Format {
             Format::Plain => "csv",
             Format::EvoScan => "evoscan",
             Format::RomRaider => "romraider",
+            Format::BtSsm => "btssm",
+            Format::OpenPort => "openport",
+            Format::Cobb => "cobb-accessport",
+            Format::Me7Logger => "me7logger",
+            Format::Vcds => "vcds",
+            Format::LogWorks => "logworks",
+            Format::Zeitronix => "zeitronix",
         }
     }
 }
@@ -40,6 +55,10 @@ pub enum TimeUnit {
 pub enum ReadError {
     Empty,
     NoHeader,
+    /// Detection found something that is not a log it understands (why).
+    NotALog(String),
+    /// A line (or an unclosed quoted field) longer than [`MAX_LINE`].
+    LineTooLong,
     /// The file could not be read (the I/O error's message).
     Io(String),
 }
@@ -49,6 +68,13 @@ impl fmt::Display for ReadError {
         match self {
             ReadError::Empty => write!(f, "the file is empty"),
             ReadError::NoHeader => write!(f, "no header line with column names"),
+            ReadError::NotALog(why) => write!(f, "{why}"),
+            ReadError::LineTooLong => write!(
+                f,
+                "a line runs past {} MiB without ending (an unclosed quote, or not a CSV \
+                 log); fix or remove the file",
+                MAX_LINE >> 20
+            ),
             ReadError::Io(e) => write!(f, "{e}"),
         }
     }
@@ -74,7 +100,18 @@ pub struct Log {
     pub ragged_lines: usize,
     /// First row's `LogEntryDate LogEntryTime` (EvoScan), for dating the log.
     pub start_clock: Option<String>,
+    /// The start date and time the log states (ME7Logger, VCDS, a
+    /// preamble's date), seconds since 1970 of the logger's clock.
+    pub start_date: Option<i64>,
+    pub encoding: Encoding,
+    /// Subtracted from the time column to give `time`: its first value when
+    /// that is an absolute clock (OpenPort's seconds since power-on), else 0.
+    pub time_origin: f64,
 }
+
+/// The longest line (or quoted field) read: past it the file is refused
+/// rather than buffered whole.
+pub const MAX_LINE: usize = 32 << 20;
 
 const BOOKKEEPING: [&str; 4] = ["LogID", "LogEntryDate", "LogEntryTime", "LogEntrySeconds"];
 
@@ -140,7 +177,9 @@ impl Log {
             .iter()
             .enumerate()
             .filter(|(i, c)| {
-                Some(*i) != self.time_column
+                // An absolute clock stays a channel beside the time from the start.
+                (Some(*i) != self.time_column || self.time_origin != 0.0)
+                    && !c.hidden
                     && !(self.format == Format::EvoScan && BOOKKEEPING.contains(&c.name.as_str()))
             })
             .map(|(_, c)| c.name.as_str())
@@ -184,14 +223,16 @@ impl Log {
     }
 }
 
-fn time_unit_of(name: &str) -> Option<(u8, TimeUnit)> {
+pub(crate) fn time_unit_of(name: &str) -> Option<(u8, TimeUnit)> {
     let n = name.trim().to_ascii_lowercase();
     Some(match n.as_str() {
         "logentryseconds" => (0, TimeUnit::Seconds),
         "time (msec)" | "time (ms)" | "timestamp (ms)" | "time(ms)" | "time(msec)"
         | "timestamp(ms)" | "time_ms" | "timestamp_ms" => (1, TimeUnit::Millis),
-        "time" | "time (s)" | "time (sec)" | "time(s)" | "time (seconds)" | "seconds"
-        | "timestamp (s)" | "elapsed" | "elapsed (s)" | "time_s" => (2, TimeUnit::Seconds),
+        "time" | "time (s)" | "time (sec)" | "time(s)" | "time(sec)" | "time (seconds)"
+        | "seconds" | "timestamp (s)" | "elapsed" | "elapsed (s)" | "time_s" => {
+            (2, TimeUnit::Seconds)
+        }
         "logentrytime" | "clock" => (3, TimeUnit::Clock),
         _ => return None,
     })
@@ -382,7 +423,7 @@ fn read_field(b: &[u8], mut i: usize, delim: u8) -> Field<'_> {
 }
 
 /// Classifies a field's text: a number (with its decimals) or not.
-fn general_number(text: &str, delim: u8, quoted: bool) -> Option<(f64, u8)> {
+pub(crate) fn general_number(text: &str, delim: u8, quoted: bool) -> Option<(f64, u8)> {
     let t = text.trim();
     if t.is_empty() {
         return None;
@@ -406,8 +447,8 @@ fn general_number(text: &str, delim: u8, quoted: bool) -> Option<(f64, u8)> {
     if let Some(r) = plain(t) {
         return Some(r);
     }
-    // Decimal comma in `;`-separated logs (European locales).
-    if delim == b';'
+    // Decimal comma in `;`- or tab-separated logs (European locales).
+    if delim != b','
         && let Some((a, f)) = t.split_once(',')
         && !f.contains(',')
     {
@@ -435,6 +476,7 @@ fn split_line(
     mut i: usize,
     delim: u8,
     eof: bool,
+    keep: usize,
 ) -> Option<(Vec<(String, bool)>, usize)> {
     let mut fields = Vec::new();
     loop {
@@ -442,7 +484,11 @@ fn split_line(
         if !field.closed && !eof {
             return None;
         }
-        fields.push((field.text.into_owned(), field.quoted));
+        // Past `keep` fields only that there are more matters: a line of
+        // a million empty fields must not become a million strings.
+        if fields.len() <= keep {
+            fields.push((field.text.into_owned(), field.quoted));
+        }
         i = field.end;
         if i < b.len() && b[i] == delim {
             i += 1;
@@ -573,9 +619,13 @@ pub fn parse(data: &[u8], file_name: &str) -> Result<Log, ReadError> {
 
 /// Parses a CSV log held in memory, converting only the columns `need` names.
 pub fn parse_columns(data: &[u8], file_name: &str, need: &Need) -> Result<Log, ReadError> {
-    let mut reader = Reader::new(file_name, need.clone(), data.len() as u64);
-    reader.feed(data, true)?;
-    reader.finish()
+    read_in_steps(
+        data,
+        data.len() as u64,
+        file_name,
+        need,
+        data.len().max(READ_STEP),
+    )
 }
 
 /// Bytes read from the file per step of [`read_columns`]: small enough to be
@@ -604,14 +654,65 @@ fn read_in_steps(
     need: &Need,
     step: usize,
 ) -> Result<Log, ReadError> {
+    // The layout is detected once, from the file's first bytes.
+    let mut head = Vec::new();
+    let eof = read_up_to(&mut source, &mut head, detect::HEAD)?;
+    let encoding = detect::sniff_encoding(&head);
+    if !encoding.transcodes() {
+        return read_detected(
+            source, head, eof, encoding, size_hint, file_name, need, step,
+        );
+    }
+    let mut text = detect::Transcode::new(
+        std::io::Read::chain(std::io::Cursor::new(head), source),
+        encoding,
+    );
+    let mut head = Vec::new();
+    let eof = read_up_to(&mut text, &mut head, detect::HEAD)?;
+    read_detected(text, head, eof, encoding, size_hint, file_name, need, step)
+}
+
+/// Appends up to `most` bytes of `source` to `buf`; true at its end.
+fn read_up_to(
+    source: &mut impl std::io::Read,
+    buf: &mut Vec<u8>,
+    most: usize,
+) -> Result<bool, ReadError> {
+    let start = buf.len();
+    buf.resize(start + most, 0);
+    let mut at = start;
+    while at < buf.len() {
+        match source.read(&mut buf[at..]) {
+            Ok(0) => {
+                buf.truncate(at);
+                return Ok(true);
+            }
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ReadError::Io(e.to_string())),
+        }
+    }
+    Ok(false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_detected(
+    mut source: impl std::io::Read,
+    mut buf: Vec<u8>,
+    mut eof: bool,
+    encoding: Encoding,
+    size_hint: u64,
+    file_name: &str,
+    need: &Need,
+    step: usize,
+) -> Result<Log, ReadError> {
+    let plan = detect::detect(&buf, eof, file_name).map_err(ReadError::NotALog)?;
     let mut reader = Reader::new(file_name, need.clone(), size_hint);
-    let mut buf: Vec<u8> = Vec::new();
-    // Parse as soon as a read brings anything: a source that reads ahead
-    // (`plugin_kit::read_ahead`) then fetches the next piece meanwhile.
+    reader.plan = plan;
+    reader.encoding = encoding;
     let mut want = 1;
     loop {
-        let mut eof = false;
-        while buf.len() < want {
+        while !eof && buf.len() < want {
             let start = buf.len();
             buf.resize(start + step.max(want - start), 0);
             let n = loop {
@@ -622,11 +723,14 @@ fn read_in_steps(
                 }
             };
             buf.truncate(start + n);
-            if n == 0 {
-                eof = true;
+            eof = n == 0;
+            if eof {
                 break;
             }
         }
+        // Parse as soon as a read brings anything: a source that reads
+        // ahead (`plugin_kit::read_ahead`) then fetches the next piece
+        // meanwhile.
         let used = reader.feed(&buf, eof)?;
         if eof {
             return reader.finish();
@@ -634,8 +738,11 @@ fn read_in_steps(
         buf.drain(..used);
         // Nothing parsed means a line longer than the buffer (or a quoted
         // field still open): grow geometrically, so it is rescanned only
-        // O(log n) times.
+        // O(log n) times, up to a bound.
         want = if used == 0 {
+            if buf.len() > MAX_LINE {
+                return Err(ReadError::LineTooLong);
+            }
             (buf.len() * 2).max(buf.len() + 1)
         } else {
             buf.len() + 1
@@ -679,6 +786,9 @@ pub struct Reader {
     header_changes: usize,
     ragged: usize,
     seps: Separators,
+    /// What detection found (None: the first line is the header).
+    plan: Option<Plan>,
+    encoding: Encoding,
 }
 
 impl Reader {
@@ -696,6 +806,8 @@ impl Reader {
             header_changes: 0,
             ragged: 0,
             seps: Separators::default(),
+            plan: None,
+            encoding: Encoding::Utf8,
         }
     }
 
@@ -713,6 +825,17 @@ impl Reader {
             }
         };
         let mut i = 0;
+        if self.lay.is_none()
+            && let Some(plan) = self.plan.take()
+        {
+            if b.len() < plan.body_start {
+                self.plan = Some(plan);
+                return if eof { Err(ReadError::Empty) } else { Ok(0) };
+            }
+            self.start_with_plan(&plan, b);
+            i = plan.body_start;
+            self.plan = Some(plan);
+        }
         if self.lay.is_none() {
             if self.consumed == 0 && b.starts_with(b"\xEF\xBB\xBF") {
                 i = 3;
@@ -730,6 +853,29 @@ impl Reader {
         Ok(used)
     }
 
+    /// Lays out the columns detection named; the rows start at `body_start`.
+    fn start_with_plan(&mut self, plan: &Plan, b: &[u8]) {
+        let rest = self.size_hint.saturating_sub(plan.body_start as u64);
+        let estimate = estimate_rows(&b[plan.body_start..], rest);
+        let lay = layout(&mut self.columns, &plan.names, 0, &self.need);
+        for c in self.columns.iter_mut().filter(|c| c.loaded) {
+            c.values.reserve(estimate);
+        }
+        for &h in &plan.hidden {
+            if let Some(&c) = lay.map.get(h) {
+                self.columns[c].hidden = true;
+            }
+        }
+        for (k, u) in plan.units.iter().enumerate() {
+            if let Some(&c) = lay.map.get(k) {
+                self.columns[c].unit = u.clone();
+            }
+        }
+        self.delim = plan.delimiter;
+        self.lay = Some(lay);
+        self.units_row_possible = false;
+    }
+
     /// Reads the header line at `i` (after any blank lines); returns the
     /// start of the line after it, or `None` if the data ends first.
     fn read_header(
@@ -745,7 +891,16 @@ impl Reader {
             return Ok(None);
         }
         let delim = sniff_delimiter(&b[i..]);
-        let Some((fields, next)) = split_line(b, i, delim, eof) else {
+        // Refuse a too-wide header before splitting it.
+        let line_end = b[i..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |p| i + p);
+        let width = 1 + b[i..line_end].iter().filter(|&&c| c == delim).count();
+        if width > detect::MAX_COLUMNS {
+            return Err(ReadError::NotALog(detect::too_many_columns(width, false)));
+        }
+        let Some((fields, next)) = split_line(b, i, delim, eof, usize::MAX) else {
             return Ok(None);
         };
         let header: Vec<String> = fields
@@ -891,7 +1046,7 @@ impl Reader {
             }
             // Any other line (quotes, too few or too many fields, a header
             // line) is split field by field, as RFC 4180 reads it.
-            let Some((fields, next)) = split_line(b, i, delim, eof) else {
+            let Some((fields, next)) = split_line(b, i, delim, eof, detect::MAX_COLUMNS) else {
                 stop = i;
                 break;
             };
@@ -940,8 +1095,14 @@ impl Reader {
         }
         let rows = self.rows;
         let columns = self.columns;
-        let format = detect_format(&columns, &self.file_name);
-        let (time_column, time_unit) = pick_time_column(&columns);
+        let format = match &self.plan {
+            Some(p) => p.format,
+            None => detect_format(&columns, &self.file_name),
+        };
+        let (time_column, time_unit) = match self.plan.as_ref().and_then(|p| p.time) {
+            Some((c, unit)) if c < columns.len() => (Some(c), Some(unit)),
+            _ => pick_time_column(&columns),
+        };
         let mut log = Log {
             time: Vec::new(),
             time_column,
@@ -952,6 +1113,9 @@ impl Reader {
             header_changes: self.header_changes,
             ragged_lines: self.ragged,
             start_clock: None,
+            start_date: self.plan.as_ref().and_then(|p| p.date),
+            encoding: self.encoding,
+            time_origin: 0.0,
             columns,
         };
         fill_time(&mut log, rows);
@@ -1067,7 +1231,23 @@ fn fill_time(log: &mut Log, rows: usize) {
             log.time_decimals = col.decimals.clamp(2, 6);
         }
     }
+    // A clock that does not start near zero (OpenPort's seconds since the
+    // logger powered up): time counts from the log's start, and the clock
+    // stays queryable as a channel.
+    if matches!(log.time_unit, Some(TimeUnit::Seconds | TimeUnit::Millis))
+        && let Some(&t0) = log.time.iter().find(|t| !t.is_nan())
+        && t0 > ABSOLUTE_AFTER_S
+    {
+        for t in &mut log.time {
+            *t -= t0;
+        }
+        log.time_origin = t0;
+    }
 }
+
+/// A first time stamp past this many seconds is a clock, not time since
+/// the log started.
+const ABSOLUTE_AFTER_S: f64 = 60.0;
 
 #[cfg(test)]
 mod tests {
@@ -1323,6 +1503,182 @@ mod tests {
             long += &format!("{r},{},{}.25\n", "w".repeat(r * 7 % 150), r * 3);
         }
         assert_pieces_agree(long.as_bytes(), "long.csv", &Need::named(["Value"]));
+    }
+
+    fn utf16(text: &str, le: bool, bom: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        let units = bom
+            .then_some(0xFEFFu16)
+            .into_iter()
+            .chain(text.encode_utf16());
+        for u in units {
+            out.extend(if le { u.to_le_bytes() } else { u.to_be_bytes() });
+        }
+        out
+    }
+
+    #[test]
+    fn cobb_in_windows_1252_keeps_its_degree_signs() {
+        let csv = b"Time (sec),Coolant Temp (\xB0 F),Boost Press. (psi),AP Info:[AP3-VLK-002 v1.7.3.1][USDM Volkswagen]\r\n0.000,115,-0.0,0\r\n0.008,116,1.5,0\r\n0.042,117,2.5,0\r\n";
+        let log = parse(csv, "datalog1.csv").unwrap();
+        assert_eq!(log.encoding, Encoding::Windows1252);
+        assert_eq!(log.format, Format::Cobb);
+        assert_eq!(log.channels(), ["Coolant Temp (° F)", "Boost Press. (psi)"]);
+        assert_eq!(
+            log.column("Coolant Temp (° F)").unwrap().cell(2),
+            Cell::Num(117.0)
+        );
+        assert_eq!(log.rows(), 3);
+        assert!((log.duration_s().unwrap() - 0.042).abs() < 1e-9);
+        assert_pieces_agree(csv, "datalog1.csv", &Need::All);
+    }
+
+    #[test]
+    fn utf16_and_bom_logs_read_as_utf8_ones() {
+        let text = "Time,Temp (°C),RPM\n0.0,20,800\n0.5,21,810\n1.0,22,820\n";
+        let want = dump(&parse(text.as_bytes(), "t.csv").unwrap());
+        for (bytes, enc) in [
+            (utf16(text, true, true), Encoding::Utf16Le),
+            (utf16(text, false, true), Encoding::Utf16Be),
+            (utf16(text, true, false), Encoding::Utf16Le),
+            (
+                [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat(),
+                Encoding::Utf8Bom,
+            ),
+        ] {
+            let log = parse(&bytes, "t.csv").unwrap();
+            assert_eq!(log.encoding, enc);
+            assert_eq!(dump(&log), want, "{enc:?}");
+            assert_eq!(log.channels(), ["Temp (°C)", "RPM"]);
+            assert_pieces_agree(&bytes, "t.csv", &Need::named(["RPM"]));
+        }
+    }
+
+    #[test]
+    fn me7logger_log_with_preamble_units_and_aliases() {
+        let csv = "#####################\nLogfile created by ME7-Logger v1.20 (c) mki, 12/2010-07/2013\n\nUsed EcuDefinition file: 8D0907551M.ecu\nLogging with:    20 samples/second\nLog started at:  22.02.2014 17:47:01.046\n\nTimeStamp; nmot_w    ; dwkrz_0   ; fr_w\n  sec.ms ; 1/min     ; °KW       ; -\n\"TIME\";\"EngineSpeed\";\"IgnitionRetardCyl1\";\"\"\n    0.000; 800       ; 0         ; 0.978791\n    0.050; 810       ; -0.75     ; 1.0029\n    0.100; 820       ; 0         ; 1.01\n";
+        let log = parse(csv.as_bytes(), "me7.csv").unwrap();
+        assert_eq!(log.format, Format::Me7Logger);
+        assert_eq!(log.rows(), 3);
+        assert_eq!(
+            log.channels(),
+            ["EngineSpeed", "IgnitionRetardCyl1", "fr_w"]
+        );
+        assert_eq!(log.column("IgnitionRetardCyl1").unwrap().unit, "°KW");
+        assert_eq!(
+            log.column("IgnitionRetardCyl1").unwrap().cell(1),
+            Cell::Num(-0.75)
+        );
+        assert_eq!(log.time, vec![0.0, 0.05, 0.1]);
+        assert!((log.sample_rate_hz().unwrap() - 20.0).abs() < 1e-9);
+        assert!(log.start_date.is_some());
+        assert_pieces_agree(csv.as_bytes(), "me7.csv", &Need::All);
+    }
+
+    #[test]
+    fn vcds_log_with_groups() {
+        let csv = "Tuesday,23,December,2025,13:30:13:40001-VCID:2A066900CC76ED4AF07-807E,VCDS Version: Release 25.3.2 (x64),Data version: 20250822 DS365.0\n05L 906 022 F,ADVMB,R4 2.0l TDI   H30 0987,\n,,G004,F0,G008,F0,G016,F0,\n\nMarker,TIME,Loc. IDE00021,TIME,Loc. IDE00075,TIME,Loc. IDE00100\n,STAMP,Engine speed,STAMP,Vehicle speed,STAMP,Engine torque\n,, /min,, km/h,, Nm\n,0.44,0,0.47,0,0.51,-500.0\n,0.96,800,0.98,0,1.02,-500.0\n,1.47,900,1.50,5,1.54,-450.5\n";
+        let log = parse(csv.as_bytes(), "LOG-01-IDE00149.CSV").unwrap();
+        assert_eq!(log.format, Format::Vcds);
+        assert_eq!(
+            log.channels(),
+            ["Engine speed", "Vehicle speed", "Engine torque"]
+        );
+        assert_eq!(log.rows(), 3);
+        assert_eq!(log.column("Engine speed").unwrap().unit, "/min");
+        assert_eq!(
+            log.column("Engine torque").unwrap().cell(2),
+            Cell::Num(-450.5)
+        );
+        assert_eq!(log.time, vec![0.44, 0.96, 1.47]);
+        assert!((log.duration_s().unwrap() - 1.03).abs() < 1e-9);
+        let d = crate::logs::LogDate {
+            secs: log.start_date.unwrap(),
+            utc: false,
+        };
+        assert_eq!(d.display(), "2025-12-23 13:30");
+    }
+
+    #[test]
+    fn logworks_and_zeitronix_preambles_and_units_rows() {
+        let lw = "Session: Session 8,,,,,\r\ntime,LC1_O2WB,RPM,EGT,Oil_Press,Boost\r\n(sec),(AFR),(RPM),(degC),(PSI),(PSI)\r\n0.00000,14.74,1173,440,62.0,-7.48\r\n0.08192,14.80,1195,440,62.9,-7.48\r\n0.16384,14.77,1210,440,63.7,-7.52\r\n";
+        let log = parse(lw.as_bytes(), "logworks.csv").unwrap();
+        assert_eq!(log.format, Format::LogWorks);
+        assert_eq!(log.rows(), 3);
+        assert_eq!(
+            log.channels(),
+            ["LC1_O2WB", "RPM", "EGT", "Oil_Press", "Boost"]
+        );
+        assert_eq!(log.column("Boost").unwrap().unit, "(PSI)");
+        assert!((log.sample_rate_hz().unwrap() - 12.207).abs() < 0.001);
+        let zt = "Zeitronix ZT-2 Data Log\nFilename:C:\\Program Files\\Zeitronix\\run3.zto\nDate: 2012-05-06 10:11:12\n\nTime,RPM,AFR,Boost,EGT\nsec,rpm,AFR,psi,C\n0.00,1000,14.7,-5.0,400\n0.05,1100,14.6,-4.0,410\n";
+        let log = parse(zt.as_bytes(), "run3.csv").unwrap();
+        assert_eq!(log.format, Format::Zeitronix);
+        assert_eq!(log.rows(), 2);
+        assert_eq!(log.channels(), ["RPM", "AFR", "Boost", "EGT"]);
+        let d = crate::logs::LogDate {
+            secs: log.start_date.unwrap(),
+            utc: false,
+        };
+        assert_eq!(d.display(), "2012-05-06 10:11");
+    }
+
+    #[test]
+    fn absolute_clocks_count_from_the_start() {
+        let csv = "sample,time,RPM\n0,102183.500,963.75\n1,102183.750,1605\n2,102184.000,1634.25\n";
+        let log = parse(csv.as_bytes(), "log0182.csv").unwrap();
+        assert_eq!(log.format, Format::OpenPort);
+        assert_eq!(log.time, vec![0.0, 0.25, 0.5]);
+        assert_eq!(log.time_origin, 102183.5);
+        assert_eq!(log.channels(), ["sample", "time", "RPM"]);
+        assert!((log.sample_rate_hz().unwrap() - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tabs_with_decimal_commas_and_files_that_are_not_logs() {
+        let log = parse(
+            b"Zeit\tDrehzahl\nZeit (s)\t1/min\n0,0\t800,5\n0,1\t810\n",
+            "x.csv",
+        );
+        // A unit-less "Zeit" is not a known time name: the units row says seconds.
+        let log = log.unwrap();
+        assert_eq!(log.rows(), 2);
+        assert_eq!(log.column("Drehzahl").unwrap().cell(0), Cell::Num(800.5));
+        let e = parse(
+            b"Dear reader,\nthis, is not a log\nregards,\nme\n",
+            "letter.csv",
+        )
+        .unwrap_err();
+        assert!(matches!(e, ReadError::NotALog(_)), "{e}");
+        let e = parse(b"\x00\x01\x02,\x03\n\x00,\x00\n", "bin.csv").unwrap_err();
+        assert!(e.to_string().contains("binary"), "{e}");
+    }
+
+    #[test]
+    fn a_million_columns_are_refused_without_reading_them() {
+        let mut csv = String::from("t");
+        for k in 0..1_000_000 {
+            csv.push_str(&format!(",c{k}"));
+        }
+        csv.push_str("\n0");
+        let Err(e) = parse(csv.as_bytes(), "wide.csv") else {
+            panic!("not refused")
+        };
+        assert!(
+            e.to_string().contains("columns") && e.to_string().contains("cut"),
+            "{e}"
+        );
+        // Names long enough that the head holds few of them: refused when
+        // the header line is complete, before it is split.
+        let mut csv = String::from("t");
+        for k in 0..40_000 {
+            csv.push_str(&format!(",{}{k}", "n".repeat(20)));
+        }
+        csv.push_str("\n0\n");
+        let Err(e) = parse(csv.as_bytes(), "wide.csv") else {
+            panic!("not refused")
+        };
+        assert!(e.to_string().contains("40001 columns"), "{e}");
     }
 
     #[test]

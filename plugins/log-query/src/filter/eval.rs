@@ -283,8 +283,7 @@ impl<'a> Interpreter<'a> {
                 }
                 let mut cache = self.dynamic_regex.borrow_mut();
                 if cache.as_ref().is_none_or(|(p, _)| *p != pattern) {
-                    let compiled = regex_lite::Regex::new(&pattern)
-                        .map_err(|e| EvalError::Regex(e.to_string()))?;
+                    let compiled = super::compile_regex(&pattern).map_err(EvalError::Regex)?;
                     *cache = Some((pattern, compiled));
                 }
                 cache.as_ref().is_some_and(|(_, r)| r.is_match(&subject))

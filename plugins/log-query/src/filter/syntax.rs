@@ -631,11 +631,11 @@ impl Parser<'_> {
             if op == RelOp::Match
                 && let Expr::Str(pattern) = &r
             {
-                let re = regex_lite::Regex::new(pattern).map_err(|e| {
+                let re = super::compile_regex(pattern).map_err(|e| {
                     CompileError::at(
                         self.src,
                         start,
-                        format!("invalid regular expression: {}", clip(&e.to_string())),
+                        format!("invalid regular expression: {}", clip(&e)),
                     )
                 })?;
                 self.regexes.push(re);
