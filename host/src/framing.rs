@@ -560,6 +560,69 @@ mod tests {
         assert_eq!(scan_id(""), Value::Null);
     }
 
+    /// A small deterministic fuzz pass (the cargo-fuzz targets need a
+    /// separate instrumented build): mutated messages never panic, and
+    /// every answer is a well-formed error whose id, if any, was in the line.
+    #[test]
+    fn mutated_messages_are_passed_on_ignored_or_answered_well() {
+        let seeds: [&[u8]; 5] = [
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2.5,"s"]}}}"#,
+            br#"{"jsonrpc":"2.0","id":"abc","method":"ping"}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            br#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+            br#"[{"id":1e400},"\ud800",{"a":{"b":[[[]]]}}]"#,
+        ];
+        let alphabet = b"{}[]\",:0123456789.eE+-\\u\xff\x00 \nidtrue";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut passed, mut answered) = (0, 0);
+        for round in 0..20_000 {
+            let mut line = seeds[round % seeds.len()].to_vec();
+            for _ in 0..=(next() % 4) {
+                let at = (next() as usize) % (line.len() + 1);
+                let byte = alphabet[(next() as usize) % alphabet.len()];
+                match next() % 3 {
+                    0 if at < line.len() => line[at] = byte,
+                    1 if at < line.len() => {
+                        line.remove(at);
+                    }
+                    _ => line.insert(at, byte),
+                }
+            }
+            match judge(&line) {
+                Verdict::Message(m) => {
+                    passed += 1;
+                    serde_json::to_string(&m).expect("a passed message serializes");
+                }
+                Verdict::Ignore => {}
+                Verdict::Answer(a) => {
+                    answered += 1;
+                    let code = a["error"]["code"].as_i64().unwrap();
+                    assert!(code == -32700 || code == -32600, "{a}");
+                    assert!(!a["error"]["message"].as_str().unwrap().is_empty());
+                    match &a["id"] {
+                        Value::Null | Value::String(_) => {}
+                        Value::Number(n) => assert!(
+                            String::from_utf8_lossy(&line).contains(&n.to_string()),
+                            "{a} for {}",
+                            String::from_utf8_lossy(&line)
+                        ),
+                        other => panic!("id {other} in {a}"),
+                    }
+                }
+            }
+        }
+        assert!(
+            passed > 100 && answered > 1000,
+            "{passed} passed, {answered} answered"
+        );
+    }
+
     #[tokio::test]
     async fn the_reader_answers_oversized_lines_and_keeps_going() {
         let mut input = br#"{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":""#.to_vec();
