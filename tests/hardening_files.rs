@@ -6,9 +6,10 @@
 //! Figures print with `cargo test -p e2e --test hardening_files --
 //! --nocapture`.
 
-use e2e::{Server, is_error, only_plugin, repo, text};
+use e2e::{Server, field, is_error, only_plugin, repo, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// One test at a time: the concurrency test measures, and the machine is small.
@@ -106,6 +107,8 @@ async fn two_servers_patching_one_rom_lose_nothing() {
     let original = std::fs::read(sample_rom()).unwrap();
     let a = ecu_server(plugins.path(), &sample_defs(), &dir).await;
     let b = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    let c = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    let mut reads_done = 0;
 
     // The reference: all 40 patches, one after another, by one server.
     let reference_rom = dir.join("reference.bin");
@@ -122,10 +125,34 @@ async fn two_servers_patching_one_rom_lose_nothing() {
     let started = Instant::now();
     for round in 0..ROUNDS {
         std::fs::write(&rom, &original).unwrap();
-        let ((fa, sa), (fb, sb)) = tokio::join!(
-            patch_cells(&a, &rom, 0..PER_SERVER),
-            patch_cells(&b, &rom, PER_SERVER..2 * PER_SERVER)
-        );
+        let done = AtomicBool::new(false);
+        let patches = async {
+            let r = tokio::join!(
+                patch_cells(&a, &rom, 0..PER_SERVER),
+                patch_cells(&b, &rom, PER_SERVER..2 * PER_SERVER)
+            );
+            done.store(true, Ordering::SeqCst);
+            r
+        };
+        // A third server reads the ROM all along: it must always find a
+        // whole image (a valid checksum), never one half-rewritten.
+        let reads = async {
+            let mut bad = Vec::new();
+            let mut n = 0;
+            while !done.load(Ordering::SeqCst) {
+                let r = c
+                    .call("rom_info", json!({"rom": rom.to_str().unwrap()}))
+                    .await;
+                n += 1;
+                if is_error(&r) || field(&text(&r), "checksum_valid").as_deref() != Some("true") {
+                    bad.push(text(&r));
+                }
+            }
+            (n, bad)
+        };
+        let (((fa, sa), (fb, sb)), (n, bad)) = tokio::join!(patches, reads);
+        reads_done += n;
+        assert!(bad.is_empty(), "round {round}: a reader saw {bad:#?}");
         longest = longest.max(sa).max(sb);
         let failures: Vec<String> = fa.into_iter().chain(fb).collect();
         assert!(
@@ -148,8 +175,9 @@ async fn two_servers_patching_one_rom_lose_nothing() {
     }
     a.stop().await;
     b.stop().await;
+    c.stop().await;
     println!(
-        "two servers x {PER_SERVER} add patches on one ROM, {ROUNDS} rounds: {} patches, all on disk; slowest call {:.0} ms; {:.1} s in all",
+        "two servers x {PER_SERVER} add patches on one ROM, {ROUNDS} rounds: {} patches, all on disk; {reads_done} reads beside them, all whole images; slowest call {:.0} ms; {:.1} s in all",
         ROUNDS * 2 * PER_SERVER,
         longest.as_secs_f64() * 1000.0,
         started.elapsed().as_secs_f64()
