@@ -9,6 +9,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 
+mod fcb;
+
 use crate::console::{DEFAULT_CONSOLE_KIB, Input, Read as InRead, Stream};
 use crate::cpu::{AX, BX, CF, CS, CX, Cpu, DS, DX, ES, Model, SI, SP, SS, STUB_SEGMENT, ZF};
 
@@ -127,6 +129,10 @@ pub struct Dos {
     cooked: VecDeque<u8>,
     /// Where standard input comes from when it is not the keyboard.
     stdin_name: Option<String>,
+    /// Files opened through FCBs (slot numbers live in the FCB).
+    fcb_files: Vec<Option<File>>,
+    /// Names still to report by FCB find-next (AH=12h), last first.
+    fcb_search: Vec<String>,
     cursor: (u8, u8),
 }
 
@@ -178,6 +184,8 @@ impl Dos {
             return_code: 0,
             cooked: VecDeque::new(),
             stdin_name: None,
+            fcb_files: Vec::new(),
+            fcb_search: Vec::new(),
             cursor: (0, 0),
         }
     }
@@ -357,12 +365,8 @@ impl Dos {
         cpu.wb(base + 0x50, 0xCD);
         cpu.wb(base + 0x51, 0x21);
         cpu.wb(base + 0x52, 0xCB);
-        for f in [0x5C, 0x6C] {
-            for i in 1..12 {
-                cpu.wb(base + f + i, b' ');
-            }
-        }
         let tail = tail.as_bytes();
+        Self::fill_default_fcbs(cpu, psp, tail);
         cpu.wb(base + 0x80, tail.len() as u8);
         for (i, b) in tail.iter().enumerate() {
             cpu.wb(base + 0x81 + i as u32, *b);
@@ -409,6 +413,9 @@ impl Dos {
                     let ah = (cpu.regs[AX] >> 8) as u8;
                     if let Some(c) = self.int21_calls.get_mut(&ah) {
                         *c = c.saturating_sub(1);
+                        if *c == 0 {
+                            self.int21_calls.remove(&ah);
+                        }
                     }
                 }
                 flow
@@ -600,11 +607,10 @@ impl Dos {
         let file_limit = self.limits.file_bytes;
         match self.handles.get_mut(h) {
             Some(Some(Handle::File(f))) => {
-                let pos = f.stream_position().map_err(|e| io_error_code(&e))?;
-                let len = f.metadata().map_err(|e| io_error_code(&e))?.len();
-                // Writing past the end grows the file by the gap too.
-                let gap = pos.saturating_sub(len);
                 if data.is_empty() {
+                    let pos = f.stream_position().map_err(|e| io_error_code(&e))?;
+                    let len = f.metadata().map_err(|e| io_error_code(&e))?.len();
+                    let gap = pos.saturating_sub(len);
                     // CX=0 truncates or extends the file to the pointer.
                     if pos > file_limit || gap > room {
                         self.disk_full += 1;
@@ -614,18 +620,13 @@ impl Dos {
                     self.file_bytes_written += gap;
                     return Ok(0);
                 }
-                let fits = (data.len() as u64)
-                    .min(file_limit.saturating_sub(pos))
-                    .min(room.saturating_sub(gap)) as usize;
-                if fits < data.len() {
-                    self.disk_full += 1;
-                }
-                if fits == 0 {
-                    return Ok(0);
-                }
-                f.write_all(&data[..fits]).map_err(|e| io_error_code(&e))?;
-                self.file_bytes_written += gap + fits as u64;
-                Ok(fits)
+                quota_write(
+                    &self.limits,
+                    &mut self.file_bytes_written,
+                    &mut self.disk_full,
+                    f,
+                    data,
+                )
             }
             Some(Some(Handle::Stdin | Handle::Stdout)) => {
                 self.stdout.extend(data);
@@ -638,6 +639,17 @@ impl Dos {
             Some(Some(Handle::Null)) => Ok(data.len()),
             _ => Err(6),
         }
+    }
+
+    /// Writes at a file's position within the machine's limits.
+    fn write_file(&mut self, f: &mut File, data: &[u8]) -> Result<usize, u16> {
+        quota_write(
+            &self.limits,
+            &mut self.file_bytes_written,
+            &mut self.disk_full,
+            f,
+            data,
+        )
     }
 
     /// Character output to standard output (handle 1, maybe redirected).
@@ -845,6 +857,9 @@ impl Dos {
                         // The call is counted as 0Ch, not as the one it ran.
                         if let Some(c) = self.int21_calls.get_mut(&al) {
                             *c -= 1;
+                            if *c == 0 {
+                                self.int21_calls.remove(&al);
+                            }
                         }
                         if flow == Flow::WaitInput {
                             cpu.regs[AX] = 0x0C00 | al as u16;
@@ -947,7 +962,11 @@ impl Dos {
             0x3F => {
                 let h = cpu.regs[BX] as usize;
                 let n = cpu.regs[CX] as usize;
-                if let Some(Some(Handle::Stdin)) = self.handles.get(h) {
+                // Every console handle (CON) reads the keyboard: MORE reads
+                // its keys from a duplicate of stderr.
+                if let Some(Some(Handle::Stdin | Handle::Stdout | Handle::Stderr)) =
+                    self.handles.get(h)
+                {
                     let Some(line) = self.read_console_line(n) else {
                         return Flow::WaitInput;
                     };
@@ -1116,6 +1135,23 @@ impl Dos {
             }
             0x4D => cpu.regs[AX] = self.return_code as u16,
             0x4E | 0x4F => dos_err(cpu, 18),
+            0x0F..=0x17 | 0x21..=0x24 | 0x27 | 0x28 => {
+                self.fcb_service(ah, cpu);
+            }
+            0x29 => self.parse_filename(cpu),
+            0x37 => match al {
+                // The switch character is '/', and devices need no /DEV/.
+                0x00 => {
+                    cpu.regs[DX] = (cpu.regs[DX] & 0xFF00) | b'/' as u16;
+                    cpu.regs[AX] &= 0xFF00;
+                }
+                0x02 => {
+                    cpu.regs[DX] = (cpu.regs[DX] & 0xFF00) | 0xFF;
+                    cpu.regs[AX] &= 0xFF00;
+                }
+                0x01 | 0x03 => cpu.regs[AX] &= 0xFF00,
+                _ => cpu.regs[AX] |= 0x00FF,
+            },
             0x50 => self.psp = cpu.regs[BX],
             0x51 | 0x62 => cpu.regs[BX] = self.psp,
             0x54 => cpu.regs[AX] &= 0xFF00,
@@ -1186,6 +1222,35 @@ impl Dos {
         self.blocks.insert(seg, paras);
         Ok(())
     }
+}
+
+/// Writes `data` at `f`'s position, cut short at the per-file size limit
+/// or the machine's remaining write allowance (then counted in
+/// `disk_full`); returns the bytes written.
+fn quota_write(
+    limits: &Limits,
+    written: &mut u64,
+    disk_full: &mut u64,
+    f: &mut File,
+    data: &[u8],
+) -> Result<usize, u16> {
+    let pos = f.stream_position().map_err(|e| io_error_code(&e))?;
+    let len = f.metadata().map_err(|e| io_error_code(&e))?.len();
+    // Writing past the end grows the file by the gap too.
+    let gap = pos.saturating_sub(len);
+    let room = limits.write_bytes.saturating_sub(*written);
+    let fits = (data.len() as u64)
+        .min(limits.file_bytes.saturating_sub(pos))
+        .min(room.saturating_sub(gap)) as usize;
+    if fits < data.len() {
+        *disk_full += 1;
+    }
+    if fits == 0 {
+        return Ok(0);
+    }
+    f.write_all(&data[..fits]).map_err(|e| io_error_code(&e))?;
+    *written += gap + fits as u64;
+    Ok(fits)
 }
 
 /// A command tail with COMMAND.COM's redirections taken out.

@@ -340,4 +340,67 @@ mod tests {
         assert!(t.dropped.instructions > 900_000);
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
+
+    /// Runs `code` as T.COM in a fresh directory with `tail`; returns the
+    /// machine (exited) and the directory.
+    fn run_in_dir(name: &str, code: &[u8], tail: &str) -> (Machine, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("x86-dos-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut m = Machine::load(1, &dir.join("T.COM"), code, tail, Model::I80186, false).unwrap();
+        let (_, r) = m.run(100_000, &mut |_, _| true).unwrap();
+        assert!(matches!(r, StopReason::Exited(_)), "{r:?}");
+        (m, dir)
+    }
+
+    fn mem(m: &Machine, off: u16, n: u16) -> Vec<u8> {
+        (0..n).map(|i| m.cpu.rb(Cpu::lin(0x87, off + i))).collect()
+    }
+
+    #[test]
+    fn fcb_create_write_close_open_random_read() {
+        let code = [
+            0xB4, 0x1A, 0xBA, 0x00, 0x02, 0xCD, 0x21, // set DTA 200h
+            0xB4, 0x16, 0xBA, 0x5C, 0x00, 0xCD, 0x21, // create (PSP FCB 1)
+            0xC7, 0x06, 0x6A, 0x00, 0x04, 0x00, // record size 4
+            0xC7, 0x06, 0x00, 0x02, 0x41, 0x42, // DTA = "ABCD"
+            0xC7, 0x06, 0x02, 0x02, 0x43, 0x44, //
+            0xB4, 0x15, 0xBA, 0x5C, 0x00, 0xCD, 0x21, // sequential write x2
+            0xB4, 0x15, 0xBA, 0x5C, 0x00, 0xCD, 0x21, //
+            0xB4, 0x10, 0xBA, 0x5C, 0x00, 0xCD, 0x21, // close
+            0xB4, 0x0F, 0xBA, 0x5C, 0x00, 0xCD, 0x21, // open
+            0xC7, 0x06, 0x6A, 0x00, 0x04, 0x00, // record size 4
+            0xC7, 0x06, 0x00, 0x02, 0x00, 0x00, // clear the DTA
+            0xC7, 0x06, 0x7D, 0x00, 0x01, 0x00, // random record 1 (4 bytes:
+            0xC6, 0x06, 0x80, 0x00, 0x00, // its top byte is PSP:80h, as in DOS)
+            0xB4, 0x21, 0xBA, 0x5C, 0x00, 0xCD, 0x21, // random read
+            0xB4, 0x4C, 0xCD, 0x21, // exit with AL
+        ];
+        let (m, dir) = run_in_dir("fcb", &code, " test.dat");
+        assert_eq!(m.exit_code, Some(0));
+        assert_eq!(std::fs::read(dir.join("TEST.DAT")).unwrap(), b"ABCDABCD");
+        assert_eq!(mem(&m, 0x200, 4), b"ABCD");
+        // File size in the FCB.
+        assert_eq!(mem(&m, 0x5C + 0x10, 4), [8, 0, 0, 0]);
+        assert!(m.dos.unsupported.is_empty(), "{:?}", m.dos.unsupported);
+    }
+
+    #[test]
+    fn switch_char_parse_filename_and_default_fcbs() {
+        let code = [
+            0xB8, 0x00, 0x37, 0xCD, 0x21, // AH=37h AL=0
+            0x88, 0x16, 0x00, 0x03, // mov [300h],dl
+            0xB8, 0x01, 0x29, 0xBE, 0x81, 0x00, 0xBF, 0x10, 0x03, // parse the tail
+            0xCD, 0x21, //
+            0xB4, 0x4C, 0xCD, 0x21, // exit with AL
+        ];
+        let (m, _) = run_in_dir("parse", &code, " *.dat x.y");
+        assert_eq!(m.exit_code, Some(1), "wildcards");
+        assert_eq!(mem(&m, 0x300, 1), b"/");
+        assert_eq!(mem(&m, 0x310, 12), b"\0????????DAT");
+        assert_eq!(mem(&m, 0x5C, 12), b"\0????????DAT");
+        assert_eq!(mem(&m, 0x6C, 12), b"\0X       Y  ");
+        // SI moved past the name.
+        assert_eq!(m.cpu.regs[crate::cpu::SI], 0x81 + 6);
+    }
 }

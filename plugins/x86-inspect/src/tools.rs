@@ -370,10 +370,12 @@ impl Session {
                     message: format!("command_tail: {e}"),
                 }
             })?;
-        if redir.input.is_some() && (stdin_file.is_some() || stdin_text.is_some()) {
+        // Text stays the keyboard (MORE reads its keys there while `<`
+        // feeds it the file); only two files for one handle conflict.
+        if redir.input.is_some() && stdin_file.is_some() {
             return err(
                 "INVALID_ARGUMENT",
-                "command_tail redirects input with `<`; drop stdin/stdin_file or the redirection",
+                "command_tail redirects input with `<`; drop stdin_file or the redirection",
             );
         }
         let mut tail = redir.tail.clone();
