@@ -9,6 +9,7 @@ pub mod decode;
 pub mod definition;
 pub mod error;
 pub mod expr;
+pub mod image;
 pub mod memmodel;
 pub mod patch;
 pub mod printf;

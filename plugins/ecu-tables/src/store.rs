@@ -53,7 +53,10 @@ struct CachedRom {
 #[derive(Debug, Clone)]
 pub struct OpenedRom {
     pub path: PathBuf,
+    /// The image as the definition addresses it (see [`crate::image`]).
     pub bytes: Arc<Vec<u8>>,
+    /// How `bytes` maps back to the file (container, base address).
+    pub layout: crate::image::Layout,
     pub definition: Option<Arc<Definition>>,
     /// `xmlid @address` ids tried, with what the ROM holds there.
     pub tried: Vec<String>,
@@ -199,7 +202,19 @@ impl Explorer {
         if fresh {
             self.roms.remove(rom);
         }
-        let bytes = self.load_rom(rom)?;
+        let file = self.load_rom(rom)?;
+        let (bytes, srf) = match crate::image::split_srf(rom, &file)
+            .map_err(|e| Error::rom_read(rom.into(), io::Error::other(e)))?
+        {
+            None => (file, None),
+            Some((start, len)) => (
+                Arc::new(file[start..start + len].to_vec()),
+                Some(crate::image::Srf {
+                    head: file[..start].to_vec(),
+                    tail: file[start + len..].to_vec(),
+                }),
+            ),
+        };
         let files = self.listing(dir, fresh)?;
         self.refresh(&files);
         let mut matches = Vec::new();
@@ -208,7 +223,8 @@ impl Explorer {
             let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path) else {
                 continue;
             };
-            if let Some(result) = match_id(id, &bytes) {
+            let base = crate::image::base_for(id.field("memmodel"), bytes.len());
+            if let Some(result) = match_id(id, &bytes, base) {
                 let label = id.xmlid.clone().unwrap_or_else(|| file_label(path));
                 match result {
                     Ok(()) => matches.push(path.clone()),
@@ -251,9 +267,22 @@ impl Explorer {
                 keep.first().map(|d| (*d).clone())
             }
         };
+        let layout = crate::image::Layout {
+            base: crate::image::base_for(
+                definition.as_ref().and_then(|d| d.memmodel()),
+                bytes.len(),
+            ),
+            srf,
+        };
+        let bytes = if layout.base > 0 {
+            Arc::new(layout.view(&bytes))
+        } else {
+            bytes
+        };
         Ok(OpenedRom {
             path: rom.to_path_buf(),
             bytes,
+            layout,
             definition,
             tried,
             warnings,
@@ -485,14 +514,20 @@ fn file_label(path: &Path) -> String {
 
 /// Compares a definition's internal id with the ROM. None when the
 /// definition has no id (base files); Err with what the ROM holds instead.
-fn match_id(id: &RomId, rom: &[u8]) -> Option<Result<(), String>> {
+/// `base` is the ECU address of `rom[0]` (H8/539F reads start at 0x10000).
+fn match_id(id: &RomId, rom: &[u8], base: usize) -> Option<Result<(), String>> {
     let address = parse_hex(id.internal_id_address.as_deref()?)? as usize;
+    let Some(offset) = address.checked_sub(base) else {
+        return Some(Err(format!(
+            "id address 0x{address:X} is below the image start 0x{base:X}"
+        )));
+    };
     let (expected, shown_as_text) = if let Some(hex) = &id.internal_id_hex {
         (parse_hex_bytes(hex)?, false)
     } else {
         (id.internal_id_string.as_ref()?.as_bytes().to_vec(), true)
     };
-    let found = rom.get(address..address + expected.len());
+    let found = rom.get(offset..offset + expected.len());
     Some(match found {
         Some(f) if f == expected.as_slice() => Ok(()),
         Some(f) => Err(if shown_as_text {
@@ -613,23 +648,35 @@ mod tests {
         let mut rom = vec![0u8; 0x3000];
         rom[0x2004..0x200C].copy_from_slice(b"DZ1E402B");
         assert_eq!(
-            match_id(&id("2004", None, Some("DZ1E402B")), &rom),
+            match_id(&id("2004", None, Some("DZ1E402B")), &rom, 0),
             Some(Ok(()))
         );
         assert_eq!(
-            match_id(&id("2004", Some("445A3145"), None), &rom),
+            match_id(&id("2004", Some("445A3145"), None), &rom, 0),
             Some(Ok(()))
         );
-        let miss = match_id(&id("2004", None, Some("DZ1E402C")), &rom)
+        let miss = match_id(&id("2004", None, Some("DZ1E402C")), &rom, 0)
             .unwrap()
             .unwrap_err();
         assert!(miss.contains("ROM has \"DZ1E402B\""), "{miss}");
-        let past = match_id(&id("2ffe", Some("11223344"), None), &rom)
+        let past = match_id(&id("2ffe", Some("11223344"), None), &rom, 0)
             .unwrap()
             .unwrap_err();
         assert!(past.contains("past the end"), "{past}");
         // Base files (no id) are never candidates.
-        assert_eq!(match_id(&id("0", None, None), &rom), None);
+        assert_eq!(match_id(&id("0", None, None), &rom, 0), None);
+        // H8/539F: ECU address 0x1021A is file offset 0x21A.
+        let mut h8 = vec![0u8; 0x2_0000];
+        h8[0x21A..0x21E].copy_from_slice(&[0x22, 0x49, 0x00, 0x05]);
+        assert_eq!(
+            match_id(&id("1021a", Some("22490005"), None), &h8, 0x1_0000),
+            Some(Ok(()))
+        );
+        assert!(
+            match_id(&id("21a", Some("22490005"), None), &h8, 0x1_0000)
+                .unwrap()
+                .is_err()
+        );
     }
 
     #[test]

@@ -193,6 +193,99 @@ pub fn find_table<'a>(def: &'a Definition, name: &str) -> Result<&'a Table, Erro
 
 // ---------------------------------------------------------------- rom_info
 
+/// Tables listed by name in a size warning.
+const OUTSIDE_SHOWN: usize = 10;
+
+/// Why `t` cannot be read from this image, if it lies (partly) outside:
+/// below the image start (an H8 read from 0x10000) or past its end.
+fn outside_image(t: &Table, opened: &OpenedRom) -> Option<String> {
+    let base = opened.layout.base;
+    let end = opened.bytes.len();
+    let mut spans = vec![(t.address as usize, t.byte_len())];
+    for axis in t.row_axis.iter().chain(t.col_axis.iter()) {
+        if let crate::definition::AxisSource::Dynamic {
+            address,
+            elements,
+            scaling,
+        } = &axis.source
+        {
+            spans.push((
+                *address as usize,
+                elements.saturating_mul(scaling.storage.size()),
+            ));
+        }
+    }
+    spans.into_iter().find_map(|(at, len)| {
+        if at < base {
+            Some(format!(
+                "`{}` is at 0x{at:X}, below the image start 0x{base:X}",
+                t.id
+            ))
+        } else if at.saturating_add(len) > end {
+            Some(format!(
+                "`{}` at 0x{at:X} needs {len} bytes; the image ends at 0x{end:X}",
+                t.id
+            ))
+        } else {
+            None
+        }
+    })
+}
+
+/// rom_info/list_tables warnings when the image and the definition
+/// disagree: a size other than the memory model's, tables outside it.
+fn fit_notes(def: &Definition, opened: &OpenedRom) -> Vec<String> {
+    let mut notes = Vec::new();
+    let len = opened.bytes.len() - opened.layout.base;
+    if let Some(model) = def.memmodel().and_then(crate::memmodel::by_name)
+        && model.size != len
+    {
+        notes.push(format!(
+            "the image is {} bytes ({} KiB) but {} ROMs are {} bytes ({} KiB): an incomplete read, or the wrong definition",
+            len,
+            len / 1024,
+            model.name,
+            model.size,
+            model.size / 1024
+        ));
+    }
+    let outside: Vec<&Table> = def
+        .tables
+        .iter()
+        .filter(|t| outside_image(t, opened).is_some())
+        .collect();
+    if !outside.is_empty() {
+        let names: Vec<&str> = outside
+            .iter()
+            .take(OUTSIDE_SHOWN)
+            .map(|t| t.id.as_str())
+            .collect();
+        notes.push(format!(
+            "{} of {} tables lie outside this image and cannot be read: {}{}",
+            outside.len(),
+            def.tables.len(),
+            names.join(", "),
+            if outside.len() > OUTSIDE_SHOWN {
+                format!(" and {} more", outside.len() - OUTSIDE_SHOWN)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    notes
+}
+
+/// Refuses a table the image does not hold (the padding below an H8
+/// image's base must never be read or patched as if it were the ROM).
+fn require_inside(t: &Table, opened: &OpenedRom) -> Result<(), Error> {
+    match outside_image(t, opened) {
+        Some(why) => Err(Error::InvalidArgument(format!(
+            "{why}; the definition does not fit this ROM image (see rom_info)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// rom_info as data.
 pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomInfo, Error> {
     let opened = open(ex, cfg, rom)?;
@@ -210,13 +303,17 @@ pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomIn
         ));
     }
     notes.extend(checksum.note.clone());
+    notes.extend(opened.layout.describe());
+    if let Some(d) = def {
+        notes.extend(fit_notes(d, &opened));
+    }
     Ok(RomInfo {
         file: opened
             .path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        size_kb: opened.bytes.len() as f64 / 1024.0,
+        size_kb: (opened.bytes.len() - opened.layout.base) as f64 / 1024.0,
         definition: def.map(Definition::display_name),
         vehicle: def.and_then(Definition::vehicle),
         ecu_id: def.and_then(Definition::ecu_id),
@@ -334,7 +431,11 @@ pub fn list_tables(ex: &mut Explorer, cfg: &Config, args: &ListTables) -> Result
             .raw("unreadable_tables", def.unresolvable.len())
             .list("unreadable", &names);
     }
-    for w in &opened.warnings {
+    for w in opened
+        .warnings
+        .iter()
+        .chain(fit_notes(&def, &opened).iter())
+    {
         fm = fm.text("warning", w);
     }
     let body = if shown.is_empty() {
@@ -424,6 +525,7 @@ pub fn table_data(
     let opened = open(ex, cfg, rom)?;
     let def = opened.require_definition()?;
     let t = find_table(&def, table)?.clone();
+    require_inside(&t, &opened)?;
     let data = decode_table(&t, &opened.bytes)?;
     Ok((def, t, data))
 }
@@ -619,6 +721,7 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     let opened = ex.open_fresh(dir, &rom)?;
     let def = opened.require_definition()?;
     let table = find_table(&def, &args.table)?.clone();
+    require_inside(&table, &opened)?;
     let before = decode_table(&table, &opened.bytes)?;
     let target = Target {
         row: args.row.map(|r| r as usize),
@@ -661,12 +764,13 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
         }
     };
     let written = image != *opened.bytes;
+    // Back into the file's own shape (.srf chunks, H8 base) before saving.
     let bytes = if written {
-        ex.write_rom(&opened.path, image, &mut lock)?
+        ex.write_rom(&opened.path, opened.layout.to_file(&image), &mut lock)?
     } else {
-        opened.bytes.clone()
+        Arc::new(opened.layout.to_file(&opened.bytes))
     };
-    let after = decode_table(&table, &bytes)?;
+    let after = decode_table(&table, &image)?;
     Ok(PatchOutcome {
         path: opened.path,
         definition: def,

@@ -156,9 +156,6 @@ fn shared_every_realworld_chain_resolves_reads_and_patches_every_table() {
         let found = leaves(&dir);
         assert!(!found.is_empty(), "{set}: no definitions");
         for (path, id) in found {
-            if id.fields.get("memmodel").is_some_and(|m| m == "H8539F") {
-                continue; // H8 images: next commit
-            }
             // Resolve once on a blank image to learn the size, then build
             // the image with the id where the ECU keeps it.
             let rom = scratch.join("probe.bin");
@@ -191,6 +188,17 @@ fn shared_every_realworld_chain_resolves_reads_and_patches_every_table() {
                 for (name, why) in &def.unresolvable {
                     problems.push(format!("{set}/{xmlid}: unreadable `{name}`: {why}"));
                 }
+                // H8 views start at the model's base: nothing may live below it.
+                for t in def
+                    .tables
+                    .iter()
+                    .filter(|t| (t.address as usize) < opened.layout.base)
+                {
+                    problems.push(format!(
+                        "{set}/{xmlid}: `{}` at 0x{:X} is below the image",
+                        t.id, t.address
+                    ));
+                }
                 let bytes = opened.bytes.clone();
                 tables_checked += def.tables.len();
                 for f in patch_round_trip(&def, &bytes) {
@@ -214,4 +222,218 @@ fn shared_every_realworld_chain_resolves_reads_and_patches_every_table() {
             .join("\n")
     );
     assert!(leaves_checked >= 300, "{leaves_checked}");
+}
+
+/// A copy of `image` at `path`, made writable (tests patch it).
+fn write_rom(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn find_leaf(dir: &Path, xmlid: &str) -> ecu_tables::xml::RomId {
+    leaves(dir)
+        .into_iter()
+        .find(|(_, id)| id.xmlid.as_deref() == Some(xmlid))
+        .unwrap_or_else(|| panic!("{xmlid} not in {}", dir.display()))
+        .1
+}
+
+fn patch_args(rom: &Path, table: &str, value: f64) -> tools::PatchTable {
+    tools::PatchTable {
+        rom: rom.to_string_lossy().into(),
+        table: table.into(),
+        op: tools::OpKind::Set,
+        value: Some(value),
+        min: None,
+        max: None,
+        row: Some(0),
+        col: Some(0),
+        choice: None,
+        force: false,
+    }
+}
+
+/// Issue 17 #3: a 128 KiB H8/539F Magna image whose definitions address
+/// from 0x10000 is recognised, read and patched, and stays 128 KiB.
+#[test]
+fn shared_h8_128k_images_read_and_write_back() {
+    let Some(root) = realworld() else { return };
+    let dir = root.join("mitsubishi_magna");
+    let work = scratch("h8");
+    let id = find_leaf(&dir, "22490005");
+    let mut image = vec![0u8; 0x2_0000];
+    stamp_id(&mut image, &id, 0x1_0000);
+    assert_eq!(&image[0x21A..0x21E], &[0x22, 0x49, 0x00, 0x05]);
+    let rom = work.join("TH 3.0 Auto.hex");
+    write_rom(&rom, &image);
+    let cfg = Config::with_definitions(&dir);
+    let mut ex = Explorer::new();
+    let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
+    assert_eq!(
+        info.definition
+            .as_deref()
+            .map(|d| d.split(' ').next().unwrap()),
+        Some("22490005")
+    );
+    assert_eq!(info.size_kb, 128.0);
+    assert!(
+        info.notes.iter().any(|n| n.contains("ECU address 0x10000")),
+        "{:?}",
+        info.notes
+    );
+    assert!(
+        !info
+            .notes
+            .iter()
+            .any(|n| n.contains("outside") || n.contains("incomplete")),
+        "{:?}",
+        info.notes
+    );
+    // One table, at its H8 address (not a second copy at the SH one).
+    let def = tools::open(&mut ex, &cfg, rom.to_str().unwrap())
+        .unwrap()
+        .definition
+        .unwrap();
+    let name = "ECU Case Part Number - Spec Number 0";
+    let t = tools::find_table(&def, name).unwrap();
+    assert_eq!(t.address, 0x10233);
+    let scalar = def
+        .tables
+        .iter()
+        .find(|t| {
+            t.table_type == ecu_tables::definition::TableType::Scalar
+                && t.scaling.storage.int_range().is_some()
+                && matches!(t.scaling.kind, Kind::Numeric { from: Some(_), .. })
+        })
+        .expect("an integer scalar")
+        .clone();
+    let value = scalar.scaling.to_physical(1.0);
+    let args = tools::PatchTable {
+        force: true,
+        ..patch_args(&rom, &scalar.id, value)
+    };
+    let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
+    assert!(text.contains("cells_changed: 1"), "{text}");
+    let after = std::fs::read(&rom).unwrap();
+    assert_eq!(after.len(), 0x2_0000, "written back as a 128 KiB image");
+    let at = scalar.address as usize - 0x1_0000;
+    let size = scalar.scaling.storage.size();
+    let diff: Vec<usize> = (0..after.len()).filter(|&i| after[i] != image[i]).collect();
+    assert_eq!(
+        diff,
+        [at + size - 1],
+        "only {} at file offset 0x{at:X}",
+        scalar.id
+    );
+    assert_eq!(after[at + size - 1], 1);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Issue 17 #3: an EcuFlash .srf container around a Subaru image (A2WC510S,
+/// SH7058) is recognised, its subarudbw checksum checked, and a patch is
+/// saved inside the same container with the checksum fixed.
+#[test]
+fn shared_srf_containers_read_and_write_back() {
+    let Some(root) = realworld() else { return };
+    let dir = root.join("subarudefs_standard");
+    let work = scratch("srf");
+    let id = find_leaf(&dir, "A2WC510S");
+    let mut image = vec![0u8; 0x10_0000];
+    stamp_id(&mut image, &id, 0);
+    // A checksum table as on the real ROMs: 0..=0x1FFF, 0x2000..=0xFFAF7.
+    let table = 0xF_FB80;
+    for (i, (s, e)) in [(0u32, 0x1FFFu32), (0x2000, 0xF_FAF7)].iter().enumerate() {
+        image[table + i * 12..table + i * 12 + 4].copy_from_slice(&s.to_be_bytes());
+        image[table + i * 12 + 4..table + i * 12 + 8].copy_from_slice(&e.to_be_bytes());
+    }
+    for i in 2..17 {
+        image[table + i * 12 + 8..table + i * 12 + 12]
+            .copy_from_slice(&0x5AA5_A55Au32.to_be_bytes());
+    }
+    ecu_tables::checksum::Module::SubaruDbw
+        .fix(&mut image)
+        .unwrap();
+    // INFO, DRMI, MEML, then MEMD with the image 461 bytes in.
+    let mut file = Vec::new();
+    for (tag, payload) in [
+        (b"INFO", vec![b'i'; 300]),
+        (b"DRMI", vec![b'd'; 100]),
+        (b"MEML", vec![0x11; 29]),
+        (b"MEMD", image.clone()),
+    ] {
+        file.extend_from_slice(tag);
+        file.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        file.extend_from_slice(&payload);
+    }
+    assert_eq!(file.len() - image.len(), 461);
+    let rom = work.join("A2WC510S.srf");
+    write_rom(&rom, &file);
+    let cfg = Config::with_definitions(&dir);
+    let mut ex = Explorer::new();
+    let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
+    assert!(
+        info.definition.as_deref().unwrap().starts_with("A2WC510S"),
+        "{info:?}"
+    );
+    assert_eq!(info.checksum_valid, Some(true), "{info:?}");
+    assert_eq!(info.size_kb, 1024.0);
+    assert!(
+        info.notes.iter().any(|n| n.contains(".srf container")),
+        "{:?}",
+        info.notes
+    );
+    let text =
+        tools::patch_table(&mut ex, &cfg, &patch_args(&rom, "Target Boost A", 10.0)).unwrap();
+    assert!(text.contains("checksum_valid: true"), "{text}");
+    let after = std::fs::read(&rom).unwrap();
+    assert_eq!(after.len(), file.len());
+    assert_eq!(
+        &after[..461],
+        &file[..461],
+        "the chunks before the image are kept"
+    );
+    let new_image = &after[461..];
+    assert!(
+        ecu_tables::checksum::Module::SubaruDbw
+            .validate(new_image)
+            .unwrap()
+    );
+    assert_ne!(new_image, &image[..]);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Issue 17 #6: a 256 KiB read of a 512 KiB (SH7055) ECU: rom_info and
+/// list_tables say so and name the tables outside the image.
+#[test]
+fn shared_short_images_are_reported_with_the_tables_outside() {
+    let Some(root) = realworld() else { return };
+    let dir = root.join("subarudefs_standard");
+    let work = scratch("short");
+    let cfg = Config::with_definitions(&dir);
+    let mut ex = Explorer::new();
+    let (_, id) = leaves(&dir)
+        .into_iter()
+        .find(|(_, id)| id.fields.get("memmodel").map(String::as_str) == Some("SH7055"))
+        .expect("an SH7055 definition");
+    let mut image = vec![0u8; 0x4_0000];
+    stamp_id(&mut image, &id, 0);
+    let rom = work.join("half.bin");
+    write_rom(&rom, &image);
+    let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
+    let notes = info.notes.join("\n");
+    assert!(
+        notes.contains("262144 bytes (256 KiB) but SH7055 ROMs are 524288 bytes"),
+        "{notes}"
+    );
+    assert!(notes.contains("tables lie outside this image"), "{notes}");
+    let list = tools::list_tables(
+        &mut ex,
+        &cfg,
+        &tools::ListTables {
+            rom: rom.to_string_lossy().into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(list.contains("tables lie outside this image"), "{list}");
+    let _ = std::fs::remove_dir_all(&work);
 }
