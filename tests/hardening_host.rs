@@ -385,6 +385,44 @@ async fn http_half_sent_headers_are_dropped_and_connections_capped() {
     );
 }
 
+#[tokio::test]
+async fn a_real_client_is_served_behind_a_flood_of_half_sent_requests() {
+    let _serial = serial().await;
+    // The defaults: 256 connections, 10 s for headers (1 s once half the
+    // connections are taken).
+    let (_child, url, _dir) = bare_http("").await;
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|u| u.split('/').next())
+        .unwrap()
+        .to_owned();
+    let mut slow = Vec::new();
+    for _ in 0..600 {
+        let mut s = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    let started = Instant::now();
+    let (status, _, body) = http(&url, "POST", &[JSON_AND_SSE, JSON_BODY], INITIALIZE).await;
+    let served = started.elapsed();
+    let mut cut = 0;
+    for s in &slow {
+        let mut buf = [0u8; 256];
+        match s.try_read(&mut buf) {
+            Ok(_) => cut += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => cut += 1,
+        }
+    }
+    println!(
+        "a real client was served in {served:?} behind 600 half-sent requests ({cut} of them cut off by then)"
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(served < Duration::from_secs(10), "{served:?}");
+}
+
 /// `benchtop tools ARGS…`: success and stderr.
 fn tools(args: &[&str]) -> (bool, String) {
     let out = std::process::Command::new(bin())

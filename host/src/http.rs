@@ -133,16 +133,24 @@ pub async fn serve(
     Ok(())
 }
 
+/// Header deadline for connections accepted while at least half the
+/// connection slots are taken: a real client sends its headers at once, so
+/// under a flood of half-sent requests the queue drains fast.
+const PRESSED_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Accepts connections while fewer than `max_connections` are open (the
 /// rest wait in the kernel's backlog, costing no descriptor here), each
 /// served over HTTP/1.1 with a deadline for its request headers.
 async fn accept_loop(listener: tokio::net::TcpListener, router: axum::Router, limits: HttpLimits) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+    let builder = |timeout: Duration| {
+        let mut b = hyper::server::conn::http1::Builder::new();
+        b.timer(TokioTimer::new()).header_read_timeout(timeout);
+        b
+    };
+    let relaxed = builder(limits.header_timeout);
+    let pressed = builder(limits.header_timeout.min(PRESSED_HEADER_TIMEOUT));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -157,7 +165,8 @@ async fn accept_loop(listener: tokio::net::TcpListener, router: axum::Router, li
             }
         };
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let conn = builder
+        let under_pressure = slots.available_permits() < limits.max_connections / 2;
+        let conn = if under_pressure { &pressed } else { &relaxed }
             .serve_connection(TokioIo::new(stream), service)
             .with_upgrades();
         tokio::spawn(async move {
