@@ -184,22 +184,35 @@ fn read_axis(axis: &Axis, rom: &[u8]) -> Result<AxisData, OutOfRom> {
                 elements * size,
                 rom,
             )?;
+            if let Storage::Blob(len) = scaling.storage {
+                // Choice names only: no numbers (NaN would make two equal
+                // axes compare unequal in diff_tables).
+                let labels = (0..*elements)
+                    .map(|i| {
+                        let stored = if axis.flip { elements - 1 - i } else { i };
+                        let at = *address as usize + stored * len;
+                        let bytes = &rom[at..at + len];
+                        display_cell(
+                            scaling,
+                            &Cell::Blob(
+                                scaling.blob_name(bytes).map(str::to_string),
+                                bytes.to_vec(),
+                            ),
+                        )
+                    })
+                    .collect();
+                return Ok(AxisData {
+                    labels,
+                    values: None,
+                    raw: None,
+                });
+            }
             let mut raw = Vec::with_capacity(*elements);
             let mut values = Vec::with_capacity(*elements);
             let mut labels = Vec::with_capacity(*elements);
             for i in 0..*elements {
                 let stored = if axis.flip { elements - 1 - i } else { i };
                 let at = *address as usize + stored * size;
-                if let Storage::Blob(len) = scaling.storage {
-                    let cell = Cell::Blob(
-                        scaling.blob_name(&rom[at..at + len]).map(str::to_string),
-                        rom[at..at + len].to_vec(),
-                    );
-                    raw.push(f64::NAN);
-                    values.push(f64::NAN);
-                    labels.push(display_cell(scaling, &cell));
-                    continue;
-                }
                 let rv = scaling.storage.read(scaling.endian, &rom[at..]);
                 let v = scaling.to_physical(rv);
                 raw.push(rv);

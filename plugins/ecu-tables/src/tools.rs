@@ -871,6 +871,19 @@ pub fn patch_table(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result
 
 // ------------------------------------------------------------- diff_tables
 
+/// `off → on` for a switch (bloblist) or bit cell that changed; None for
+/// numbers, whose change is a delta.
+fn switch_change(t: &Table, a: &crate::decode::Cell, b: &crate::decode::Cell) -> Option<String> {
+    let state = |cell: &crate::decode::Cell| match (&t.scaling.kind, cell) {
+        (crate::scaling::Kind::Bit, crate::decode::Cell::Num(v)) => {
+            Some(if *v != 0.0 { "on" } else { "off" }.to_string())
+        }
+        (_, crate::decode::Cell::Blob(..)) => Some(display_cell(&t.scaling, cell)),
+        _ => None,
+    };
+    Some(format!("{} → {}", state(a)?, state(b)?))
+}
+
 /// diff_tables: which tables (or cells of one table) differ between two ROMs.
 pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result<String, Error> {
     let a = open(ex, cfg, &args.rom)?;
@@ -930,10 +943,10 @@ pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result
                         col_labels.map_or(String::new(), |l| l[c].clone()),
                         xa.display(r, c),
                         display_cell(&tb.scaling, xb.cell(r, c)),
-                        if delta.is_finite() {
-                            ta.scaling.display(delta)
-                        } else {
-                            String::new()
+                        match switch_change(ta, xa.cell(r, c), xb.cell(r, c)) {
+                            Some(change) => change,
+                            None if delta.is_finite() => ta.scaling.display(delta),
+                            None => String::new(),
                         },
                     ]);
                 }
@@ -958,6 +971,7 @@ pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result
             Ok(fm.with_body(&body))
         }
         None => {
+            // Keeps its header; switch/bit rows show the change (`off → on`).
             let mut md = MarkdownTable::new(["Table", "Category", "Cells changed", "Max |delta|"]);
             let (mut differing, mut compared) = (0usize, 0usize);
             let mut skipped = Vec::new();
@@ -978,9 +992,14 @@ pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result
                 compared += 1;
                 let mut n = 0usize;
                 let mut max = 0f64;
+                // Switches and bits change state, not by an amount.
+                let mut first_switch: Option<String> = None;
                 for (ca, cb) in xa.cells.iter().zip(&xb.cells) {
                     if ca != cb {
                         n += 1;
+                        if first_switch.is_none() {
+                            first_switch = switch_change(ta, ca, cb);
+                        }
                         if let (crate::decode::Cell::Num(x), crate::decode::Cell::Num(y)) = (ca, cb)
                         {
                             max = max.max((y - x).abs());
@@ -1001,10 +1020,11 @@ pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result
                         },
                         ta.category.clone().unwrap_or_default(),
                         n.to_string(),
-                        if n > 0 {
-                            ta.scaling.display(max)
-                        } else {
-                            String::new()
+                        match (&first_switch, n) {
+                            (_, 0) => String::new(),
+                            (Some(change), 1) => change.clone(),
+                            (Some(change), n) => format!("{change} (+{} more)", n - 1),
+                            (None, _) => ta.scaling.display(max),
                         },
                     ]);
                 }

@@ -437,3 +437,115 @@ fn shared_short_images_are_reported_with_the_tables_outside() {
     assert!(list.contains("tables lie outside this image"), "{list}");
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Issue 17 #8: diff_tables shows what a switch or bit changed to, not
+/// `max |delta| 0` (the Magna H8 periphery bits and a bloblist switch).
+#[test]
+fn shared_diff_reports_switch_and_bit_changes_as_states() {
+    let Some(root) = realworld() else { return };
+    let dir = root.join("mitsubishi_magna");
+    let work = scratch("diff");
+    let id = find_leaf(&dir, "22490005");
+    let mut image = vec![0u8; 0x2_0000];
+    stamp_id(&mut image, &id, 0x1_0000);
+    let stock = work.join("stock.hex");
+    let tuned = work.join("tuned.hex");
+    write_rom(&stock, &image);
+    write_rom(&tuned, &image);
+    let cfg = Config::with_definitions(&dir);
+    let mut ex = Explorer::new();
+    let def = tools::open(&mut ex, &cfg, tuned.to_str().unwrap())
+        .unwrap()
+        .definition
+        .unwrap();
+    let bits = tools::find_table(&def, "ECU Periphery 00 Bits [SH2=F9A, H8=262]").unwrap();
+    assert!(bits.swapxy && matches!(bits.scaling.kind, Kind::Bit));
+    let switch = def
+        .tables
+        .iter()
+        .find(|t| {
+            matches!(&t.scaling.kind, Kind::Blobs(c)
+                    if c.iter().filter(|(n, _)| !n.trim().is_empty()).count() >= 2)
+        })
+        .expect("a switch");
+    let Kind::Blobs(choices) = &switch.scaling.kind else {
+        unreachable!()
+    };
+    let stock_state = read_table(switch, &ex_bytes(&mut ex, &cfg, &stock))
+        .unwrap()
+        .display(0, 0);
+    let (new_choice, _) = choices
+        .iter()
+        .find(|(n, _)| *n != stock_state && !n.trim().is_empty())
+        .unwrap();
+    let mut set_bit = patch_args(&tuned, &bits.id, 1.0);
+    set_bit.row = Some(1);
+    tools::patch_table(&mut ex, &cfg, &set_bit).unwrap();
+    let choose = tools::PatchTable {
+        value: None,
+        choice: Some(new_choice.clone()),
+        ..patch_args(&tuned, &switch.id, 0.0)
+    };
+    tools::patch_table(&mut ex, &cfg, &choose).unwrap();
+    let summary = tools::diff_tables(
+        &mut ex,
+        &cfg,
+        &tools::DiffTables {
+            rom: stock.to_string_lossy().into(),
+            other: tuned.to_string_lossy().into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!summary.contains("axes differ"), "{summary}");
+    let row = |doc: &str, name: &str| -> Vec<String> {
+        doc.lines()
+            .find(|l| l.starts_with(&format!("| {name} ")))
+            .unwrap_or_else(|| panic!("no row {name} in {doc}"))
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        row(&summary, &bits.id)[3..5],
+        ["1", "off → on"],
+        "{summary}"
+    );
+    assert_eq!(
+        row(&summary, &switch.id)[4],
+        format!("{stock_state} → {new_choice}"),
+        "{summary}"
+    );
+
+    let cells = tools::diff_tables(
+        &mut ex,
+        &cfg,
+        &tools::DiffTables {
+            rom: stock.to_string_lossy().into(),
+            other: tuned.to_string_lossy().into(),
+            table: Some(bits.id.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let line: Vec<String> = cells
+        .lines()
+        .find(|l| l.starts_with("| 1 "))
+        .unwrap_or_else(|| panic!("{cells}"))
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect();
+    assert_eq!(
+        line[1..8],
+        ["1", "0", "bit.14", "0", "0", "1", "off → on"],
+        "{cells}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn ex_bytes(ex: &mut Explorer, cfg: &Config, rom: &Path) -> Vec<u8> {
+    tools::open(ex, cfg, rom.to_str().unwrap())
+        .unwrap()
+        .bytes
+        .to_vec()
+}
