@@ -233,6 +233,25 @@ impl Explorer {
             }
         }
         let mut warnings = Vec::new();
+        if matches.is_empty() {
+            // Say why a folder of RomRaider files matches nothing.
+            let romraider: Vec<String> = files
+                .iter()
+                .filter(|(p, _)| {
+                    matches!(self.files.get(p), Some(CachedFile { romid: Err(e), .. })
+                        if e == crate::xml::ROMRAIDER)
+                })
+                .map(|(p, _)| file_label(p))
+                .collect();
+            if let Some(first) = romraider.first() {
+                warnings.push(format!(
+                    "{} file(s) in the definitions path were skipped ({first}{}): {}",
+                    romraider.len(),
+                    if romraider.len() > 1 { ", …" } else { "" },
+                    crate::xml::ROMRAIDER
+                ));
+            }
+        }
         let definition = match matches.len() {
             0 => None,
             _ => {

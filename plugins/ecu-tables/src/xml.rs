@@ -64,6 +64,9 @@ pub struct RawDefinition {
 pub fn parse_definition(text: &str) -> Result<RawDefinition, String> {
     let doc = parse_doc(text)?;
     let root = doc.root_element();
+    if root.tag_name().name() == "roms" {
+        return Err(ROMRAIDER.into());
+    }
     if root.tag_name().name() != "rom" {
         return Err(format!(
             "root element is <{}>, expected <rom> (an ECUFlash definition)",
@@ -108,6 +111,10 @@ pub fn parse_definition(text: &str) -> Result<RawDefinition, String> {
 /// include index need: a definitions folder can hold thousands of files and
 /// only a chain of two or three is ever parsed in full.
 pub fn parse_romid_only(text: &str) -> Result<RomId, String> {
+    // A RomRaider file's romids would match ROMs it cannot describe to us.
+    if is_romraider(text) {
+        return Err(ROMRAIDER.into());
+    }
     let (Some(start), Some(end)) = (text.find("<romid"), text.find("</romid>")) else {
         // No romid at all is legal for a pure base file; a full parse tells
         // us whether the file is XML.
@@ -119,6 +126,36 @@ pub fn parse_romid_only(text: &str) -> Result<RomId, String> {
     let fragment = &text[start..end + "</romid>".len()];
     let doc = parse_doc(fragment)?;
     Ok(romid(doc.root_element()))
+}
+
+/// What a RomRaider-format file is told (both tools call their files
+/// "definitions", and tuners mix them up in one folder).
+pub const ROMRAIDER: &str = "this is a RomRaider definition (<roms><rom base=…> with storageaddress/sizex), not an ECUFlash one; ecu-tables reads ECUFlash definitions (<rom><romid>…<include>): use the ECUFlash version of this definition (e.g. SubaruDefs' ECUFlash folder) and keep RomRaider files out of the definitions path";
+
+/// True when the first element of `text` is RomRaider's `<roms>`: only the
+/// prolog is scanned, so no full parse of a large file is needed.
+pub fn is_romraider(text: &str) -> bool {
+    let mut rest = text;
+    // Skip the declaration, comments and doctype to the first element.
+    loop {
+        let Some(i) = rest.find('<') else {
+            return false;
+        };
+        rest = &rest[i..];
+        if rest.starts_with("<?") {
+            rest = rest.find("?>").map_or("", |e| &rest[e + 2..]);
+        } else if rest.starts_with("<!--") {
+            rest = rest.find("-->").map_or("", |e| &rest[e + 3..]);
+        } else if rest.starts_with("<!") {
+            rest = rest.find('>').map_or("", |e| &rest[e + 1..]);
+        } else {
+            let name: String = rest[1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            return name == "roms";
+        }
+    }
 }
 
 fn parse_doc(text: &str) -> Result<roxmltree::Document<'_>, String> {
@@ -209,6 +246,20 @@ mod tests {
         assert_eq!(t.axes.len(), 2);
         assert_eq!(t.axes[1].name, None);
         assert_eq!(t.axes[1].labels, vec!["ON", "OFF"]);
+    }
+
+    /// Issue 17: RomRaider's format (RR_EA1M511A.xml) is named as such.
+    #[test]
+    fn romraider_files_are_named_as_such() {
+        let rr = "<?xml version=\"1.0\"?>\n<!-- ROMRAIDER <rom> <romid> -->\n<roms>\n  <rom base=\"32BITBASE\">\n    <romid><xmlid>EA1M511A</xmlid><internalidaddress>2000</internalidaddress><internalidstring>EA1M511A</internalidstring></romid>\n    <table name=\"T\" storageaddress=\"0x100\" sizex=\"2\"/>\n  </rom>\n</roms>";
+        for err in [
+            parse_romid_only(rr).unwrap_err(),
+            parse_definition(rr).unwrap_err(),
+        ] {
+            assert!(err.starts_with("this is a RomRaider definition"), "{err}");
+        }
+        assert!(!is_romraider(CHILD));
+        assert!(is_romraider("<roms/>"));
     }
 
     #[test]

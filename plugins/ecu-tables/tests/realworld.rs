@@ -549,3 +549,42 @@ fn ex_bytes(ex: &mut Explorer, cfg: &Config, rom: &Path) -> Vec<u8> {
         .bytes
         .to_vec()
 }
+
+/// Issue 17: a RomRaider-format file (RR_EA1M511A.xml) among the
+/// definitions is named as RomRaider's, not a bare XML error.
+#[test]
+fn shared_romraider_definitions_are_named() {
+    let Some(root) = realworld() else { return };
+    let work = scratch("romraider");
+    let defs = work.join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::copy(root.join("RR_EA1M511A.xml"), defs.join("RR_EA1M511A.xml")).unwrap();
+    let mut image = vec![0u8; 0x10_0000];
+    image[0x8000..0x8008].copy_from_slice(b"EA1M511A");
+    let rom = work.join("EA1M511A.bin");
+    write_rom(&rom, &image);
+    let cfg = Config::with_definitions(&defs);
+    let mut ex = Explorer::new();
+    let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
+    assert_eq!(info.definition, None);
+    let notes = info.notes.join("\n");
+    assert!(
+        notes.contains("(RR_EA1M511A): this is a RomRaider definition"),
+        "{notes}"
+    );
+    let err = tools::list_tables(
+        &mut ex,
+        &cfg,
+        &tools::ListTables {
+            rom: rom.to_string_lossy().into(),
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no definition matches"), "{err}");
+    let text = std::fs::read_to_string(root.join("RR_EA1M511A.xml")).unwrap();
+    let err = ecu_tables::xml::parse_definition(&text).unwrap_err();
+    assert!(err.starts_with("this is a RomRaider definition"), "{err}");
+    let _ = std::fs::remove_dir_all(&work);
+}
