@@ -351,7 +351,7 @@ async fn shared_every_real_capture_imports_with_independent_att_counts() {
     files.sort();
     assert!(!files.is_empty());
     let (mut imported, mut with_att) = (0u64, 0);
-    for path in &files {
+    for (number, path) in files.iter().enumerate() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let want = reference(&std::fs::read(path).unwrap());
         let total: u64 = want.per_handle.values().map(|(w, n)| w + n).sum();
@@ -480,10 +480,17 @@ async fn shared_every_real_capture_imports_with_independent_att_counts() {
         .await;
         assert!(writes["total_matching"].as_u64().unwrap() <= w, "{name}");
 
-        // The same file again is refused while its packets are buffered.
-        let again = server.err("import_btsnoop", json!({"path": path})).await;
-        let (code, msg) = e2e::coded_error(&again);
-        assert_eq!(code, "ALREADY_IMPORTED", "{msg}");
+        // The same file again adds nothing while its packets are buffered,
+        // and says so.
+        let again = ok("import_btsnoop", json!({"path": path})).await;
+        let number = number as u64 + 1;
+        assert_eq!(again["already_imported"].as_u64(), Some(number), "{again}");
+        assert_eq!(again["first_id"], r["first_id"]);
+        assert_eq!(again["since"], r["since"]);
+        let w = again["warnings"][0].as_str().unwrap();
+        assert!(w.starts_with("already imported"), "{w}");
+        let status = ok("status", json!({})).await;
+        assert_eq!(status["newest_id"], r["last_id"], "{name}: nothing added");
     }
     assert!(with_att > 0, "some capture has ATT traffic");
     let m = ok("get_metrics", json!({})).await;

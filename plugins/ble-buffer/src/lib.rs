@@ -272,6 +272,7 @@ impl Guest for Component {
                     .collect(),
                 handles_left_out: r.handles_left_out,
                 note: r.note,
+                already_imported: r.already_imported,
             })
         })
     }

@@ -186,6 +186,30 @@ pub struct ImportSummary {
     /// Handles left out of `handles` (beyond MAX_HANDLE_ROWS).
     pub handles_left_out: u32,
     pub note: String,
+    /// The number of the earlier import of the same content, when this
+    /// one added nothing because those packets are still buffered.
+    pub already_imported: Option<u32>,
+}
+
+/// The per-handle table of an import, most packets first, capped.
+fn handle_rows(per_handle: BTreeMap<(u16, u16), (u32, u32)>) -> (Vec<HandleCount>, u32) {
+    let mut handles: Vec<HandleCount> = per_handle
+        .into_iter()
+        .map(|((conn, handle), (writes, notifications))| HandleCount {
+            conn,
+            handle,
+            writes,
+            notifications,
+        })
+        .collect();
+    handles.sort_by(|a, b| {
+        (b.writes + b.notifications)
+            .cmp(&(a.writes + a.notifications))
+            .then((a.conn, a.handle).cmp(&(b.conn, b.handle)))
+    });
+    let left_out = handles.len().saturating_sub(MAX_HANDLE_ROWS) as u32;
+    handles.truncate(MAX_HANDLE_ROWS);
+    (handles, left_out)
 }
 
 /// Metrics about imports.
@@ -703,6 +727,23 @@ impl Service {
         let bytes = plugin_kit::paths::read_regular_file(path).map_err(unreadable)?;
         let hash = content_hash(&bytes);
         let mut warnings = Vec::new();
+        let cap = btsnoop::parse(&bytes)
+            .map_err(|e| ToolError::new("BAD_CAPTURE", format!("{shown}: {e}")))?;
+        let (mut tx, mut rx) = (0, 0);
+        let mut per_handle: BTreeMap<(u16, u16), (u32, u32)> = BTreeMap::new();
+        for v in &cap.values {
+            match v.dir {
+                Direction::Tx => tx += 1,
+                Direction::Rx => rx += 1,
+            }
+            let e = per_handle.entry((v.conn, v.handle)).or_insert((0, 0));
+            if btsnoop::is_write(v.opcode) {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
+        }
+        let (handles, handles_left_out) = handle_rows(per_handle);
         let oldest = self.log.oldest_id();
         if let Some(prev) = self
             .imports
@@ -712,21 +753,52 @@ impl Service {
         {
             let still_here = prev.last_id.is_some_and(|l| oldest.is_some_and(|o| l >= o));
             if still_here && !force {
-                return Err(ToolError::new(
-                    "ALREADY_IMPORTED",
-                    format!(
-                        "{shown} has the same content (fnv1a64 {hash:016x}) as import #{} of {} at {}, whose packets ({}) are still in the buffer; importing it again would duplicate them. Read them with get_logs since=\"{}\", or pass force=true to import a second copy",
+                // Idempotent: the same capture again adds nothing and
+                // answers with the earlier import's ids.
+                let since = prev
+                    .first_id
+                    .map_or(0, |f| f - 1)
+                    .max(oldest.unwrap_or(1) - 1);
+                let contents = cap.contents.describe();
+                return Ok(ImportSummary {
+                    datalink: cap.datalink,
+                    records: cap.records,
+                    tx,
+                    rx,
+                    skipped: cap.skipped,
+                    first_id: prev.first_id,
+                    last_id: prev.last_id,
+                    warnings: vec![format!(
+                        "already imported: {shown} has the same content (fnv1a64 {hash:016x}) as import #{} of {} at {}, whose packets ({}) are still in the buffer; nothing was added (force=true imports a second copy)",
                         prev.number,
                         prev.path,
                         format_iso(prev.at),
                         prev.ids(),
-                        prev.first_id
-                            .map_or(0, |f| f - 1)
-                            .max(oldest.unwrap_or(1) - 1),
+                    )],
+                    since: prev.first_id.map(|_| since.to_string()),
+                    evicted: 0,
+                    content_hash: format!("fnv1a64:{hash:016x}"),
+                    capture_start: cap.first_ts,
+                    capture_end: cap.last_ts,
+                    holds: cap.contents.kinds(),
+                    contents,
+                    channels: cap.contents.channel_list(),
+                    handles,
+                    handles_left_out,
+                    note: format!(
+                        "already imported as #{} ({}): nothing added; read them with get_logs since=\"{since}\"",
+                        prev.number,
+                        prev.ids()
                     ),
-                ));
+                    already_imported: Some(prev.number),
+                });
             }
-            warnings.push(if still_here {
+            warnings.push(if prev.first_id.is_none() {
+                format!(
+                    "same content as import #{} of {}, which held no ATT packets either",
+                    prev.number, prev.path
+                )
+            } else if still_here {
                 format!(
                     "duplicate: same content as import #{} of {} ({}), imported again because force=true",
                     prev.number,
@@ -740,10 +812,7 @@ impl Service {
                 )
             });
         }
-        let cap = btsnoop::parse(&bytes)
-            .map_err(|e| ToolError::new("BAD_CAPTURE", format!("{shown}: {e}")))?;
-        let (mut tx, mut rx, mut first, mut last) = (0, 0, None, None);
-        let mut per_handle: BTreeMap<(u16, u16), (u32, u32)> = BTreeMap::new();
+        let (mut first, mut last) = (None, None);
         // Evicted packets: how many, their id range, how many were live.
         let (mut evicted, mut ev_first, mut ev_last, mut ev_live) = (0u32, None, None, 0u32);
         let this_import_first = self.log.newest_id().map_or(1, |n| n + 1);
@@ -764,16 +833,6 @@ impl Service {
             }
             first.get_or_insert(id);
             last = Some(id);
-            match v.dir {
-                Direction::Tx => tx += 1,
-                Direction::Rx => rx += 1,
-            }
-            let e = per_handle.entry((v.conn, v.handle)).or_insert((0, 0));
-            if btsnoop::is_write(v.opcode) {
-                e.0 += 1;
-            } else {
-                e.1 += 1;
-            }
         }
         let n = cap.values.len();
         let at = now_us();
@@ -849,22 +908,6 @@ impl Service {
             capture_end: cap.last_ts,
             at,
         });
-        let mut handles: Vec<HandleCount> = per_handle
-            .into_iter()
-            .map(|((conn, handle), (writes, notifications))| HandleCount {
-                conn,
-                handle,
-                writes,
-                notifications,
-            })
-            .collect();
-        handles.sort_by(|a, b| {
-            (b.writes + b.notifications)
-                .cmp(&(a.writes + a.notifications))
-                .then((a.conn, a.handle).cmp(&(b.conn, b.handle)))
-        });
-        let handles_left_out = handles.len().saturating_sub(MAX_HANDLE_ROWS) as u32;
-        handles.truncate(MAX_HANDLE_ROWS);
         warnings.truncate(btsnoop::MAX_WARNINGS + 2);
         Ok(ImportSummary {
             datalink: cap.datalink,
@@ -886,6 +929,7 @@ impl Service {
             handles,
             handles_left_out,
             note,
+            already_imported: None,
         })
     }
 
@@ -1421,15 +1465,21 @@ mod tests {
         let a = temp("twice-a.log", &capture(5, 3));
         let b = temp("twice-b.log", &capture(5, 3)); // same bytes, other name
         s.import_btsnoop(&a, false).unwrap();
-        let e = s.import_btsnoop(&b, false).err().unwrap();
-        assert_eq!(e.code, "ALREADY_IMPORTED");
+        let r = s.import_btsnoop(&b, false).unwrap();
+        assert_eq!(r.already_imported, Some(1));
+        let w = &r.warnings[0];
         assert!(
-            e.message.contains("twice-a.log") && e.message.contains("ids 1..10"),
-            "{}",
-            e.message
+            w.starts_with("already imported") && w.contains("twice-a.log"),
+            "{w}"
         );
-        assert!(e.message.contains("force=true"));
+        assert!(w.contains("ids 1..10") && w.contains("force=true"), "{w}");
+        assert_eq!(
+            (r.first_id, r.last_id, r.since.as_deref()),
+            (Some(1), Some(10), Some("0"))
+        );
+        assert_eq!((r.tx, r.rx, r.evicted), (5, 5, 0));
         assert_eq!(s.log.len(), 10, "nothing added by the refusal");
+        assert_eq!(s.import_metrics().files, 1);
         let r = s.import_btsnoop(&b, true).unwrap();
         assert!(
             r.warnings[0].starts_with("duplicate: same content as import #1"),
