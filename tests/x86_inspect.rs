@@ -488,6 +488,32 @@ async fn input_comes_from_text_the_client_types_or_a_redirected_file() {
     x.server.stop().await;
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn dos_paths_do_not_follow_links_out_of_drive_c() {
+    let base = tempfile::tempdir().unwrap();
+    let drive = base.path().join("drive");
+    std::fs::create_dir(&drive).unwrap();
+    std::os::unix::fs::symlink("..", drive.join("UP")).unwrap();
+    // mov dx,10Eh ; mov ah,3Ch ; xor cx,cx ; int 21h ; mov ah,4Ch ; int 21h ;
+    // "UP\NEW.TXT",0  (exit code: the handle, or the DOS error)
+    let mut prog = vec![
+        0xBA, 0x0E, 0x01, 0xB4, 0x3C, 0x31, 0xC9, 0xCD, 0x21, 0xB4, 0x4C, 0xCD, 0x21, 0x90,
+    ];
+    prog.extend_from_slice(b"UP\\NEW.TXT\0");
+    std::fs::write(drive.join("MK.COM"), &prog).unwrap();
+    let x = X86::start(&[format!("{}:rw", base.path().display())]).await;
+    x.ok("load_program", json!({"path": drive.join("MK.COM")}))
+        .await;
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(
+        (run["stop_reason"].as_str(), run["exit_code"].as_u64()),
+        (Some("exited"), Some(5))
+    );
+    assert!(!base.path().join("NEW.TXT").exists());
+    x.server.stop().await;
+}
+
 #[tokio::test]
 async fn errors_name_the_problem() {
     let x = X86::samples().await;

@@ -482,7 +482,8 @@ impl Dos {
         v
     }
 
-    /// Maps a DOS path onto the host, confined to the root directory.
+    /// Maps a DOS path onto the host, confined to the root directory without
+    /// following symbolic links (access denied on any link in the path).
     /// Existing names are matched case-insensitively; new names are upper case.
     fn host_path(&self, dos: &[u8]) -> Result<PathBuf, u16> {
         let s = String::from_utf8_lossy(dos).replace('\\', "/");
@@ -506,6 +507,12 @@ impl Dos {
                                 .find(|n| n.eq_ignore_ascii_case(&name))
                         });
                     out.push(found.unwrap_or_else(|| name.to_uppercase()));
+                    // DOS has no links, and a link (`UP -> ..`) would lead
+                    // out of drive C:; every component must be a plain
+                    // file or directory.
+                    if std::fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
+                        return Err(5);
+                    }
                     depth += 1;
                 }
                 Component::ParentDir => {
@@ -1429,5 +1436,26 @@ mod tests {
         let mut dos = Dos::new(PathBuf::from("/nonexistent-root"));
         let p = dos.load(&mut cpu, Path::new("T.EXE"), &image, "").unwrap();
         assert_eq!(cpu.rb(Cpu::lin(p.entry.0, p.entry.1)), 0xF4);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_never_lead_out_of_drive_c() {
+        let base = std::env::temp_dir().join(format!("x86-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("drive");
+        std::fs::create_dir_all(root.join("SUB")).unwrap();
+        std::fs::write(base.join("SECRET.TXT"), b"outside").unwrap();
+        std::os::unix::fs::symlink("..", root.join("UP")).unwrap();
+        std::os::unix::fs::symlink("../SECRET.TXT", root.join("S.TXT")).unwrap();
+        let dos = Dos::new(root.clone());
+        assert_eq!(dos.host_path(b"UP\\SECRET.TXT"), Err(5));
+        assert_eq!(dos.host_path(b"up\\new.txt"), Err(5));
+        assert_eq!(dos.host_path(b"S.TXT"), Err(5));
+        assert_eq!(
+            dos.host_path(b"SUB\\..\\X.TXT").unwrap(),
+            root.join("X.TXT")
+        );
+        assert_eq!(dos.host_path(b"sub").unwrap(), root.join("SUB"));
     }
 }
