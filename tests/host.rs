@@ -1,4 +1,4 @@
-//! End-to-end tests of the host runtime (DESIGN.md, Contracts 1–3): the real
+//! End-to-end tests of the host runtime (docs/design.md, Contracts 1–3): the real
 
 // MCP logging is deprecated for the 2026-07-28 revision (SEP-2577), but the
 // host still serves it to the clients in the field; the tests check it.

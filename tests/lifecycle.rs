@@ -1,4 +1,4 @@
-//! End-to-end tests of the lifecycle (DESIGN.md, Contracts 4–5): hot swap
+//! End-to-end tests of the lifecycle (docs/design.md, Contracts 4–5): hot swap
 //! while serving, the compile cache, name collisions, streamable HTTP.
 
 use e2e::{Server, bin, is_error, serve_http, test_plugins, text};

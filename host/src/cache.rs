@@ -1,4 +1,4 @@
-//! On-disk cache of compiled components (DESIGN.md, Contract 4).
+//! On-disk cache of compiled components (docs/design.md, Contract 4).
 //!
 //! Entries are named by the SHA-256 of the `.wasm` and the engine's
 //! compatibility hash, so a new benchtop or engine setting misses cleanly.

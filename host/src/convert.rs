@@ -1,4 +1,4 @@
-//! JSON ⇄ component values, following the mapping of DESIGN.md, Contract 1.
+//! JSON ⇄ component values, following the mapping of docs/design.md, Contract 1.
 //!
 //! Argument errors name the JSON path, the expected type and what was
 //! received, so an agent can fix its call without reading the schema.

@@ -1,4 +1,4 @@
-//! Streamable HTTP transport (DESIGN.md, Contract 4), loopback by default,
+//! Streamable HTTP transport (docs/design.md, Contract 4), loopback by default,
 //! with Host and Origin checks against DNS rebinding.
 //!
 //! In front of rmcp's service sit the limits that keep one client from

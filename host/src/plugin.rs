@@ -1,5 +1,5 @@
 //! What a component offers: its tools, settings and hooks, derived from the
-//! component alone (DESIGN.md, Contract 1: a `.wasm` file is self-describing).
+//! component alone (docs/design.md, Contract 1: a `.wasm` file is self-describing).
 
 use crate::docs::{self, Tagged};
 use crate::names::{check_tool_name, json_name};

@@ -1,4 +1,4 @@
-//! Component return values as MCP tool results (DESIGN.md, Contract 1).
+//! Component return values as MCP tool results (docs/design.md, Contract 1).
 
 use crate::convert::to_json;
 use crate::plugin::{ErrorOutput, Output};

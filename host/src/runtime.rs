@@ -1,6 +1,6 @@
 //! Running plugins: one long-lived instance per plugin, calls serialized per
 //! plugin, limits enforced per call, and a trapped instance rebuilt
-//! (DESIGN.md, Contracts 2 and 3).
+//! (docs/design.md, Contracts 2 and 3).
 
 use crate::convert::{ArgumentError, FromJson};
 use crate::plugin::PluginInterface;

@@ -1,4 +1,4 @@
-//! The sandbox a plugin runs in (DESIGN.md, Contract 2): default deny, with
+//! The sandbox a plugin runs in (docs/design.md, Contract 2): default deny, with
 //! the directories, network addresses and environment its config grants.
 
 use anyhow::{Context, Result, bail};

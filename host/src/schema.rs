@@ -1,4 +1,4 @@
-//! JSON Schemas for WIT types (DESIGN.md, Contract 1).
+//! JSON Schemas for WIT types (docs/design.md, Contract 1).
 //!
 //! Schemas are inlined (no `$defs`): WIT types are not recursive, and inline
 //! schemas are what MCP clients render and validate most reliably.

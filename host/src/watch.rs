@@ -1,4 +1,4 @@
-//! Hot swap (DESIGN.md, Contract 4): watch the plugins directory and load
+//! Hot swap (docs/design.md, Contract 4): watch the plugins directory and load
 //! changed components beside the running ones.
 //!
 //! A changed or added `.wasm` is compiled, validated and instantiated first;
