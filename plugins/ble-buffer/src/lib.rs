@@ -220,6 +220,7 @@ impl Guest for Component {
             };
             let (devices, ms) = s.scan(a.duration, &mut keep_going).map_err(err)?;
             Ok(wit::ScanResult {
+                note: devices.is_empty().then(|| service::empty_scan_note(ms)),
                 devices: devices
                     .into_iter()
                     .map(|d| wit::Device {

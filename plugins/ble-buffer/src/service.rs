@@ -972,6 +972,13 @@ impl Service {
     }
 }
 
+/// Why a scan that completed found nothing, and what to try.
+pub fn empty_scan_note(ms: u32) -> String {
+    format!(
+        "no device advertised during the {ms} ms scan: check that the device is powered, advertising (not already connected to a phone) and in range, then scan longer (duration up to {SCAN_MAX_MS})"
+    )
+}
+
 fn bad_since(e: crate::since::SinceError) -> ToolError {
     ToolError::new("BAD_SINCE", e.to_string())
 }
@@ -1154,6 +1161,12 @@ mod tests {
             s.scan(Some(10), &mut |_| true).unwrap_err().code,
             "BAD_DURATION"
         );
+    }
+
+    #[test]
+    fn an_empty_scan_says_why() {
+        let n = empty_scan_note(5000);
+        assert!(n.contains("5000 ms") && n.contains("advertising"), "{n}");
     }
 
     #[test]
