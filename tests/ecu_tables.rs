@@ -1017,9 +1017,23 @@ async fn shared_bad_checksum_rom_is_reported_and_repaired_by_a_patch() {
     assert_eq!(val(&out, "checksum_valid"), "true");
     assert!(out.contains("already invalid before this patch"), "{out}");
     assert!(mitsucan_valid(&std::fs::read(&rom).unwrap()));
-    // Values beyond the storage range are limited and reported.
+    // Values beyond the storage range are refused unless forced (issue 17 #7)...
+    let before = std::fs::read(&rom).unwrap();
+    let e = ecu
+        .err("patch_table", json!({"rom": rom, "table": "High Octane Timing Map", "op": "set", "value": 500.0, "row": 0, "col": 0}))
+        .await;
+    assert!(
+        e.contains("[0,0] wanted 500") && e.contains("storage limit") && e.contains("force: true"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        before,
+        "a refused patch writes nothing"
+    );
+    // ...and with force: true they are limited and reported.
     let out = ecu
-        .ok("patch_table", json!({"rom": rom, "table": "High Octane Timing Map", "op": "set", "value": 500.0, "row": 0, "col": 0}))
+        .ok("patch_table", json!({"rom": rom, "table": "High Octane Timing Map", "op": "set", "value": 500.0, "row": 0, "col": 0, "force": true}))
         .await;
     assert_eq!(val(&out, "limited_cells"), "1");
     assert!(out.contains("wanted 500 stored 127"), "{out}");
@@ -1030,5 +1044,80 @@ async fn shared_bad_checksum_rom_is_reported_and_repaired_by_a_patch() {
         e.contains("row 23 is out of range") && e.contains("0..=22"),
         "{e}"
     );
+    ecu.server.stop().await;
+}
+
+/// Issue 17 through MCP: the whole SubaruDefs tree as the definitions path
+/// and a synthetic stock 2007 Legacy GT image (A2UG000N at 0x2000, a valid
+/// subarudbw table at 0xFFB80 with the real ranges): checksum valid, no
+/// unreadable table, the boost map (axes given as X/Y by the child) reads,
+/// patches with the checksum fixed, and reads back.
+#[tokio::test]
+async fn shared_subarudefs_tree_reads_patches_and_checks_a_subaru_image() {
+    let Some(tree) = fixtures("realworld/ecuflash/subarudefs_standard") else {
+        return;
+    };
+    let tree = tree.canonicalize().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let mut image = vec![0u8; 0x10_0000];
+    image[0x2000..0x2008].copy_from_slice(b"A2UG000N");
+    // The checksum table, summed as the ECU does (end = last byte, i < end).
+    let sum = |img: &[u8], s: usize, e: usize| {
+        (s..e).step_by(4).fold(0u32, |acc, i| {
+            acc.wrapping_add(u32::from_be_bytes(img[i..i + 4].try_into().unwrap()))
+        })
+    };
+    let table = 0xF_FB80;
+    let ranges = [(0usize, 0x1FFFusize), (0x2000, 0xF_FAF7)];
+    for i in 0..17 {
+        let (s, e) = ranges.get(i).copied().unwrap_or((0, 0));
+        image[table + i * 12..table + i * 12 + 4].copy_from_slice(&(s as u32).to_be_bytes());
+        image[table + i * 12 + 4..table + i * 12 + 8].copy_from_slice(&(e as u32).to_be_bytes());
+        let c = 0x5AA5_A55Au32.wrapping_sub(sum(&image, s, e));
+        image[table + i * 12 + 8..table + i * 12 + 12].copy_from_slice(&c.to_be_bytes());
+    }
+    let rom = dir.join("A2UG000N.bin");
+    std::fs::write(&rom, &image).unwrap();
+    let ecu = Ecu::start(
+        &tree,
+        &[
+            format!("{}:ro", tree.display()),
+            format!("{}:rw", dir.display()),
+        ],
+        None,
+    )
+    .await;
+    let info = ecu.ok("rom_info", json!({"rom": rom})).await;
+    assert_eq!(val(&info, "checksum_valid"), "true", "{info}");
+    assert!(val(&info, "definition").starts_with("A2UG000N"), "{info}");
+    let list = ecu
+        .ok("list_tables", json!({"rom": rom, "limit": 1000}))
+        .await;
+    assert!(field(&list, "unreadable_tables").is_none(), "{list}");
+    assert_eq!(val(&list, "table_count"), "330", "{list}");
+    let read = ecu
+        .ok("read_table", json!({"rom": rom, "table": "Target Boost_"}))
+        .await;
+    assert!(read.contains("x_axis: Requested Torque"), "{read}");
+    let out = ecu
+        .ok("patch_table", json!({"rom": rom, "table": "Target Boost_", "op": "set", "value": 5.0, "row": 0, "col": 0}))
+        .await;
+    assert_eq!(val(&out, "checksum_valid"), "true", "{out}");
+    assert_eq!(val(&out, "cells_changed"), "1", "{out}");
+    let after = std::fs::read(&rom).unwrap();
+    for i in 0..2 {
+        let (s, e) = ranges[i];
+        let c = u32::from_be_bytes(
+            after[table + i * 12 + 8..table + i * 12 + 12]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(c.wrapping_add(sum(&after, s, e)), 0x5AA5_A55A, "entry {i}");
+    }
+    let back = ecu
+        .ok("read_table", json!({"rom": rom, "table": "Target Boost_"}))
+        .await;
+    assert_ne!(read, back);
     ecu.server.stop().await;
 }

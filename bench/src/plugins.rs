@@ -279,6 +279,53 @@ pub async fn ecu(ctx: &Ctx, table: &mut Table) -> Result<()> {
     for set in &sets {
         ecu_set(ctx, table, set).await?;
     }
+    ecu_subarudefs(ctx, table).await
+}
+
+/// The first rom_info with the whole SubaruDefs tree (333 files) as the
+/// definitions path, on a synthetic 1 MiB image carrying the stock 2007
+/// Legacy GT id (A2UG000N at 0x2000): finding, matching and merging the
+/// chain is what a tuner waits for.
+async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
+    let tree = e2e::repo().join("../shared/fixtures/realworld/ecuflash/subarudefs_standard");
+    let benchmark = "ecu-tables rom_info first call (SubaruDefs tree, 333 files)";
+    let Ok(tree) = tree.canonicalize() else {
+        table.skip(
+            benchmark,
+            "ms",
+            "",
+            "../shared/fixtures/realworld absent".to_string(),
+        );
+        return Ok(());
+    };
+    let dir = ctx.tmp.path().join("ecu-subarudefs");
+    std::fs::create_dir_all(&dir)?;
+    let rom = dir.join("A2UG000N.bin");
+    let mut image = vec![0u8; 0x10_0000];
+    image[0x2000..0x2008].copy_from_slice(b"A2UG000N");
+    std::fs::write(&rom, &image)?;
+    let mut extra: Vec<OsString> = vec!["--definitions-path".into(), tree.into_os_string()];
+    extra.extend(allow(&dir, "ro"));
+    let args = serve_args(ctx, "ecu-subarudefs", &["ecu_tables"], &extra)?;
+    let mut firsts = Vec::new();
+    for _ in 0..ECU_FIRSTS {
+        let s = ctx.benchtop(&args).await?;
+        let (r, t) = timed(call_text(&s, "rom_info", json!({"rom": rom}))).await;
+        s.stop().await;
+        let text = r?;
+        anyhow::ensure!(text.contains("A2UG000N"), "rom_info did not match: {text}");
+        firsts.push(t);
+    }
+    table.add(
+        benchmark,
+        ms(Samples::new(firsts).median()),
+        2,
+        "ms",
+        Goal::Below(100.0),
+        ctx.note(format!(
+            "walk + romid scan of every file, 3-file chain parse and merge; fresh server each, median of {ECU_FIRSTS}"
+        )),
+    );
     Ok(())
 }
 
