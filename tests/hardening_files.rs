@@ -6,9 +6,10 @@
 //! Figures print with `cargo test -p e2e --test hardening_files --
 //! --nocapture`.
 
-use e2e::{Server, field, is_error, only_plugin, repo, text};
+use e2e::{Server, field, is_error, only_plugin, repo, sigkill, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -181,6 +182,78 @@ async fn two_servers_patching_one_rom_lose_nothing() {
         ROUNDS * 2 * PER_SERVER,
         longest.as_secs_f64() * 1000.0,
         started.elapsed().as_secs_f64()
+    );
+}
+
+/// A server killed while it holds a ROM's write lock leaves the lock file.
+/// The next patch, from another server, waits until the lock has stayed
+/// unchanged for the lease (5 s), breaks it, patches, and removes what the
+/// killed write left; a live holder's lock is never broken (unit-tested in
+/// plugin_kit::safe_write, and above: no patch of two busy servers fails).
+#[tokio::test]
+async fn a_killed_writers_lock_is_broken_after_the_lease() {
+    let _serial = serial().await;
+    let plugins = ecu_plugin();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let original = std::fs::read(sample_rom()).unwrap();
+    let rom = dir.join("BT000001.bin");
+    let lock = dir.join(".BT000001.bin.lock.tmp");
+    let mut kills = 0;
+    while !lock.exists() {
+        kills += 1;
+        assert!(kills <= 40, "no kill landed while the lock was held");
+        std::fs::write(&rom, &original).unwrap();
+        let s = Arc::new(ecu_server(plugins.path(), &sample_defs(), &dir).await);
+        let pid = s.pid.expect("a child process");
+        let writer = {
+            let (s, rom) = (s.clone(), rom.clone());
+            tokio::spawn(async move {
+                for cell in (0..120).cycle() {
+                    if s.try_call("patch_table", add_args(&rom, cell))
+                        .await
+                        .is_err()
+                    {
+                        return; // the server is gone
+                    }
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20 + (kills * 37) % 150)).await;
+        sigkill(pid);
+        tokio::time::timeout(Duration::from_secs(10), writer)
+            .await
+            .expect("the client notices the kill")
+            .unwrap();
+    }
+    let left = others(&dir, &["BT000001.bin"]);
+    let t = Instant::now();
+    let s = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    let r = s.ok("patch_table", add_args(&rom, 0)).await;
+    let waited = t.elapsed();
+    let info = text(
+        &s.ok("rom_info", json!({"rom": rom.to_str().unwrap()}))
+            .await,
+    );
+    s.stop().await;
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_secs(20),
+        "the dead lock was broken after {waited:?}, not after the 5 s lease: {}",
+        text(&r)
+    );
+    assert_eq!(
+        field(&info, "checksum_valid").as_deref(),
+        Some("true"),
+        "{info}"
+    );
+    assert_eq!(
+        others(&dir, &["BT000001.bin"]),
+        Vec::<String>::new(),
+        "what the killed write left is removed"
+    );
+    println!(
+        "a killed writer's lock: left after {kills} kills (with {left:?}); the next patch waited {:.1} s, then broke it and cleaned up",
+        waited.as_secs_f64()
     );
 }
 

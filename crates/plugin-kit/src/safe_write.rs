@@ -78,7 +78,7 @@ pub fn resolve_links(path: &Path) -> Result<PathBuf, String> {
                 let target = fs::read_link(&current).map_err(|e| {
                     format!(
                         "{} is a symlink the sandbox does not follow (an absolute target, or one outside the granted directories: {e}); pass the path of the file it points to instead",
-                        current.display()
+                        crate::paths::shown(&current)
                     )
                 })?;
                 let next = if target.is_absolute() {
@@ -89,8 +89,8 @@ pub fn resolve_links(path: &Path) -> Result<PathBuf, String> {
                 if let Err(e) = fs::symlink_metadata(&next) {
                     return Err(format!(
                         "{} is a symlink to {}, which {}",
-                        path.display(),
-                        next.display(),
+                        crate::paths::shown(&path),
+                        crate::paths::shown(&next),
                         crate::paths::explain_io_error(&next, &e, true)
                     ));
                 }
@@ -101,7 +101,7 @@ pub fn resolve_links(path: &Path) -> Result<PathBuf, String> {
     }
     Err(format!(
         "{} goes through more than {MAX_LINKS} symlinks (a loop?); pass the file itself",
-        path.display()
+        crate::paths::shown(&path)
     ))
 }
 
@@ -115,7 +115,7 @@ fn split(path: &Path) -> Result<(&Path, String), String> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{} has no file name", path.display()))?;
+        .ok_or_else(|| format!("{} has no file name", crate::paths::shown(&path)))?;
     Ok((parent_dir(path), name))
 }
 
@@ -203,14 +203,17 @@ impl FileLock {
                     continue;
                 }
                 Err(e) => {
-                    return Err(format!("cannot read the lock file {}: {e}", path.display()));
+                    return Err(format!(
+                        "cannot read the lock file {}: {e}",
+                        crate::paths::shown(&path)
+                    ));
                 }
             }
             if start.elapsed() >= wait {
                 return Err(format!(
                     "another call has been writing it for over {} s and is still working (lock file {}); try again later. If no benchtop process is running, delete the lock file",
                     wait.as_secs(),
-                    path.display()
+                    crate::paths::shown(&path)
                 ));
             }
             std::thread::sleep(pause);
@@ -246,7 +249,12 @@ impl FileLock {
         self.file
             .seek(SeekFrom::Start(0))
             .and_then(|_| self.file.write_all(content.as_bytes()))
-            .map_err(|e| format!("cannot update the lock file {}: {e}", self.path.display()))?;
+            .map_err(|e| {
+                format!(
+                    "cannot update the lock file {}: {e}",
+                    crate::paths::shown(&self.path)
+                )
+            })?;
         self.last_beat = Instant::now();
         Ok(())
     }
@@ -260,7 +268,7 @@ impl FileLock {
             Ok(now) if now == ours.as_bytes() => Ok(()),
             _ => Err(format!(
                 "the write lock {} was taken over by another call while this one stalled for over {} s; nothing was written, try again",
-                self.path.display(),
+                crate::paths::shown(&self.path),
                 LEASE.as_secs()
             )),
         }
@@ -293,7 +301,7 @@ fn break_stale(path: &Path, stale: &[u8]) -> Result<(), String> {
         Err(e) => {
             return Err(format!(
                 "the lock file {} has not changed for {} s (its writer is gone) but cannot be removed: {e}; delete it",
-                path.display(),
+                crate::paths::shown(&path),
                 LEASE.as_secs()
             ));
         }
@@ -371,7 +379,10 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
     let explain = |p: &Path, e: &io::Error| crate::paths::explain_io_error(p, e, true);
     let meta = fs::symlink_metadata(target).map_err(|e| explain(target, &e))?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", target.display()));
+        return Err(format!(
+            "{} is not a regular file",
+            crate::paths::shown(&target)
+        ));
     }
     sweep_temps(target, lock)?;
     let keep = dir.join(format!(".{name}.inode.tmp"));
@@ -388,11 +399,19 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
         why
     };
     let current = fs::read(target).map_err(|e| undo_link(explain(target, &e)))?;
-    write_new(&copy, &current, lock)
-        .map_err(|e| undo_link(format!("writing {} failed ({e})", copy.display())))?;
+    write_new(&copy, &current, lock).map_err(|e| {
+        undo_link(format!(
+            "writing {} failed ({e})",
+            crate::paths::shown(&copy)
+        ))
+    })?;
     lock.confirm().map_err(undo_link)?;
-    fs::rename(&copy, target)
-        .map_err(|e| undo_link(format!("renaming {} failed ({e})", copy.display())))?;
+    fs::rename(&copy, target).map_err(|e| {
+        undo_link(format!(
+            "renaming {} failed ({e})",
+            crate::paths::shown(&copy)
+        ))
+    })?;
 
     // 3. Rewrite the inode through its second name; the path shows the copy.
     let rewrite = (|| {
@@ -407,7 +426,7 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
         let _ = fs::remove_file(&keep);
         return Err(format!(
             "rewriting {} failed ({e}); the old image is in place, but as a new file, so check its permissions",
-            keep.display()
+            crate::paths::shown(&keep)
         ));
     }
     // 4. Put the inode back under the name.
@@ -419,7 +438,7 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
         let _ = fs::remove_file(&keep);
         return Err(format!(
             "renaming {} back failed ({e}); the old image is in place, but as a new file, so check its permissions",
-            keep.display()
+            crate::paths::shown(&keep)
         ));
     }
     sync_dir(dir);
@@ -445,7 +464,8 @@ fn replace_by_rename(
         })
         .and_then(|()| lock.confirm())
         .and_then(|()| {
-            fs::rename(&tmp, target).map_err(|e| format!("renaming {} failed ({e})", tmp.display()))
+            fs::rename(&tmp, target)
+                .map_err(|e| format!("renaming {} failed ({e})", crate::paths::shown(&tmp)))
         });
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

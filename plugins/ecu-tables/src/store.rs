@@ -617,11 +617,15 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, out: &mut Vec<(PathBuf, Stamp)
 /// against every other writer of it, in this process or another, until the
 /// lock is dropped. Take it before reading the bytes the patch starts from.
 pub fn lock_rom(path: &Path) -> Result<(PathBuf, FileLock), Error> {
+    // Paths in these messages are clipped: the argument may be 100 KB.
     let fail = |message: String| Error::Write {
-        path: path.into(),
+        path: plugin_kit::paths::shown(path).into(),
         message,
     };
     let target = plugin_kit::safe_write::resolve_links(path).map_err(fail)?;
+    // A ROM that cannot be read is reported as such (as a read tool would),
+    // before any lock file is made beside it.
+    fs::metadata(&target).map_err(|e| Error::rom_read(target.clone(), e))?;
     let lock = FileLock::acquire(&target, plugin_kit::safe_write::WAIT).map_err(fail)?;
     Ok((target, lock))
 }
