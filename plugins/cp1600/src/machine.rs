@@ -404,7 +404,6 @@ impl Machine {
         }
     }
 
-    #[inline(never)]
     fn run_fast(
         &mut self,
         instr_end: u64,
@@ -412,10 +411,34 @@ impl Machine {
         idle: &mut Option<IdleWatch>,
         last: &mut Option<u16>,
     ) -> Option<Stop> {
+        // Two instantiations, so a run without the idle watch (step, the
+        // benchmarks) pays nothing for it.
+        let (stop, faulted) = match idle.as_mut() {
+            Some(w) => self.fast_loop::<true>(instr_end, cycle_end, w, last),
+            None => self.fast_loop::<false>(instr_end, cycle_end, &mut IdleWatch::default(), last),
+        };
+        if faulted {
+            return Some(Stop::Check(self.diagnose(*last)));
+        }
+        stop
+    }
+
+    /// The bare loop: returns (a check's stop, whether the CPU faulted) and
+    /// leaves the last executed instruction's address in `last`.
+    #[inline(never)]
+    fn fast_loop<const IDLE: bool>(
+        &mut self,
+        instr_end: u64,
+        cycle_end: u64,
+        watch: &mut IdleWatch,
+        last: &mut Option<u16>,
+    ) -> (Option<Stop>, bool) {
         let cpu = &mut self.cpu;
         let mut cycles = cpu.st.cycles;
-        let mut n = cpu.st.instructions;
-        let mut prev = *last;
+        let start_n = cpu.st.instructions;
+        let mut n = start_n;
+        // The address of the last instruction executed (valid once n > start_n).
+        let mut prev = 0u16;
         let mut stop = None;
         let mut faulted = false;
         while !cpu.st.halted && cycles < cycle_end && n < instr_end {
@@ -426,32 +449,28 @@ impl Machine {
                 if ran != 0 {
                     cycles += ran as u64;
                     n += 1;
-                    prev = Some(pc);
+                    prev = pc;
                 }
                 faulted = true;
                 break;
             }
             cycles += c as u64;
             n += 1;
-            if cpu.st.r[7] <= pc
-                && let Some(w) = idle.as_mut()
-                && let Some(d) = w.check(cpu, pc, cycles)
+            prev = pc;
+            if IDLE
+                && cpu.st.r[7] <= pc
+                && let Some(d) = watch.check(cpu, pc, cycles)
             {
                 stop = Some(Stop::Check(d));
-                prev = Some(pc);
                 break;
             }
-            prev = Some(pc);
         }
         cpu.st.cycles = cycles;
         cpu.st.instructions = n;
-        if faulted {
-            // `prev` is the last instruction that executed.
-            *last = prev;
-            return Some(Stop::Check(self.diagnose(prev)));
+        if n > start_n {
+            *last = Some(prev);
         }
-        *last = prev;
-        stop
+        (stop, faulted)
     }
 
     fn run_checked(
