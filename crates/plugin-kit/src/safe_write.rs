@@ -89,7 +89,7 @@ pub fn resolve_links(path: &Path) -> Result<PathBuf, String> {
                 if let Err(e) = fs::symlink_metadata(&next) {
                     return Err(format!(
                         "{} is a symlink to {}, which {}",
-                        crate::paths::shown(&path),
+                        crate::paths::shown(path),
                         crate::paths::shown(&next),
                         crate::paths::explain_io_error(&next, &e, true)
                     ));
@@ -101,7 +101,7 @@ pub fn resolve_links(path: &Path) -> Result<PathBuf, String> {
     }
     Err(format!(
         "{} goes through more than {MAX_LINKS} symlinks (a loop?); pass the file itself",
-        crate::paths::shown(&path)
+        crate::paths::shown(path)
     ))
 }
 
@@ -115,7 +115,7 @@ fn split(path: &Path) -> Result<(&Path, String), String> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{} has no file name", crate::paths::shown(&path)))?;
+        .ok_or_else(|| format!("{} has no file name", crate::paths::shown(path)))?;
     Ok((parent_dir(path), name))
 }
 
@@ -301,7 +301,7 @@ fn break_stale(path: &Path, stale: &[u8]) -> Result<(), String> {
         Err(e) => {
             return Err(format!(
                 "the lock file {} has not changed for {} s (its writer is gone) but cannot be removed: {e}; delete it",
-                crate::paths::shown(&path),
+                crate::paths::shown(path),
                 LEASE.as_secs()
             ));
         }
@@ -381,7 +381,7 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
     if !meta.is_file() {
         return Err(format!(
             "{} is not a regular file",
-            crate::paths::shown(&target)
+            crate::paths::shown(target)
         ));
     }
     sweep_temps(target, lock)?;
