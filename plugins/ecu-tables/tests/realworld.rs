@@ -179,7 +179,7 @@ fn shared_every_realworld_chain_resolves_reads_and_patches_every_table() {
                 leaves_checked += 1;
                 // Another definition with the same id may legitimately win;
                 // it must then be one whose chain holds this file's id.
-                if def.file != path && !def.chain.iter().any(|c| *c == xmlid) {
+                if def.file != path && !def.chain.contains(&xmlid) {
                     problems.push(format!(
                         "{set}/{xmlid}: matched {} instead",
                         def.file.display()
