@@ -97,6 +97,10 @@ pub fn split_srf(path: &Path, file: &[u8]) -> Result<Option<(usize, usize)>, Str
     }
     let scan = &file[..file.len().min(SRF_HEADER_SCAN)];
     let Some(at) = scan.windows(4).position(|w| w == SRF_IMAGE_CHUNK) else {
+        if !by_name {
+            // A raw image that happens to start with "INFO".
+            return Ok(None);
+        }
         return Err(
             "this .srf file has no MEMD (memory image) chunk; save the ROM from EcuFlash again, or export it as a .bin".into(),
         );
@@ -168,6 +172,12 @@ pub(crate) mod tests {
             split_srf(Path::new("x.srf"), b"INFO....")
                 .unwrap_err()
                 .contains("no MEMD")
+        );
+        assert_eq!(split_srf(Path::new("x.bin"), b"INFO....").unwrap(), None);
+        // Recognised by its first chunk whatever the file is called.
+        assert_eq!(
+            split_srf(Path::new("x.bin"), &file).unwrap(),
+            Some((461, 4096))
         );
     }
 
