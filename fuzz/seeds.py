@@ -184,6 +184,35 @@ seed("csv_log", "quoted-bom-crlf", b"\x03\xef\xbb\xbf" + b"""\r
 60,1e3,  ,x,extra\r
 """)
 
+# Real loggers' layouts (written here, not copied from any user's log):
+# preambles, units and alias rows, other encodings, an absolute clock.
+seed("csv_log", "me7logger", b"\x03" + """#####################
+Logfile created by ME7-Logger v1.20 (c) mki, 12/2010-07/2013
+
+Logging with:    20 samples/second
+Log started at:  22.02.2014 17:47:01.046
+
+TimeStamp; nmot_w    ; dwkrz_0   ; fr_w
+  sec.ms ; 1/min     ; \u00b0KW       ; -
+"TIME";"EngineSpeed";"IgnitionRetardCyl1";""
+    0.000; 800       ; 0         ; 0.978791
+    0.050; 810       ; -0.75     ; 1.0029
+""".encode())
+seed("csv_log", "vcds", b"\x03" + b"""Sonntag,30,November,2014,14:45:17:29612,VCDS Version: Release 14.10.0
+03L 906 018 JG,ADVMB,R4 2.0l TDI
+,,G004,F0,G008,F0,
+
+Marker,TIME,Loc. IDE00021,TIME,Loc. IDE00075
+,STAMP,Engine speed,STAMP,Vehicle speed
+,, /min,, km/h
+,0.44,800,0.47,0
+,0.96,810,0.98,5
+""")
+seed("csv_log", "logworks-units-row", b"\x03" + b"Session: Session 8,,,\r\ntime,LC1_O2WB,RPM,Boost\r\n(sec),(AFR),(RPM),(PSI)\r\n0.00000,14.74,1173,-7.48\r\n0.08192,14.80,1195,-7.48\r\n")
+seed("csv_log", "cobb-windows-1252", b"\x03" + b"Time (sec),Coolant Temp (\xb0 F),AP Info:[AP3 v1.7][Reflash: x.ptm]\r\n0.000,115,0\r\n0.008,116,0\r\n")
+seed("csv_log", "utf16le-bom", b"\x03" + "\ufeffTime,Temp (\u00b0C),RPM\n0.0,20,800\n0.5,21,810\n".encode("utf-16-le"))
+seed("csv_log", "openport-absolute-clock", b"\x03" + b"sample,time,RPM\n0,102183.500,963.75\n1,102183.750,1605\n")
+
 # --- cp1600_rom: byte 0 picks the format ---------------------------------------
 
 

@@ -1072,3 +1072,66 @@ async fn shared_real_loggers_logs_list_and_query_as_read_by_hand() {
         logs.server.stop().await;
     }
 }
+
+/// Issue 22 item 8: many small logs, a million-column header and a
+/// regular expression bomb each get a bounded, clear answer.
+#[tokio::test]
+async fn many_logs_wide_headers_and_regex_bombs_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 0..4000 {
+        std::fs::write(
+            dir.path().join(format!("log{k:05}.csv")),
+            format!("Time,RPM,Note\n0,{k},a\n0.1,{},b\n", k + 1),
+        )
+        .unwrap();
+    }
+    let mut wide = String::from("Time");
+    for k in 0..1_000_000 {
+        wide.push_str(&format!(",c{k}"));
+    }
+    wide.push_str("\n0\n");
+    std::fs::write(dir.path().join("wide.csv"), wide).unwrap();
+    let logs = Logs::start(dir.path()).await;
+    let started = std::time::Instant::now();
+    let mut out = logs.ok("list_logs", json!({})).await;
+    // A slow machine may need more than one call; each keeps its work.
+    for _ in 0..5 {
+        if field(&out, "not_read_yet").is_none() {
+            break;
+        }
+        assert!(out.contains("Call list_logs again"), "{out}");
+        out = logs.ok("list_logs", json!({})).await;
+    }
+    assert!(field(&out, "not_read_yet").is_none(), "{out}");
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    assert_eq!(val(&out, "total_files"), "4001");
+    assert_eq!(val(&out, "problems"), "1");
+    assert!(
+        out.lines().any(|l| l.contains("| wide.csv ")
+            && l.contains(
+                "wide.csv is not a log log-query understands: its header line has 1000001 columns"
+            )
+            && l.contains("cut -d,")),
+        "{out}"
+    );
+    assert!(out.contains("Showing the 100 most recent of 4000 readable logs"));
+    let q = logs.query(json!({"filter": "RPM > 3998"})).await;
+    assert_eq!(val(&q, "rows_matched"), "3", "{q}");
+    assert!(q.contains("Skipped 1 unreadable file: wide.csv"), "{q}");
+    let bomb = format!("Note ~= \"{}\"", "(a)".repeat(40));
+    let e = logs
+        .err(
+            "query_logs",
+            json!({"filter": bomb, "file": "log00001.csv"}),
+        )
+        .await;
+    assert!(e.contains("capture groups"), "{e}");
+    let e = logs
+        .err(
+            "query_logs",
+            json!({"filter": "Note ~= \"(?:a{1000}){1000}\"", "file": "log00001.csv"}),
+        )
+        .await;
+    assert!(e.contains("1 MiB"), "{e}");
+    logs.server.stop().await;
+}

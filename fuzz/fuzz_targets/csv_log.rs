@@ -1,6 +1,7 @@
-//! CSV datalogs (`log_query::reader::parse`): plain, EvoScan and RomRaider
-//! logs, with the format sniffing, quoting, decimal commas and mid-file
-//! header changes they bring.
+//! CSV datalogs (`log_query::reader::parse`): plain, EvoScan, RomRaider
+//! and the other loggers' layouts (preambles, units and alias rows, VCDS
+//! groups), in UTF-8, Windows-1252 or UTF-16, with the detection, quoting,
+//! decimal commas and mid-file header changes they bring.
 //!
 //! The first input byte picks the file name (names select RomRaider and
 //! carry the log's date) and the size of the reads; the rest is the file. A
@@ -83,13 +84,17 @@ fn assert_same(a: &Log, b: &Log) {
         )
     );
     assert_eq!(a.start_clock, b.start_clock);
+    assert_eq!(
+        (a.start_date, a.encoding, a.time_origin.to_bits()),
+        (b.start_date, b.encoding, b.time_origin.to_bits())
+    );
     let bits = |l: &Log| l.time.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(a), bits(b));
     assert_eq!(a.columns.len(), b.columns.len());
     for (x, y) in a.columns.iter().zip(&b.columns) {
         assert_eq!(
-            (&x.name, x.decimals, x.special, x.text_cells),
-            (&y.name, y.decimals, y.special, y.text_cells)
+            (&x.name, x.decimals, x.special, x.text_cells, x.hidden, &x.unit),
+            (&y.name, y.decimals, y.special, y.text_cells, y.hidden, &y.unit)
         );
         for r in 0..a.rows() {
             assert_eq!(x.cell(r), y.cell(r), "column `{}` row {r}", x.name);

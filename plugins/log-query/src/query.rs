@@ -120,8 +120,12 @@ fn render_listing(dir: &Path, listing: &Listing) -> Result<String, String> {
     }
     if bad > 0 {
         body.push_str(&format!(
-            "\nProblems: {bad} file{} not read as logs (not listed above; query_logs skips them):\n\n{}",
-            if bad == 1 { " is" } else { "s are" },
+            "\nProblems: {bad} {} (not listed above; query_logs skips them):\n\n{}",
+            if bad == 1 {
+                "file is not read as a log"
+            } else {
+                "files are not read as logs"
+            },
             problems.render()
         ));
         if bad > MAX_LISTED_FILES {
