@@ -1151,7 +1151,9 @@ impl Sessions {
         let (_, s) = self.get(session_id)?;
         s.machine.cpu.irq = true;
         let i = s.machine.cpu.st.i;
-        Ok(json!({
+        let mem = &s.machine.cpu.mem;
+        let sp = s.machine.cpu.st.r[6];
+        let mut out = json!({
             "status": "pending",
             "interrupts_enabled": i,
             "note": if i {
@@ -1159,7 +1161,21 @@ impl Sessions {
             } else {
                 "interrupts are disabled (EIS enables them); the request stays pending"
             },
-        }))
+        });
+        // Say now what the next run would stop on.
+        let mut warnings = Vec::new();
+        if mem.region(crate::cpu::INTERRUPT_VECTOR) == Region::Unmapped {
+            warnings.push("no EXEC is loaded, so nothing is at $1004: the run will stop there (jump_to_no_code); pass exec_path to cp1600_load_rom for the EXEC's handler".to_string());
+        }
+        if !mem.is_ram(sp) {
+            warnings.push(format!(
+                "R6 = ${sp:04X} is not RAM, so the PC cannot be pushed: the run will stop (stack_outside_ram) with the interrupt pending"
+            ));
+        }
+        if !warnings.is_empty() {
+            out["warnings"] = json!(warnings);
+        }
+        Ok(out)
     }
 }
 

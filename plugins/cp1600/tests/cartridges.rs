@@ -363,7 +363,11 @@ fn stops_are_reported_with_address_instruction_and_advice() {
         "{msg}"
     );
     // The interrupt then goes to $1004, where no EXEC is.
-    s.interrupt(None).unwrap();
+    let i = s.interrupt(None).unwrap();
+    assert!(
+        i["warnings"][0].as_str().unwrap().contains("no EXEC"),
+        "{i}"
+    );
     let r = run(&mut s);
     assert_eq!(
         (r["reason"].clone(), r["pc"].clone()),
