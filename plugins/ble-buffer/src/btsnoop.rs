@@ -7,7 +7,7 @@
 
 use crate::buffer::Direction;
 use crate::time::Micros;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 
 pub const MAGIC: &[u8; 8] = b"btsnoop\0";
@@ -310,11 +310,35 @@ pub fn channel_label(cid: u16, psm: Option<u16>) -> String {
     }
 }
 
+/// Per-handle rows kept while counting; values on further handles are
+/// counted in `Tally::other_handles`.
+pub const MAX_TALLY_HANDLES: usize = 4096;
+
+/// Counts of every imported value, including those not kept.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub tx: u32,
+    pub rx: u32,
+    /// (connection, attribute handle) → (writes, notifications).
+    pub per_handle: BTreeMap<(u16, u16), (u32, u32)>,
+    /// Values on handles beyond MAX_TALLY_HANDLES distinct ones.
+    pub other_handles: u32,
+}
+
+impl Tally {
+    pub fn total(&self) -> u32 {
+        self.tx + self.rx
+    }
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Capture {
     pub datalink: u32,
     pub records: u32,
-    pub values: Vec<AttValue>,
+    /// The newest values (all of them unless `parse_keeping` bounded it).
+    pub values: VecDeque<AttValue>,
+    /// Counts over every value found, kept or not.
+    pub tally: Tally,
     pub skipped: u32,
     pub warnings: Vec<String>,
     pub contents: Contents,
@@ -365,6 +389,13 @@ struct State {
 const MAX_CHANNELS: usize = 4096;
 
 pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
+    parse_keeping(bytes, usize::MAX)
+}
+
+/// Parses, keeping only the newest `keep` values (the buffer holds no
+/// more), so a huge capture of tiny packets cannot exhaust memory; the
+/// tally still counts them all.
+pub fn parse_keeping(bytes: &[u8], keep: usize) -> Result<Capture, BtsnoopError> {
     if bytes.len() < 8 || &bytes[..8] != MAGIC {
         return Err(BtsnoopError::NotBtsnoop);
     }
@@ -383,6 +414,7 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
         datalink,
         ..Default::default()
     };
+    let keep = keep.max(1);
     let mut st = State::default();
     let mut pos = 16;
     while pos < bytes.len() {
@@ -452,7 +484,11 @@ pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
                     number: cap.records,
                     cut,
                 };
-                acl_record(body, &rec, &mut st, &mut cap)
+                let imported = acl_record(body, &rec, &mut st, &mut cap);
+                if cap.values.len() > keep {
+                    cap.values.pop_front();
+                }
+                imported
             }
             0x03 => {
                 cap.contents.sco += 1;
@@ -694,12 +730,31 @@ fn att_pdu(att: &[u8], sent: bool, conn: u16, ts: Micros, cap: &mut Capture) -> 
     if opcode == SIGNED_WRITE_COMMAND {
         value = &value[..value.len().saturating_sub(SIGNATURE_LEN)];
     }
-    cap.values.push(AttValue {
+    let handle = le16(&att[1..]);
+    let t = &mut cap.tally;
+    if sent {
+        t.tx += 1;
+    } else {
+        t.rx += 1;
+    }
+    let known =
+        t.per_handle.len() < MAX_TALLY_HANDLES || t.per_handle.contains_key(&(conn, handle));
+    if known {
+        let e = t.per_handle.entry((conn, handle)).or_insert((0, 0));
+        if is_write(opcode) {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    } else {
+        t.other_handles += 1;
+    }
+    cap.values.push_back(AttValue {
         ts,
         dir: if sent { Direction::Tx } else { Direction::Rx },
         conn,
         opcode,
-        handle: le16(&att[1..]),
+        handle,
         value: value.to_vec(),
     });
     true
@@ -983,6 +1038,23 @@ mod tests {
                 .describe()
                 .contains("cut short by the capture 2")
         );
+    }
+
+    #[test]
+    fn parse_keeping_bounds_the_values_but_counts_them_all() {
+        let mut f = header(DATALINK_H4);
+        for i in 0..10u16 {
+            for frag in acl(0x0040, &att(WRITE_COMMAND, i % 3, &[i as u8]), 64) {
+                record(&mut f, 0, T0 + i as i64, &h4(0x02, &frag));
+            }
+        }
+        let cap = parse_keeping(&f, 4).unwrap();
+        let kept: Vec<u8> = cap.values.iter().map(|v| v.value[0]).collect();
+        assert_eq!(kept, [6, 7, 8, 9], "the newest are kept");
+        assert_eq!((cap.tally.tx, cap.tally.rx, cap.tally.total()), (10, 0, 10));
+        assert_eq!(cap.tally.per_handle.get(&(0x40, 0)), Some(&(4, 0)));
+        assert_eq!(cap.tally, parse(&f).unwrap().tally);
+        assert_eq!(parse(&f).unwrap().values.len(), 10);
     }
 
     #[test]

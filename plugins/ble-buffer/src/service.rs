@@ -11,6 +11,7 @@ use crate::hex::Pattern;
 use crate::since::{Since, parse_since};
 use crate::time::{Micros, format_iso, now_us};
 use std::collections::{BTreeMap, VecDeque};
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -727,23 +728,13 @@ impl Service {
         let bytes = plugin_kit::paths::read_regular_file(path).map_err(unreadable)?;
         let hash = content_hash(&bytes);
         let mut warnings = Vec::new();
-        let cap = btsnoop::parse(&bytes)
+        // Only what the buffer can hold is kept from the capture.
+        let cap = btsnoop::parse_keeping(&bytes, self.log.capacity())
             .map_err(|e| ToolError::new("BAD_CAPTURE", format!("{shown}: {e}")))?;
-        let (mut tx, mut rx) = (0, 0);
-        let mut per_handle: BTreeMap<(u16, u16), (u32, u32)> = BTreeMap::new();
-        for v in &cap.values {
-            match v.dir {
-                Direction::Tx => tx += 1,
-                Direction::Rx => rx += 1,
-            }
-            let e = per_handle.entry((v.conn, v.handle)).or_insert((0, 0));
-            if btsnoop::is_write(v.opcode) {
-                e.0 += 1;
-            } else {
-                e.1 += 1;
-            }
-        }
-        let (handles, handles_left_out) = handle_rows(per_handle);
+        let (tx, rx) = (cap.tally.tx, cap.tally.rx);
+        let (handles, left_out) = handle_rows(cap.tally.per_handle.clone());
+        // Beyond MAX_TALLY_HANDLES distinct handles the rest count as one.
+        let handles_left_out = left_out + (cap.tally.other_handles > 0) as u32;
         let oldest = self.log.oldest_id();
         if let Some(prev) = self
             .imports
@@ -834,7 +825,7 @@ impl Service {
             first.get_or_insert(id);
             last = Some(id);
         }
-        let n = cap.values.len();
+        let n = cap.tally.total() as usize;
         let at = now_us();
         self.imports_total += 1;
         let number = self.imports_total;
