@@ -398,9 +398,7 @@ impl Explorer {
             if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
                 continue;
             }
-            let romid = fs::read_to_string(path)
-                .map_err(|e| e.to_string())
-                .and_then(|text| parse_romid_only(&text));
+            let romid = read_romid(path);
             self.files.insert(
                 path.clone(),
                 CachedFile {
@@ -530,6 +528,34 @@ impl Explorer {
         order.push(path.to_path_buf());
         Ok(())
     }
+}
+
+/// Bytes read first when looking for a file's `<romid>`: it sits in the
+/// first few hundred bytes of real definitions, and reading all of a
+/// 333-file tree (7.5 MB, every read a host call in the sandbox) was most of
+/// the first rom_info.
+const ROMID_HEAD: usize = 16 * 1024;
+
+/// A definition's `<romid>` from the head of the file, reading the rest
+/// only when the head does not hold it (base files without one, long
+/// comments before it).
+fn read_romid(path: &Path) -> Result<RomId, String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut head = Vec::with_capacity(ROMID_HEAD);
+    (&mut file)
+        .take(ROMID_HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| e.to_string())?;
+    let end = b"</romid>";
+    if let Some(at) = head.windows(end.len()).position(|w| w == end)
+        && let Ok(text) = std::str::from_utf8(&head[..at + end.len()])
+    {
+        return parse_romid_only(text);
+    }
+    file.read_to_end(&mut head).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(head).map_err(|e| e.to_string())?;
+    parse_romid_only(&text)
 }
 
 fn file_label(path: &Path) -> String {
@@ -671,6 +697,40 @@ mod tests {
             internal_id_string: text.map(str::to_string),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn romids_are_read_from_the_head_or_the_whole_file() {
+        let dir = std::env::temp_dir().join(format!("ecu-romid-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let short = dir.join("a.xml");
+        fs::write(
+            &short,
+            "<rom><romid><xmlid>A2UG000N</xmlid></romid><table name=\"t\"/></rom>",
+        )
+        .unwrap();
+        assert_eq!(
+            read_romid(&short).unwrap().xmlid.as_deref(),
+            Some("A2UG000N")
+        );
+        // A romid past the head (a long comment first) is still found.
+        let long = dir.join("b.xml");
+        let pad = "x".repeat(ROMID_HEAD);
+        fs::write(
+            &long,
+            format!("<rom><!-- {pad} --><romid><xmlid>B</xmlid></romid></rom>"),
+        )
+        .unwrap();
+        assert_eq!(read_romid(&long).unwrap().xmlid.as_deref(), Some("B"));
+        let rr = dir.join("rr.xml");
+        fs::write(
+            &rr,
+            "<roms><rom><romid><xmlid>C</xmlid></romid></rom></roms>",
+        )
+        .unwrap();
+        assert!(read_romid(&rr).unwrap_err().contains("RomRaider"));
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
