@@ -596,7 +596,7 @@ pub fn detect(text: &[u8], whole: bool, file_name: &str) -> Detected {
         Format::EvoScan
     } else if preamble
         .iter()
-        .any(|l| l.to_ascii_lowercase().contains("zeitronix"))
+        .any(|l| l.to_ascii_lowercase().contains("zeitronix") || l.starts_with("Filename:"))
         || lower_name.starts_with("zt")
     {
         Format::Zeitronix
@@ -862,6 +862,12 @@ mod tests {
         assert_eq!(zt.format, Format::Zeitronix);
         assert_eq!(zt.names, ["RPM", "AFR", "Boost"]);
         assert!(zt.date.is_some());
+        // ZTLog's export names its source file; that alone says Zeitronix.
+        let zt = plan(
+            "Filename:C:\\ZT\\run4.dat\nRPM,AFR\n1000,14.7\n1100,14.6\n",
+            "run4.csv",
+        );
+        assert_eq!((zt.format, zt.names.len()), (Format::Zeitronix, 2));
         let cobb = plan(
             "Time (sec),Coolant Temp (° F),AP Info:[AP3 v1]\n0.000,115,0\n0.008,116,0\n",
             "datalog1.csv",
