@@ -225,7 +225,10 @@ async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
     let s = Server::start(&args).await;
     assert_eq!(hello(&s).await, "hello from greeter");
     let log = s.stderr.lock().unwrap().clone();
-    assert!(log.contains("fails its check") && log.contains("rebuilding"), "{log}");
+    assert!(
+        log.contains("fails its check") && log.contains("rebuilding"),
+        "{log}"
+    );
     s.stop().await;
     // The rebuilt entry is valid again: a third start is a clean hit.
     let s = Server::start(&args).await;
