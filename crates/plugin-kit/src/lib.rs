@@ -10,7 +10,12 @@
 //! a large file with the host fetching the next piece while the plugin
 //! works on the last. [`safe_write`] rewrites a user's file under a lock
 //! that works across processes, keeping its inode (mode and owner).
+//!
+//! Small algorithms more than one crate needs live here once too: [`civil`]
+//! turns Unix time into calendar dates and back, [`suggest`] measures how
+//! far a mistyped name is from the real ones.
 
+pub mod civil;
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
