@@ -1,8 +1,10 @@
 //! Timestamps as microseconds since the Unix epoch, and their ISO 8601 form.
 //!
 //! Hand-written (no chrono) because the guest needs only UTC formatting and
-//! a strict parser; the civil-date arithmetic is Howard Hinnant's algorithm.
+//! a strict parser; the calendar arithmetic is the shared
+//! [`plugin_kit::civil`].
 
+use plugin_kit::civil::{DateTime, days_from_civil, days_in_month};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Microseconds since 1970-01-01T00:00:00Z.
@@ -15,42 +17,15 @@ pub fn now_us() -> Micros {
     }
 }
 
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// `2025-07-25T10:00:00.123456Z`: microseconds, because captures time
 /// packets to the microsecond (JavaScript's toISOString stops at
 /// milliseconds; its parsers read the longer fraction too).
 pub fn format_iso(us: Micros) -> String {
     let secs = us.div_euclid(1_000_000);
     let frac = us.rem_euclid(1_000_000);
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
     format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
+        "{}.{frac:06}Z",
+        DateTime::from_unix_secs(secs).iso_seconds()
     )
 }
 
@@ -123,15 +98,6 @@ pub fn parse_iso(s: &str) -> Option<Micros> {
     Some(us)
 }
 
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +112,11 @@ mod tests {
         assert_eq!(
             format_iso(951_782_400_000_001),
             "2000-02-29T00:00:00.000001Z"
+        );
+        assert_eq!(format_iso(-1), "1969-12-31T23:59:59.999999Z");
+        assert_eq!(
+            format_iso(4_107_542_400_000_000),
+            "2100-03-01T00:00:00.000000Z"
         );
     }
 
@@ -183,6 +154,7 @@ mod tests {
             "1d",
             "2025-13-01",
             "2025-02-30",
+            "2100-02-29",
             "2025-07-25T25:00",
             "2025-07-25T10:00:00Q",
             "2025-07-25T10:00:00.Z",
