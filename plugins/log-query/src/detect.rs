@@ -358,7 +358,10 @@ fn civil_secs(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
         && (0..24).contains(&h)
         && (0..60).contains(&mi)
         && (0..61).contains(&s);
-    ok.then(|| crate::logs::days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
+    // The checks above keep month and day in u32 range.
+    ok.then(|| {
+        plugin_kit::civil::days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3600 + mi * 60 + s
+    })
 }
 
 /// `HH:MM(:SS(.fff|:fffff))` → (h, m, s).

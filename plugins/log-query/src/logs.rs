@@ -2,6 +2,7 @@
 //! of parsed logs keyed by path, modification time and size.
 
 use crate::reader::{self, Log, Need, ReadError};
+use plugin_kit::civil::{DateTime, SECS_PER_DAY, days_from_civil};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -34,40 +35,15 @@ pub struct LogDate {
 impl LogDate {
     /// `2026-02-22 14:30 UTC` (the zone only when known).
     pub fn display(&self) -> String {
-        let days = self.secs.div_euclid(86_400);
-        let rem = self.secs.rem_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
+        let t = DateTime::from_unix_secs(self.secs);
         format!(
-            "{y:04}-{m:02}-{d:02} {:02}:{:02}{}",
-            rem / 3600,
-            rem % 3600 / 60,
+            "{} {:02}:{:02}{}",
+            t.date_string(),
+            t.hour,
+            t.minute,
             if self.utc { " UTC" } else { "" }
         )
     }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 fn date_regex() -> &'static regex_lite::Regex {
@@ -87,7 +63,8 @@ fn civil(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
         && h < 24
         && mi < 60
         && s < 61;
-    ok.then(|| days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
+    // The checks above keep month and day in u32 range.
+    ok.then(|| days_from_civil(y, mo as u32, d as u32) * SECS_PER_DAY + h * 3600 + mi * 60 + s)
 }
 
 /// The recording time a file name carries: `log-2026-02-22T14-30-00-000Z`,
@@ -497,8 +474,10 @@ mod tests {
         assert!(date_from_name("pull.csv").is_none());
         let d = date_from_clock("2024-06-01 10:20:00.03125").unwrap();
         assert_eq!(d.display(), "2024-06-01 10:20");
-        assert_eq!(civil_from_days(days_from_civil(2000, 2, 29)), (2000, 2, 29));
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        let d = date_from_name("log-2000-02-29T23-59-00Z.csv").unwrap();
+        assert_eq!(d.display(), "2000-02-29 23:59 UTC");
+        let d = date_from_name("log_2100-03-01_00-00-00.csv").unwrap();
+        assert_eq!(d.display(), "2100-03-01 00:00");
     }
 
     #[test]
