@@ -190,23 +190,16 @@ fn iso_now() -> String {
     let us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64);
-    let secs = us.div_euclid(1_000_000);
-    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since the epoch (Hinnant).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    iso_millis(us)
+}
+
+/// `2025-07-25T10:00:00.123Z`, the bridge's log timestamp, for a time in
+/// microseconds since the Unix epoch.
+fn iso_millis(us: i64) -> String {
+    let t = plugin_kit::civil::DateTime::from_unix_secs(us.div_euclid(1_000_000));
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60,
+        "{}.{:03}Z",
+        t.iso_seconds(),
         us.rem_euclid(1_000_000) / 1000
     )
 }
@@ -575,6 +568,16 @@ async fn device_session(mut ws: Ws, query: &str, sh: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_timestamps_are_utc_to_the_millisecond() {
+        assert_eq!(iso_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            iso_millis(1_753_437_600_123_456),
+            "2025-07-25T10:00:00.123Z"
+        );
+        assert_eq!(iso_millis(-1), "1969-12-31T23:59:59.999Z");
+    }
 
     #[test]
     fn device_packets_carry_numbers() {
