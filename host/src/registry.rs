@@ -4,6 +4,8 @@
 //! and swap it in, so in-flight calls keep the plugin they started with.
 
 use crate::runtime::Plugin;
+// The same distance the plugins use for their own "did you mean" hints.
+use plugin_kit::suggest::edit_distance;
 use rmcp::model::{Tool, ToolAnnotations};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -81,7 +83,7 @@ impl Catalog {
         let mut scored: Vec<(usize, &str)> = self
             .tools
             .keys()
-            .map(|k| (strsim_distance(name, k), k.as_str()))
+            .map(|k| (edit_distance(name, k), k.as_str()))
             .filter(|(d, k)| {
                 *d <= k.len().max(name.len()) / 3 + 1 || k.contains(name) || name.contains(&**k)
             })
@@ -111,22 +113,6 @@ fn mcp_tool(name: &str, plugin: &Plugin, index: usize) -> Tool {
         tool = tool.with_annotations(ann);
     }
     tool
-}
-
-/// Levenshtein distance, for tool-name suggestions.
-pub fn strsim_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The current catalogue, swapped atomically, with change notifications.
@@ -159,17 +145,5 @@ impl Registry {
     /// Subscribes to tool-list changes.
     pub fn subscribe(&self) -> broadcast::Receiver<()> {
         self.changes.subscribe()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn distance_counts_edits() {
-        assert_eq!(strsim_distance("read_tabel", "read_table"), 2);
-        assert_eq!(strsim_distance("", "abc"), 3);
-        assert_eq!(strsim_distance("same", "same"), 0);
     }
 }
