@@ -155,9 +155,13 @@ pub fn handshake_request(url: &WsUrl, key: &str) -> String {
 
 /// The accept value the server must answer for `key`.
 pub fn accept_key(key: &str) -> String {
-    let mut input = key.as_bytes().to_vec();
-    input.extend_from_slice(GUID.as_bytes());
-    base64(&sha1(&input))
+    use sha1::Digest as _;
+    // RFC 6455 section 4.2.2: base64(SHA-1(key + GUID)).
+    let digest = sha1::Sha1::new()
+        .chain_update(key.as_bytes())
+        .chain_update(GUID.as_bytes())
+        .finalize();
+    base64(&digest)
 }
 
 /// Checks the server's response in `buf`: `Ok(None)` until the header is
@@ -375,70 +379,11 @@ impl Decoder {
     }
 }
 
-/// SHA-1 (FIPS 180-4), needed only for the handshake's accept key.
-pub fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
-    for block in msg.chunks(64) {
-        let mut w = [0u32; 80];
-        for (i, c) in block.chunks(4).enumerate() {
-            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A827999),
-                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
-                _ => (b ^ c ^ d, 0xCA62C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (i, x) in h.iter().enumerate() {
-        out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
-    }
-    out
-}
-
+/// Standard base64 with padding (RFC 4648), the encoding of the handshake's
+/// key and accept values.
 pub fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 #[cfg(test)]
@@ -454,18 +399,12 @@ mod tests {
         assert_eq!(base64(b"f"), "Zg==");
         assert_eq!(base64(b"fo"), "Zm8=");
         assert_eq!(base64(b"foo"), "Zm9v");
-    }
-
-    #[test]
-    fn sha1_known_vectors() {
-        let hex = |d: [u8; 20]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        assert_eq!(base64(b""), "");
+        // Another key, checked against Python's base64(sha1(key + GUID)).
         assert_eq!(
-            hex(sha1(b"abc")),
-            "a9993e364706816aba3e25717850c26c9cd0d89d"
+            accept_key("x3JJHMbDL1EzLkh9GBhXDw=="),
+            "HSmrc0sMlYUkAGmm5OPpG2HaGWk="
         );
-        assert_eq!(hex(sha1(b"")), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-        let long = vec![b'a'; 1000];
-        assert_eq!(hex(sha1(&long)), "291e9a6c66994949b57ba5e650361e98fc36b1ba");
     }
 
     #[test]
