@@ -5,6 +5,8 @@
 #![allow(deprecated)]
 //! stdio with rmcp's client, recording the notifications it sends.
 
+pub mod hardening;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientConfig, LoggingMessageNotificationParam,
     ProgressNotificationParam, Tool,
