@@ -27,7 +27,7 @@ mkdirSync(dist, { recursive: true });
 // 1. The components, transpiled by jco (its transpile library, the code
 //    behind `jco transpile`). `instantiation: "async"` makes each module a
 //    factory taking its imports, so the page supplies WASI (the shim, with its
-//    own in-memory filesystem) and benchtop:host (progress, log) itself.
+//    own in-memory filesystem) and benchtop:host (progress, log, caller) itself.
 for (const name of components) {
     const out = join(dist, "gen", name);
     const { files } = await transpile(join(plugins, `${name}.wasm`), {

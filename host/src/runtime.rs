@@ -97,14 +97,21 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// Where progress goes, when the client asked for it.
     pub progress: Option<ProgressSink>,
+    /// The opaque id of the calling client (`benchtop:host/caller.id`).
+    pub caller: Arc<str>,
 }
 
+/// The caller id of calls no MCP client made: `benchtop call`, hooks.
+pub const CLI_CALLER: &str = "cli";
+
 impl CallContext {
-    /// A context that is never cancelled and reports no progress.
+    /// A context that is never cancelled, reports no progress, and whose
+    /// caller is [`CLI_CALLER`].
     pub fn detached() -> Self {
         Self {
             cancel: CancellationToken::new(),
             progress: None,
+            caller: CLI_CALLER.into(),
         }
     }
 }
@@ -175,6 +182,15 @@ impl bindings::benchtop::host::progress::Host for PluginState {
         self.call
             .as_ref()
             .is_some_and(|c| c.ctx.cancel.is_cancelled())
+    }
+}
+
+impl bindings::benchtop::host::caller::Host for PluginState {
+    fn id(&mut self) -> String {
+        self.call
+            .as_ref()
+            .map_or(CLI_CALLER, |c| &*c.ctx.caller)
+            .to_owned()
     }
 }
 

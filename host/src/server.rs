@@ -13,7 +13,7 @@ use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use tokio::sync::broadcast;
 
 /// One MCP session's handler. Cheap to clone: state is shared.
@@ -23,6 +23,49 @@ pub struct Server {
     logs: broadcast::Sender<LogEvent>,
     /// Minimum level of plugin logs forwarded to this session's client.
     log_level: Arc<AtomicU8>,
+    /// The caller id of an HTTP request that names neither an MCP session
+    /// nor an owner: unique to this handler, which rmcp builds per request
+    /// when a client uses no session, so such calls share nothing.
+    anonymous: Arc<str>,
+}
+
+/// The caller id of the one stdio client.
+pub const STDIO_CALLER: &str = "stdio";
+
+/// The header a client without an MCP session may send to have its calls
+/// recognised as one client (any secret string it keeps for itself).
+pub const OWNER_HEADER: &str = "benchtop-owner";
+
+/// A short, stable, opaque id for a client secret: `PREFIX-` and 16 hex
+/// digits of its SHA-256, so a plugin learns nothing it could replay.
+fn hashed_id(prefix: &str, secret: &[u8]) -> Arc<str> {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(secret);
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{hex}").into()
+}
+
+/// Who makes a request: the one stdio client; over HTTP, the MCP session
+/// (rmcp has checked that it exists), else the owner token, else nobody
+/// else (`anonymous`).
+fn caller_of(extensions: &Extensions, anonymous: &Arc<str>) -> Arc<str> {
+    let Some(parts) = extensions.get::<axum::http::request::Parts>() else {
+        return STDIO_CALLER.into();
+    };
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .map(|v| v.as_bytes())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(session) = header("mcp-session-id") {
+        hashed_id("s", session)
+    } else if let Some(owner) = header(OWNER_HEADER) {
+        hashed_id("o", owner)
+    } else {
+        anonymous.clone()
+    }
 }
 
 fn rank(level: LoggingLevel) -> u8 {
@@ -54,6 +97,10 @@ impl Server {
             registry,
             logs,
             log_level: Arc::new(AtomicU8::new(rank(LoggingLevel::Info))),
+            anonymous: {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                format!("anon-{}", NEXT.fetch_add(1, Ordering::Relaxed)).into()
+            },
         }
     }
 }
@@ -224,6 +271,7 @@ impl ServerHandler for Server {
         let ctx = CallContext {
             cancel: context.ct.clone(),
             progress,
+            caller: caller_of(&context.extensions, &self.anonymous),
         };
         let args = request.arguments.unwrap_or_default();
         let output = plugin.interface.tools[index].output.clone();
@@ -345,5 +393,38 @@ mod tests {
         let long = "x".repeat(100_000);
         assert!(msg(&long, None).1.len() < 200);
         assert!(clip(&long).ends_with("(100000 characters)"));
+    }
+
+    fn http_request(headers: &[(&str, &str)]) -> Extensions {
+        let mut req = axum::http::Request::builder();
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let (parts, ()) = req.body(()).unwrap().into_parts();
+        let mut ext = Extensions::new();
+        ext.insert(parts);
+        ext
+    }
+
+    #[test]
+    fn callers_are_told_apart_by_session_then_owner() {
+        let anon: Arc<str> = "anon-7".into();
+        assert_eq!(&*caller_of(&Extensions::new(), &anon), STDIO_CALLER);
+        let a = caller_of(&http_request(&[("mcp-session-id", "uuid-a")]), &anon);
+        let a2 = caller_of(&http_request(&[("mcp-session-id", "uuid-a")]), &anon);
+        let b = caller_of(&http_request(&[("mcp-session-id", "uuid-b")]), &anon);
+        assert_eq!(a, a2);
+        assert_ne!(a, b);
+        assert!(a.starts_with("s-") && a.len() == 18, "{a}");
+        assert!(
+            !a.contains("uuid"),
+            "the session id itself never reaches a plugin"
+        );
+        // The session wins over an owner header; the owner over nothing.
+        let both = http_request(&[("mcp-session-id", "uuid-a"), (OWNER_HEADER, "t")]);
+        assert_eq!(caller_of(&both, &anon), a);
+        let o = caller_of(&http_request(&[(OWNER_HEADER, "t")]), &anon);
+        assert!(o.starts_with("o-") && o != a, "{o}");
+        assert_eq!(caller_of(&http_request(&[]), &anon), anon);
     }
 }

@@ -1,7 +1,7 @@
 // The benchtop plugin components in a browser: instantiates the jco-transpiled
 // cp1600 and x86_inspect components with the imports benchtop's host would
 // give them — WASI from the vendored preview2-shim (browser build) with an
-// in-memory filesystem this module owns, and benchtop:host progress/log in JS —
+// in-memory filesystem this module owns, and benchtop:host progress/log/caller in JS —
 // and calls the same exported functions the MCP tools map to.
 
 import * as cli from "./vendor/preview2-shim/cli.js";
@@ -57,6 +57,10 @@ const log = {
         events.onLog(level, message);
     },
 };
+// The page is the plugins' one client: every session and machine is its own.
+const caller = {
+    id: () => "web",
+};
 
 // The plugins' settings, as the host passes them (crates/plugin-kit paths).
 const environment = {
@@ -71,6 +75,7 @@ const environment = {
 const imports = {
     "benchtop:host/progress": progress,
     "benchtop:host/log": log,
+    "benchtop:host/caller": caller,
     "wasi:cli/environment": environment,
     "wasi:cli/exit": cli.exit,
     "wasi:cli/stdin": cli.stdin,

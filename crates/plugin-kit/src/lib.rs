@@ -8,7 +8,8 @@
 //! Files come through the sandbox: [`paths`] explains refused paths and
 //! refuses pipes and devices before opening them, and [`read_ahead`] reads
 //! a large file with the host fetching the next piece while the plugin
-//! works on the last. [`safe_write`] rewrites a user's file under a lock
+//! works on the last. [`clients`] keeps each MCP client's sessions apart.
+//! [`safe_write`] rewrites a user's file under a lock
 //! that works across processes, keeping its inode (mode and owner).
 //!
 //! Small algorithms more than one crate needs live here once too: [`civil`]
@@ -16,6 +17,7 @@
 //! far a mistyped name is from the real ones.
 
 pub mod civil;
+pub mod clients;
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;

@@ -1,7 +1,9 @@
 //! wit-bindgen glue: converts WIT records into calls on [`Sessions`] and
 //! serializes the JSON results.
 
-use crate::tools::{LoadOptions, RegisterWrite, Sessions, ToolError, ToolResult, UntilOptions};
+use crate::tools::{
+    Clients, LoadOptions, RegisterWrite, Sessions, ToolError, ToolResult, UntilOptions,
+};
 use std::cell::RefCell;
 
 wit_bindgen::generate!({
@@ -10,16 +12,18 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::progress;
+use benchtop::host::{caller, progress};
 use exports::benchtop::cp1600::tools as wit;
 
 thread_local! {
-    static SESSIONS: RefCell<Sessions> = RefCell::new(Sessions::new());
+    static SESSIONS: RefCell<Clients> = RefCell::new(Clients::new());
 }
 
+/// Runs a tool on the calling client's sessions only.
 fn with(f: impl FnOnce(&mut Sessions) -> ToolResult) -> Result<String, wit::ToolError> {
+    let caller = caller::id();
     SESSIONS
-        .with(|s| f(&mut s.borrow_mut()))
+        .with(|s| s.borrow_mut().with(&caller, f))
         .map(|v| v.to_string())
         .map_err(|e: ToolError| wit::ToolError {
             code: e.code.to_string(),

@@ -13,8 +13,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// At most this many sessions at once (each holds about 330 KiB).
+/// At most this many sessions at once, of all clients (each holds about
+/// 330 KiB).
 pub const MAX_SESSIONS: usize = 64;
+/// At most this many sessions per client, so one client filling its share
+/// leaves room for others. Not lower: one client stepping through a set of
+/// 20 test programs keeps a session per program. The global cap stays at 64
+/// because a session with a full trace buffer holds about 4 MiB.
+pub const MAX_SESSIONS_PER_CLIENT: usize = 24;
 /// Default `cp1600_run` budget (spec) and `cp1600_run_until` budget.
 pub const RUN_DEFAULT_CYCLES: u64 = 10_000;
 pub const RUN_UNTIL_DEFAULT_CYCLES: u64 = 100_000_000;
@@ -91,12 +97,39 @@ impl Session {
     }
 }
 
-/// Every session of the plugin instance.
+/// The sessions of one client (`benchtop:host/caller.id`): its own ids,
+/// its own active session. Other clients' sessions are not in here, so they
+/// answer exactly like unknown ones.
 #[derive(Default)]
 pub struct Sessions {
     sessions: BTreeMap<String, Session>,
     active: Option<String>,
-    counter: u64,
+    /// Sessions all other clients hold, for the global cap.
+    others: usize,
+}
+
+impl plugin_kit::clients::Holdings for Sessions {
+    fn held(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// Every session of the plugin instance, by client.
+#[derive(Default)]
+pub struct Clients(plugin_kit::clients::PerClient<Sessions>);
+
+impl Clients {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `f` on the sessions of `caller`.
+    pub fn with<R>(&mut self, caller: &str, f: impl FnOnce(&mut Sessions) -> R) -> R {
+        self.0.with(caller, |s, others| {
+            s.others = others;
+            f(s)
+        })
+    }
 }
 
 fn now_millis() -> u128 {
@@ -352,13 +385,30 @@ impl Sessions {
     }
 
     pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult {
-        if self.sessions.len() >= MAX_SESSIONS {
-            return Err(ToolError::new(
-                "SESSION_LIMIT",
-                format!(
-                    "{MAX_SESSIONS} sessions exist; destroy one with cp1600_destroy_session first"
-                ),
-            ));
+        use plugin_kit::clients::{Full, admit};
+        match admit(
+            self.sessions.len(),
+            self.others,
+            MAX_SESSIONS_PER_CLIENT,
+            MAX_SESSIONS,
+        ) {
+            Ok(()) => {}
+            Err(Full::Mine { share }) => {
+                return Err(ToolError::new(
+                    "SESSION_LIMIT",
+                    format!(
+                        "you have {share} sessions, the most one client may hold; destroy one with cp1600_destroy_session first"
+                    ),
+                ));
+            }
+            Err(Full::Everyone { cap }) => {
+                return Err(ToolError::new(
+                    "SESSION_LIMIT",
+                    format!(
+                        "the plugin holds {cap} sessions of all its clients, its limit; destroy one of yours with cp1600_destroy_session, or retry later"
+                    ),
+                ));
+            }
         }
         let millis = now_millis();
         let id = match session_id.map(str::trim).filter(|s| !s.is_empty()) {
@@ -380,13 +430,14 @@ impl Sessions {
                 }
                 id.to_string()
             }
+            // 64 random bits: a handle no other client can guess.
             None => loop {
-                self.counter += 1;
-                let id = if self.counter == 1 {
-                    format!("session_{millis}")
-                } else {
-                    format!("session_{millis}_{}", self.counter)
-                };
+                let id = format!(
+                    "session_{}",
+                    plugin_kit::clients::random_hex64().map_err(|e| ToolError::invalid(
+                        format!("cannot mint a session id ({e}); pass session_id yourself")
+                    ))?
+                );
                 if !self.sessions.contains_key(&id) {
                     break id;
                 }
@@ -1334,5 +1385,106 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
                 ),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod client_tests {
+    use super::*;
+
+    fn code(r: ToolResult) -> (String, String) {
+        let e = r.expect_err("an error");
+        (e.code.to_string(), e.message)
+    }
+
+    #[test]
+    fn minted_ids_are_64_random_bits() {
+        let mut s = Sessions::new();
+        let a = s.create_session(None).unwrap()["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let b = s.create_session(None).unwrap()["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for id in [&a, &b] {
+            let hex = id.strip_prefix("session_").expect(id);
+            assert_eq!(hex.len(), 16, "{id}");
+            assert!(hex.bytes().all(|c| c.is_ascii_hexdigit()), "{id}");
+        }
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn another_clients_session_answers_like_an_unknown_one() {
+        let mut all = Clients::new();
+        let id = all.with("a", |s| s.create_session(None)).unwrap()["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        all.with("b", |s| {
+            assert_eq!(s.list_sessions().unwrap(), json!({ "sessions": [] }));
+            // The same answer as for an id nobody has, with the id swapped.
+            let (c, unknown) = code(s.get_state(Some("session_0000000000000000")));
+            let (c2, theirs) = code(s.get_state(Some(&id)));
+            assert_eq!(
+                (c.as_str(), c2.as_str()),
+                ("SESSION_NOT_FOUND", "SESSION_NOT_FOUND")
+            );
+            assert_eq!(theirs, unknown.replace("session_0000000000000000", &id));
+            assert_eq!(code(s.destroy_session(&id)).0, "SESSION_NOT_FOUND");
+            assert_eq!(code(s.switch_session(&id)).0, "SESSION_NOT_FOUND");
+            // No default: A's active session is not B's.
+            let (c, m) = code(s.get_state(None));
+            assert_eq!(c, "SESSION_NOT_FOUND");
+            assert!(m.contains("no active session"), "{m}");
+            // B may use the same custom name as A without learning of A's.
+            s.create_session(Some(&id)).unwrap();
+        });
+        all.with("a", |s| {
+            assert_eq!(s.get_state(None).unwrap()["session_id"], id.as_str());
+            assert_eq!(
+                s.list_sessions().unwrap()["sessions"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                1
+            );
+        });
+    }
+
+    #[test]
+    fn each_client_gets_a_share_of_the_cap() {
+        let mut all = Clients::new();
+        let mut c = 0;
+        // Clients take their shares until the global cap is reached.
+        while all.0.total() < MAX_SESSIONS {
+            all.with(&format!("c{c}"), |s| {
+                for _ in 0..MAX_SESSIONS_PER_CLIENT.min(MAX_SESSIONS - s.others) {
+                    s.create_session(None).unwrap();
+                }
+                if s.sessions.len() == MAX_SESSIONS_PER_CLIENT {
+                    let (code_, m) = code(s.create_session(None));
+                    assert_eq!(code_, "SESSION_LIMIT");
+                    assert!(m.contains("one client may hold"), "{m}");
+                }
+            });
+            c += 1;
+        }
+        assert!(c >= 3, "a share is well below the cap");
+        // Everyone's shares fill the global cap: a newcomer is told so.
+        let (c, m) = code(all.with("late", |s| s.create_session(None)));
+        assert_eq!(c, "SESSION_LIMIT");
+        assert!(m.contains("of all its clients"), "{m}");
+        // One session freed anywhere makes room again.
+        all.with("c0", |s| {
+            let id = s.list_sessions().unwrap()["sessions"][0]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            s.destroy_session(&id).unwrap();
+        });
+        all.with("late", |s| s.create_session(None)).unwrap();
     }
 }

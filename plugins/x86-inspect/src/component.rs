@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use crate::cpu::Model;
-use crate::tools::{LoadOptions, RegisterWrite, Session, ToolError as DomainError};
+use crate::tools::{Clients, LoadOptions, RegisterWrite, Session, ToolError as DomainError};
 
 wit_bindgen::generate!({
     path: "../../wit/x86-inspect",
@@ -11,16 +11,18 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::progress;
+use benchtop::host::{caller, progress};
 use exports::benchtop::x86_inspect::tools::{self as wit, CpuModel, Guest, ToolError};
 
 thread_local! {
-    static SESSION: RefCell<Session> = RefCell::new(Session::default());
+    static SESSION: RefCell<Clients> = RefCell::new(Clients::default());
 }
 
+/// Runs a tool on the calling client's machines only.
 fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, ToolError> {
+    let caller = caller::id();
     SESSION
-        .with(|s| f(&mut s.borrow_mut()))
+        .with(|s| s.borrow_mut().with(&caller, f))
         .map_err(|e| ToolError {
             code: e.code.into(),
             message: e.message,

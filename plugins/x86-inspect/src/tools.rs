@@ -29,7 +29,12 @@ fn err<T>(code: &'static str, message: impl Into<String>) -> Result<T, ToolError
     })
 }
 
+/// Machines at once, of all clients.
 pub const MAX_MACHINES: usize = 8;
+/// Machines per client, so one client filling its share leaves room for
+/// others. The global cap stays at 8 because a machine may hold a 16 MiB
+/// console and 1 MiB of pending input besides its 1 MiB of memory.
+pub const MAX_MACHINES_PER_CLIENT: usize = 5;
 pub const DEFAULT_BUDGET: u64 = 200_000_000;
 const OUTPUT_PREVIEW: usize = 2000;
 /// A run stops by itself after this long (reason `time_limit`, machine
@@ -58,9 +63,14 @@ pub struct LoadOptions {
     pub write_limit_kib: Option<u32>,
 }
 
+/// The machines of one client (`benchtop:host/caller.id`): its own ids,
+/// counted from 1, and its own default. Other clients' machines are not in
+/// here, so they answer exactly like unknown ones.
 pub struct Session {
     machines: Vec<Machine>,
     next_id: u32,
+    /// Machines all other clients hold, for the global cap.
+    others: usize,
     /// Wall time one run may take ([`RUN_TIME_LIMIT`]; shorter in tests).
     pub run_time_limit: Duration,
 }
@@ -70,8 +80,29 @@ impl Default for Session {
         Session {
             machines: Vec::new(),
             next_id: 0,
+            others: 0,
             run_time_limit: RUN_TIME_LIMIT,
         }
+    }
+}
+
+impl plugin_kit::clients::Holdings for Session {
+    fn held(&self) -> usize {
+        self.machines.len()
+    }
+}
+
+/// Every machine of the plugin instance, by client.
+#[derive(Default)]
+pub struct Clients(plugin_kit::clients::PerClient<Session>);
+
+impl Clients {
+    /// Runs `f` on the machines of `caller`.
+    pub fn with<R>(&mut self, caller: &str, f: impl FnOnce(&mut Session) -> R) -> R {
+        self.0.with(caller, |s, others| {
+            s.others = others;
+            f(s)
+        })
     }
 }
 
@@ -353,15 +384,33 @@ impl Session {
         };
         let slot = match replace {
             Some(id) => Some(self.index(Some(id))?),
-            None if self.machines.len() >= MAX_MACHINES => {
-                return err(
-                    "TOO_MANY_MACHINES",
-                    format!(
-                        "{MAX_MACHINES} machines exist; remove one with remove_machine or pass machine to reuse it"
-                    ),
-                );
+            None => {
+                use plugin_kit::clients::{Full, admit};
+                match admit(
+                    self.machines.len(),
+                    self.others,
+                    MAX_MACHINES_PER_CLIENT,
+                    MAX_MACHINES,
+                ) {
+                    Ok(()) => None,
+                    Err(Full::Mine { share }) => {
+                        return err(
+                            "TOO_MANY_MACHINES",
+                            format!(
+                                "you have {share} machines, the most one client may hold; remove one with remove_machine or pass machine to reuse it"
+                            ),
+                        );
+                    }
+                    Err(Full::Everyone { cap }) => {
+                        return err(
+                            "TOO_MANY_MACHINES",
+                            format!(
+                                "the plugin holds {cap} machines of all its clients, its limit; remove one of yours with remove_machine, pass machine to reuse it, or retry later"
+                            ),
+                        );
+                    }
+                }
             }
-            None => None,
         };
         let redir =
             dos::split_redirections(o.command_tail.as_deref().unwrap_or("")).map_err(|e| {
@@ -1306,6 +1355,63 @@ mod tests {
             "UNKNOWN_MACHINE"
         );
         assert!(parse_hex("ABC").is_err());
+    }
+
+    #[test]
+    fn another_clients_machine_answers_like_an_unknown_one() {
+        let dir = dir_with("clients", &PROG);
+        let prog = dir.join("T.COM");
+        let mut all = Clients::default();
+        let load = |s: &mut Session| s.load_program(&prog, None, Model::I80186, false, None);
+        let a: Value = serde_json::from_str(&all.with("a", load).unwrap()).unwrap();
+        assert_eq!(a["machine"], 1);
+        all.with("b", |s| {
+            let list: Value = serde_json::from_str(&s.list_machines()).unwrap();
+            assert_eq!(list, serde_json::json!({ "machines": [], "default": null }));
+            // No default: A's machine is not B's.
+            assert_eq!(s.read_cpu_registers(None).unwrap_err().code, "NO_MACHINE");
+            // The same answer as for a machine nobody has, with the id swapped.
+            let unknown = s.read_cpu_registers(Some(7)).unwrap_err();
+            let theirs = s.read_cpu_registers(Some(1)).unwrap_err();
+            assert_eq!(
+                (unknown.code, theirs.code),
+                ("UNKNOWN_MACHINE", "UNKNOWN_MACHINE")
+            );
+            assert_eq!(theirs.message, unknown.message.replace('7', "1"));
+            assert_eq!(s.remove_machine(1).unwrap_err().code, "UNKNOWN_MACHINE");
+            assert!(s.run(Some(10), Some(1), &mut |_, _| true).is_err());
+            // B's own first machine is its 1, without touching A's.
+            let b: Value = serde_json::from_str(&load(s).unwrap()).unwrap();
+            assert_eq!(b["machine"], 1);
+        });
+        all.with("a", |s| {
+            let list: Value = serde_json::from_str(&s.list_machines()).unwrap();
+            assert_eq!(list["machines"].as_array().unwrap().len(), 1);
+            assert_eq!(
+                list["machines"][0]["instructions"], 0,
+                "B ran nothing of A's"
+            );
+        });
+        // Each client a share: B fills its own, A can still load.
+        all.with("b", |s| {
+            while s.machines.len() < MAX_MACHINES_PER_CLIENT {
+                load(s).unwrap();
+            }
+            let e = load(s).unwrap_err();
+            assert_eq!(e.code, "TOO_MANY_MACHINES");
+            assert!(e.message.contains("one client may hold"), "{}", e.message);
+        });
+        all.with("a", |s| load(s).unwrap());
+        // The global cap holds too, with its own explanation.
+        all.with("a", |s| {
+            while s.machines.len() + s.others < MAX_MACHINES {
+                load(s).unwrap();
+            }
+        });
+        let e = all.with("late", load).unwrap_err();
+        assert_eq!(e.code, "TOO_MANY_MACHINES");
+        assert!(e.message.contains("of all its clients"), "{}", e.message);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A fresh directory holding `code` as T.COM.

@@ -1,0 +1,225 @@
+//! Hardening (issue 22, "Sessions belong to their client"): over HTTP, two
+//! MCP clients of one server share the cp1600 and x86-inspect plugin
+//! instances, yet neither can see, read, run or destroy the other's
+//! emulator sessions or DOS machines, use its default, or starve it by
+//! filling the caps; minted session ids are unguessable.
+
+use e2e::{coded_error, is_error, json as result_json, plugins, repo, serve_http, text};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// The per-client shares and global caps the plugins document (wit/).
+const CP1600_SHARE: usize = 24;
+const X86_SHARE: usize = 5;
+
+struct Client(RunningService<RoleClient, ()>);
+
+impl Client {
+    async fn connect(url: &str) -> Client {
+        Client(
+            ().serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
+                .await
+                .expect("HTTP MCP session"),
+        )
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        self.0
+            .call_tool(params)
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: protocol error {e}"))
+    }
+
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone()).await;
+        assert!(!is_error(&r), "{tool} {args}: {}", text(&r));
+        result_json(&r)
+    }
+
+    /// `(code, "CODE: message")` of a call that must fail.
+    async fn err(&self, tool: &str, args: Value) -> (String, String) {
+        let r = self.call(tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args} should fail, got {}", text(&r));
+        coded_error(&r)
+    }
+}
+
+/// One HTTP server with cp1600 and x86-inspect, the samples readable.
+async fn server() -> (tokio::process::Child, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["cp1600.wasm", "x86_inspect.wasm"] {
+        let src = plugins().join(f);
+        assert!(
+            src.exists(),
+            "{} is missing: run `make plugins`",
+            src.display()
+        );
+        std::fs::copy(&src, dir.path().join(f)).unwrap();
+    }
+    let allow = format!("{}:ro", repo().join("samples").display());
+    let (child, url) =
+        serve_http(&["--plugins", dir.path().to_str().unwrap(), "--allow", &allow]).await;
+    (child, url, dir)
+}
+
+#[tokio::test]
+async fn cp1600_sessions_belong_to_the_client_that_created_them() {
+    let (_child, url, _dir) = server().await;
+    let a = Client::connect(&url).await;
+    let b = Client::connect(&url).await;
+    let rom = repo().join("samples/cp1600/01-hello-world.bin");
+
+    let created = a.ok("cp1600_create_session", json!({})).await;
+    let id = created["session_id"].as_str().unwrap().to_owned();
+    let hex = id
+        .strip_prefix("session_")
+        .unwrap_or_else(|| panic!("{id}"));
+    assert!(
+        hex.len() == 16 && hex.bytes().all(|c| c.is_ascii_hexdigit()),
+        "a minted id carries 64 random bits: {id}"
+    );
+    let again = a.ok("cp1600_create_session", json!({})).await;
+    assert_ne!(again["session_id"], id.as_str());
+    a.ok(
+        "cp1600_destroy_session",
+        json!({"session_id": again["session_id"]}),
+    )
+    .await;
+    a.ok("cp1600_switch_session", json!({"session_id": id}))
+        .await;
+    a.ok(
+        "cp1600_load_rom",
+        json!({"session_id": id, "rom_path": rom.to_str().unwrap()}),
+    )
+    .await;
+    let before = a.ok("cp1600_get_state", json!({"session_id": id})).await;
+
+    // B sees none of it, and A's id answers exactly like one nobody has.
+    let listed = b.ok("cp1600_list_sessions", json!({})).await;
+    assert_eq!(listed, json!({"sessions": []}), "B lists A's sessions");
+    let nobody = "session_0123456789abcdef";
+    let (code, unknown) = b
+        .err("cp1600_get_state", json!({"session_id": nobody}))
+        .await;
+    assert_eq!(code, "SESSION_NOT_FOUND");
+    for (tool, args) in [
+        ("cp1600_get_state", json!({"session_id": id})),
+        ("cp1600_get_registers", json!({"session_id": id})),
+        (
+            "cp1600_examine_memory",
+            json!({"session_id": id, "start_address": 0x5000}),
+        ),
+        ("cp1600_run", json!({"session_id": id, "max_cycles": 1000})),
+        ("cp1600_step", json!({"session_id": id})),
+        ("cp1600_reset", json!({"session_id": id})),
+        ("cp1600_switch_session", json!({"session_id": id})),
+        ("cp1600_destroy_session", json!({"session_id": id})),
+    ] {
+        let (code, msg) = b.err(tool, args).await;
+        assert_eq!(code, "SESSION_NOT_FOUND", "{tool}: {msg}");
+        if tool == "cp1600_get_state" {
+            assert_eq!(
+                msg,
+                unknown.replace(nobody, &id),
+                "the answer leaks A's session"
+            );
+        }
+    }
+    // A's active session is not B's default.
+    let (code, msg) = b.err("cp1600_get_state", json!({})).await;
+    assert_eq!(code, "SESSION_NOT_FOUND");
+    assert!(msg.contains("no active session"), "{msg}");
+    // A custom id A uses is free for B, and stays A's for A.
+    b.ok("cp1600_create_session", json!({"session_id": id}))
+        .await;
+    b.ok("cp1600_destroy_session", json!({"session_id": id}))
+        .await;
+
+    // A's session is untouched by all of that.
+    let after = a.ok("cp1600_get_state", json!({})).await;
+    assert_eq!(after, before, "B's calls changed A's session");
+
+    // B fills its share; A can still create.
+    for _ in 0..CP1600_SHARE {
+        b.ok("cp1600_create_session", json!({})).await;
+    }
+    let (code, msg) = b.err("cp1600_create_session", json!({})).await;
+    assert_eq!(code, "SESSION_LIMIT");
+    println!("B past its share: {msg}");
+    a.ok("cp1600_create_session", json!({})).await;
+    assert_eq!(
+        a.ok("cp1600_list_sessions", json!({})).await["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn x86_machines_belong_to_the_client_that_loaded_them() {
+    let (_child, url, _dir) = server().await;
+    let a = Client::connect(&url).await;
+    let b = Client::connect(&url).await;
+    let greet = repo().join("samples/dos/greet.com");
+    let path = greet.to_str().unwrap();
+
+    let loaded = a.ok("load_program", json!({"path": path})).await;
+    let m = loaded["machine"].as_u64().unwrap();
+    let before = a.ok("read_cpu_registers", json!({"machine": m})).await;
+
+    let listed = b.ok("list_machines", json!({})).await;
+    assert_eq!(listed["machines"], json!([]), "B lists A's machines");
+    assert_eq!(listed["default"], Value::Null);
+    let (code, unknown) = b
+        .err("read_cpu_registers", json!({"machine": 4_000_000_000u32}))
+        .await;
+    assert_eq!(code, "UNKNOWN_MACHINE");
+    for (tool, args) in [
+        ("read_cpu_registers", json!({"machine": m})),
+        (
+            "read_memory",
+            json!({"machine": m, "address": 256, "length": 4}),
+        ),
+        ("run", json!({"machine": m})),
+        ("step", json!({"machine": m})),
+        ("read_console", json!({"machine": m})),
+        ("remove_machine", json!({"machine": m})),
+    ] {
+        let (code, msg) = b.err(tool, args).await;
+        assert_eq!(code, "UNKNOWN_MACHINE", "{tool}: {msg}");
+        if tool == "read_cpu_registers" {
+            assert_eq!(
+                msg,
+                unknown.replace("4000000000", &m.to_string()),
+                "the answer leaks A's machine"
+            );
+        }
+    }
+    // A's machine is not B's default.
+    let (code, _) = b.err("read_cpu_registers", json!({})).await;
+    assert_eq!(code, "NO_MACHINE");
+    let after = a.ok("read_cpu_registers", json!({})).await;
+    assert_eq!(after, before, "B's calls changed A's machine");
+
+    // B fills its share; A can still load.
+    for _ in 0..X86_SHARE {
+        b.ok("load_program", json!({"path": path})).await;
+    }
+    let (code, msg) = b.err("load_program", json!({"path": path})).await;
+    assert_eq!(code, "TOO_MANY_MACHINES");
+    println!("B past its share: {msg}");
+    a.ok("load_program", json!({"path": path})).await;
+    let mine = a.ok("list_machines", json!({})).await;
+    assert_eq!(mine["machines"].as_array().unwrap().len(), 2);
+    // A's own run still works on its first machine.
+    let run = a.ok("run", json!({"machine": m})).await;
+    assert_eq!(run["machine"], m);
+}
