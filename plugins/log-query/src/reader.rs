@@ -832,6 +832,11 @@ impl Reader {
                 self.plan = Some(plan);
                 return if eof { Err(ReadError::Empty) } else { Ok(0) };
             }
+            // Detection can take a preamble for the whole header block and
+            // leave no channel names (found by fuzzing a VCDS-like file).
+            if plan.names.is_empty() {
+                return Err(ReadError::NoHeader);
+            }
             self.start_with_plan(&plan, b);
             i = plan.body_start;
             self.plan = Some(plan);
@@ -1253,6 +1258,22 @@ const ABSOLUTE_AFTER_S: f64 = 60.0;
 mod tests {
     use super::*;
     use crate::column::Cell;
+
+    /// A fuzzed VCDS-like preamble (kept as a fuzz seed) whose detected
+    /// header block names no channel: refused as having no header, whole
+    /// and in pieces alike, instead of indexing an empty layout.
+    #[test]
+    fn a_header_block_without_channel_names_is_refused() {
+        let input = include_bytes!("../../../fuzz/corpus-seed/csv_log/vcds-no-channel-names");
+        let file = &input[1..];
+        assert!(matches!(parse(file, "fuzz.csv"), Err(ReadError::NoHeader)));
+        let source = Trickle {
+            data: file,
+            most: 1,
+        };
+        let pieces = read_columns(source, file.len() as u64, "fuzz.csv", &Need::All);
+        assert!(matches!(pieces, Err(ReadError::NoHeader)));
+    }
 
     #[test]
     fn plain_log_with_empty_and_text_cells() {
