@@ -6,7 +6,9 @@
 //! --nocapture`). The tests take a lock so that they do not run beside each
 //! other on a small machine and disturb each other's timings.
 
-use e2e::hardening::{CALL_TIMEOUT, LEAKS, MAX_MESSAGE, Rng, copy_dir, serial, simulator};
+use e2e::hardening::{
+    CALL_TIMEOUT, LEAKS, MAX_MESSAGE, Rng, copy_dir, ecu_server, sample_defs, serial, simulator,
+};
 use e2e::{Server, free_port, is_error, repo, sigkill, test_plugins, text};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -31,22 +33,6 @@ async fn wait_until(what: &str, limit: Duration, mut check: impl AsyncFnMut() ->
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("timed out after {limit:?} waiting for {what}");
-}
-
-/// An ecu-tables server from `plugins` on `dir` (read-write) with the
-/// sample definitions.
-async fn ecu_server(plugins: &Path, dir: &Path) -> Server {
-    let defs = repo().join("samples/ecu/definitions");
-    Server::start(&[
-        "--plugins",
-        plugins.to_str().unwrap(),
-        "--definitions-path",
-        defs.to_str().unwrap(),
-        "--allow",
-        &format!("{}:rw", dir.display()),
-        "--no-watch",
-    ])
-    .await
 }
 
 fn patch_args(rom: &Path, value: f64) -> Value {
@@ -77,7 +63,7 @@ async fn killing_the_server_mid_patch_leaves_a_whole_rom() {
     // The two complete results, each written once by an uninterrupted patch.
     let reference = tempfile::tempdir().unwrap();
     let rdir = reference.path().canonicalize().unwrap();
-    let s = ecu_server(plugins.path(), &rdir).await;
+    let s = ecu_server(plugins.path(), &sample_defs(), &rdir).await;
     let mut images = Vec::new();
     // The first patch of a fresh server (it also reads the definitions).
     let mut patch_time = Duration::ZERO;
@@ -106,7 +92,7 @@ async fn killing_the_server_mid_patch_leaves_a_whole_rom() {
         // Each round starts from the original image (temp files stay).
         std::fs::write(&rom, &original).unwrap();
         let temps_before = leftovers(&dir, name).len();
-        let s = Arc::new(ecu_server(plugins.path(), &dir).await);
+        let s = Arc::new(ecu_server(plugins.path(), &sample_defs(), &dir).await);
         let pid = s.pid.expect("a child process");
         // Patches back to back, alternating the two values, until killed.
         let writer = {
@@ -178,7 +164,7 @@ async fn killing_the_server_mid_patch_leaves_a_whole_rom() {
     // the image: a patch that changes nothing writes nothing) cleans up
     // what the killed writes left.
     std::fs::write(&rom, &original).unwrap();
-    let s = ecu_server(plugins.path(), &dir).await;
+    let s = ecu_server(plugins.path(), &sample_defs(), &dir).await;
     s.ok("patch_table", patch_args(&rom, 10.0)).await;
     s.stop().await;
     assert_eq!(std::fs::read(&rom).unwrap(), images[0]);

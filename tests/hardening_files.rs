@@ -6,6 +6,7 @@
 //! Figures print with `cargo test -p e2e --test hardening_files --
 //! --nocapture`.
 
+use e2e::hardening::{ecu_server, sample_defs, serial};
 use e2e::{Server, field, is_error, only_plugin, repo, sigkill, text};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -13,32 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// One test at a time: the concurrency test measures, and the machine is small.
-async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    LOCK.lock().await
-}
-
 fn sample_rom() -> PathBuf {
     repo().join("samples/ecu/BT000001.bin")
-}
-
-fn sample_defs() -> PathBuf {
-    repo().join("samples/ecu/definitions")
-}
-
-/// An ecu-tables server with `defs` and `dir` granted read-write.
-async fn ecu_server(plugins: &Path, defs: &Path, dir: &Path) -> Server {
-    Server::start(&[
-        "--plugins",
-        plugins.to_str().unwrap(),
-        "--definitions-path",
-        defs.to_str().unwrap(),
-        "--allow",
-        &format!("{}:rw", dir.display()),
-        "--no-watch",
-    ])
-    .await
 }
 
 /// The ecu-tables plugin under test, alone in a plugins directory:

@@ -2,7 +2,7 @@
 //! scratch workspace with hostile files, the judge of error answers, the
 //! plugin copy and the test lock.
 
-use crate::{RawServer, plugins, raw_text, repo, simulator_bin, spawn_simulator};
+use crate::{RawServer, Server, plugins, raw_text, repo, simulator_bin, spawn_simulator};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -368,4 +368,24 @@ pub async fn fuzz_server(ws: &Workspace, plugins: &Path) -> RawServer {
 /// The bridge simulator on `port`, streaming `rate` packets a second.
 pub fn simulator(port: u16, rate: u32) -> tokio::process::Child {
     spawn_simulator(&simulator_bin(), port, &["--rate", &rate.to_string()]).unwrap()
+}
+
+/// The sample ECU definitions (`samples/ecu/definitions`).
+pub fn sample_defs() -> PathBuf {
+    repo().join("samples/ecu/definitions")
+}
+
+/// A server of the plugins in `plugins` with `defs` as the definitions path
+/// and `dir` granted read-write: the ROM-writing hardening tests' setup.
+pub async fn ecu_server(plugins: &Path, defs: &Path, dir: &Path) -> Server {
+    Server::start(&[
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--definitions-path",
+        defs.to_str().unwrap(),
+        "--allow",
+        &format!("{}:rw", dir.display()),
+        "--no-watch",
+    ])
+    .await
 }
