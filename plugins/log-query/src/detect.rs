@@ -256,8 +256,9 @@ fn cells(line: &str, delim: u8) -> Vec<String> {
     out
 }
 
-/// Fields of a line per separator, outside quotes.
-fn count_fields(line: &[u8]) -> [usize; 3] {
+/// Fields of a line per separator (`,` `;` tab, as in [`SEPARATORS`]),
+/// outside quotes.
+pub(crate) fn count_fields(line: &[u8]) -> [usize; 3] {
     let mut counts = [1usize; 3];
     let mut quoted = false;
     for &c in line {
@@ -272,7 +273,8 @@ fn count_fields(line: &[u8]) -> [usize; 3] {
     counts
 }
 
-const SEPARATORS: [u8; 3] = [b',', b';', b'\t'];
+/// The separators loggers use, in order of preference on a tie.
+pub(crate) const SEPARATORS: [u8; 3] = [b',', b';', b'\t'];
 
 /// The separator that splits the most lines into the same number of
 /// fields (weighted by that number: a `;` log with decimal commas splits
@@ -351,19 +353,6 @@ fn month_number(name: &str) -> Option<i64> {
         .map(|i| i as i64 + 1)
 }
 
-fn civil_secs(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
-    let ok = (1980..=2200).contains(&y)
-        && (1..=12).contains(&mo)
-        && (1..=31).contains(&d)
-        && (0..24).contains(&h)
-        && (0..60).contains(&mi)
-        && (0..61).contains(&s);
-    // The checks above keep month and day in u32 range.
-    ok.then(|| {
-        plugin_kit::civil::days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3600 + mi * 60 + s
-    })
-}
-
 /// `HH:MM(:SS(.fff|:fffff))` → (h, m, s).
 fn clock_parts(s: &str) -> Option<(i64, i64, i64)> {
     let mut p = s.trim().split([':', '.']);
@@ -382,7 +371,7 @@ fn vcds_date(line: &str) -> Option<i64> {
     let year: i64 = c.get(start + 2)?.parse().ok()?;
     let clock = c.get(start + 3)?.split('-').next()?;
     let (h, m, s) = clock_parts(clock)?;
-    civil_secs(year, month, day, h, m, s)
+    crate::logs::civil(year, month, day, h, m, s)
 }
 
 /// A date and time in free text: `2014-02-22 17:47:01`, `22.02.2014
@@ -409,7 +398,7 @@ fn text_date(text: &str) -> Option<i64> {
         };
         let clock = tail.split_whitespace().next().unwrap_or("");
         let (h, mi, s) = clock_parts(clock).unwrap_or((0, 0, 0));
-        if let Some(t) = civil_secs(y, mo, d, h, mi, s) {
+        if let Some(t) = crate::logs::civil(y, mo, d, h, mi, s) {
             return Some(t);
         }
     }

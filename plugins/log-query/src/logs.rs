@@ -56,13 +56,16 @@ fn date_regex() -> &'static regex_lite::Regex {
     })
 }
 
-fn civil(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
+/// Seconds since the Unix epoch of a date and time a log carries (in its
+/// name, preamble or header), or `None` when a field is out of range (years
+/// 1980..=2200, so a stray number is not taken for a date).
+pub(crate) fn civil(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
     let ok = (1980..=2200).contains(&y)
         && (1..=12).contains(&mo)
         && (1..=31).contains(&d)
-        && h < 24
-        && mi < 60
-        && s < 61;
+        && (0..24).contains(&h)
+        && (0..60).contains(&mi)
+        && (0..61).contains(&s);
     // The checks above keep month and day in u32 range.
     ok.then(|| days_from_civil(y, mo as u32, d as u32) * SECS_PER_DAY + h * 3600 + mi * 60 + s)
 }
@@ -224,8 +227,8 @@ impl Cache {
             need = need.with_loaded(&e.log);
         }
         self.remove(&file.path);
-        if let Some(Err(e)) = self.peek(file) {
-            return Err(e);
+        if let Some(why) = self.known_failure(file) {
+            return Err(why);
         }
         let read = plugin_kit::read_ahead::ReadAhead::open(&file.path)
             .map_err(|e| format!("cannot read {}: {e}", file.name))
@@ -281,16 +284,21 @@ impl Cache {
     /// The cached log (or why it cannot be read) of an unchanged file,
     /// without reading it.
     pub fn peek(&self, file: &LogFile) -> Option<Result<Arc<Log>, String>> {
-        if let Some((mtime, size, why)) = self.failed.get(&file.path)
-            && *mtime == file.mtime
-            && *size == file.size
-        {
-            return Some(Err(why.clone()));
+        if let Some(why) = self.known_failure(file) {
+            return Some(Err(why));
         }
         self.entries
             .get(&file.path)
             .filter(|e| e.mtime == file.mtime && e.size == file.size)
             .map(|e| Ok(e.log.clone()))
+    }
+
+    /// Why an unchanged file could not be read last time, if it could not.
+    fn known_failure(&self, file: &LogFile) -> Option<String> {
+        self.failed
+            .get(&file.path)
+            .filter(|(mtime, size, _)| *mtime == file.mtime && *size == file.size)
+            .map(|(_, _, why)| why.clone())
     }
 
     pub fn len(&self) -> usize {

@@ -507,20 +507,10 @@ fn next_line(b: &[u8], mut i: usize) -> usize {
 }
 
 fn sniff_delimiter(line: &[u8]) -> u8 {
-    let mut counts = [0usize; 3];
-    let mut in_quotes = false;
-    for &c in line {
-        match c {
-            b'"' => in_quotes = !in_quotes,
-            b',' if !in_quotes => counts[0] += 1,
-            b';' if !in_quotes => counts[1] += 1,
-            b'\t' if !in_quotes => counts[2] += 1,
-            b'\n' => break,
-            _ => {}
-        }
-    }
+    let line = line.split(|&c| c == b'\n').next().unwrap_or(line);
+    let counts = detect::count_fields(line);
     let best = (0..3).max_by_key(|&k| (counts[k], 3 - k)).unwrap_or(0);
-    [b',', b';', b'\t'][best]
+    detect::SEPARATORS[best]
 }
 
 struct Layout {
