@@ -165,11 +165,8 @@ fn load_secret(dir: &Path) -> Result<[u8; 32]> {
     let path = dir.join(SECRET_FILE);
     if !path.exists() {
         let mut fresh = [0u8; 32];
-        std::io::Read::read_exact(
-            &mut std::fs::File::open("/dev/urandom").context("opening /dev/urandom")?,
-            &mut fresh,
-        )
-        .context("reading /dev/urandom")?;
+        getrandom::fill(&mut fresh)
+            .map_err(|e| anyhow::anyhow!("the system's random source failed: {e}"))?;
         let tmp = dir.join(format!("{SECRET_FILE}.{}", std::process::id()));
         write_private(&tmp, &fresh)?;
         let linked = std::fs::hard_link(&tmp, &path);
