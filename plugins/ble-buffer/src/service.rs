@@ -735,6 +735,30 @@ impl Service {
         let (handles, left_out) = handle_rows(cap.tally.per_handle.clone());
         // Beyond MAX_TALLY_HANDLES distinct handles the rest count as one.
         let handles_left_out = left_out + (cap.tally.other_handles > 0) as u32;
+        // What every answer says of the capture itself; each outcome below
+        // adds its ids, warnings and note.
+        let capture = ImportSummary {
+            datalink: cap.datalink,
+            records: cap.records,
+            tx,
+            rx,
+            skipped: cap.skipped,
+            first_id: None,
+            last_id: None,
+            warnings: Vec::new(),
+            since: None,
+            evicted: 0,
+            content_hash: format!("fnv1a64:{hash:016x}"),
+            capture_start: cap.first_ts,
+            capture_end: cap.last_ts,
+            holds: cap.contents.kinds(),
+            contents: cap.contents.describe(),
+            channels: cap.contents.channel_list(),
+            handles,
+            handles_left_out,
+            note: String::new(),
+            already_imported: None,
+        };
         let oldest = self.log.oldest_id();
         if let Some(prev) = self
             .imports
@@ -750,13 +774,7 @@ impl Service {
                     .first_id
                     .map_or(0, |f| f - 1)
                     .max(oldest.unwrap_or(1) - 1);
-                let contents = cap.contents.describe();
                 return Ok(ImportSummary {
-                    datalink: cap.datalink,
-                    records: cap.records,
-                    tx,
-                    rx,
-                    skipped: cap.skipped,
                     first_id: prev.first_id,
                     last_id: prev.last_id,
                     warnings: vec![format!(
@@ -767,21 +785,13 @@ impl Service {
                         prev.ids(),
                     )],
                     since: prev.first_id.map(|_| since.to_string()),
-                    evicted: 0,
-                    content_hash: format!("fnv1a64:{hash:016x}"),
-                    capture_start: cap.first_ts,
-                    capture_end: cap.last_ts,
-                    holds: cap.contents.kinds(),
-                    contents,
-                    channels: cap.contents.channel_list(),
-                    handles,
-                    handles_left_out,
                     note: format!(
                         "already imported as #{} ({}): nothing added; read them with get_logs since=\"{since}\"",
                         prev.number,
                         prev.ids()
                     ),
                     already_imported: Some(prev.number),
+                    ..capture
                 });
             }
             warnings.push(if prev.first_id.is_none() {
@@ -856,10 +866,10 @@ impl Service {
             since_id = Some(kept_from - 1);
         }
         warnings.extend(cap.warnings.iter().cloned());
-        let contents = cap.contents.describe();
         let note = if n == 0 {
             format!(
-                "no ATT writes or notifications in this capture, so nothing was imported: it holds {contents}"
+                "no ATT writes or notifications in this capture, so nothing was imported: it holds {}",
+                capture.contents
             )
         } else {
             format!(
@@ -901,26 +911,13 @@ impl Service {
         });
         warnings.truncate(btsnoop::MAX_WARNINGS + 2);
         Ok(ImportSummary {
-            datalink: cap.datalink,
-            records: cap.records,
-            tx,
-            rx,
-            skipped: cap.skipped,
             first_id: first,
             last_id: last,
             warnings,
             since: since_id.map(|s| s.to_string()),
             evicted,
-            content_hash: format!("fnv1a64:{hash:016x}"),
-            capture_start: cap.first_ts,
-            capture_end: cap.last_ts,
-            holds: cap.contents.kinds(),
-            contents,
-            channels: cap.contents.channel_list(),
-            handles,
-            handles_left_out,
             note,
-            already_imported: None,
+            ..capture
         })
     }
 
