@@ -172,6 +172,14 @@ impl Cpu {
         FAULT
     }
 
+    /// Refuses the instruction just fetched, whose push (or pull) through
+    /// R6 would touch `addr`, outside RAM.
+    #[cold]
+    fn refuse_stack(&mut self, addr: u16, push: bool, d: bool) -> u32 {
+        let pc = self.st.r[7].wrapping_sub(1);
+        self.refuse(pc, d, Fault::Stack { pc, addr, push })
+    }
+
     /// Executes one instruction and returns its cycles, without touching
     /// the cycle and instruction counters (the caller keeps them, so a run
     /// loop can hold them in locals). Interrupt entry cycles are included.
@@ -442,13 +450,7 @@ impl Cpu {
             _ => {
                 let p = self.st.r[mmm];
                 if mmm == 6 && self.checks && !self.mem.is_ram(p) {
-                    let pc = self.st.r[7].wrapping_sub(1);
-                    let fault = Fault::Stack {
-                        pc,
-                        addr: p,
-                        push: true,
-                    };
-                    return self.refuse(pc, d, fault);
+                    return self.refuse_stack(p, true, d);
                 }
                 let v = self.st.r[ss];
                 self.st.r[mmm] = p.wrapping_add(1);
@@ -472,13 +474,7 @@ impl Cpu {
             6 => {
                 let p = self.st.r[6].wrapping_sub(1);
                 if self.checks && !self.mem.is_ram(p) {
-                    let pc = self.st.r[7].wrapping_sub(1);
-                    let fault = Fault::Stack {
-                        pc,
-                        addr: p,
-                        push: false,
-                    };
-                    return self.refuse(pc, d, fault);
+                    return self.refuse_stack(p, false, d);
                 }
                 self.st.r[6] = p;
                 (self.mem.read(p), 12)
