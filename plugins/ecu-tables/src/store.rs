@@ -161,18 +161,25 @@ impl Explorer {
 
     /// Loads `rom` (cached by mtime) and matches it against the definitions in `dir`.
     pub fn open(&mut self, dir: &Path, rom: &Path) -> Result<OpenedRom, Error> {
-        self.open_with(dir, rom, false)
+        self.open_with(dir, rom, false, false)
+    }
+
+    /// Like [`open`](Self::open) but walks the definitions directory again
+    /// whatever the age of the last walk: a patch calls this before taking
+    /// the ROM's lock, so the walk is not done while the lock is held.
+    pub fn open_rescanned(&mut self, dir: &Path, rom: &Path) -> Result<OpenedRom, Error> {
+        self.open_with(dir, rom, false, true)
     }
 
     /// Like [`open`](Self::open) but always re-reads the ROM: a patch must
     /// start from the bytes on disk, never from a cache entry whose stamp
     /// happens to match after an outside edit (coarse mtimes).
     pub fn open_fresh(&mut self, dir: &Path, rom: &Path) -> Result<OpenedRom, Error> {
-        self.open_with(dir, rom, true)
+        self.open_with(dir, rom, true, false)
     }
 
     /// The `*.xml` files under `dir` with fresh stamps, walked again when
-    /// `fresh` (a patch) or when the last walk is older than [`LISTING_TTL`].
+    /// `fresh` (before a patch) or when the last walk is older than [`LISTING_TTL`].
     fn listing(&mut self, dir: &Path, fresh: bool) -> Result<Vec<(PathBuf, Stamp)>, Error> {
         if !fresh
             && let Some(l) = &self.listing
@@ -198,8 +205,14 @@ impl Explorer {
         Ok(files)
     }
 
-    fn open_with(&mut self, dir: &Path, rom: &Path, fresh: bool) -> Result<OpenedRom, Error> {
-        if fresh {
+    fn open_with(
+        &mut self,
+        dir: &Path,
+        rom: &Path,
+        fresh_rom: bool,
+        fresh_listing: bool,
+    ) -> Result<OpenedRom, Error> {
+        if fresh_rom {
             self.roms.remove(rom);
         }
         let file = self.load_rom(rom)?;
@@ -215,7 +228,7 @@ impl Explorer {
                 }),
             ),
         };
-        let files = self.listing(dir, fresh)?;
+        let files = self.listing(dir, fresh_listing)?;
         self.refresh(&files);
         let mut matches = Vec::new();
         let mut tried = Vec::new();

@@ -710,10 +710,10 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     let op = build_op(args)?;
     let dir = cfg.dir()?;
     let rom = rom_path(&args.rom)?;
-    // The first call parses the definitions: do that before taking the lock,
-    // so the lock is held only for the read-modify-write (its errors, if
-    // any, come again from the locked open).
-    let _ = ex.open(dir, &rom);
+    // Walk and parse the definitions before taking the lock, so the lock is
+    // held only for the read-modify-write (its errors, if any, come again
+    // from the locked open, which reuses this walk).
+    let _ = ex.open_rescanned(dir, &rom);
     // Under the ROM's lock, from the bytes on disk once it is held (another
     // process may have patched it a moment ago); through a symlink, the
     // link's target is what gets patched.
