@@ -448,8 +448,12 @@ async fn guest_output_stays_out_of_the_protocol_stream() {
         text(&s.call("hello", json!({})).await),
         "hello from kitchen-sink"
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let stderr = s.stderr.lock().unwrap().clone();
+    let stderr = s
+        .log_with(&[
+            "this line goes to guest stdout",
+            "this line goes to guest stderr",
+        ])
+        .await;
     assert!(
         stderr.contains("this line goes to guest stdout"),
         "{stderr}"

@@ -109,7 +109,7 @@ async fn a_broken_replacement_keeps_the_old_version_serving() {
     })
     .await;
     assert_eq!(hello(&s).await, "hello from greeter");
-    let log = s.stderr.lock().unwrap().clone();
+    let log = s.log_with(&["plugin.wasm", "keeps serving"]).await;
     assert!(
         log.contains("plugin.wasm") && log.contains("keeps serving"),
         "{log}"
@@ -163,7 +163,7 @@ async fn colliding_tool_names_are_refused_unless_prefixed() {
         !s.tools().await.iter().any(|t| t.name == "greet"),
         "the later plugin is refused whole"
     );
-    let log = s.stderr.lock().unwrap().clone();
+    let log = s.log_with(&["plugin `b-greeter`", "prefix"]).await;
     assert!(
         log.contains("plugin `b-greeter`")
             && log.contains("plugin `a-kitchen`")
@@ -224,7 +224,7 @@ async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
     std::fs::write(&entries[0], &bytes).unwrap();
     let s = Server::start(&args).await;
     assert_eq!(hello(&s).await, "hello from greeter");
-    let log = s.stderr.lock().unwrap().clone();
+    let log = s.log_with(&["fails its check", "rebuilding"]).await;
     assert!(
         log.contains("fails its check") && log.contains("rebuilding"),
         "{log}"
@@ -232,7 +232,8 @@ async fn corrupt_compile_cache_entries_are_rebuilt_not_trusted() {
     s.stop().await;
     // The rebuilt entry is valid again: a third start is a clean hit.
     let s = Server::start(&args).await;
-    assert!(s.stderr.lock().unwrap().contains("compiled=Hit"));
+    let log = s.log_with(&["compiled=Hit"]).await;
+    assert!(log.contains("compiled=Hit"), "{log}");
     s.stop().await;
 }
 

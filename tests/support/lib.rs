@@ -211,6 +211,20 @@ impl Server {
         r
     }
 
+    /// The server's stderr once it holds every one of `needles`, waiting up
+    /// to 10 s for the reader task to catch up (lines reach it
+    /// asynchronously, so an immediate look can miss the latest ones).
+    pub async fn log_with(&self, needles: &[&str]) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let log = self.stderr.lock().unwrap().clone();
+            if needles.iter().all(|n| log.contains(n)) || std::time::Instant::now() > deadline {
+                return log;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Stops the server.
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
