@@ -357,7 +357,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut write: W, mut lines: mpsc::Recei
     let _ = write.flush().await;
 }
 
-async fn read_lines<R: AsyncRead + Unpin>(
+/// The reader behind [`framed`], with its line limit as a parameter: public
+/// so the fuzz target can drive it with a small limit.
+pub async fn read_lines<R: AsyncRead + Unpin>(
     read: R,
     messages: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     out: mpsc::Sender<Vec<u8>>,

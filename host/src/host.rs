@@ -3,9 +3,11 @@
 
 use crate::cache::{CacheOutcome, CompileCache};
 use crate::config::{ConfigFile, PluginConfig};
-use crate::plugin::{PluginInterface, SettingDecl};
+use crate::engine;
+use crate::imports::{self, LogLevel, LogSink, PluginState};
+use crate::interface::{PluginInterface, SettingDecl};
+use crate::plugin::{Limits, Plugin, PluginSpec};
 use crate::registry::{Catalog, Refusal, Registry};
-use crate::runtime::{self, Limits, LogLevel, LogSink, Plugin, PluginSpec, PluginState};
 use crate::sandbox::{Access, DirGrant, Policy};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -83,8 +85,8 @@ impl Host {
         let workspace = workspace.canonicalize().with_context(|| {
             format!("workspace directory {} does not exist", workspace.display())
         })?;
-        let engine = runtime::new_engine()?;
-        let linker = runtime::new_linker(&engine)?;
+        let engine = engine::new_engine()?;
+        let linker = imports::new_linker(&engine)?;
         let cache = CompileCache::new(if options.no_cache {
             None
         } else {
@@ -358,7 +360,14 @@ impl Host {
         }
         policy.network = Policy::resolve_network(&cfg.network)?;
         for decl in settings {
-            let Some((value, base)) = self.setting_value(decl, cfg, &cwd) else {
+            let Some((value, base)) = crate::settings::setting_value(
+                decl,
+                &self.options.settings,
+                &cfg.env,
+                self.options.config.as_deref(),
+                &self.workspace,
+                &cwd,
+            ) else {
                 continue;
             };
             if let Some(access) = decl.access {
@@ -376,43 +385,6 @@ impl Host {
             policy.env.insert(decl.env.clone(), value);
         }
         Ok(policy)
-    }
-
-    /// A setting's value and the directory a relative value is relative to:
-    /// the command line, then the environment (both relative to the current
-    /// directory), then the config file's `env`, then the workspace's
-    /// `.vscode/settings.json` (relative to the workspace).
-    fn setting_value(
-        &self,
-        decl: &SettingDecl,
-        cfg: &PluginConfig,
-        cwd: &Path,
-    ) -> Option<(String, PathBuf)> {
-        if let Some(flag) = &decl.flag
-            && let Some((_, v)) = self.options.settings.iter().rev().find(|(f, _)| f == flag)
-        {
-            return Some((v.clone(), cwd.to_owned()));
-        }
-        if let Ok(v) = std::env::var(&decl.env)
-            && !v.is_empty()
-        {
-            return Some((v, cwd.to_owned()));
-        }
-        let config_dir = self
-            .options
-            .config
-            .as_ref()
-            .and_then(|c| c.parent())
-            .map_or_else(|| cwd.to_owned(), Path::to_path_buf);
-        if let Some(v) = cfg.env.get(&decl.env) {
-            return Some((v.clone(), config_dir));
-        }
-        let key = decl.vscode.as_ref()?;
-        let text = std::fs::read_to_string(self.workspace.join(".vscode/settings.json")).ok()?;
-        let json: serde_json::Value = serde_json::from_str(&strip_jsonc(&text)).ok()?;
-        json.get(key)?
-            .as_str()
-            .map(|v| (v.to_owned(), self.workspace.clone()))
     }
 
     /// Loads or reloads the plugin at `file` beside the running one and swaps
@@ -515,65 +487,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Removes `//` and `/* */` comments and trailing commas, as VS Code's
-/// settings.json allows them.
-fn strip_jsonc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if c == '\\' {
-                if let Some(n) = chars.next() {
-                    out.push(n);
-                }
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                for n in chars.by_ref() {
-                    if n == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                chars.next();
-                let mut prev = ' ';
-                for n in chars.by_ref() {
-                    if prev == '*' && n == '/' {
-                        break;
-                    }
-                    prev = n;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    // Trailing commas before } or ].
-    let mut cleaned = String::with_capacity(out.len());
-    let bytes: Vec<char> = out.chars().collect();
-    for (i, c) in bytes.iter().enumerate() {
-        if *c == ',' {
-            let next = bytes[i + 1..].iter().find(|n| !n.is_whitespace());
-            if matches!(next, Some('}') | Some(']')) {
-                continue;
-            }
-        }
-        cleaned.push(*c);
-    }
-    cleaned
-}
-
 fn spawn_ticker(plugin: std::sync::Weak<Plugin>, interval: Duration) {
     tokio::spawn(async move {
         let mut timer = tokio::time::interval(interval);
@@ -602,14 +515,5 @@ mod tests {
             tmp.join("no/such/dir")
         );
         assert_eq!(canonical_or_nearest(&tmp), tmp);
-    }
-
-    #[test]
-    fn jsonc_comments_and_trailing_commas_are_removed() {
-        let text =
-            "{\n // comment\n \"a\": \"x // not a comment\", /* block */\n \"b\": [1, 2,],\n}";
-        let v: serde_json::Value = serde_json::from_str(&strip_jsonc(text)).unwrap();
-        assert_eq!(v["a"], "x // not a comment");
-        assert_eq!(v["b"], serde_json::json!([1, 2]));
     }
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use benchtop::host::{Host, Options};
-use benchtop::plugin::PluginInterface;
+use benchtop::interface::PluginInterface;
 use benchtop::server::Server;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rmcp::ServiceExt;
@@ -315,27 +315,13 @@ async fn call(host: &Host, tool: &str, json: &str, raw: bool) -> Result<std::pro
         bail!("the arguments must be a JSON object, like '{{\"name\": \"value\"}}'");
     };
     let catalog = host.registry().snapshot();
-    let Some((plugin, index)) = catalog.lookup(tool) else {
-        let similar = catalog.similar(tool);
-        bail!(
-            "unknown tool `{tool}`{}; `benchtop tools` lists them",
-            if similar.is_empty() {
-                String::new()
-            } else {
-                format!(" (did you mean {}?)", similar.join(", "))
-            }
-        );
-    };
-    let output = plugin.interface.tools[index].output.clone();
-    let result = match plugin
-        .call(index, &args, benchtop::runtime::CallContext::detached())
-        .await
-    {
-        Ok(v) => benchtop::result::to_call_result(&output, v),
-        Err(e) => {
-            rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(e.to_string())])
-        }
-    };
+    let result = benchtop::call::call_tool(
+        &catalog,
+        tool,
+        &args,
+        benchtop::call::CallContext::detached(),
+    )
+    .await?;
     let failed = result.is_error == Some(true);
     if raw {
         println!("{}", serde_json::to_string_pretty(&result)?);
@@ -366,9 +352,9 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         }
     };
     problems.extend(interface.warnings.iter().cloned());
-    let engine = benchtop::runtime::new_engine()?;
-    let linker = benchtop::runtime::new_linker(&engine)?;
-    match benchtop::runtime::compile(&engine, &wasm).and_then(|c| {
+    let engine = benchtop::engine::new_engine()?;
+    let linker = benchtop::imports::new_linker(&engine)?;
+    match benchtop::engine::compile(&engine, &wasm).and_then(|c| {
         linker
             .instantiate_pre(&c)
             .map(|_| ())

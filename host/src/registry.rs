@@ -3,7 +3,7 @@
 //! A catalogue is an immutable snapshot; changes (hot swap) build a new one
 //! and swap it in, so in-flight calls keep the plugin they started with.
 
-use crate::runtime::Plugin;
+use crate::plugin::Plugin;
 // The same distance the plugins use for their own "did you mean" hints.
 use plugin_kit::suggest::edit_distance;
 use rmcp::model::{Tool, ToolAnnotations};
@@ -80,6 +80,17 @@ impl Catalog {
 
     /// Tool names closest to `name`, for "did you mean" hints.
     pub fn similar(&self, name: &str) -> Vec<&str> {
+        // A name this long is no typo, and the distance costs its length
+        // times every tool name's: only say which names it contains.
+        if name.len() > 256 {
+            return self
+                .tools
+                .keys()
+                .filter(|k| name.contains(k.as_str()))
+                .take(3)
+                .map(String::as_str)
+                .collect();
+        }
         let mut scored: Vec<(usize, &str)> = self
             .tools
             .keys()

@@ -1,7 +1,7 @@
 //! Component return values as MCP tool results (docs/design.md, Contract 1).
 
 use crate::convert::to_json;
-use crate::plugin::{ErrorOutput, Output};
+use crate::interface::{ErrorOutput, Output};
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock as Content};
 use serde_json::{Value, json};

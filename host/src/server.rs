@@ -5,10 +5,10 @@
 // 2025-11-25, which are most clients in the field, still use it.
 #![allow(deprecated)]
 
+use crate::call::{CallContext, call_tool, clip};
 use crate::host::LogEvent;
+use crate::imports::{LogLevel, ProgressSink};
 use crate::registry::Registry;
-use crate::result::to_call_result;
-use crate::runtime::{CallContext, CallError, LogLevel, ProgressSink};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -224,27 +224,6 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let catalog = self.registry.snapshot();
-        let Some((plugin, index)) = catalog.lookup(&request.name) else {
-            let similar = catalog.similar(&request.name);
-            let hint = if similar.is_empty() {
-                "call tools/list to see the tools".to_owned()
-            } else {
-                format!(
-                    "did you mean {}?",
-                    similar
-                        .iter()
-                        .map(|s| format!("`{s}`"))
-                        .collect::<Vec<_>>()
-                        .join(" or ")
-                )
-            };
-            return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {} ({hint})", clip(&request.name)),
-                None,
-            ));
-        };
-        drop(catalog);
         // Progress goes through one ordered queue that is drained before the
         // response, so notifications arrive in order and never after it.
         let mut forwarder = None;
@@ -274,20 +253,19 @@ impl ServerHandler for Server {
             caller: caller_of(&context.extensions, &self.anonymous),
         };
         let args = request.arguments.unwrap_or_default();
-        let output = plugin.interface.tools[index].output.clone();
-        let result = match plugin.call(index, &args, ctx).await {
-            Ok(value) => to_call_result(&output, value),
-            Err(
-                e @ (CallError::Arguments(_)
-                | CallError::Trapped { .. }
-                | CallError::Unavailable { .. }),
-            ) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-        };
+        // The snapshot is taken now: a hot swap during the call does not
+        // change the plugin it runs in.
+        let catalog = self.registry.snapshot();
+        let result = call_tool(&catalog, &request.name, &args, ctx).await;
+        drop(catalog);
         // The call has dropped its context, and with it the queue's sender.
         if let Some(forwarder) = forwarder {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), forwarder).await;
         }
-        Ok(result.into())
+        match result {
+            Ok(result) => Ok(result.into()),
+            Err(unknown) => Err(ErrorData::invalid_params(unknown.to_string(), None)),
+        }
     }
 }
 
@@ -309,16 +287,6 @@ const KNOWN_METHODS: [&str; 14] = [
     "resources/unsubscribe",
     "subscriptions/listen",
 ];
-
-/// At most 80 characters of a name a client sent, for error messages.
-fn clip(name: &str) -> String {
-    let count = name.chars().count();
-    if count <= 80 {
-        return name.to_owned();
-    }
-    let head: String = name.chars().take(60).collect();
-    format!("{head}… ({count} characters)")
-}
 
 /// The error for a request whose method is unknown or whose params do not
 /// fit its method, saying what to fix.
@@ -392,7 +360,6 @@ mod tests {
         assert_eq!(m, "Method not found: `nope/nothing`");
         let long = "x".repeat(100_000);
         assert!(msg(&long, None).1.len() < 200);
-        assert!(clip(&long).ends_with("(100000 characters)"));
     }
 
     fn http_request(headers: &[(&str, &str)]) -> Extensions {

@@ -1,0 +1,130 @@
+//! What a plugin's store holds and the `benchtop:host` imports it answers
+//! (`log`, `progress`, `caller`), beside WASI p2 (docs/design.md, Contract 2).
+//! The linker built here is the whole of what a component may import.
+
+use crate::call::{CLI_CALLER, CallContext};
+use anyhow::Result;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Engine, StoreLimits};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit/host",
+        world: "imports",
+    });
+}
+
+pub use bindings::benchtop::host::log::Level as LogLevel;
+
+/// Receives progress reports of the current call: `(done, total, message)`.
+pub type ProgressSink = Arc<dyn Fn(u64, u64, String) + Send + Sync>;
+
+/// Receives a plugin's log messages: `(plugin, level, message)`.
+pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
+
+/// The call a store is running, as its imports and epoch callback see it.
+pub(crate) struct ActiveCall {
+    pub(crate) ctx: CallContext,
+    pub(crate) deadline: Instant,
+    pub(crate) cancel_seen: Option<Instant>,
+    pub(crate) last_progress: Option<(u64, Instant)>,
+}
+
+impl ActiveCall {
+    /// A call of `ctx` that must end within `budget` from now.
+    pub(crate) fn new(ctx: CallContext, budget: Duration) -> Self {
+        Self {
+            ctx,
+            deadline: Instant::now() + budget,
+            cancel_seen: None,
+            last_progress: None,
+        }
+    }
+}
+
+/// The data of a plugin's store.
+pub struct PluginState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limits: StoreLimits,
+    pub(crate) plugin: Arc<str>,
+    pub(crate) call: Option<ActiveCall>,
+    pub(crate) deadline_budget: Duration,
+    pub(crate) on_log: LogSink,
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::benchtop::host::progress::Host for PluginState {
+    fn report(&mut self, done: u64, total: u64, message: String) -> bool {
+        let Some(call) = &mut self.call else {
+            return true;
+        };
+        if call.ctx.cancel.is_cancelled() {
+            return false;
+        }
+        if let Some(sink) = &call.ctx.progress {
+            // Progress must increase, and a chatty guest must not flood the client.
+            let now = Instant::now();
+            let due = match call.last_progress {
+                None => true,
+                Some((last, at)) => {
+                    done > last
+                        && (now.duration_since(at) >= Duration::from_millis(20) || done == total)
+                }
+            };
+            if due {
+                call.last_progress = Some((done, now));
+                sink(done, total, message);
+            }
+        }
+        true
+    }
+
+    fn cancelled(&mut self) -> bool {
+        self.call
+            .as_ref()
+            .is_some_and(|c| c.ctx.cancel.is_cancelled())
+    }
+}
+
+impl bindings::benchtop::host::caller::Host for PluginState {
+    fn id(&mut self) -> String {
+        self.call
+            .as_ref()
+            .map_or(CLI_CALLER, |c| &*c.ctx.caller)
+            .to_owned()
+    }
+}
+
+impl bindings::benchtop::host::log::Host for PluginState {
+    fn write(&mut self, level: LogLevel, message: String) {
+        let plugin = self.plugin.clone();
+        match level {
+            LogLevel::Debug => tracing::debug!(target: "guest", plugin = %plugin, "{message}"),
+            LogLevel::Info => tracing::info!(target: "guest", plugin = %plugin, "{message}"),
+            LogLevel::Warning => tracing::warn!(target: "guest", plugin = %plugin, "{message}"),
+            LogLevel::Error => tracing::error!(target: "guest", plugin = %plugin, "{message}"),
+        }
+        (self.on_log)(&plugin, level, &message);
+    }
+}
+
+/// Builds the linker every plugin is instantiated with: WASI p2 plus `benchtop:host`.
+pub fn new_linker(engine: &Engine) -> Result<Linker<PluginState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    bindings::Imports::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
+        .map_err(anyhow::Error::from)?;
+    Ok(linker)
+}
