@@ -216,7 +216,8 @@ async fn load_16_http_clients_20000_mixed_calls() {
                 let r = call(&client, "load_program", json!({"path": "dos/sums.com"}))
                     .await
                     .unwrap();
-                assert_eq!(r.structured_content.unwrap()["machine"], 1);
+                let m = &r.structured_content.unwrap()["machine"];
+                assert!(m.as_u64().is_some_and(|m| m > 0), "machine id {m}");
             }
             let share = CALLS / CLIENTS;
             let mut latencies = Vec::with_capacity(share);

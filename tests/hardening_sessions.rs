@@ -2,7 +2,9 @@
 //! MCP clients of one server share the cp1600 and x86-inspect plugin
 //! instances, yet neither can see, read, run or destroy the other's
 //! emulator sessions or DOS machines, use its default, or starve it by
-//! filling the caps; minted session ids are unguessable.
+//! filling the caps; minted session ids and machine ids are unguessable.
+//! (Freeing a departed client's sessions after 15 idle minutes is tested in
+//! plugin_kit::clients and the plugins' unit tests with a moved clock.)
 
 use e2e::{coded_error, is_error, json as result_json, plugins, repo, serve_http, text};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -173,6 +175,14 @@ async fn x86_machines_belong_to_the_client_that_loaded_them() {
 
     let loaded = a.ok("load_program", json!({"path": path})).await;
     let m = loaded["machine"].as_u64().unwrap();
+    // Minted, not counted: a random integer below 2^53 (exact in any JSON
+    // client), so no id tells anything about another.
+    assert!((1..1 << 53).contains(&m), "machine id {m}");
+    let second = a.ok("load_program", json!({"path": path})).await["machine"]
+        .as_u64()
+        .unwrap();
+    assert!(second != m && second != m + 1, "ids {m}, {second}");
+    a.ok("remove_machine", json!({"machine": second})).await;
     let before = a.ok("read_cpu_registers", json!({"machine": m})).await;
 
     let listed = b.ok("list_machines", json!({})).await;

@@ -104,13 +104,16 @@ impl Session {
 pub struct Sessions {
     sessions: BTreeMap<String, Session>,
     active: Option<String>,
-    /// Sessions all other clients hold, for the global cap.
-    others: usize,
+    /// What this call may know of the other clients, for the global cap.
+    room: plugin_kit::clients::Room,
 }
 
 impl plugin_kit::clients::Holdings for Sessions {
     fn held(&self) -> usize {
         self.sessions.len()
+    }
+    fn room(&mut self) -> &mut plugin_kit::clients::Room {
+        &mut self.room
     }
 }
 
@@ -125,10 +128,7 @@ impl Clients {
 
     /// Runs `f` on the sessions of `caller`.
     pub fn with<R>(&mut self, caller: &str, f: impl FnOnce(&mut Sessions) -> R) -> R {
-        self.0.with(caller, |s, others| {
-            s.others = others;
-            f(s)
-        })
+        self.0.with(caller, f)
     }
 }
 
@@ -385,14 +385,13 @@ impl Sessions {
     }
 
     pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult {
-        use plugin_kit::clients::{Full, admit};
-        match admit(
+        use plugin_kit::clients::{Full, hex64, mint};
+        let freed = match self.room.admit(
             self.sessions.len(),
-            self.others,
             MAX_SESSIONS_PER_CLIENT,
             MAX_SESSIONS,
         ) {
-            Ok(()) => {}
+            Ok(freed) => freed,
             Err(Full::Mine { share }) => {
                 return Err(ToolError::new(
                     "SESSION_LIMIT",
@@ -405,11 +404,12 @@ impl Sessions {
                 return Err(ToolError::new(
                     "SESSION_LIMIT",
                     format!(
-                        "the plugin holds {cap} sessions of all its clients, its limit; destroy one of yours with cp1600_destroy_session, or retry later"
+                        "the plugin holds {cap} sessions of all its clients, its limit, and none has been idle for {} min; destroy one of yours with cp1600_destroy_session, or retry later",
+                        plugin_kit::clients::IDLE_AFTER.as_secs() / 60
                     ),
                 ));
             }
-        }
+        };
         let millis = now_millis();
         let id = match session_id.map(str::trim).filter(|s| !s.is_empty()) {
             Some(id) => {
@@ -431,17 +431,15 @@ impl Sessions {
                 id.to_string()
             }
             // 64 random bits: a handle no other client can guess.
-            None => loop {
-                let id = format!(
-                    "session_{}",
-                    plugin_kit::clients::random_hex64().map_err(|e| ToolError::invalid(
-                        format!("cannot mint a session id ({e}); pass session_id yourself")
-                    ))?
-                );
-                if !self.sessions.contains_key(&id) {
-                    break id;
-                }
-            },
+            None => mint(
+                |n| format!("session_{}", hex64(n)),
+                |id| self.sessions.contains_key(id),
+            )
+            .map_err(|e| {
+                ToolError::invalid(format!(
+                    "cannot mint a session id ({e}); pass session_id yourself"
+                ))
+            })?,
         };
         let mut machine = Machine::new();
         machine.cpu.reset_to(0x5000);
@@ -457,7 +455,11 @@ impl Sessions {
             },
         );
         self.active = Some(id.clone());
-        Ok(json!({ "session_id": id, "status": "created", "active": true }))
+        let mut out = json!({ "session_id": id, "status": "created", "active": true });
+        if let Some(freed) = freed {
+            out["note"] = json!(freed.note("session"));
+        }
+        Ok(out)
     }
 
     pub fn list_sessions(&self) -> ToolResult {
@@ -1461,7 +1463,7 @@ mod client_tests {
         // Clients take their shares until the global cap is reached.
         while all.0.total() < MAX_SESSIONS {
             all.with(&format!("c{c}"), |s| {
-                for _ in 0..MAX_SESSIONS_PER_CLIENT.min(MAX_SESSIONS - s.others) {
+                for _ in 0..MAX_SESSIONS_PER_CLIENT.min(MAX_SESSIONS - s.room.others()) {
                     s.create_session(None).unwrap();
                 }
                 if s.sessions.len() == MAX_SESSIONS_PER_CLIENT {
@@ -1486,5 +1488,51 @@ mod client_tests {
             s.destroy_session(&id).unwrap();
         });
         all.with("late", |s| s.create_session(None)).unwrap();
+    }
+
+    #[test]
+    fn a_departed_clients_sessions_make_room_and_the_answer_says_so() {
+        use std::time::{Duration, Instant};
+        let t0 = Instant::now();
+        let at = |m: u64| t0 + Duration::from_secs(m * 60);
+        let mut all = Clients::new();
+        // Clients that create their share and leave fill the global cap.
+        let mut c = 0;
+        while all.0.total() < MAX_SESSIONS {
+            all.0.with_at(&format!("gone{c}"), at(c), |s| {
+                while s.sessions.len() < MAX_SESSIONS_PER_CLIENT
+                    && s.sessions.len() + s.room.others() < MAX_SESSIONS
+                {
+                    s.create_session(None).unwrap();
+                }
+            });
+            c += 1;
+        }
+        let (code_, m) = code(all.0.with_at("new", at(10), |s| s.create_session(None)));
+        assert_eq!(code_, "SESSION_LIMIT");
+        assert!(m.contains("idle for 15 min"), "{m}");
+        // 30 minutes on, the client idle longest (the first) gives way; a
+        // failed creation frees nothing.
+        let (code_, _) = code(
+            all.0
+                .with_at("new", at(30), |s| s.create_session(Some("not a valid id"))),
+        );
+        assert_eq!(code_, "INVALID_ARGUMENT");
+        assert_eq!(all.0.total(), MAX_SESSIONS);
+        let v = all
+            .0
+            .with_at("new", at(30), |s| s.create_session(None))
+            .unwrap();
+        assert_eq!(v["status"], "created");
+        assert_eq!(
+            v["note"],
+            format!(
+                "closed {MAX_SESSIONS_PER_CLIENT} sessions of another client, idle for 30 min, to make room under the plugin's limit"
+            )
+        );
+        all.0.with_at("gone0", at(31), |s| {
+            assert_eq!(s.list_sessions().unwrap(), json!({ "sessions": [] }));
+            assert!(s.create_session(None).unwrap().get("note").is_none());
+        });
     }
 }

@@ -53,8 +53,11 @@ pub const CHUNK: u64 = 1 << 20;
 /// Most breakpoints per machine (client-made, but bounded all the same).
 pub const MAX_BREAKPOINTS: usize = 1024;
 
+/// A machine's handle: random, minted by the server (see `tools::Session`).
+pub type MachineId = u64;
+
 pub struct Machine {
-    pub id: u32,
+    pub id: MachineId,
     pub cpu: Cpu,
     pub dos: Dos,
     pub program: Program,
@@ -69,7 +72,7 @@ pub struct Machine {
 impl Machine {
     /// Loads a program image. `root` is drive C: for the DOS file services.
     pub fn load(
-        id: u32,
+        id: MachineId,
         path: &Path,
         image: &[u8],
         tail: &str,
@@ -81,7 +84,7 @@ impl Machine {
 
     /// [`Machine::load`] with explicit console and file-write limits.
     pub fn load_with_limits(
-        id: u32,
+        id: MachineId,
         path: &Path,
         image: &[u8],
         tail: &str,

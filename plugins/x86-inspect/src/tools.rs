@@ -12,7 +12,7 @@ use crate::console::{MAX_CONSOLE_KIB, MAX_PENDING_INPUT};
 use crate::cpu::{self, Cpu, Model};
 use crate::disasm;
 use crate::dos::{self, Limits};
-use crate::machine::{MAX_BREAKPOINTS, Machine, StopReason};
+use crate::machine::{MAX_BREAKPOINTS, Machine, MachineId, StopReason};
 use crate::tracking::SegOff;
 
 /// A tool failure: a stable code and a message saying what to do.
@@ -51,7 +51,7 @@ pub struct LoadOptions {
     pub model: Option<Model>,
     pub tracking: Option<bool>,
     /// Reload into this machine.
-    pub machine: Option<u32>,
+    pub machine: Option<MachineId>,
     /// Text typed at the keyboard (standard input unless redirected).
     pub stdin: Option<String>,
     /// A host file as standard input (as `< file`), already resolved.
@@ -63,14 +63,15 @@ pub struct LoadOptions {
     pub write_limit_kib: Option<u32>,
 }
 
-/// The machines of one client (`benchtop:host/caller.id`): its own ids,
-/// counted from 1, and its own default. Other clients' machines are not in
-/// here, so they answer exactly like unknown ones.
+/// The machines of one client (`benchtop:host/caller.id`) and its own
+/// default. Other clients' machines are not in here, so they answer exactly
+/// like unknown ones. Ids are random (53 bits,
+/// [`plugin_kit::clients::json_int`]), not counted, so a handle seen in a
+/// transcript or log tells nothing about any other.
 pub struct Session {
     machines: Vec<Machine>,
-    next_id: u32,
-    /// Machines all other clients hold, for the global cap.
-    others: usize,
+    /// What this call may know of the other clients, for the global cap.
+    room: plugin_kit::clients::Room,
     /// Wall time one run may take ([`RUN_TIME_LIMIT`]; shorter in tests).
     pub run_time_limit: Duration,
 }
@@ -79,8 +80,7 @@ impl Default for Session {
     fn default() -> Self {
         Session {
             machines: Vec::new(),
-            next_id: 0,
-            others: 0,
+            room: plugin_kit::clients::Room::default(),
             run_time_limit: RUN_TIME_LIMIT,
         }
     }
@@ -89,6 +89,9 @@ impl Default for Session {
 impl plugin_kit::clients::Holdings for Session {
     fn held(&self) -> usize {
         self.machines.len()
+    }
+    fn room(&mut self) -> &mut plugin_kit::clients::Room {
+        &mut self.room
     }
 }
 
@@ -99,10 +102,7 @@ pub struct Clients(plugin_kit::clients::PerClient<Session>);
 impl Clients {
     /// Runs `f` on the machines of `caller`.
     pub fn with<R>(&mut self, caller: &str, f: impl FnOnce(&mut Session) -> R) -> R {
-        self.0.with(caller, |s, others| {
-            s.others = others;
-            f(s)
-        })
+        self.0.with(caller, f)
     }
 }
 
@@ -279,7 +279,7 @@ pub struct RegisterWrite {
 }
 
 impl Session {
-    fn index(&self, id: Option<u32>) -> Result<usize, ToolError> {
+    fn index(&self, id: Option<MachineId>) -> Result<usize, ToolError> {
         match id {
             None if self.machines.is_empty() => err(
                 "NO_MACHINE",
@@ -302,7 +302,7 @@ impl Session {
         }
     }
 
-    fn machine(&mut self, id: Option<u32>) -> Result<&mut Machine, ToolError> {
+    fn machine(&mut self, id: Option<MachineId>) -> Result<&mut Machine, ToolError> {
         let i = self.index(id)?;
         Ok(&mut self.machines[i])
     }
@@ -314,7 +314,7 @@ impl Session {
         command_tail: Option<&str>,
         model: Model,
         tracking: bool,
-        replace: Option<u32>,
+        replace: Option<MachineId>,
     ) -> Result<String, ToolError> {
         self.load(
             path,
@@ -382,17 +382,15 @@ impl Session {
             Some(p) => Some(open_input_file(p)?),
             None => None,
         };
-        let slot = match replace {
-            Some(id) => Some(self.index(Some(id))?),
+        use plugin_kit::clients::{Full, json_int, mint};
+        let (slot, freed) = match replace {
+            Some(id) => (Some(self.index(Some(id))?), None),
             None => {
-                use plugin_kit::clients::{Full, admit};
-                match admit(
-                    self.machines.len(),
-                    self.others,
-                    MAX_MACHINES_PER_CLIENT,
-                    MAX_MACHINES,
-                ) {
-                    Ok(()) => None,
+                match self
+                    .room
+                    .admit(self.machines.len(), MAX_MACHINES_PER_CLIENT, MAX_MACHINES)
+                {
+                    Ok(freed) => (None, freed),
                     Err(Full::Mine { share }) => {
                         return err(
                             "TOO_MANY_MACHINES",
@@ -405,7 +403,8 @@ impl Session {
                         return err(
                             "TOO_MANY_MACHINES",
                             format!(
-                                "the plugin holds {cap} machines of all its clients, its limit; remove one of yours with remove_machine, pass machine to reuse it, or retry later"
+                                "the plugin holds {cap} machines of all its clients, its limit, and none has been idle for {} min; remove one of yours with remove_machine, pass machine to reuse it, or retry later",
+                                plugin_kit::clients::IDLE_AFTER.as_secs() / 60
                             ),
                         );
                     }
@@ -434,8 +433,12 @@ impl Session {
         let id = match slot {
             Some(i) => self.machines[i].id,
             None => {
-                self.next_id += 1;
-                self.next_id
+                mint(json_int, |id| self.machines.iter().any(|m| m.id == *id)).map_err(|e| {
+                    ToolError {
+                        code: "LOAD_FAILED",
+                        message: format!("cannot mint a machine id: {e}"),
+                    }
+                })?
             }
         };
         let limits = Limits {
@@ -468,7 +471,7 @@ impl Session {
         m.dos.input.closed = stdin_text.is_some() && !o.stdin_open.unwrap_or(false);
         #[derive(Serialize)]
         struct Loaded {
-            machine: u32,
+            machine: MachineId,
             program: String,
             format: &'static str,
             cpu: &'static str,
@@ -484,6 +487,9 @@ impl Session {
             console_kib: u32,
             write_limit_kib: u32,
             next: &'static str,
+            /// Another client's idle machines removed to make room.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            note: Option<String>,
         }
         let out = Loaded {
             machine: id,
@@ -504,6 +510,7 @@ impl Session {
             console_kib,
             write_limit_kib: write_kib,
             next: "run (to exit/breakpoint), step, add_breakpoint, read_disassembly",
+            note: freed.map(|f| f.note("machine")),
         };
         match slot {
             Some(i) => {
@@ -519,7 +526,7 @@ impl Session {
     pub fn list_machines(&self) -> String {
         #[derive(Serialize)]
         struct Row {
-            machine: u32,
+            machine: MachineId,
             program: String,
             cpu: &'static str,
             address: String,
@@ -554,7 +561,7 @@ impl Session {
         }))
     }
 
-    pub fn remove_machine(&mut self, id: u32) -> Result<String, ToolError> {
+    pub fn remove_machine(&mut self, id: MachineId) -> Result<String, ToolError> {
         let i = self.index(Some(id))?;
         self.machines.remove(i);
         Ok(to_json(
@@ -562,7 +569,7 @@ impl Session {
         ))
     }
 
-    pub fn read_cpu_registers(&mut self, id: Option<u32>) -> Result<String, ToolError> {
+    pub fn read_cpu_registers(&mut self, id: Option<MachineId>) -> Result<String, ToolError> {
         let m = self.machine(id)?;
         Ok(to_json(&registers(&m.cpu)))
     }
@@ -571,7 +578,7 @@ impl Session {
         &mut self,
         address: u32,
         length: u32,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         if !(1..=4096).contains(&length) {
             return err("INVALID_ARGUMENT", "Length must be between 1 and 4096");
@@ -603,7 +610,7 @@ impl Session {
         &mut self,
         address: u32,
         data: &str,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let bytes = parse_hex(data)?;
         if bytes.is_empty() || bytes.len() > 4096 {
@@ -627,7 +634,7 @@ impl Session {
     pub fn write_registers(
         &mut self,
         w: RegisterWrite,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         use cpu::*;
         let m = self.machine(id)?;
@@ -666,7 +673,7 @@ impl Session {
     pub fn list_functions(
         &mut self,
         limit: Option<u32>,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let limit = limit.unwrap_or(100) as usize;
         let m = self.machine(id)?;
@@ -727,7 +734,7 @@ impl Session {
     pub fn read_cfg_cpu_graph(
         &mut self,
         node_limit: Option<u32>,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let limit = node_limit.unwrap_or(50).min(2000) as usize;
         let m = self.machine(id)?;
@@ -817,7 +824,7 @@ impl Session {
     pub fn run(
         &mut self,
         max_instructions: Option<u64>,
-        id: Option<u32>,
+        id: Option<MachineId>,
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<String, ToolError> {
         let budget = max_instructions.unwrap_or(DEFAULT_BUDGET);
@@ -846,7 +853,7 @@ impl Session {
         Ok(to_json(&run_result(m, n, reason, out_before)))
     }
 
-    pub fn step(&mut self, count: Option<u32>, id: Option<u32>) -> Result<String, ToolError> {
+    pub fn step(&mut self, count: Option<u32>, id: Option<MachineId>) -> Result<String, ToolError> {
         let count = count.unwrap_or(1);
         if !(1..=10_000).contains(&count) {
             return err(
@@ -897,7 +904,7 @@ impl Session {
         address: Option<u32>,
         segment: Option<u16>,
         offset: Option<u16>,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let linear = match (address, segment, offset) {
             (Some(a), None, None) if a <= 0xFFFFF => a,
@@ -930,7 +937,11 @@ impl Session {
         ))
     }
 
-    pub fn remove_breakpoint(&mut self, bp: u32, id: Option<u32>) -> Result<String, ToolError> {
+    pub fn remove_breakpoint(
+        &mut self,
+        bp: u32,
+        id: Option<MachineId>,
+    ) -> Result<String, ToolError> {
         let m = self.machine(id)?;
         if !m.remove_breakpoint(bp) {
             return err(
@@ -946,7 +957,7 @@ impl Session {
         ))
     }
 
-    pub fn list_breakpoints(&mut self, id: Option<u32>) -> Result<String, ToolError> {
+    pub fn list_breakpoints(&mut self, id: Option<MachineId>) -> Result<String, ToolError> {
         let m = self.machine(id)?;
         let list: Vec<_> = m
             .breakpoints
@@ -963,7 +974,7 @@ impl Session {
         segment: Option<u16>,
         offset: Option<u16>,
         count: Option<u32>,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let count = count.unwrap_or(20);
         if !(1..=500).contains(&count) {
@@ -982,7 +993,7 @@ impl Session {
         &mut self,
         offset: Option<u32>,
         max_bytes: Option<u32>,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let offset = offset.unwrap_or(0) as u64;
         let max = max_bytes.unwrap_or(8192).clamp(1, 65536) as usize;
@@ -1060,7 +1071,7 @@ impl Session {
         &mut self,
         text: Option<&str>,
         end: Option<bool>,
-        id: Option<u32>,
+        id: Option<MachineId>,
     ) -> Result<String, ToolError> {
         let bytes = match text {
             Some(t) => dos::keyboard_text(&latin1_bytes(t)?),
@@ -1135,7 +1146,7 @@ fn open_input_file(p: &Path) -> Result<std::fs::File, ToolError> {
 
 #[derive(Serialize)]
 struct RunResult {
-    machine: u32,
+    machine: MachineId,
     stop_reason: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     exit_code: Option<u8>,
@@ -1364,25 +1375,31 @@ mod tests {
         let mut all = Clients::default();
         let load = |s: &mut Session| s.load_program(&prog, None, Model::I80186, false, None);
         let a: Value = serde_json::from_str(&all.with("a", load).unwrap()).unwrap();
-        assert_eq!(a["machine"], 1);
+        let ma = a["machine"].as_u64().unwrap();
+        let ma_text = ma.to_string();
+        assert!((1..1 << 53).contains(&ma), "a minted id: {ma}");
         all.with("b", |s| {
             let list: Value = serde_json::from_str(&s.list_machines()).unwrap();
             assert_eq!(list, serde_json::json!({ "machines": [], "default": null }));
             // No default: A's machine is not B's.
             assert_eq!(s.read_cpu_registers(None).unwrap_err().code, "NO_MACHINE");
             // The same answer as for a machine nobody has, with the id swapped.
-            let unknown = s.read_cpu_registers(Some(7)).unwrap_err();
-            let theirs = s.read_cpu_registers(Some(1)).unwrap_err();
+            let nobody: MachineId = 4_000_000_000;
+            let unknown = s.read_cpu_registers(Some(nobody)).unwrap_err();
+            let theirs = s.read_cpu_registers(Some(ma)).unwrap_err();
             assert_eq!(
                 (unknown.code, theirs.code),
                 ("UNKNOWN_MACHINE", "UNKNOWN_MACHINE")
             );
-            assert_eq!(theirs.message, unknown.message.replace('7', "1"));
-            assert_eq!(s.remove_machine(1).unwrap_err().code, "UNKNOWN_MACHINE");
-            assert!(s.run(Some(10), Some(1), &mut |_, _| true).is_err());
-            // B's own first machine is its 1, without touching A's.
+            assert_eq!(
+                theirs.message,
+                unknown.message.replace(&nobody.to_string(), &ma_text)
+            );
+            assert_eq!(s.remove_machine(ma).unwrap_err().code, "UNKNOWN_MACHINE");
+            assert!(s.run(Some(10), Some(ma), &mut |_, _| true).is_err());
+            // B's own machine gets an id of its own, without touching A's.
             let b: Value = serde_json::from_str(&load(s).unwrap()).unwrap();
-            assert_eq!(b["machine"], 1);
+            assert_ne!(b["machine"], ma);
         });
         all.with("a", |s| {
             let list: Value = serde_json::from_str(&s.list_machines()).unwrap();
@@ -1404,13 +1421,57 @@ mod tests {
         all.with("a", |s| load(s).unwrap());
         // The global cap holds too, with its own explanation.
         all.with("a", |s| {
-            while s.machines.len() + s.others < MAX_MACHINES {
+            while s.machines.len() + s.room.others() < MAX_MACHINES {
                 load(s).unwrap();
             }
         });
         let e = all.with("late", load).unwrap_err();
         assert_eq!(e.code, "TOO_MANY_MACHINES");
         assert!(e.message.contains("of all its clients"), "{}", e.message);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_departed_clients_machines_make_room_and_the_answer_says_so() {
+        use std::time::{Duration, Instant};
+        let dir = dir_with("departed", &PROG);
+        let prog = dir.join("T.COM");
+        let load = |s: &mut Session| s.load_program(&prog, None, Model::I80186, false, None);
+        let t0 = Instant::now();
+        let mut all = Clients::default();
+        // Clients that load their share and leave fill the global cap.
+        let mut c = 0;
+        while all.0.total() < MAX_MACHINES {
+            all.0.with_at(&format!("gone{c}"), t0, |s| {
+                while s.machines.len() < MAX_MACHINES_PER_CLIENT
+                    && s.machines.len() + s.room.others() < MAX_MACHINES
+                {
+                    load(s).unwrap();
+                }
+            });
+            c += 1;
+        }
+        let at = |m: u64| t0 + Duration::from_secs(m * 60);
+        // Minutes later they may be back: nothing is taken from them.
+        let e = all.0.with_at("new", at(5), load).unwrap_err();
+        assert_eq!(e.code, "TOO_MANY_MACHINES");
+        assert!(e.message.contains("idle for 15 min"), "{}", e.message);
+        // Past the idle time the first one's machines go, and the answer
+        // says so.
+        let v: Value = serde_json::from_str(&all.0.with_at("new", at(20), load).unwrap()).unwrap();
+        assert_eq!(
+            v["note"],
+            format!(
+                "closed {MAX_MACHINES_PER_CLIENT} machines of another client, idle for 20 min, to make room under the plugin's limit"
+            )
+        );
+        assert_eq!(all.0.total(), MAX_MACHINES - MAX_MACHINES_PER_CLIENT + 1);
+        // The gone client finds nothing; a later load has no note.
+        all.0.with_at("gone0", at(21), |s| {
+            assert_eq!(s.read_cpu_registers(None).unwrap_err().code, "NO_MACHINE");
+            let v: Value = serde_json::from_str(&load(s).unwrap()).unwrap();
+            assert!(v.get("note").is_none(), "{v}");
+        });
         let _ = std::fs::remove_dir_all(&dir);
     }
 
