@@ -1,5 +1,5 @@
 //! What a plugin's store holds and the `benchtop:host` imports it answers
-//! (`log`, `progress`, `caller`), beside WASI p2 (docs/design.md, Contract 2).
+//! (`log`, `progress`, `caller`, and the `errors` types), beside WASI p2 (docs/design.md, Contract 2).
 //! The linker built here is the whole of what a component may import.
 
 use crate::call::{CLI_CALLER, CallContext};
@@ -106,6 +106,9 @@ impl bindings::benchtop::host::caller::Host for PluginState {
             .to_owned()
     }
 }
+
+// `errors` holds only the `tool-error` type: nothing to answer.
+impl bindings::benchtop::host::errors::Host for PluginState {}
 
 impl bindings::benchtop::host::log::Host for PluginState {
     fn write(&mut self, level: LogLevel, message: String) {

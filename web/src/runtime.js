@@ -76,6 +76,8 @@ const imports = {
     "benchtop:host/progress": progress,
     "benchtop:host/log": log,
     "benchtop:host/caller": caller,
+    // Types only (tool-error); a component that uses it imports no functions.
+    "benchtop:host/errors": {},
     "wasi:cli/environment": environment,
     "wasi:cli/exit": cli.exit,
     "wasi:cli/stdin": cli.stdin,

@@ -12,12 +12,16 @@
 //! [`safe_write`] rewrites a user's file under a lock
 //! that works across processes, keeping its inode (mode and owner).
 //!
+//! Every plugin fails the same way: [`ToolError`] is the Rust side of
+//! `benchtop:host/errors.tool-error`.
+//!
 //! Small algorithms more than one crate needs live here once too: [`civil`]
 //! turns Unix time into calendar dates and back, [`suggest`] measures how
 //! far a mistyped name is from the real ones.
 
 pub mod civil;
 pub mod clients;
+pub mod error;
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
@@ -27,5 +31,6 @@ pub mod suggest;
 pub mod text;
 pub mod yaml;
 
+pub use error::ToolError;
 pub use frontmatter::Frontmatter;
 pub use markdown::MarkdownTable;

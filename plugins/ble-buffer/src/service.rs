@@ -65,20 +65,7 @@ pub fn content_hash(bytes: &[u8]) -> u64 {
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl ToolError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-}
+pub use plugin_kit::ToolError;
 
 /// The BLE link as the bridge reports it.
 #[derive(Debug, Default, Clone)]

@@ -38,24 +38,7 @@ pub const TRACE_PAGE_MAX: u32 = 4096;
 /// the host's call deadline never traps the plugin and loses every session.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(10);
 
-/// A tool failure: a stable code plus what went wrong and what to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl ToolError {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
-        ToolError {
-            code,
-            message: message.into(),
-        }
-    }
-    fn invalid(message: impl Into<String>) -> Self {
-        Self::new("INVALID_ARGUMENT", message)
-    }
-}
+pub use plugin_kit::ToolError;
 
 pub type ToolResult = Result<Value, ToolError>;
 

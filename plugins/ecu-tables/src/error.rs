@@ -67,6 +67,29 @@ pub enum Error {
 }
 
 impl Error {
+    /// The stable code of this failure (`benchtop:host/errors.tool-error`),
+    /// what an agent branches on: each variant has its own, and a refused
+    /// patch says why it was refused.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NoDefinitionsPath => "NO_DEFINITIONS_PATH",
+            Error::DefinitionsDir { .. } => "DEFINITIONS_UNREADABLE",
+            Error::RomRead { .. } => "ROM_UNREADABLE",
+            Error::UnknownRom { .. } => "UNKNOWN_ROM",
+            Error::Definition { .. } => "BAD_DEFINITION",
+            Error::UnknownTable { .. } => "UNKNOWN_TABLE",
+            Error::AmbiguousTable { .. } => "AMBIGUOUS_TABLE",
+            Error::InvalidArgument(_) => "INVALID_ARGUMENT",
+            Error::Patch(PatchError::OutOfRange { .. }) => "OUT_OF_RANGE",
+            Error::Patch(PatchError::Invalid(_)) => "INVALID_ARGUMENT",
+            Error::Patch(PatchError::NotRepresentable(_)) => "NOT_REPRESENTABLE",
+            Error::Patch(PatchError::Unsafe { .. }) => "UNSAFE_PATCH",
+            Error::OutOfRom(_) => "OUTSIDE_ROM",
+            Error::Checksum(_) => "CHECKSUM_UNSUPPORTED",
+            Error::Write { .. } => "WRITE_FAILED",
+        }
+    }
+
     /// Says whether the ROM is outside the granted directories, or what the OS said.
     pub fn rom_read(path: PathBuf, source: io::Error) -> Self {
         let explanation = plugin_kit::paths::explain_io_error(&path, &source, false);

@@ -40,16 +40,21 @@ thread_local! {
 
 fn with_explorer(
     f: impl FnOnce(&mut Explorer, &Config) -> Result<String, Error>,
-) -> Result<String, String> {
+) -> Result<String, wit::ToolError> {
     let cfg = Config::from_env();
-    EXPLORER.with(|ex| f(&mut ex.borrow_mut(), &cfg).map_err(|e| e.to_string()))
+    EXPLORER.with(|ex| {
+        f(&mut ex.borrow_mut(), &cfg).map_err(|e| wit::ToolError {
+            code: e.code().into(),
+            message: e.to_string(),
+        })
+    })
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Component;
 
 impl wit::Guest for Component {
-    fn list_tables(args: wit::ListTablesArgs) -> Result<String, String> {
+    fn list_tables(args: wit::ListTablesArgs) -> Result<String, wit::ToolError> {
         let args = tools::ListTables {
             rom: args.rom,
             category: args.category,
@@ -60,7 +65,7 @@ impl wit::Guest for Component {
         with_explorer(|ex, cfg| tools::list_tables(ex, cfg, &args))
     }
 
-    fn read_table(args: wit::ReadTableArgs) -> Result<String, String> {
+    fn read_table(args: wit::ReadTableArgs) -> Result<String, wit::ToolError> {
         let args = tools::ReadTable {
             rom: args.rom,
             table: args.table,
@@ -72,7 +77,7 @@ impl wit::Guest for Component {
         with_explorer(|ex, cfg| tools::read_table(ex, cfg, &args))
     }
 
-    fn patch_table(args: wit::PatchTableArgs) -> Result<String, String> {
+    fn patch_table(args: wit::PatchTableArgs) -> Result<String, wit::ToolError> {
         let args = tools::PatchTable {
             rom: args.rom,
             table: args.table,
@@ -94,11 +99,11 @@ impl wit::Guest for Component {
         with_explorer(|ex, cfg| tools::patch_table(ex, cfg, &args))
     }
 
-    fn rom_info(args: wit::RomInfoArgs) -> Result<String, String> {
+    fn rom_info(args: wit::RomInfoArgs) -> Result<String, wit::ToolError> {
         with_explorer(|ex, cfg| tools::rom_info(ex, cfg, &args.rom))
     }
 
-    fn diff_tables(args: wit::DiffTablesArgs) -> Result<String, String> {
+    fn diff_tables(args: wit::DiffTablesArgs) -> Result<String, wit::ToolError> {
         let args = tools::DiffTables {
             rom: args.rom,
             other: args.other,

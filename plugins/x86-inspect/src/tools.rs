@@ -15,12 +15,7 @@ use crate::dos::{self, Limits};
 use crate::machine::{MAX_BREAKPOINTS, Machine, MachineId, StopReason};
 use crate::tracking::SegOff;
 
-/// A tool failure: a stable code and a message saying what to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError {
-    pub code: &'static str,
-    pub message: String,
-}
+pub use plugin_kit::ToolError;
 
 fn err<T>(code: &'static str, message: impl Into<String>) -> Result<T, ToolError> {
     Err(ToolError {
