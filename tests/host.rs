@@ -706,3 +706,133 @@ async fn unbounded_recursion_and_huge_results_are_contained() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn resources_prompts_and_completions_come_from_tags() {
+    use rmcp::model::{
+        ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams,
+        Reference, ResourceContents,
+    };
+    let sb = sandbox("");
+    let s = start(&sb).await;
+    let info = s.client.peer_info().expect("server info");
+    assert!(info.capabilities.resources.is_some() && info.capabilities.prompts.is_some());
+    assert!(info.capabilities.completions.is_some());
+    // Tagged functions are not tools.
+    let tools = s.tools().await;
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.name == "greeting" || t.name == "review")
+    );
+
+    let resources = s.client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["kitchen://bytes", "kitchen://greeting"]);
+    assert_eq!(
+        resources[1].description.as_deref(),
+        Some("A fixed greeting.")
+    );
+    let templates = s.client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0].uri_template, "kitchen://items/{id}");
+
+    let read = |uri: &str| {
+        s.client
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+    };
+    let r = read("kitchen://greeting").await.unwrap();
+    match &r.contents[0] {
+        ResourceContents::TextResourceContents {
+            text,
+            uri,
+            mime_type,
+            ..
+        } => {
+            assert_eq!(text, "hello from a resource");
+            assert_eq!(uri, "kitchen://greeting");
+            assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+        }
+        other => panic!("text expected, got {other:?}"),
+    }
+    let r = read("kitchen://bytes").await.unwrap();
+    match &r.contents[0] {
+        ResourceContents::BlobResourceContents {
+            blob, mime_type, ..
+        } => {
+            assert_eq!(blob, "AAH+/w==");
+            assert_eq!(mime_type.as_deref(), Some("application/octet-stream"));
+        }
+        other => panic!("blob expected, got {other:?}"),
+    }
+    let r = read("kitchen://items/pear%20tree").await.unwrap();
+    assert!(matches!(&r.contents[0],
+        ResourceContents::TextResourceContents { text, .. } if text == "item pear tree"));
+    // The plugin's own error, and an unknown URI, are errors naming the way out.
+    let e = read("kitchen://items/missing")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("NO_ITEM") && e.contains("apple"), "{e}");
+    let e = read("kitchen://nothing").await.unwrap_err().to_string();
+    assert!(
+        e.contains("Resource not found") && e.contains("resources/list"),
+        "{e}"
+    );
+
+    let prompts = s.client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1);
+    let args = prompts[0].arguments.as_ref().unwrap();
+    assert_eq!(
+        args.iter()
+            .map(|a| (a.name.as_str(), a.required))
+            .collect::<Vec<_>>(),
+        [("subject", Some(true)), ("focus", Some(false))]
+    );
+    let mut params = GetPromptRequestParams::new("review");
+    params.arguments = Some(
+        json!({"subject": "the patch", "focus": "timing"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let p = s.client.get_prompt(params).await.unwrap();
+    let message = serde_json::to_value(&p.messages[0]).unwrap();
+    assert_eq!(message["role"], "user");
+    assert_eq!(
+        message["content"]["text"],
+        "Review the patch, looking first at timing."
+    );
+    let e = s
+        .client
+        .get_prompt(GetPromptRequestParams::new("review"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("subject"), "a missing argument is named: {e}");
+
+    let complete = |reference: Reference, name: &str, value: &str| {
+        s.client.complete(CompleteRequestParams::new(
+            reference,
+            ArgumentInfo::new(name, value),
+        ))
+    };
+    let c = complete(Reference::for_resource("kitchen://items/{id}"), "id", "ap")
+        .await
+        .unwrap();
+    assert_eq!(c.completion.values, ["apple", "apricot"]);
+    let c = complete(Reference::for_prompt("review"), "subject", "p")
+        .await
+        .unwrap();
+    assert_eq!(c.completion.values, ["patch", "plan"]);
+    let c = complete(Reference::for_prompt("review"), "focus", "")
+        .await
+        .unwrap();
+    assert!(c.completion.values.is_empty());
+    assert!(
+        complete(Reference::for_prompt("nope"), "x", "")
+            .await
+            .is_err()
+    );
+    s.stop().await;
+}

@@ -420,3 +420,51 @@ async fn a_plugin_made_with_benchtop_new_builds_checks_and_serves() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn prompts_and_resources_swap_with_their_plugin_and_never_share_a_uri() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap()]).await;
+    assert!(s.client.list_all_prompts().await.unwrap().is_empty());
+    install(&component("kitchen_sink"), &dir.path().join("kitchen.wasm"));
+    wait_for("the plugin's prompt", async || {
+        s.client.list_all_prompts().await.unwrap().len() == 1
+    })
+    .await;
+    assert_eq!(s.client.list_all_resources().await.unwrap().len(), 2);
+    std::fs::remove_file(dir.path().join("kitchen.wasm")).unwrap();
+    wait_for("the resources to go", async || {
+        s.client.list_all_resources().await.unwrap().is_empty()
+    })
+    .await;
+    s.stop().await;
+
+    // A prefix renames a second copy's tools and prompts, but not its URIs:
+    // it is refused, and the log says why.
+    install(&component("kitchen_sink"), &dir.path().join("a.wasm"));
+    install(&component("kitchen_sink"), &dir.path().join("b.wasm"));
+    let config = dir.path().join("benchtop.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = \"{}\"\nprefix = \"two\"\n",
+            dir.path().join("b.wasm").display()
+        ),
+    )
+    .unwrap();
+    let s = Server::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--plugins",
+        dir.path().to_str().unwrap(),
+        "--no-watch",
+    ])
+    .await;
+    let log = s.log_with(&["its resource"]).await;
+    assert!(
+        log.contains("its resource `kitchen://") && log.contains("does not rename URIs"),
+        "{log}"
+    );
+    assert!(!s.tools().await.iter().any(|t| t.name == "two_hello"));
+    s.stop().await;
+}

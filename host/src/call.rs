@@ -8,6 +8,7 @@
 use crate::convert::{ArgumentError, FromJson};
 use crate::error::CallError;
 use crate::imports::ProgressSink;
+use crate::interface::ToolDef;
 use crate::plugin::Plugin;
 use crate::registry::Catalog;
 use crate::result::to_call_result;
@@ -119,17 +120,26 @@ pub fn arguments(
     index: usize,
     args: &Map<String, Value>,
 ) -> Result<Vec<Val>, ArgumentError> {
-    let tool = &plugin.interface.tools[index];
+    arguments_for(plugin, &plugin.interface.tools[index], args)
+}
+
+/// Converts JSON arguments to the parameters of any of `plugin`'s exported
+/// functions (a tool, a prompt, a resource's variables).
+pub fn arguments_for(
+    plugin: &Plugin,
+    def: &ToolDef,
+    args: &Map<String, Value>,
+) -> Result<Vec<Val>, ArgumentError> {
     let conv = FromJson::new(&plugin.interface.resolve);
-    if tool.flatten {
-        let ty = tool.params[0].ty;
+    if def.flatten {
+        let ty = def.params[0].ty;
         return Ok(vec![conv.value(
             "arguments",
             &ty,
             &Value::Object(args.clone()),
         )?]);
     }
-    let slots: Vec<(&str, &wit_parser::Type)> = tool
+    let slots: Vec<(&str, &wit_parser::Type)> = def
         .params
         .iter()
         .map(|p| (p.name.as_str(), &p.ty))

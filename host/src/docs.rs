@@ -135,6 +135,14 @@ impl Tagged {
     pub fn has(&self, name: &str) -> bool {
         self.tags.iter().any(|(t, _)| t == name)
     }
+
+    /// The arguments of the first tag `name`, when present.
+    pub fn arg(&self, name: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(t, _)| t == name)
+            .map(|(_, a)| a.as_str())
+    }
 }
 
 /// Splits lines starting with `@` (after whitespace) from the rest.

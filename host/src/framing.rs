@@ -46,7 +46,7 @@ pub fn error_response(id: Value, code: ErrorCode, message: String) -> Value {
 /// searched for the request's id.
 pub fn oversized(prefix: &[u8], limit: usize) -> Value {
     error_response(
-        scan_id(&String::from_utf8_lossy(prefix)),
+        scan_id_inner(&String::from_utf8_lossy(prefix), true).unwrap_or(Value::Null),
         ErrorCode::PARSE_ERROR,
         format!(
             "Parse error: the message is longer than {}, the most one message may be; \
@@ -192,10 +192,12 @@ fn readable_id(value: &Value) -> Value {
 /// object without building it (so depth and bad values elsewhere do not
 /// matter); null when there is none or it cannot be read.
 pub fn scan_id(text: &str) -> Value {
-    scan_id_inner(text).unwrap_or(Value::Null)
+    scan_id_inner(text, false).unwrap_or(Value::Null)
 }
 
-fn scan_id_inner(text: &str) -> Option<Value> {
+/// `cut`: `text` is only the start of the message, so a number that runs to
+/// its end may have lost digits (`"id":12` of `"id":1234`) and is no id.
+fn scan_id_inner(text: &str, cut: bool) -> Option<Value> {
     let b = text.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -216,6 +218,9 @@ fn scan_id_inner(text: &str) -> Option<Value> {
         i = skip_ws(b, i + 1);
         let value_end = value_end(b, i)?;
         if key == "\"id\"" {
+            if cut && value_end == b.len() && b[i] != b'"' {
+                return None;
+            }
             let id = serde_json::from_str::<Value>(&text[i..value_end]).ok()?;
             return Some(readable_id(&json!({ "id": id })));
         }
@@ -623,6 +628,41 @@ mod tests {
             passed > 100 && answered > 1000,
             "{passed} passed, {answered} answered"
         );
+    }
+
+    /// Found by the jsonrpc_framing fuzz target: an id number cut by the end
+    /// of the kept prefix was answered with its first digits only.
+    #[test]
+    fn an_oversized_answer_never_carries_a_cut_id() {
+        assert_eq!(oversized(br#"{"id":1234"#, 100)["id"], Value::Null);
+        assert_eq!(oversized(br#"{"id":1234,"x"#, 100)["id"], 1234);
+        assert_eq!(oversized(br#"{"id":"ab""#, 100)["id"], "ab");
+        assert_eq!(scan_id(r#"{"id":1234"#), 1234);
+
+        // Through the reader: the id straddles the 4096 bytes it keeps.
+        let head = br#"{"jsonrpc":"2.0","params":{"pad":""#;
+        let tail = br#""},"id":123456789,"method":"ping"}"#;
+        let pad = ID_PREFIX - head.len() - br#""},"id":1234"#.len();
+        let mut line = head.to_vec();
+        line.extend(std::iter::repeat_n(b'a', pad));
+        line.extend_from_slice(tail);
+        line.extend(std::iter::repeat_n(b' ', 2000));
+        line.push(b'\n');
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (msg_tx, _msg_rx) = mpsc::channel(4);
+        let (out_tx, mut out_rx) = mpsc::channel(4);
+        rt.block_on(read_lines(&line[..], msg_tx, out_tx, 5000));
+        let answer: Value = serde_json::from_slice(&out_rx.try_recv().unwrap()).unwrap();
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("longer than"),
+            "{answer}"
+        );
+        assert_eq!(answer["id"], Value::Null, "{answer}");
     }
 
     #[tokio::test]

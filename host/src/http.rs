@@ -331,6 +331,17 @@ fn widen_accept(req: &mut Request) {
     }
 }
 
+/// The body rmcp gets: `judge` reads a body after a UTF-8 byte order mark,
+/// rmcp's parser does not (it would answer a bare 415), so the mark goes.
+/// Public for the jsonrpc_framing fuzz target.
+pub fn without_bom(body: axum::body::Bytes) -> axum::body::Bytes {
+    if body.starts_with(b"\xEF\xBB\xBF") {
+        body.slice(3..)
+    } else {
+        body
+    }
+}
+
 async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Next) -> Response {
     widen_accept(&mut req);
     let session = req
@@ -393,7 +404,7 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
             _ => None,
         },
     };
-    let req = Request::from_parts(parts, Body::from(bytes));
+    let req = Request::from_parts(parts, Body::from(without_bom(bytes)));
     let (Some(id), None) = (initialize, &session) else {
         return next.run(req).await;
     };
@@ -452,6 +463,21 @@ mod tests {
             .map(|v| v.to_str().unwrap().to_owned())
             .collect::<Vec<_>>()
             .join(" | ")
+    }
+
+    /// Found by the jsonrpc_framing fuzz target: a body judge passed on
+    /// after a byte order mark reached rmcp with the mark, and got a 415.
+    #[test]
+    fn a_body_judge_passes_on_is_one_rmcp_parses() {
+        let body = axum::body::Bytes::from_static(
+            b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+        );
+        assert!(matches!(judge(&body), Verdict::Message(_)));
+        let parsed =
+            serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(&without_bom(body));
+        assert!(parsed.is_ok(), "{parsed:?}");
+        let plain = axum::body::Bytes::from_static(b"{}");
+        assert_eq!(without_bom(plain.clone()), plain);
     }
 
     #[test]

@@ -61,9 +61,38 @@ pub enum ErrorOutput {
     Other,
 }
 
-/// One exported function, as a tool.
+/// What an exported function is to MCP, by its doc tags (docs/design.md,
+/// Contract 6): a tool unless tagged otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// A tool (no tag).
+    Tool,
+    /// `@resource URI [mime=TYPE]`: reads a resource. A URI without
+    /// `{variables}` is a fixed resource; with them it is a template whose
+    /// variables are the function's (string) parameters.
+    Resource {
+        /// The URI or URI template (RFC 6570 `{var}` and `{+var}`).
+        uri: String,
+        /// The contents' MIME type (default `text/markdown` for text,
+        /// `application/json` for `@json`, `application/octet-stream` for bytes).
+        mime: Option<String>,
+    },
+    /// `@prompt`: builds a prompt; its parameters are the prompt's
+    /// arguments, its `string` result the user message.
+    Prompt,
+    /// `@completion`: `func(target: string, argument: string, value: string)
+    /// -> list<string>`, suggesting values for an argument of one of the
+    /// plugin's prompts (`target` is its name) or a variable of one of its
+    /// resource templates (`target` is the template).
+    Completion,
+}
+
+/// One exported function: a tool, or (by its tags) a resource, a prompt or
+/// the completion hook.
 #[derive(Debug, Clone)]
 pub struct ToolDef {
+    /// What the function is to MCP.
+    pub role: Role,
     /// Tool name (the function name in snake_case), before any prefix.
     pub name: String,
     /// The exported interface holding the function (`ns:pkg/iface@ver`), or
@@ -109,6 +138,12 @@ pub struct PluginInterface {
     pub resolve: Arc<Resolve>,
     /// Its tools.
     pub tools: Vec<ToolDef>,
+    /// Its resources and resource templates (`@resource`), by URI.
+    pub resources: Vec<ToolDef>,
+    /// Its prompts (`@prompt`), by name.
+    pub prompts: Vec<ToolDef>,
+    /// Its completion hook (`@completion`), if any.
+    pub completion: Option<ToolDef>,
     /// Settings it declares.
     pub settings: Vec<SettingDecl>,
     /// The export name of `benchtop:host/tick`, when the plugin exports it.
@@ -172,6 +207,43 @@ impl PluginInterface {
                 WorldItem::Type { .. } => {}
             }
         }
+        let (mut resources, mut prompts, mut completion) = (Vec::new(), Vec::new(), None);
+        let mut all = std::mem::take(&mut tools);
+        for def in all.drain(..) {
+            match &def.role {
+                Role::Tool => tools.push(def),
+                Role::Resource { .. } => resources.push(def),
+                Role::Prompt => prompts.push(def),
+                Role::Completion => {
+                    if let Some(first) = completion.replace(def) {
+                        bail!(
+                            "two functions are tagged @completion (`{}` and another); one completion hook answers for all of a plugin's prompts and templates",
+                            first.func
+                        );
+                    }
+                }
+            }
+        }
+        resources.sort_by(|a, b| a.resource_uri().cmp(b.resource_uri()));
+        for pair in resources.windows(2) {
+            if pair[0].resource_uri() == pair[1].resource_uri() {
+                bail!(
+                    "`{}` and `{}` both read the resource `{}`; give one another URI",
+                    pair[0].func,
+                    pair[1].func,
+                    pair[0].resource_uri()
+                );
+            }
+        }
+        prompts.sort_by(|a, b| a.name.cmp(&b.name));
+        for pair in prompts.windows(2) {
+            if pair[0].name == pair[1].name {
+                bail!(
+                    "two exported functions map to the prompt name `{}`",
+                    pair[0].name
+                );
+            }
+        }
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         for pair in tools.windows(2) {
             if pair[0].name == pair[1].name {
@@ -186,6 +258,9 @@ impl PluginInterface {
         Ok(Self {
             resolve: Arc::new(resolve),
             tools,
+            resources,
+            prompts,
+            completion,
             settings,
             tick_interface,
             warnings,
@@ -265,6 +340,7 @@ fn tool_def(
         );
     let input_schema = schema::input_schema(resolve, &func.params, flatten)
         .with_context(|| format!("tool `{name}`: a parameter"))?;
+    let role = role_of(&tagged, &name, &input_schema)?;
     let json_tag = tagged.has("json");
     let output = classify(resolve, func.result.as_ref(), json_tag);
     if json_tag
@@ -290,7 +366,11 @@ fn tool_def(
         .map(|(t, wrapped)| structured_schema(resolve, &t, wrapped))
         .transpose()
         .with_context(|| format!("tool `{name}`: its result"))?;
+    if let Role::Resource { .. } | Role::Prompt | Role::Completion = role {
+        check_non_tool_result(resolve, &role, &name, func.result.as_ref(), &output)?;
+    }
     Ok(ToolDef {
+        role,
         name,
         interface: interface.map(str::to_owned),
         func: func.name.clone(),
@@ -303,6 +383,157 @@ fn tool_def(
         input_schema,
         output_schema,
     })
+}
+
+impl ToolDef {
+    /// The URI (or URI template) of a resource function; empty for others.
+    pub fn resource_uri(&self) -> &str {
+        match &self.role {
+            Role::Resource { uri, .. } => uri,
+            _ => "",
+        }
+    }
+
+    /// The names of the arguments (JSON names), in order, with whether each
+    /// is required: a prompt's arguments, a template's variables.
+    pub fn argument_names(&self) -> Vec<(String, bool, Option<String>)> {
+        let props = self.input_schema["properties"].as_object();
+        let required: Vec<&str> = self.input_schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(props) = props else {
+            return Vec::new();
+        };
+        // In the function's order (the schema's map is sorted by name);
+        // a flattened record's fields keep the schema's order.
+        let mut names: Vec<String> = if self.flatten {
+            props.keys().cloned().collect()
+        } else {
+            self.params.iter().map(|p| json_name(&p.name)).collect()
+        };
+        names.retain(|n| props.contains_key(n));
+        names
+            .into_iter()
+            .map(|k| {
+                let description = props[&k]["description"].as_str().map(str::to_owned);
+                let required = required.contains(&k.as_str());
+                (k, required, description)
+            })
+            .collect()
+    }
+}
+
+/// The role a function's tags give it, checked against its arguments.
+fn role_of(tagged: &Tagged, name: &str, input_schema: &Value) -> Result<Role> {
+    let roles = ["resource", "prompt", "completion"]
+        .iter()
+        .filter(|t| tagged.has(t))
+        .count();
+    if roles > 1 {
+        bail!("`{name}` has more than one of @resource, @prompt, @completion; keep one");
+    }
+    let props = input_schema["properties"].as_object();
+    let all_strings = props.is_none_or(|p| {
+        p.values()
+            .all(|v| v["type"] == "string" || v["type"] == serde_json::json!(["string", "null"]))
+    });
+    if let Some(args) = tagged.arg("resource") {
+        let mut words = args.split_whitespace();
+        let uri = words
+            .next()
+            .with_context(|| format!("`{name}`: @resource needs a URI, e.g. `@resource app://state` or `@resource app://items/{{id}}`"))?
+            .to_owned();
+        let template = crate::uri_template::UriTemplate::parse(&uri)
+            .with_context(|| format!("`{name}`: @resource {uri}"))?;
+        let mut mime = None;
+        for word in words {
+            match word.split_once('=') {
+                Some(("mime", m)) => mime = Some(m.to_owned()),
+                _ => bail!("`{name}`: @resource {args}: unknown `{word}` (known: mime=TYPE)"),
+            }
+        }
+        let mut vars: Vec<String> = template.variables().map(str::to_owned).collect();
+        let mut params: Vec<String> = props
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        vars.sort();
+        params.sort();
+        if vars != params || !all_strings {
+            bail!(
+                "`{name}`: the variables of @resource {uri} ({}) must be exactly its parameters, all strings ({})",
+                vars.join(", "),
+                params.join(", ")
+            );
+        }
+        return Ok(Role::Resource { uri, mime });
+    }
+    if tagged.has("prompt") {
+        if !all_strings {
+            bail!(
+                "`{name}`: a @prompt's arguments must all be strings (MCP prompt arguments are strings)"
+            );
+        }
+        return Ok(Role::Prompt);
+    }
+    if tagged.has("completion") {
+        if props.map_or(0, |p| p.len()) != 3 || !all_strings {
+            bail!(
+                "`{name}`: @completion must be `func(target: string, argument: string, value: string) -> list<string>`"
+            );
+        }
+        return Ok(Role::Completion);
+    }
+    Ok(Role::Tool)
+}
+
+/// A resource returns text (`string`, `@json`) or bytes (`list<u8>`); a
+/// prompt text; the completion hook a list of strings — each possibly in a
+/// `result` whose error is shown to the client.
+fn check_non_tool_result(
+    resolve: &Resolve,
+    role: &Role,
+    name: &str,
+    result: Option<&Type>,
+    output: &Output,
+) -> Result<()> {
+    let ok_output = match output {
+        Output::Result { ok, .. } => ok.as_ref(),
+        other => other,
+    };
+    let ok_type = result.and_then(|t| match resolve_alias(resolve, t) {
+        Err(TypeDefKind::Result(r)) => r.ok,
+        _ => Some(*t),
+    });
+    let is_list_of = |want: Type| {
+        ok_type.is_some_and(|t| {
+            matches!(resolve_alias(resolve, &t), Err(TypeDefKind::List(inner)) if resolve_alias(resolve, inner) == Ok(want))
+        })
+    };
+    let fits = match role {
+        Role::Resource { .. } => {
+            matches!(ok_output, Output::Text | Output::Json) || is_list_of(Type::U8)
+        }
+        Role::Prompt => matches!(ok_output, Output::Text),
+        Role::Completion => is_list_of(Type::String),
+        Role::Tool => true,
+    };
+    if !fits {
+        bail!(
+            "`{name}`: {} must return {}",
+            match role {
+                Role::Resource { .. } => "a @resource",
+                Role::Prompt => "a @prompt",
+                _ => "@completion",
+            },
+            match role {
+                Role::Resource { .. } => "string (text), list<u8> (bytes), or a result of one",
+                Role::Prompt => "string (the user message), or a result of one",
+                _ => "list<string>",
+            }
+        );
+    }
+    Ok(())
 }
 
 fn structured_schema(

@@ -363,7 +363,13 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         Ok(()) => {}
         Err(e) => problems.push(format!("{e:#}")),
     }
-    println!("{}: {} tools", file.display(), interface.tools.len());
+    println!(
+        "{}: {} tools, {} resources, {} prompts",
+        file.display(),
+        interface.tools.len(),
+        interface.resources.len(),
+        interface.prompts.len()
+    );
     for tool in &interface.tools {
         println!("\n● {}", tool.name);
         for line in tool.description.lines() {
@@ -387,6 +393,35 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         if let Some(out) = &tool.output_schema {
             println!("    output: {}", serde_json::to_string(out)?);
         }
+    }
+    for r in &interface.resources {
+        let kind = if r.resource_uri().contains('{') {
+            "resource template"
+        } else {
+            "resource"
+        };
+        println!(
+            "\n● {kind} {} ({})",
+            r.resource_uri(),
+            benchtop::primitives::mime_of(r)
+        );
+        println!(
+            "    read by `{}`: {}",
+            r.func,
+            r.description.lines().next().unwrap_or("")
+        );
+    }
+    for p in &interface.prompts {
+        let args: Vec<String> = p
+            .argument_names()
+            .into_iter()
+            .map(|(n, required, _)| if required { n } else { format!("{n}?") })
+            .collect();
+        println!("\n● prompt {}({})", p.name, args.join(", "));
+        println!("    {}", p.description.lines().next().unwrap_or(""));
+    }
+    if let Some(c) = &interface.completion {
+        println!("\n● completion by `{}`", c.func);
     }
     for s in &interface.settings {
         println!(

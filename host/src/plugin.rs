@@ -15,6 +15,19 @@ use wasmtime::component::{
 };
 use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
 
+/// One of a plugin's exported functions, by role and index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    /// Tool `index` of [`PluginInterface::tools`].
+    Tool(usize),
+    /// Resource `index` of [`PluginInterface::resources`].
+    Resource(usize),
+    /// Prompt `index` of [`PluginInterface::prompts`].
+    Prompt(usize),
+    /// The completion hook.
+    Completion,
+}
+
 /// Per-call limits of a plugin.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -72,6 +85,9 @@ pub struct Plugin {
     pub limits: Limits,
     pre: InstancePre<PluginState>,
     funcs: Vec<ComponentExportIndex>,
+    resource_funcs: Vec<ComponentExportIndex>,
+    prompt_funcs: Vec<ComponentExportIndex>,
+    completion_func: Option<ComponentExportIndex>,
     tick: Option<ComponentExportIndex>,
     live: tokio::sync::Mutex<Option<Live>>,
     output: GuestOutput,
@@ -112,11 +128,19 @@ impl Plugin {
                 .get_export_index(parent.as_ref(), func)
                 .with_context(|| format!("exported function `{func}` not found"))
         };
-        let funcs = interface
-            .tools
-            .iter()
-            .map(|t| lookup(t.interface.as_deref(), &t.func))
-            .collect::<Result<Vec<_>>>()?;
+        let lookup_all = |defs: &[crate::interface::ToolDef]| {
+            defs.iter()
+                .map(|t| lookup(t.interface.as_deref(), &t.func))
+                .collect::<Result<Vec<_>>>()
+        };
+        let funcs = lookup_all(&interface.tools)?;
+        let resource_funcs = lookup_all(&interface.resources)?;
+        let prompt_funcs = lookup_all(&interface.prompts)?;
+        let completion_func = interface
+            .completion
+            .as_ref()
+            .map(|c| lookup(c.interface.as_deref(), &c.func))
+            .transpose()?;
         let tick = interface
             .tick_interface
             .as_deref()
@@ -132,6 +156,9 @@ impl Plugin {
             limits,
             pre,
             funcs,
+            resource_funcs,
+            prompt_funcs,
+            completion_func,
             tick,
             live: tokio::sync::Mutex::new(None),
             output,
@@ -219,6 +246,53 @@ impl Plugin {
             self.limits.deadline,
         )
         .await
+    }
+
+    /// Calls one of the plugin's other exports (a resource, a prompt, the
+    /// completion hook), with the same serialization, limits and recovery
+    /// as a tool call.
+    pub async fn call_export(
+        &self,
+        export: Export,
+        params: &[Val],
+        ctx: CallContext,
+    ) -> Result<Option<Val>, CallError> {
+        let (index, def) = match export {
+            Export::Tool(i) => (self.funcs[i], &self.interface.tools[i]),
+            Export::Resource(i) => (self.resource_funcs[i], &self.interface.resources[i]),
+            Export::Prompt(i) => (self.prompt_funcs[i], &self.interface.prompts[i]),
+            Export::Completion => match (self.completion_func, &self.interface.completion) {
+                (Some(f), Some(def)) => (f, def),
+                _ => return Ok(None),
+            },
+        };
+        self.invoke(
+            index,
+            params,
+            def.result.is_some(),
+            ctx,
+            self.limits.deadline,
+        )
+        .await
+    }
+
+    /// The definition behind an export.
+    pub fn def(&self, export: Export) -> Option<&crate::interface::ToolDef> {
+        match export {
+            Export::Tool(i) => self.interface.tools.get(i),
+            Export::Resource(i) => self.interface.resources.get(i),
+            Export::Prompt(i) => self.interface.prompts.get(i),
+            Export::Completion => self.interface.completion.as_ref(),
+        }
+    }
+
+    /// The MCP name of prompt `index`, with the plugin's prefix.
+    pub fn prompt_name(&self, index: usize) -> String {
+        let name = &self.interface.prompts[index].name;
+        match &self.prefix {
+            Some(p) => format!("{p}_{name}"),
+            None => name.clone(),
+        }
     }
 
     /// Runs the `tick` hook if the plugin exports one and is idle.

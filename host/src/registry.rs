@@ -1,22 +1,34 @@
-//! The live tool catalogue: which tool name belongs to which plugin.
+//! The live catalogue: which tool, prompt and resource belongs to which
+//! plugin.
 //!
 //! A catalogue is an immutable snapshot; changes (hot swap) build a new one
 //! and swap it in, so in-flight calls keep the plugin they started with.
 
 use crate::plugin::Plugin;
 // The same distance the plugins use for their own "did you mean" hints.
+use crate::uri_template::UriTemplate;
 use plugin_kit::suggest::edit_distance;
-use rmcp::model::{Tool, ToolAnnotations};
+use rmcp::model::{Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
-/// One immutable set of loaded plugins and their tools.
+/// A URI's reader: the plugin, its resource index, and the template's
+/// variables with their values.
+pub type ResourceMatch = (Arc<Plugin>, usize, Vec<(String, String)>);
+
+/// One immutable set of loaded plugins and what they offer.
 #[derive(Default)]
 pub struct Catalog {
     plugins: Vec<Arc<Plugin>>,
     tools: BTreeMap<String, (Arc<Plugin>, usize)>,
     listing: Vec<Tool>,
+    prompts: BTreeMap<String, (Arc<Plugin>, usize)>,
+    prompt_listing: Vec<Prompt>,
+    /// Fixed URIs and templates, in URI order.
+    resources: Vec<(UriTemplate, Arc<Plugin>, usize)>,
+    resource_listing: Vec<Resource>,
+    template_listing: Vec<ResourceTemplate>,
 }
 
 /// A plugin left out of a catalogue because a tool name was already taken.
@@ -37,21 +49,56 @@ impl Catalog {
             let names: Vec<String> = (0..plugin.interface.tools.len())
                 .map(|i| plugin.tool_name(i))
                 .collect();
-            for name in &names {
-                if let Some((other, _)) = catalog.tools.get(name) {
-                    let message = format!(
-                        "plugin `{}` ({}) was not loaded: its tool `{name}` is already provided by plugin `{}` ({}). Give one of them a prefix in the config file.",
-                        plugin.name,
-                        plugin.source.display(),
-                        other.name,
-                        other.source.display()
-                    );
-                    refusals.push(Refusal { plugin, message });
-                    continue 'plugins;
-                }
+            let prompts: Vec<String> = (0..plugin.interface.prompts.len())
+                .map(|i| plugin.prompt_name(i))
+                .collect();
+            let taken = |what: &str, name: &str, other: &Plugin| {
+                format!(
+                    "plugin `{}` ({}) was not loaded: its {what} `{name}` is already provided by plugin `{}` ({}). Give one of them a prefix in the config file.",
+                    plugin.name,
+                    plugin.source.display(),
+                    other.name,
+                    other.source.display()
+                )
+            };
+            let clash = names
+                .iter()
+                .find_map(|n| catalog.tools.get(n).map(|(o, _)| taken("tool", n, o)))
+                .or_else(|| {
+                    prompts
+                        .iter()
+                        .find_map(|n| catalog.prompts.get(n).map(|(o, _)| taken("prompt", n, o)))
+                })
+                .or_else(|| {
+                    plugin.interface.resources.iter().find_map(|r| {
+                        catalog
+                            .resources
+                            .iter()
+                            .find(|(t, _, _)| t.as_str() == r.resource_uri())
+                            .map(|(_, o, _)| {
+                                // A prefix renames tools and prompts, never a URI.
+                                taken("resource", r.resource_uri(), o).replace(
+                                    "Give one of them a prefix in the config file.",
+                                    "A prefix does not rename URIs: serve only one of them.",
+                                )
+                            })
+                    })
+                });
+            if let Some(message) = clash {
+                refusals.push(Refusal { plugin, message });
+                continue 'plugins;
             }
             for (i, name) in names.into_iter().enumerate() {
                 catalog.tools.insert(name, (plugin.clone(), i));
+            }
+            for (i, name) in prompts.into_iter().enumerate() {
+                catalog.prompts.insert(name, (plugin.clone(), i));
+            }
+            for (i, def) in plugin.interface.resources.iter().enumerate() {
+                // Checked when the interface was read.
+                if let Ok(t) = UriTemplate::parse(def.resource_uri()) {
+                    catalog.resources.push((t, plugin.clone(), i));
+                }
             }
             catalog.plugins.push(plugin);
         }
@@ -60,6 +107,33 @@ impl Catalog {
             .iter()
             .map(|(name, (plugin, i))| mcp_tool(name, plugin, *i))
             .collect();
+        catalog.prompt_listing = catalog
+            .prompts
+            .iter()
+            .map(|(name, (plugin, i))| mcp_prompt(name, &plugin.interface.prompts[*i]))
+            .collect();
+        catalog
+            .resources
+            .sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        for (t, plugin, i) in &catalog.resources {
+            let def = &plugin.interface.resources[*i];
+            let description = def.description.clone();
+            let mime = crate::primitives::mime_of(def);
+            let name = def.name.clone();
+            if t.is_template() {
+                catalog.template_listing.push(
+                    ResourceTemplate::new(t.as_str(), name)
+                        .with_description(description)
+                        .with_mime_type(mime),
+                );
+            } else {
+                catalog.resource_listing.push(
+                    Resource::new(t.as_str(), name)
+                        .with_description(description)
+                        .with_mime_type(mime),
+                );
+            }
+        }
         (catalog, refusals)
     }
 
@@ -71,6 +145,50 @@ impl Catalog {
     /// The plugin and tool index behind a tool name.
     pub fn lookup(&self, name: &str) -> Option<(Arc<Plugin>, usize)> {
         self.tools.get(name).map(|(p, i)| (p.clone(), *i))
+    }
+
+    /// The prompts, sorted by name.
+    pub fn prompts(&self) -> &[Prompt] {
+        &self.prompt_listing
+    }
+
+    /// The plugin and prompt index behind a prompt name.
+    pub fn prompt(&self, name: &str) -> Option<(Arc<Plugin>, usize)> {
+        self.prompts.get(name).map(|(p, i)| (p.clone(), *i))
+    }
+
+    /// The fixed resources, sorted by URI.
+    pub fn resources(&self) -> &[Resource] {
+        &self.resource_listing
+    }
+
+    /// The resource templates, sorted by template.
+    pub fn resource_templates(&self) -> &[ResourceTemplate] {
+        &self.template_listing
+    }
+
+    /// The plugin, resource index and variables behind a URI: a fixed URI
+    /// first, then the first template (in order) that matches.
+    pub fn resource(&self, uri: &str) -> Option<ResourceMatch> {
+        let fixed = self
+            .resources
+            .iter()
+            .find(|(t, _, _)| !t.is_template() && t.as_str() == uri);
+        fixed
+            .map(|(_, p, i)| (p.clone(), *i, Vec::new()))
+            .or_else(|| {
+                self.resources
+                    .iter()
+                    .find_map(|(t, p, i)| t.matches(uri).map(|vars| (p.clone(), *i, vars)))
+            })
+    }
+
+    /// The plugin and resource index of a template or fixed URI, as written.
+    pub fn resource_by_template(&self, template: &str) -> Option<(Arc<Plugin>, usize)> {
+        self.resources
+            .iter()
+            .find(|(t, _, _)| t.as_str() == template)
+            .map(|(_, p, i)| (p.clone(), *i))
     }
 
     /// The loaded plugins.
@@ -124,6 +242,25 @@ fn mcp_tool(name: &str, plugin: &Plugin, index: usize) -> Tool {
         tool = tool.with_annotations(ann);
     }
     tool
+}
+
+fn mcp_prompt(name: &str, def: &crate::interface::ToolDef) -> Prompt {
+    let arguments: Vec<PromptArgument> = def
+        .argument_names()
+        .into_iter()
+        .map(|(name, required, description)| {
+            let mut a = PromptArgument::new(name).with_required(required);
+            if let Some(d) = description {
+                a = a.with_description(d);
+            }
+            a
+        })
+        .collect();
+    Prompt::new(
+        name,
+        Some(def.description.clone()),
+        (!arguments.is_empty()).then_some(arguments),
+    )
 }
 
 /// The current catalogue, swapped atomically, with change notifications.

@@ -72,20 +72,38 @@ fn structured_success(structured: Value) -> CallToolResult {
 }
 
 fn error_result(kind: ErrorOutput, value: Option<Val>) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![Content::text(error_text(kind, value.as_ref()))]);
+    if let (ErrorOutput::CodeMessage, Some(v)) = (kind, &value) {
+        r.structured_content = Some(to_json(v));
+    }
+    r
+}
+
+/// The text of a function's `err` payload: `CODE: message` for a
+/// `tool-error`, the string itself, or its JSON.
+pub fn error_text(kind: ErrorOutput, value: Option<&Val>) -> String {
     match (kind, value) {
         (ErrorOutput::CodeMessage, Some(v)) => {
-            let json = to_json(&v);
+            let json = to_json(v);
             let code = json.get("code").and_then(Value::as_str).unwrap_or("ERROR");
             let message = json.get("message").and_then(Value::as_str).unwrap_or("");
-            let mut r = CallToolResult::error(vec![Content::text(format!("{code}: {message}"))]);
-            r.structured_content = Some(json);
-            r
+            format!("{code}: {message}")
         }
-        (ErrorOutput::Text, Some(Val::String(s))) => CallToolResult::error(vec![Content::text(s)]),
-        (_, Some(v)) => CallToolResult::error(vec![Content::text(to_json(&v).to_string())]),
-        (_, None) => CallToolResult::error(vec![Content::text(
-            "the tool reported an error without details",
-        )]),
+        (ErrorOutput::Text, Some(Val::String(s))) => s.clone(),
+        (_, Some(v)) => to_json(v).to_string(),
+        (_, None) => "the plugin reported an error without details".to_owned(),
+    }
+}
+
+/// A return value with any `result` taken apart: the `ok` payload, or the
+/// error's text ([`error_text`]).
+pub fn ok_or_text(output: &Output, value: Option<Val>) -> Result<Option<Val>, String> {
+    match (output, value) {
+        (Output::Result { .. }, Some(Val::Result(Ok(inner)))) => Ok(inner.map(|b| *b)),
+        (Output::Result { err, .. }, Some(Val::Result(Err(inner)))) => {
+            Err(error_text(*err, inner.as_deref()))
+        }
+        (_, other) => Ok(other),
     }
 }
 

@@ -105,12 +105,29 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The context of a request that reports no progress: who asks, and
+    /// the request's cancellation.
+    fn context(&self, context: &RequestContext<RoleServer>) -> CallContext {
+        CallContext {
+            cancel: context.ct.clone(),
+            progress: None,
+            caller: caller_of(&context.extensions, &self.anonymous),
+        }
+    }
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_completions()
                 .enable_logging()
                 .build(),
         )
@@ -132,7 +149,13 @@ impl ServerHandler for Server {
                 tokio::select! {
                     change = changes.recv() => match change {
                         Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            if peer.notify_tool_list_changed().await.is_err() { break; }
+                            // A swap may change any of the three lists.
+                            if peer.notify_tool_list_changed().await.is_err()
+                                || peer.notify_prompt_list_changed().await.is_err()
+                                || peer.notify_resource_list_changed().await.is_err()
+                            {
+                                break;
+                            }
                         }
                         Err(broadcast::error::RecvError::Closed) => break,
                     },
@@ -159,7 +182,13 @@ impl ServerHandler for Server {
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
     }
 
     /// The 2026-07-28 form of list_changed: one `subscriptions/listen` stream.
@@ -170,7 +199,11 @@ impl ServerHandler for Server {
                 _ = context.cancelled() => return Ok(()),
                 change = changes.recv() => match change {
                     Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if context.sink().notify_tool_list_changed().await.is_err() {
+                        let sink = context.sink();
+                        if sink.notify_tool_list_changed().await.is_err()
+                            || sink.notify_prompt_list_changed().await.is_err()
+                            || sink.notify_resource_list_changed().await.is_err()
+                        {
                             return Ok(());
                         }
                     }
@@ -197,6 +230,75 @@ impl ServerHandler for Server {
         Ok(ListToolsResult::with_all_items(
             self.registry.snapshot().tools().to_vec(),
         ))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            self.registry.snapshot().prompts().to_vec(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let catalog = self.registry.snapshot();
+        let args = request.arguments.unwrap_or_default();
+        crate::primitives::get_prompt(&catalog, &request.name, args, self.context(&context))
+            .await
+            .map(GetPromptResponse::Complete)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(
+            self.registry.snapshot().resources().to_vec(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.registry.snapshot().resource_templates().to_vec(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let catalog = self.registry.snapshot();
+        crate::primitives::read_resource(&catalog, &request.uri, self.context(&context))
+            .await
+            .map(ReadResourceResponse::Complete)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let catalog = self.registry.snapshot();
+        crate::primitives::complete(
+            &catalog,
+            &request.r#ref,
+            &request.argument.name,
+            &request.argument.value,
+            self.context(&context),
+        )
+        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -12,7 +12,7 @@ wit_bindgen::generate!({
 
 use benchtop::host::content::{Block, Image};
 use benchtop::host::{log, progress};
-use exports::benchtop_test::kitchen_sink::{sandbox, types};
+use exports::benchtop_test::kitchen_sink::{offers, sandbox, types};
 use types::{AppError, Color, Nested, Perms, Point, Shape};
 
 // Constructed only by the wasm32 export below.
@@ -241,4 +241,40 @@ impl sandbox::Guest for KitchenSink {
 // Off wasm the generated export symbols clash with the host linker's rules;
 // the crate is only ever built as a component.
 #[cfg(target_arch = "wasm32")]
+impl offers::Guest for KitchenSink {
+    fn greeting() -> String {
+        "hello from a resource".into()
+    }
+
+    fn raw_bytes() -> Vec<u8> {
+        vec![0, 1, 254, 255]
+    }
+
+    fn item(id: String) -> Result<String, String> {
+        if id == "missing" {
+            return Err(format!("NO_ITEM: no item `{id}`; try `apple`"));
+        }
+        Ok(format!("item {id}"))
+    }
+
+    fn review(subject: String, focus: Option<String>) -> String {
+        match focus {
+            Some(f) => format!("Review {subject}, looking first at {f}."),
+            None => format!("Review {subject}."),
+        }
+    }
+
+    fn complete(target: String, argument: String, value: String) -> Vec<String> {
+        let pool: &[&str] = match (target.as_str(), argument.as_str()) {
+            ("kitchen://items/{id}", "id") => &["apple", "apricot", "banana"],
+            ("review", "subject") => &["patch", "plan"],
+            _ => &[],
+        };
+        pool.iter()
+            .filter(|v| v.starts_with(&value))
+            .map(|v| v.to_string())
+            .collect()
+    }
+}
+
 export!(KitchenSink);

@@ -1,0 +1,199 @@
+//! What a plugin offers besides tools (docs/design.md, Contract 6):
+//! resources read by `@resource` functions, prompts built by `@prompt`
+//! functions, and argument completion by the `@completion` hook. Each goes
+//! through the same instance, limits and recovery as a tool call
+//! ([`Plugin::call_export`]); only the mapping of values differs.
+
+use crate::call::{CallContext, arguments_for, clip};
+use crate::interface::{Output, Role, ToolDef};
+use crate::plugin::{Export, Plugin};
+use crate::registry::Catalog;
+use crate::result::ok_or_text;
+use base64::Engine as _;
+use rmcp::ErrorData;
+use rmcp::model::{
+    CompleteResult, CompletionInfo, ErrorCode, GetPromptResult, PromptMessage, ReadResourceResult,
+    Reference, ResourceContents, Role as MessageRole,
+};
+use serde_json::{Map, Value};
+use wasmtime::component::Val;
+
+/// The JSON-RPC code MCP gives an unknown resource.
+const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+
+/// At most this many completion values are returned (MCP's own cap).
+const MAX_COMPLETIONS: usize = CompletionInfo::MAX_VALUES;
+
+/// The MIME type of a resource's contents: as tagged, else by its type.
+pub fn mime_of(def: &ToolDef) -> String {
+    if let Role::Resource {
+        mime: Some(mime), ..
+    } = &def.role
+    {
+        return mime.clone();
+    }
+    let ok = match &def.output {
+        Output::Result { ok, .. } => ok.as_ref(),
+        other => other,
+    };
+    match ok {
+        Output::Json => "application/json",
+        Output::Text => "text/markdown",
+        _ => "application/octet-stream",
+    }
+    .to_owned()
+}
+
+/// `resources/read`: finds the function behind `uri` (a fixed URI, or a
+/// template's variables) and returns what it returns as text or bytes.
+pub async fn read_resource(
+    catalog: &Catalog,
+    uri: &str,
+    ctx: CallContext,
+) -> Result<ReadResourceResult, ErrorData> {
+    let Some((plugin, index, vars)) = catalog.resource(uri) else {
+        return Err(ErrorData::new(
+            RESOURCE_NOT_FOUND,
+            format!(
+                "Resource not found: {} (resources/list and resources/templates/list show what there is)",
+                clip(uri)
+            ),
+            Some(serde_json::json!({ "uri": clip(uri) })),
+        ));
+    };
+    let def = &plugin.interface.resources[index];
+    let args: Map<String, Value> = vars
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    let value = invoke(&plugin, Export::Resource(index), def, &args, ctx).await?;
+    let mime = mime_of(def);
+    let contents = match value {
+        Some(Val::String(text)) => ResourceContents::text(text, uri),
+        Some(Val::List(items)) => {
+            let bytes: Vec<u8> = items
+                .into_iter()
+                .filter_map(|b| if let Val::U8(b) = b { Some(b) } else { None })
+                .collect();
+            ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(bytes), uri)
+        }
+        _ => ResourceContents::text("", uri),
+    };
+    Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
+}
+
+/// `prompts/get`: the prompt function's text as the user's message.
+pub async fn get_prompt(
+    catalog: &Catalog,
+    name: &str,
+    args: Map<String, Value>,
+    ctx: CallContext,
+) -> Result<GetPromptResult, ErrorData> {
+    let Some((plugin, index)) = catalog.prompt(name) else {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "Unknown prompt: {} (prompts/list shows the prompts)",
+                clip(name)
+            ),
+            None,
+        ));
+    };
+    let def = &plugin.interface.prompts[index];
+    let text = match invoke(&plugin, Export::Prompt(index), def, &args, ctx).await? {
+        Some(Val::String(s)) => s,
+        _ => String::new(),
+    };
+    let mut result = GetPromptResult::new(vec![PromptMessage::new_text(MessageRole::User, text)]);
+    result.description = Some(def.description.clone());
+    Ok(result)
+}
+
+/// `completion/complete`: asks the owning plugin's `@completion` hook for
+/// values of one argument of a prompt or one variable of a template. A
+/// plugin without the hook, or an argument it does not know, completes to
+/// nothing (as MCP asks), never to an error.
+pub async fn complete(
+    catalog: &Catalog,
+    reference: &Reference,
+    argument: &str,
+    value: &str,
+    ctx: CallContext,
+) -> Result<CompleteResult, ErrorData> {
+    let (plugin, target) = match reference {
+        Reference::Prompt(p) => match catalog.prompt(&p.name) {
+            Some((plugin, i)) => {
+                let name = plugin.interface.prompts[i].name.clone();
+                (plugin, name)
+            }
+            None => return Err(unknown_reference(reference)),
+        },
+        Reference::Resource(r) => match catalog.resource_by_template(&r.uri) {
+            Some((plugin, _)) => (plugin, r.uri.clone()),
+            None => return Err(unknown_reference(reference)),
+        },
+        _ => return Err(unknown_reference(reference)),
+    };
+    let Some(def) = plugin.interface.completion.as_ref() else {
+        return Ok(CompleteResult::new(CompletionInfo::default()));
+    };
+    let params = def.argument_names();
+    let args: Map<String, Value> = params
+        .iter()
+        .zip([target.as_str(), argument, value])
+        .map(|((name, _, _), v)| (name.clone(), Value::String(v.to_owned())))
+        .collect();
+    let values: Vec<String> = match invoke(&plugin, Export::Completion, def, &args, ctx).await? {
+        Some(Val::List(items)) => items
+            .into_iter()
+            .filter_map(|v| {
+                if let Val::String(s) = v {
+                    Some(s)
+                } else {
+                    None
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let total = values.len();
+    let shown: Vec<String> = values.into_iter().take(MAX_COMPLETIONS).collect();
+    let has_more = total > shown.len();
+    let info =
+        CompletionInfo::with_pagination(shown, Some(total as u32), has_more).unwrap_or_default();
+    Ok(CompleteResult::new(info))
+}
+
+fn unknown_reference(reference: &Reference) -> ErrorData {
+    let what = match reference {
+        Reference::Prompt(p) => format!("prompt `{}`", clip(&p.name)),
+        Reference::Resource(r) => format!("resource template `{}`", clip(&r.uri)),
+        _ => "reference".to_owned(),
+    };
+    ErrorData::invalid_params(
+        format!(
+            "completion/complete: no {what} (prompts/list and resources/templates/list show what can be completed)"
+        ),
+        None,
+    )
+}
+
+/// Converts the arguments, calls the export and takes its `result` apart;
+/// every failure is a JSON-RPC error whose message says what went wrong.
+async fn invoke(
+    plugin: &Plugin,
+    export: Export,
+    def: &ToolDef,
+    args: &Map<String, Value>,
+    ctx: CallContext,
+) -> Result<Option<Val>, ErrorData> {
+    let params = arguments_for(plugin, def, args)
+        .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+    let value = plugin
+        .call_export(export, &params, ctx)
+        .await
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    ok_or_text(&def.output, value).map_err(|text| match export {
+        Export::Resource(_) => ErrorData::new(RESOURCE_NOT_FOUND, text, None),
+        _ => ErrorData::invalid_params(text, None),
+    })
+}
