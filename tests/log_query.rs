@@ -2,7 +2,7 @@
 //! bundled logs (samples/logs), and in `shared_` tests the three fixture log
 //! formats and a sample of the filtrex differential corpus.
 
-use e2e::{Server, field, fixtures, is_error, markdown_rows, only_plugin, repo, text};
+use e2e::{Server, coded_error, field, fixtures, is_error, markdown_rows, only_plugin, repo, text};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -40,6 +40,13 @@ impl Logs {
 
     async fn err(&self, tool: &str, args: Value) -> String {
         text(&self.server.err(tool, args).await)
+    }
+
+    /// The text of a failure whose structured content carries `code`.
+    async fn fails(&self, code: &str, tool: &str, args: Value) -> String {
+        let (got, text) = coded_error(&self.server.err(tool, args.clone()).await);
+        assert_eq!(got, code, "{tool} {args}: {text}");
+        text
     }
 
     async fn query(&self, args: Value) -> String {
@@ -379,7 +386,8 @@ async fn the_component_reads_awkward_logs_as_the_native_parser_does() {
                 Ok(want) => assert_eq!(text(&got), want, "{file}: {args}"),
                 Err(want) => {
                     assert!(is_error(&got), "{file}: {args}: expected an error");
-                    assert_eq!(text(&got), want, "{file}: {args}");
+                    assert_eq!(coded_error(&got).0, want.code, "{file}: {args}");
+                    assert_eq!(text(&got), want.to_string(), "{file}: {args}");
                 }
             }
         }
@@ -473,13 +481,28 @@ async fn query_over_every_log_reports_per_file() {
 #[tokio::test]
 async fn bad_filters_and_names_get_errors_that_say_what_to_fix() {
     let logs = Logs::start(&sample_logs()).await;
+    // Each failure reads `CODE: message`, its structured content the code.
     let e = logs
-        .err("query_logs", json!({"filter": "Engine Speed > 3000"}))
+        .fails(
+            "BAD_FILTER",
+            "query_logs",
+            json!({"filter": "Engine Speed > 3000"}),
+        )
         .await;
     assert!(e.contains("filter error at position 8"), "{e}");
     assert!(e.contains("quote channel names that contain spaces"), "{e}");
+    // The caret still stands under the position the message names.
+    let lines: Vec<&str> = e.lines().collect();
+    let caret = lines
+        .iter()
+        .position(|l| l.trim() == "^")
+        .expect("a caret line");
+    let source = lines[caret - 1];
+    let column = lines[caret].find('^').unwrap();
+    assert_eq!(&source[column..column + 5], "Speed", "{e}");
     let e = logs
-        .err(
+        .fails(
+            "UNKNOWN_CHANNEL",
             "query_logs",
             json!({"filter": "RPM > 3000 && Knok > 0", "file": PLAIN}),
         )
@@ -489,11 +512,16 @@ async fn bad_filters_and_names_get_errors_that_say_what_to_fix() {
         "{e}"
     );
     let e = logs
-        .err("query_logs", json!({"filter": "RPM >", "file": PLAIN}))
+        .fails(
+            "BAD_FILTER",
+            "query_logs",
+            json!({"filter": "RPM >", "file": PLAIN}),
+        )
         .await;
     assert!(e.contains("filter error at position"), "{e}");
     let e = logs
-        .err(
+        .fails(
+            "UNKNOWN_CHANNEL",
             "query_logs",
             json!({"filter": "RPM > 3000", "channels": ["Timng"], "file": PLAIN}),
         )
@@ -503,7 +531,8 @@ async fn bad_filters_and_names_get_errors_that_say_what_to_fix() {
         "{e}"
     );
     let e = logs
-        .err(
+        .fails(
+            "UNKNOWN_FILE",
             "query_logs",
             json!({"filter": "RPM > 3000", "file": "nope.csv"}),
         )
@@ -513,14 +542,99 @@ async fn bad_filters_and_names_get_errors_that_say_what_to_fix() {
         "{e}"
     );
     let e = logs
-        .err("plot_log", json!({"file": PLAIN, "channels": ["Nope"]}))
+        .fails(
+            "INVALID_ARGUMENT",
+            "query_logs",
+            json!({"filter": "RPM > 3000", "limit": 5001}),
+        )
+        .await;
+    assert_eq!(
+        e,
+        "INVALID_ARGUMENT: limit must be between 1 and 5000 (got 5001)"
+    );
+    let e = logs
+        .fails(
+            "UNKNOWN_CHANNEL",
+            "plot_log",
+            json!({"file": PLAIN, "channels": ["Nope"]}),
+        )
         .await;
     assert!(e.contains("`Nope`"), "{e}");
-    let e = logs.err("plot_log", json!({"width": 100})).await;
+    let e = logs
+        .fails("INVALID_ARGUMENT", "plot_log", json!({"width": 100}))
+        .await;
     assert!(
         e.contains("width must be 320..2400 pixels (got 100)"),
         "{e}"
     );
+    let e = logs
+        .fails(
+            "EMPTY_WINDOW",
+            "plot_log",
+            json!({"file": PLAIN, "start_s": 1e6}),
+        )
+        .await;
+    assert!(e.contains("is empty; the log spans"), "{e}");
+    logs.server.stop().await;
+}
+
+/// The directory-level failures: not configured, unreadable, empty, and a
+/// file that is not a log, each with its own code.
+#[tokio::test]
+async fn directory_failures_have_their_own_codes() {
+    // No logs directory anywhere: not on the command line, not in the
+    // environment, no .vscode/settings.json in the workspace.
+    let workspace = tempfile::tempdir().unwrap();
+    let plugins = only_plugin("log_query.wasm");
+    let mut cmd = tokio::process::Command::new(e2e::bin());
+    cmd.current_dir(workspace.path())
+        .env_remove("ECU_LOGS_DIR")
+        .args(["serve", "--plugins"])
+        .arg(plugins.path())
+        .arg("--workspace")
+        .arg(workspace.path());
+    let server = Server::connect(cmd).await.expect("starting benchtop");
+    for tool in ["list_logs", "query_logs", "plot_log"] {
+        let args = if tool == "query_logs" {
+            json!({"filter": "RPM > 0"})
+        } else {
+            json!({})
+        };
+        let (code, e) = coded_error(&server.err(tool, args).await);
+        assert_eq!(code, "NO_LOGS_DIR", "{tool}: {e}");
+        assert!(e.contains("--logs-dir DIR"), "{tool}: {e}");
+    }
+    server.stop().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let logs = Logs::start(dir.path()).await;
+    let e = logs
+        .fails("NO_LOGS", "query_logs", json!({"filter": "RPM > 0"}))
+        .await;
+    assert!(e.contains("holds no .csv files"), "{e}");
+    logs.fails("NO_LOGS", "plot_log", json!({})).await;
+    std::fs::write(dir.path().join("notes.csv"), "").unwrap();
+    let e = logs
+        .fails(
+            "UNREADABLE_LOG",
+            "query_logs",
+            json!({"filter": "RPM > 0", "file": "notes.csv"}),
+        )
+        .await;
+    assert!(
+        e.ends_with("notes.csv is not a log log-query understands: the file is empty"),
+        "{e}"
+    );
+    logs.fails("UNREADABLE_LOG", "query_logs", json!({"filter": "RPM > 0"}))
+        .await;
+    logs.server.stop().await;
+
+    let gone = dir.path().join("gone");
+    let logs = Logs::start(&gone).await;
+    let e = logs
+        .fails("LOGS_DIR_UNREADABLE", "list_logs", json!({}))
+        .await;
+    assert!(e.contains("cannot read the logs directory"), "{e}");
     logs.server.stop().await;
 }
 

@@ -6,6 +6,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+use crate::error::ToolError;
 use crate::logs::{cache, logs_dir};
 use crate::plot::PlotArgs;
 use crate::query::QueryArgs;
@@ -16,20 +17,29 @@ use exports::benchtop::log_query::tools;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Component;
 
+/// The domain failure as the host's `tool-error` record.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn to_wit(e: ToolError) -> tools::ToolError {
+    tools::ToolError {
+        code: e.code.into(),
+        message: e.message,
+    }
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 fn report(done: u64, total: u64, message: &str) -> bool {
     progress::report(done, total, message)
 }
 
 impl tools::Guest for Component {
-    fn list_logs() -> Result<String, String> {
-        let dir = logs_dir()?;
+    fn list_logs() -> Result<String, tools::ToolError> {
+        let dir = logs_dir().map_err(to_wit)?;
         let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-        crate::query::list_logs(&dir, &mut cache, &mut report)
+        crate::query::list_logs(&dir, &mut cache, &mut report).map_err(to_wit)
     }
 
-    fn query_logs(args: tools::QueryArgs) -> Result<String, String> {
-        let dir = logs_dir()?;
+    fn query_logs(args: tools::QueryArgs) -> Result<String, tools::ToolError> {
+        let dir = logs_dir().map_err(to_wit)?;
         let args = QueryArgs {
             filter: args.filter,
             channels: args.channels,
@@ -39,11 +49,11 @@ impl tools::Guest for Component {
             offset: args.offset,
         };
         let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-        crate::query::query_logs(&dir, &mut cache, &args, &mut report)
+        crate::query::query_logs(&dir, &mut cache, &args, &mut report).map_err(to_wit)
     }
 
-    fn plot_log(args: tools::PlotArgs) -> Result<Vec<Block>, String> {
-        let dir = logs_dir()?;
+    fn plot_log(args: tools::PlotArgs) -> Result<Vec<Block>, tools::ToolError> {
+        let dir = logs_dir().map_err(to_wit)?;
         let args = PlotArgs {
             file: args.file,
             channels: args.channels,
@@ -54,7 +64,7 @@ impl tools::Guest for Component {
             height: args.height,
         };
         let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-        let plot = crate::plot::plot_log(&dir, &mut cache, &args, &mut report)?;
+        let plot = crate::plot::plot_log(&dir, &mut cache, &args, &mut report).map_err(to_wit)?;
         Ok(vec![
             Block::Text(plot.caption),
             Block::Image(Image {

@@ -2,12 +2,14 @@
 //! filters, tabulated or plotted, as a benchtop plugin.
 //!
 //! The domain logic is plain Rust ([`reader`], [`filter`], [`logs`],
-//! [`query`], [`plot`]); `component` is the thin wit-bindgen glue.
+//! [`query`], [`plot`]); `component` is the thin wit-bindgen glue. Every
+//! tool fails with a [`ToolError`] whose code is one of [`error`]'s.
 
 pub mod column;
 pub mod detect;
 #[cfg(not(target_os = "wasi"))]
 pub mod duckdb;
+pub mod error;
 pub mod filter;
 pub mod logs;
 pub mod plot;
@@ -17,3 +19,5 @@ pub mod separators;
 pub mod synth;
 
 mod component;
+
+pub use error::ToolError;

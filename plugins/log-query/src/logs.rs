@@ -1,6 +1,7 @@
 //! The logs directory: which files are logs, how recent each is, and a cache
 //! of parsed logs keyed by path, modification time and size.
 
+use crate::error::{self, ToolError};
 use crate::reader::{self, Log, Need, ReadError};
 use plugin_kit::civil::{DateTime, SECS_PER_DAY, days_from_civil};
 use std::collections::HashMap;
@@ -13,13 +14,16 @@ use std::time::SystemTime;
 pub const LOGS_DIR_VAR: &str = "ECU_LOGS_DIR";
 
 /// The configured logs directory.
-pub fn logs_dir() -> Result<PathBuf, String> {
+pub fn logs_dir() -> Result<PathBuf, ToolError> {
     match std::env::var(LOGS_DIR_VAR) {
         Ok(v) if !v.trim().is_empty() => Ok(plugin_kit::paths::resolve(v.trim())),
-        _ => Err(format!(
-            "no logs directory is configured. Start benchtop with --logs-dir DIR, set the \
-             {LOGS_DIR_VAR} environment variable, or set \"ecuExplorer.logsDir\" in the \
-             workspace's .vscode/settings.json; then call list_logs again."
+        _ => Err(ToolError::new(
+            error::NO_LOGS_DIR,
+            format!(
+                "no logs directory is configured. Start benchtop with --logs-dir DIR, set the \
+                 {LOGS_DIR_VAR} environment variable, or set \"ecuExplorer.logsDir\" in the \
+                 workspace's .vscode/settings.json; then call list_logs again."
+            ),
         )),
     }
 }
@@ -109,13 +113,16 @@ pub struct LogFile {
 }
 
 /// The CSV files of `dir`, unordered.
-pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, String> {
+pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, ToolError> {
     // Every entry, even while files are renamed or deleted meanwhile.
     let entries = plugin_kit::paths::read_dir_entries(dir).map_err(|e| {
-        format!(
-            "cannot read the logs directory {}: {e}. Check --logs-dir / {LOGS_DIR_VAR} and that \
-             the host grants access to it.",
-            dir.display()
+        ToolError::new(
+            error::LOGS_DIR_UNREADABLE,
+            format!(
+                "cannot read the logs directory {}: {e}. Check --logs-dir / {LOGS_DIR_VAR} and \
+                 that the host grants access to it.",
+                dir.display()
+            ),
         )
     })?;
     let mut files = Vec::new();
@@ -191,7 +198,7 @@ pub struct Cache {
     held: usize,
     /// Files that could not be read, with why, while unchanged: a directory
     /// of unreadable files costs one read each, not one per call.
-    failed: HashMap<PathBuf, (Option<SystemTime>, u64, String)>,
+    failed: HashMap<PathBuf, (Option<SystemTime>, u64, ToolError)>,
     /// Bytes of parsed data kept before the least recently used log is dropped.
     pub budget: usize,
 }
@@ -213,7 +220,7 @@ impl Cache {
     /// reading and parsing the file only when it is new or changed, or when
     /// a column it needs was skipped before (then the columns already
     /// converted are converted again with the new ones).
-    pub fn load(&mut self, file: &LogFile, need: &Need) -> Result<Arc<Log>, String> {
+    pub fn load(&mut self, file: &LogFile, need: &Need) -> Result<Arc<Log>, ToolError> {
         self.clock += 1;
         let mut need = need.clone();
         if let Some(e) = self.entries.get_mut(&file.path)
@@ -230,12 +237,15 @@ impl Cache {
         if let Some(why) = self.known_failure(file) {
             return Err(why);
         }
+        let unreadable = |message| ToolError::new(error::UNREADABLE_LOG, message);
         let read = plugin_kit::read_ahead::ReadAhead::open(&file.path)
-            .map_err(|e| format!("cannot read {}: {e}", file.name))
+            .map_err(|e| unreadable(format!("cannot read {}: {e}", file.name)))
             .and_then(|source| {
-                reader::read_columns(source, file.size, &file.name, &need).map_err(|e| match e {
-                    ReadError::Io(e) => format!("cannot read {}: {e}", file.name),
-                    e => format!("{} is not a log log-query understands: {e}", file.name),
+                reader::read_columns(source, file.size, &file.name, &need).map_err(|e| {
+                    unreadable(match e {
+                        ReadError::Io(e) => format!("cannot read {}: {e}", file.name),
+                        e => format!("{} is not a log log-query understands: {e}", file.name),
+                    })
                 })
             });
         let log = match read {
@@ -283,7 +293,7 @@ impl Cache {
 
     /// The cached log (or why it cannot be read) of an unchanged file,
     /// without reading it.
-    pub fn peek(&self, file: &LogFile) -> Option<Result<Arc<Log>, String>> {
+    pub fn peek(&self, file: &LogFile) -> Option<Result<Arc<Log>, ToolError>> {
         if let Some(why) = self.known_failure(file) {
             return Some(Err(why));
         }
@@ -294,7 +304,7 @@ impl Cache {
     }
 
     /// Why an unchanged file could not be read last time, if it could not.
-    fn known_failure(&self, file: &LogFile) -> Option<String> {
+    fn known_failure(&self, file: &LogFile) -> Option<ToolError> {
         self.failed
             .get(&file.path)
             .filter(|(mtime, size, _)| *mtime == file.mtime && *size == file.size)
@@ -323,7 +333,7 @@ pub fn cache() -> &'static Mutex<Cache> {
 pub struct Item {
     pub file: LogFile,
     /// The parsed log, once loaded.
-    pub log: Option<Result<Arc<Log>, String>>,
+    pub log: Option<Result<Arc<Log>, ToolError>>,
     pub date: Option<(LogDate, DateSource)>,
 }
 
@@ -349,7 +359,7 @@ impl Listing {
         cache: &mut Cache,
         parse_all: Option<&Need>,
         progress: &mut dyn FnMut(u64, u64, &str) -> bool,
-    ) -> Result<Listing, String> {
+    ) -> Result<Listing, ToolError> {
         Self::read_within(dir, cache, parse_all, progress, READ_BUDGET)
     }
 
@@ -360,7 +370,7 @@ impl Listing {
         parse_all: Option<&Need>,
         progress: &mut dyn FnMut(u64, u64, &str) -> bool,
         budget: std::time::Duration,
-    ) -> Result<Listing, String> {
+    ) -> Result<Listing, ToolError> {
         let files = scan_dir(dir)?;
         let total = files.len() as u64;
         let mut out: Vec<Item> = files
@@ -389,7 +399,7 @@ impl Listing {
                     continue;
                 }
                 if !progress(k as u64, total, &item.file.name) {
-                    return Err("cancelled by the client".into());
+                    return Err(error::cancelled());
                 }
                 let log = cache.load(&item.file, need);
                 item.date = log_date(&item.file, log.as_ref().ok().map(|l| &**l));
@@ -411,7 +421,7 @@ impl Listing {
 
     /// The parsed log of entry `i` with the columns `need` names, loading
     /// it when needed.
-    pub fn log(&mut self, i: usize, cache: &mut Cache, need: &Need) -> Result<Arc<Log>, String> {
+    pub fn log(&mut self, i: usize, cache: &mut Cache, need: &Need) -> Result<Arc<Log>, ToolError> {
         let item = &mut self.files[i];
         if let Some(Ok(log)) = &item.log
             && need.met_by(log)
@@ -424,7 +434,7 @@ impl Listing {
     }
 
     /// Finds a file by name (exact, then case-insensitive) or by its `#`.
-    pub fn find(&self, wanted: &str) -> Result<usize, String> {
+    pub fn find(&self, wanted: &str) -> Result<usize, ToolError> {
         let w = wanted.trim();
         let base = Path::new(w)
             .file_name()
@@ -463,7 +473,7 @@ impl Listing {
                 if names.len() > 10 { ", …" } else { "" }
             ));
         }
-        Err(msg)
+        Err(ToolError::new(error::UNKNOWN_FILE, msg))
     }
 }
 

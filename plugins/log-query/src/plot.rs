@@ -4,6 +4,7 @@
 //! and runs unchanged inside the component.
 
 use crate::column::{Column, format_number};
+use crate::error::{self, ToolError};
 use crate::filter::Filter;
 use crate::logs::{Cache, Listing};
 use crate::query::{Progress, fmt_rate};
@@ -98,7 +99,7 @@ pub fn plot_log(
     cache: &mut Cache,
     args: &PlotArgs,
     progress: Progress,
-) -> Result<Plot, String> {
+) -> Result<Plot, ToolError> {
     // The channels to draw may be chosen from the data: convert them all.
     let mut listing = Listing::read(
         dir,
@@ -107,9 +108,9 @@ pub fn plot_log(
         progress,
     )?;
     if listing.files.is_empty() {
-        return Err(format!(
-            "the logs directory {} holds no .csv files",
-            dir.display()
+        return Err(ToolError::new(
+            error::NO_LOGS,
+            format!("the logs directory {} holds no .csv files", dir.display()),
         ));
     }
     let index = match &args.file {
@@ -161,19 +162,22 @@ fn tick_label(v: f64, step: f64) -> String {
 }
 
 /// Renders a log into a PNG (the testable core of `plot_log`).
-pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
+pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError> {
     let channels: Vec<String> = match &args.channels {
         Some(c) if !c.is_empty() => c.clone(),
         _ => default_channels(log),
     };
     if channels.is_empty() {
-        return Err(format!("{name} has no numeric channel to plot"));
+        return Err(ToolError::new(
+            error::NOTHING_TO_PLOT,
+            format!("{name} has no numeric channel to plot"),
+        ));
     }
     if channels.len() > MAX_PANELS {
-        return Err(format!(
+        return Err(ToolError::invalid(format!(
             "at most {MAX_PANELS} channels fit in one plot (got {}); split them over several calls",
             channels.len()
-        ));
+        )));
     }
     let all: Vec<&str> = log.columns.iter().map(|c| c.name.as_str()).collect();
     let mut cols: Vec<&Column> = Vec::new();
@@ -192,17 +196,21 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
                     msg.push_str(&format!(" … ({} in all)", channels.len()));
                 }
                 msg.push('.');
-                return Err(msg);
+                return Err(ToolError::new(error::UNKNOWN_CHANNEL, msg));
             }
         }
     }
     let width = args.width.unwrap_or(1000);
     if !(320..=2400).contains(&width) {
-        return Err(format!("width must be 320..2400 pixels (got {width})"));
+        return Err(ToolError::invalid(format!(
+            "width must be 320..2400 pixels (got {width})"
+        )));
     }
     let height = args.height.unwrap_or(60 + 160 * cols.len() as u32);
     if !(200..=2400).contains(&height) {
-        return Err(format!("height must be 200..2400 pixels (got {height})"));
+        return Err(ToolError::invalid(format!(
+            "height must be 200..2400 pixels (got {height})"
+        )));
     }
 
     // x axis: time, or the row number when the log has none.
@@ -219,47 +227,59 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
             (a.min(v), b.max(v))
         });
     if lo > hi {
-        return Err(format!("{name} has no rows to plot"));
+        return Err(ToolError::new(
+            error::NOTHING_TO_PLOT,
+            format!("{name} has no rows to plot"),
+        ));
     }
     for (what, v) in [("start_s", args.start_s), ("end_s", args.end_s)] {
         if v.is_some_and(|v| !v.is_finite()) {
-            return Err(format!(
+            return Err(ToolError::invalid(format!(
                 "{what} must be a finite number of seconds; omit it to start or end with the log"
-            ));
+            )));
         }
     }
     // A window reaching past the log is drawn over the log's span.
     let t0 = args.start_s.map_or(lo, |t| t.max(lo));
     let t1 = args.end_s.map_or(hi, |t| t.min(hi));
     if t1.is_nan() || t0.is_nan() || t1 <= t0 {
-        return Err(format!(
-            "the time window {}…{} s is empty; the log spans {}…{} s",
-            seconds(args.start_s.unwrap_or(lo)),
-            seconds(args.end_s.unwrap_or(hi)),
-            format_number(lo, 2),
-            format_number(hi, 2)
+        return Err(ToolError::new(
+            error::EMPTY_WINDOW,
+            format!(
+                "the time window {}…{} s is empty; the log spans {}…{} s",
+                seconds(args.start_s.unwrap_or(lo)),
+                seconds(args.end_s.unwrap_or(hi)),
+                format_number(lo, 2),
+                format_number(hi, 2)
+            ),
         ));
     }
     let rows: Vec<usize> = (0..log.rows())
         .filter(|&r| xs[r] >= t0 && xs[r] <= t1)
         .collect();
     if rows.is_empty() {
-        return Err(format!(
-            "no rows between {} and {} s; the log spans {}…{} s",
-            seconds(t0),
-            seconds(t1),
-            format_number(lo, 2),
-            format_number(hi, 2)
+        return Err(ToolError::new(
+            error::EMPTY_WINDOW,
+            format!(
+                "no rows between {} and {} s; the log spans {}…{} s",
+                seconds(t0),
+                seconds(t1),
+                format_number(lo, 2),
+                format_number(hi, 2)
+            ),
         ));
     }
 
     let mut highlighted = vec![false; log.rows()];
     let mut matched = 0;
     if let Some(f) = args.filter.as_deref().filter(|f| !f.trim().is_empty()) {
-        let filter = Filter::compile(f).map_err(|e| e.to_string())?;
-        filter
-            .check_channels(&all)
-            .map_err(|e| format!("{e}\nChannels of {name}: {}", log.channels().join(", ")))?;
+        let filter = Filter::compile(f).map_err(error::bad_filter)?;
+        filter.check_channels(&all).map_err(|e| {
+            ToolError::new(
+                error::UNKNOWN_CHANNEL,
+                format!("{e}\nChannels of {name}: {}", log.channels().join(", ")),
+            )
+        })?;
         let bound = filter.bind(&log.columns);
         let (first, last) = (rows[0], rows[rows.len() - 1]);
         bound.scan(first..last + 1, |r| {
@@ -278,10 +298,10 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, String> {
     let avail = height as usize - top - bottom;
     let panel_h = (avail.saturating_sub(panel_gap * (n - 1))) / n;
     if panel_h < 30 {
-        return Err(format!(
+        return Err(ToolError::invalid(format!(
             "height {height} is too small for {n} panels; use at least {}",
             top + bottom + n * 38
-        ));
+        )));
     }
     let x_of = |t: f64| left as f64 + (t - t0) / (t1 - t0) * (plot_w as f64 - 1.0);
 
@@ -549,18 +569,17 @@ impl Canvas {
         }
     }
 
-    fn encode(&self) -> Result<Vec<u8>, String> {
+    fn encode(&self) -> Result<Vec<u8>, ToolError> {
+        let failed = |e: png::EncodingError| {
+            ToolError::new(error::INTERNAL, format!("PNG encoding failed: {e}"))
+        };
         let mut out = Vec::new();
         {
             let mut enc = png::Encoder::new(&mut out, self.w as u32, self.h as u32);
             enc.set_color(png::ColorType::Rgb);
             enc.set_depth(png::BitDepth::Eight);
-            let mut writer = enc
-                .write_header()
-                .map_err(|e| format!("PNG encoding failed: {e}"))?;
-            writer
-                .write_image_data(&self.px)
-                .map_err(|e| format!("PNG encoding failed: {e}"))?;
+            let mut writer = enc.write_header().map_err(failed)?;
+            writer.write_image_data(&self.px).map_err(failed)?;
         }
         Ok(out)
     }
@@ -609,7 +628,8 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(err.contains("did you mean `RPM`"), "{err}");
+        assert_eq!(err.code, error::UNKNOWN_CHANNEL);
+        assert!(err.message.contains("did you mean `RPM`"), "{err}");
         let err = render(
             &log,
             "pull.csv",
@@ -620,7 +640,48 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(err.contains("empty"), "{err}");
+        assert_eq!(err.code, error::EMPTY_WINDOW);
+        assert!(err.message.contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn each_failure_has_its_code() {
+        let log = log();
+        let code = |args: PlotArgs| render(&log, "pull.csv", &args).unwrap_err().code;
+        let filter = |f: &str| PlotArgs {
+            filter: Some(f.into()),
+            ..Default::default()
+        };
+        assert_eq!(code(filter("RPM >")), error::BAD_FILTER);
+        assert_eq!(code(filter("Knok > 0")), error::UNKNOWN_CHANNEL);
+        let many = PlotArgs {
+            channels: Some(vec!["RPM".into(); MAX_PANELS + 1]),
+            ..Default::default()
+        };
+        assert_eq!(code(many), error::INVALID_ARGUMENT);
+        // Too narrow, too low, and too low for eight panels.
+        for (width, height, panels) in [
+            (Some(100), None, 1),
+            (None, Some(100), 1),
+            (None, Some(200), 8),
+        ] {
+            let args = PlotArgs {
+                channels: Some(vec!["RPM".into(); panels]),
+                width,
+                height,
+                ..Default::default()
+            };
+            assert_eq!(code(args), error::INVALID_ARGUMENT, "{width:?} {height:?}");
+        }
+        let text = crate::reader::parse(b"Time,Phase\n0,a\n1,b\n", "text.csv").unwrap();
+        let e = render(&text, "text.csv", &PlotArgs::default()).unwrap_err();
+        assert_eq!(e.code, error::NOTHING_TO_PLOT, "{e}");
+        // The filter keeps its caret: the message shows where it went wrong.
+        let e = render(&log, "pull.csv", &filter("RPM > > 1")).unwrap_err();
+        assert!(
+            e.message.contains("position 7") && e.message.contains('^'),
+            "{e}"
+        );
     }
 
     #[test]
@@ -632,12 +693,14 @@ mod tests {
             ..Default::default()
         };
         let e = render(&log, "pull.csv", &args(None, Some(f64::INFINITY))).unwrap_err();
-        assert!(e.contains("end_s must be a finite number"), "{e}");
+        assert_eq!(e.code, error::INVALID_ARGUMENT);
+        assert!(e.message.contains("end_s must be a finite number"), "{e}");
         let e = render(&log, "pull.csv", &args(Some(f64::NEG_INFINITY), None)).unwrap_err();
-        assert!(e.contains("start_s must be a finite number"), "{e}");
+        assert!(e.message.contains("start_s must be a finite number"), "{e}");
         assert!(render(&log, "pull.csv", &args(Some(-1e300), Some(1e300))).is_ok());
         let e = render(&log, "pull.csv", &args(Some(1e300), None)).unwrap_err();
-        assert!(e.contains("1e300") && e.len() < 200, "{e}");
+        assert_eq!(e.code, error::EMPTY_WINDOW);
+        assert!(e.message.contains("1e300") && e.message.len() < 200, "{e}");
         let e = render(
             &log,
             "pull.csv",
@@ -647,6 +710,6 @@ mod tests {
             },
         )
         .unwrap_err();
-        assert!(e.len() < 600, "{e}");
+        assert!(e.message.len() < 600, "{e}");
     }
 }

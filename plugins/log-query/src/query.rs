@@ -1,8 +1,9 @@
 //! The `list_logs` and `query_logs` tools as plain functions: arguments in,
-//! YAML-frontmatter + markdown document (or an error message saying what to
+//! YAML-frontmatter + markdown document (or a [`ToolError`] saying what to
 //! do) out.
 
 use crate::column::format_number;
+use crate::error::{self, ToolError};
 use crate::filter::{self, Filter};
 use crate::logs::{Cache, Listing};
 use crate::reader::{Log, Need};
@@ -51,12 +52,12 @@ fn fmt_duration(s: f64) -> String {
 }
 
 /// `list_logs`.
-pub fn list_logs(dir: &Path, cache: &mut Cache, progress: Progress) -> Result<String, String> {
+pub fn list_logs(dir: &Path, cache: &mut Cache, progress: Progress) -> Result<String, ToolError> {
     let listing = Listing::read(dir, cache, Some(&Need::named::<&str>([])), progress)?;
     render_listing(dir, &listing)
 }
 
-fn render_listing(dir: &Path, listing: &Listing) -> Result<String, String> {
+fn render_listing(dir: &Path, listing: &Listing) -> Result<String, ToolError> {
     let mut table = MarkdownTable::new([
         "#",
         "Filename",
@@ -91,7 +92,11 @@ fn render_listing(dir: &Path, listing: &Listing) -> Result<String, String> {
             Some(Err(e)) => {
                 bad += 1;
                 if bad <= MAX_LISTED_FILES {
-                    problems.row([(i + 1).to_string(), item.file.name.clone(), e.clone()]);
+                    problems.row([
+                        (i + 1).to_string(),
+                        item.file.name.clone(),
+                        e.message.clone(),
+                    ]);
                 }
             }
             _ => {}
@@ -170,22 +175,22 @@ pub fn query_logs(
     cache: &mut Cache,
     args: &QueryArgs,
     progress: Progress,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     if limit == 0 || limit > MAX_LIMIT {
-        return Err(format!(
+        return Err(ToolError::invalid(format!(
             "limit must be between 1 and {MAX_LIMIT} (got {limit})"
-        ));
+        )));
     }
     let offset = args.offset.unwrap_or(0) as usize;
     if let Some(sr) = args.sample_rate
         && !(sr.is_finite() && sr > 0.0)
     {
-        return Err(format!(
+        return Err(ToolError::invalid(format!(
             "sample_rate must be a positive number of Hz (got {sr}); omit it for full resolution"
-        ));
+        )));
     }
-    let filter = Filter::compile(&args.filter).map_err(|e| e.to_string())?;
+    let filter = Filter::compile(&args.filter).map_err(error::bad_filter)?;
     // Only the channels the query names are converted from the CSV.
     let need = Need::named(
         filter
@@ -199,9 +204,12 @@ pub fn query_logs(
         None => (0..listing.files.len()).collect(),
     };
     if selected.is_empty() {
-        return Err(format!(
-            "the logs directory {} holds no .csv files; nothing to query",
-            dir.display()
+        return Err(ToolError::new(
+            error::NO_LOGS,
+            format!(
+                "the logs directory {} holds no .csv files; nothing to query",
+                dir.display()
+            ),
         ));
     }
     let mut logs = Vec::new();
@@ -221,19 +229,25 @@ pub fn query_logs(
     }
     if logs.is_empty() {
         if unread > 0 {
-            return Err(format!(
-                "none of the {unread} logs was read within this call's time budget; call \
-                 query_logs again (what is read is kept), or pass file"
+            return Err(ToolError::new(
+                error::NOT_READ_YET,
+                format!(
+                    "none of the {unread} logs was read within this call's time budget; call \
+                     query_logs again (what is read is kept), or pass file"
+                ),
             ));
         }
-        return Err(format!(
-            "no readable log: {}",
-            unreadable
-                .iter()
-                .take(10)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
+        return Err(ToolError::new(
+            error::UNREADABLE_LOG,
+            format!(
+                "no readable log: {}",
+                unreadable
+                    .iter()
+                    .take(10)
+                    .map(|e| e.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         ));
     }
 
@@ -251,7 +265,10 @@ pub fn query_logs(
             Some(f) => format!(" (in {f})"),
             None => " (in any log)".into(),
         };
-        format!("{e}{scope}\nCall list_logs to see each file's channels.")
+        ToolError::new(
+            error::UNKNOWN_CHANNEL,
+            format!("{e}{scope}\nCall list_logs to see each file's channels."),
+        )
     })?;
     let extra: Vec<String> = args.channels.clone().unwrap_or_default();
     for c in &extra {
@@ -264,7 +281,7 @@ pub fn query_logs(
                 msg.push_str(&format!("; did you mean `{best}`?"));
             }
             msg.push_str(". Channel names are case-sensitive, as list_logs shows them.");
-            return Err(msg);
+            return Err(ToolError::new(error::UNKNOWN_CHANNEL, msg));
         }
     }
 
@@ -290,7 +307,7 @@ pub fn query_logs(
     for (k, (index, log)) in logs.iter().enumerate() {
         let name = listing.files[*index].file.name.clone();
         if !progress(k as u64, total, &format!("scanning {name}")) {
-            return Err("cancelled by the client".into());
+            return Err(error::cancelled());
         }
         let rate = log.sample_rate_hz();
         let stride = match (args.sample_rate, rate) {
@@ -441,7 +458,11 @@ pub fn query_logs(
         ));
     }
     if !unreadable.is_empty() {
-        let shown: Vec<String> = unreadable.iter().take(10).cloned().collect();
+        let shown: Vec<&str> = unreadable
+            .iter()
+            .take(10)
+            .map(|e| e.message.as_str())
+            .collect();
         notes.push(format!(
             "Skipped {} unreadable file{}: {}{}",
             unreadable.len(),
@@ -621,7 +642,8 @@ mod tests {
             &mut no_progress(),
         )
         .unwrap_err();
-        assert!(err.contains("found no rows of numbers"), "{err}");
+        assert_eq!(err.code, error::UNREADABLE_LOG);
+        assert!(err.message.contains("found no rows of numbers"), "{err}");
         let out = query_logs(
             &dir,
             &mut cache,
@@ -684,7 +706,7 @@ mod tests {
                     assert_eq!(l.unread, 0);
                     break;
                 }
-                Err(e) => assert!(e.contains("cancelled")),
+                Err(e) => assert_eq!(e, error::cancelled()),
             }
             assert!(calls < 20);
         }
@@ -745,7 +767,8 @@ mod tests {
             &mut no_progress(),
         )
         .unwrap_err();
-        assert!(err.contains("did you mean `RPM`"), "{err}");
+        assert_eq!(err.code, error::UNKNOWN_CHANNEL);
+        assert!(err.message.contains("did you mean `RPM`"), "{err}");
         let err = query_logs(
             &dir,
             &mut cache,
@@ -757,7 +780,8 @@ mod tests {
             &mut no_progress(),
         )
         .unwrap_err();
-        assert!(err.contains("no log file named"), "{err}");
+        assert_eq!(err.code, error::UNKNOWN_FILE);
+        assert!(err.message.contains("no log file named"), "{err}");
 
         // All files: a channel only one log has, and rows with empty cells.
         let out = query_logs(
@@ -788,6 +812,100 @@ mod tests {
         )
         .unwrap();
         assert!(out.contains("No rows matched. Ranges in the data"), "{out}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    #[test]
+    fn each_failure_has_its_code_and_keeps_its_text() {
+        let dir = dir_with_logs();
+        std::fs::write(dir.join("notes.csv"), "Dear tuner,\nno log\n").unwrap();
+        let mut cache = Cache::default();
+        let mut fail = |dir: &Path, args: QueryArgs| {
+            query_logs(dir, &mut cache, &args, &mut no_progress()).unwrap_err()
+        };
+        let q = |filter: &str| QueryArgs {
+            filter: filter.into(),
+            ..Default::default()
+        };
+        let e = fail(
+            &dir,
+            QueryArgs {
+                limit: Some(0),
+                ..q("RPM > 0")
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("INVALID_ARGUMENT: limit must be between 1 and {MAX_LIMIT} (got 0)")
+        );
+        let e = fail(
+            &dir,
+            QueryArgs {
+                sample_rate: Some(-1.0),
+                ..q("RPM > 0")
+            },
+        );
+        assert_eq!(e.code, error::INVALID_ARGUMENT, "{e}");
+        // A syntax error keeps its position and caret.
+        let e = fail(&dir, q("RPM > > 1"));
+        assert_eq!(e.code, error::BAD_FILTER, "{e}");
+        assert_eq!(
+            e.message,
+            Filter::compile("RPM > > 1").err().unwrap().to_string()
+        );
+        assert!(
+            e.message.contains("position 7") && e.message.contains('^'),
+            "{e}"
+        );
+        let e = fail(&dir, q("Note ~= \"(?:a{1000}){1000}\""));
+        assert_eq!(e.code, error::BAD_FILTER, "{e}");
+        let e = fail(&dir, q("Knok > 0"));
+        assert_eq!(e.code, error::UNKNOWN_CHANNEL, "{e}");
+        assert!(
+            e.message.contains("position 1") && e.message.ends_with("each file's channels."),
+            "{e}"
+        );
+        let e = fail(
+            &dir,
+            QueryArgs {
+                channels: Some(vec!["Timng".into()]),
+                ..q("RPM > 0")
+            },
+        );
+        assert_eq!(e.code, error::UNKNOWN_CHANNEL, "{e}");
+        let e = fail(
+            &dir,
+            QueryArgs {
+                file: Some("#9".into()),
+                ..q("RPM > 0")
+            },
+        );
+        assert_eq!(e.code, error::UNKNOWN_FILE, "{e}");
+        let e = fail(&dir.join("missing"), q("RPM > 0"));
+        assert_eq!(e.code, error::LOGS_DIR_UNREADABLE, "{e}");
+        assert!(
+            e.message.starts_with("cannot read the logs directory"),
+            "{e}"
+        );
+
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        assert_eq!(fail(&empty, q("RPM > 0")).code, error::NO_LOGS);
+        std::fs::write(empty.join("a.csv"), "").unwrap();
+        let e = fail(&empty, q("RPM > 0"));
+        assert_eq!(e.code, error::UNREADABLE_LOG, "{e}");
+        assert!(
+            e.message.starts_with("no readable log: a.csv is not a log"),
+            "{e}"
+        );
+
+        let e = query_logs(
+            &dir,
+            &mut Cache::default(),
+            &q("RPM > 0"),
+            &mut |_, _, _| false,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "CANCELLED: cancelled by the client");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

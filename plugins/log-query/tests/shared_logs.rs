@@ -169,7 +169,8 @@ fn shared_query_each_format() {
         &mut go(),
     )
     .unwrap_err();
-    assert!(err.contains("position 8"), "{err}");
+    assert_eq!(err.code, log_query::error::BAD_FILTER, "{err}");
+    assert!(err.message.contains("position 8"), "{err}");
 }
 
 #[test]
