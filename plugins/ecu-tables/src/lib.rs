@@ -2,7 +2,8 @@
 //! units, and safe patching with checksum repair, as a benchtop component.
 //!
 //! The domain logic lives in plain modules ([`tools`] is the library API the
-//! tests and benchmarks use); this file is only the wit-bindgen glue.
+//! tests and benchmarks use); this file declares them, and `component` is
+//! the thin wit-bindgen glue.
 
 pub mod checksum;
 pub mod decode;
@@ -19,103 +20,8 @@ pub mod store;
 pub mod tools;
 pub mod xml;
 
+mod component;
+
 pub use error::Error;
 pub use store::Explorer;
 pub use tools::Config;
-
-wit_bindgen::generate!({
-    path: "../../wit/ecu-tables",
-    world: "plugin",
-    generate_all,
-});
-
-use exports::benchtop::ecu_tables::tables as wit;
-use std::cell::RefCell;
-
-thread_local! {
-    // One instance serves every call, so parsed definitions and ROM images
-    // stay cached between calls.
-    static EXPLORER: RefCell<Explorer> = RefCell::new(Explorer::new());
-}
-
-fn with_explorer(
-    f: impl FnOnce(&mut Explorer, &Config) -> Result<String, Error>,
-) -> Result<String, wit::ToolError> {
-    let cfg = Config::from_env();
-    EXPLORER.with(|ex| {
-        f(&mut ex.borrow_mut(), &cfg).map_err(|e| wit::ToolError {
-            code: e.code().into(),
-            message: e.to_string(),
-        })
-    })
-}
-
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-struct Component;
-
-impl wit::Guest for Component {
-    fn list_tables(args: wit::ListTablesArgs) -> Result<String, wit::ToolError> {
-        let args = tools::ListTables {
-            rom: args.rom,
-            category: args.category,
-            search: args.search,
-            offset: args.offset,
-            limit: args.limit,
-        };
-        with_explorer(|ex, cfg| tools::list_tables(ex, cfg, &args))
-    }
-
-    fn read_table(args: wit::ReadTableArgs) -> Result<String, wit::ToolError> {
-        let args = tools::ReadTable {
-            rom: args.rom,
-            table: args.table,
-            row_start: args.row_start,
-            row_count: args.row_count,
-            col_start: args.col_start,
-            col_count: args.col_count,
-        };
-        with_explorer(|ex, cfg| tools::read_table(ex, cfg, &args))
-    }
-
-    fn patch_table(args: wit::PatchTableArgs) -> Result<String, wit::ToolError> {
-        let args = tools::PatchTable {
-            rom: args.rom,
-            table: args.table,
-            op: match args.op {
-                wit::Op::Set => tools::OpKind::Set,
-                wit::Op::Add => tools::OpKind::Add,
-                wit::Op::Multiply => tools::OpKind::Multiply,
-                wit::Op::Clamp => tools::OpKind::Clamp,
-                wit::Op::Smooth => tools::OpKind::Smooth,
-            },
-            value: args.value,
-            min: args.min,
-            max: args.max,
-            row: args.row,
-            col: args.col,
-            choice: args.choice,
-            force: args.force.unwrap_or(false),
-        };
-        with_explorer(|ex, cfg| tools::patch_table(ex, cfg, &args))
-    }
-
-    fn rom_info(args: wit::RomInfoArgs) -> Result<String, wit::ToolError> {
-        with_explorer(|ex, cfg| tools::rom_info(ex, cfg, &args.rom))
-    }
-
-    fn diff_tables(args: wit::DiffTablesArgs) -> Result<String, wit::ToolError> {
-        let args = tools::DiffTables {
-            rom: args.rom,
-            other: args.other,
-            table: args.table,
-            limit: args.limit,
-        };
-        with_explorer(|ex, cfg| tools::diff_tables(ex, cfg, &args))
-    }
-}
-
-// Natively the exported symbol names (`benchtop:ecu-tables/tables@0.1.0#…`)
-// are not valid in a linker version script, so the cdylib only exports them
-// on wasm; the glue above still type-checks natively.
-#[cfg(target_arch = "wasm32")]
-export!(Component);
