@@ -12,7 +12,7 @@ help:
 	@echo "make test         run every test (unit + end-to-end)"
 	@echo "make test-shared  run the tests that use ../shared/fixtures"
 	@echo "make bench        print the benchmark table"
-	@echo "make fuzz         run every fuzz target for FUZZ_SECONDS (default 300) each"
+	@echo "make fuzz         run every fuzz target to FUZZ_RUNS (default 10 million) executions, one at a time"
 	@echo "make plugins      build the plugin components into target/plugins"
 	@echo "make web          transpile cp1600 + x86_inspect with jco into the web bench (web/dist)"
 
@@ -56,9 +56,13 @@ test-shared: build
 # with RUSTC_BOOTSTRAP=1; fuzz/run.sh installs cargo-fuzz when missing and
 # builds into fuzz/target). Each target starts from its seed corpus in
 # fuzz/corpus-seed; a crash fails the run and leaves its input in fuzz/artifacts.
-FUZZ_SECONDS ?= 300
+# `make fuzz` runs each target, one after another, to FUZZ_RUNS executions
+# (capped at FUZZ_SECONDS per target; 0 = no cap). `make fuzz FUZZ_RUNS=
+# FUZZ_SECONDS=300` runs each for a fixed time instead.
+FUZZ_RUNS ?= 10000000
+FUZZ_SECONDS ?= 0
 fuzz:
-	fuzz/run.sh $(FUZZ_SECONDS)
+	FUZZ_RUNS=$(FUZZ_RUNS) fuzz/run.sh $(FUZZ_SECONDS)
 
 # The quick pass that ends make test-shared: 12 s per target.
 fuzz-short:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fuzz/run.sh SECONDS [TARGET...] — build every fuzz target once, then run
-# each (all of them by default) for SECONDS seconds from its seed corpus, and
-# print a table. Exits non-zero when any target crashed (a panic, an
+# each (all of them by default, one after another) for SECONDS seconds from
+# its seed corpus, and print a table. With FUZZ_RUNS=N each target runs until
+# it has executed N inputs instead, with SECONDS as a cap per target (0: no
+# cap); `make fuzz` runs every target to 10 million this way. Exits non-zero when any target crashed (a panic, an
 # overflow, a timeout over 10 s, or more than 2 GiB), naming the input that
 # did it under fuzz/artifacts/TARGET/.
 #
@@ -13,6 +15,8 @@
 #                   AddressSanitizer finds nothing the panics and overflow
 #                   checks would not, and it doubles the build; see fuzz/README.md.
 #   FUZZ_JOBS       cargo build jobs (default: cargo's own).
+#   FUZZ_RUNS       executions per target (libFuzzer's -runs); unset: run
+#                   for SECONDS only.
 set -euo pipefail
 
 usage() {
@@ -22,6 +26,21 @@ usage() {
 [[ $# -ge 1 && $1 =~ ^[0-9]+$ ]] || usage
 seconds=$1
 shift
+runs=${FUZZ_RUNS:-}
+[[ -z $runs || $runs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz/run.sh: FUZZ_RUNS must be a positive number, not $runs" >&2; exit 2; }
+[[ $seconds -gt 0 || -n $runs ]] || { echo "fuzz/run.sh: SECONDS 0 (no cap) needs FUZZ_RUNS" >&2; exit 2; }
+
+# Per-target libFuzzer flags (one per line), each for a reason.
+target_flags() {
+    case $1 in
+        # Every framing path shows in 1 KiB: the line limit is 200 bytes in
+        # the fuzzed mode and JSON nests past 128 levels within 260 bytes;
+        # longer inputs only made each execution slower (they are judged
+        # whole, line by line, and read in chunks as small as one byte).
+        jsonrpc_framing) echo -max_len=1024 ;;
+        *) ;;
+    esac
+}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -59,6 +78,7 @@ logs=$CARGO_TARGET_DIR/fuzz-logs
 mkdir -p "$logs"
 
 failed=()
+short=()
 rows=()
 for t in "${targets[@]}"; do
     corpus=$fuzz/corpus/$t
@@ -70,11 +90,18 @@ for t in "${targets[@]}"; do
     dict=()
     [[ -f $fuzz/dict/$t.dict ]] && dict=("-dict=$fuzz/dict/$t.dict")
     log=$logs/$t.log
-    echo "fuzz/run.sh: $t for $seconds s" >&2
+    limit=(-max_total_time="$seconds")
+    what="for $seconds s"
+    if [[ -n $runs ]]; then
+        limit+=(-runs="$runs")
+        what="to $runs executions$([[ $seconds -gt 0 ]] && echo " (at most $seconds s)")"
+    fi
+    mapfile -t flags < <(target_flags "$t")
+    echo "fuzz/run.sh: $t $what ${flags[*]}" >&2
     start=$(date +%s)
     status=0
-    "$bin/$t" "$corpus" "${dict[@]}" \
-        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    "$bin/$t" "$corpus" "${dict[@]}" "${limit[@]}" "${flags[@]}" \
+        -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
     took=$(( $(date +%s) - start ))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -87,11 +114,18 @@ for t in "${targets[@]}"; do
         echo "=== $t crashed (exit $status); input: ${artifact:-see $log}" >&2
         grep -v '^#[0-9]' "$log" | tail -40 >&2
     fi
-    rows+=("$(printf '%-16s %12s %8s %8s %8s' "$t" "${execs:-?}" "$took" "${units:-?}" "$crashes")")
+    rate=$(( ${execs:-0} / (took > 0 ? took : 1) ))
+    rows+=("$(printf '%-16s %12s %8s %10s %8s %8s' "$t" "${execs:-?}" "$took" "$rate" "${units:-?}" "$crashes")")
+    if [[ -n $runs && $status -eq 0 && ${execs:-0} -lt $runs ]]; then
+        short+=("$t")
+    fi
 done
 
-printf '%-16s %12s %8s %8s %8s\n' target executions seconds corpus crashes
+printf '%-16s %12s %8s %10s %8s %8s\n' target executions seconds execs/s corpus crashes
 printf '%s\n' "${rows[@]}"
+if [[ ${#short[@]} -gt 0 ]]; then
+    echo "fuzz/run.sh: stopped at the $seconds s cap before $runs executions: ${short[*]}" >&2
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "fuzz/run.sh: crashes in: ${failed[*]} (inputs under fuzz/artifacts/; logs under $logs)" >&2
     exit 1

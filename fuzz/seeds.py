@@ -410,6 +410,59 @@ seed("ws_frame", "url-device", b"\x00ws://127.0.0.1:8080/?device=CS108&service=f
 seed("ws_frame", "url-ipv6", b"\x00ws://[::1]:9000?command=log-stream")
 seed("ws_frame", "bad-reserved", b"\x01" + bytes([0xC1, 0x00]))
 
+# --- jsonrpc_framing: byte 0 = chunk size - 1 (bits 0-5), bit 6 = 200-byte line
+# limit; the rest is what a client sends (stdio lines, or one HTTP body) ------
+
+
+def rpc(id_, method: str, params=None) -> bytes:
+    m = {"jsonrpc": "2.0", "method": method}
+    if id_ is not None:
+        m["id"] = id_
+    if params is not None:
+        m["params"] = params
+    return json.dumps(m, separators=(",", ":")).encode()
+
+
+initialize = rpc(0, "initialize", {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "fuzz", "version": "1.0"}})
+call = rpc("c-1", "tools/call", {"name": "query_log", "arguments": {
+    "path": "a.csv", "filter": "RPM > 3000 && Load < 1.5", "limit": 10, "flags": [True, None]}})
+for name, body in {
+    "initialize": initialize,
+    "ping": rpc(1, "ping"),
+    "tools-call": call,
+    "tools-list": rpc(2, "tools/list", {"cursor": "x"}),
+    "notification": rpc(None, "notifications/initialized"),
+    "unknown-notification": rpc(None, "notifications/whatever", [1]),
+    "response": b'{"jsonrpc":"2.0","id":3,"result":{}}',
+    "error-response": b'{"jsonrpc":"2.0","id":4,"error":{"code":-1,"message":"no"}}',
+    "batch": b"[" + rpc(1, "ping") + b"]",
+    "id-float": b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+    "id-1e400": b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}',
+    "jsonrpc-1": b'{"jsonrpc":"1.0","id":4,"method":"ping"}',
+    "params-array": b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]}',
+    "method-number": b'{"jsonrpc":"2.0","id":6,"method":7}',
+    "surrogate": b'{"jsonrpc":"2.0","id":"s","method":"ping","params":{"x":"\\ud800"}}',
+    "escaped-id": b'{"id":"a\\"b\\u0041","jsonrpc":"2.0","method":"ping"}',
+    "bad-utf8": b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"\xff"}}',
+    "deep": b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":' + b"[" * 130 + b"]" * 130 + b"}}",
+    "truncated": initialize[:40],
+    "scalar": b"42",
+}.items():
+    seed("jsonrpc_framing", f"body-{name}", b"\x3f" + body)
+# stdio: several lines, some split by small reads, BOM and CRLF, blank lines.
+seed("jsonrpc_framing", "lines-session", b"\x06" + b"\n".join([
+    initialize, rpc(None, "notifications/initialized"), b"", rpc(1, "tools/list"), call]) + b"\n")
+seed("jsonrpc_framing", "lines-crlf-bom", b"\x02\xef\xbb\xbf" + rpc(1, "ping") + b"\r\n  \r\n"
+     + rpc("x", "ping") + b"\r\n")
+seed("jsonrpc_framing", "lines-bad-mixed", b"\x00garbage\n" + rpc(2, "ping") + b"\n{\"id\":9,\n[1,2]\n")
+# Over the 200-byte limit (bit 6): the id is read from the start of the line.
+seed("jsonrpc_framing", "lines-oversized", b"\x47" + rpc(11, "tools/call", {"name": "x", "arguments": {
+    "data": "A" * 300}}) + b"\n" + rpc(12, "ping") + b"\n")
+seed("jsonrpc_framing", "lines-oversized-id-late", b"\x40" + b'{"jsonrpc":"2.0","params":{"pad":"'
+     + b"B" * 150 + b'"},"id":123456789,"method":"ping"}\n')
+
 # -----------------------------------------------------------------------------
 for target, files in seeds.items():
     d = OUT / target

@@ -12,7 +12,7 @@
 
 use cp1600::disasm::disassemble_range;
 use cp1600::machine::{Limits, Machine, StopWhen};
-use cp1600::memory::{Memory, Region};
+use cp1600::memory::Region;
 use cp1600::rom::{Image, crc16, parse_bin_cfg, parse_bin_default, parse_raw, parse_rom};
 use libfuzzer_sys::fuzz_target;
 
@@ -73,8 +73,11 @@ fuzz_target!(|data: &[u8]| {
     let Some(image) = image(data) else {
         return;
     };
-    // As `cp1600_load_rom` places an image.
-    let mut mem = Memory::new();
+    // As `cp1600_load_rom` places an image, into a fresh machine's own
+    // memory (a fresh `Memory::new()` too): building a second 64 K-word
+    // memory only to move it in cost time on every input.
+    let mut machine = Machine::new();
+    let mem = &mut machine.cpu.mem;
     for &(lo, hi, region) in &image.ram {
         assert!(lo <= hi, "RAM range ${lo:04X}-${hi:04X} is backwards");
         mem.map_range(lo, hi, region);
@@ -100,8 +103,6 @@ fuzz_target!(|data: &[u8]| {
             .min()
             .unwrap_or(0x5000)
     };
-    let mut machine = Machine::new();
-    machine.cpu.mem = mem;
     machine.cpu.reset_to(entry);
     for seg in &image.segments {
         let listing = disassemble_range(|a| machine.cpu.mem.read(a), seg.addr, seg.end(), 32);
