@@ -836,3 +836,51 @@ async fn resources_prompts_and_completions_come_from_tags() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn subscribers_hear_of_resource_changes_merged_and_only_their_own() {
+    use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+    let sb = sandbox("");
+    let s = start(&sb).await;
+    s.client
+        .subscribe(SubscribeRequestParams::new("kitchen://items/apple"))
+        .await
+        .unwrap();
+    let e = s
+        .client
+        .subscribe(SubscribeRequestParams::new("kitchen://nothing"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no such resource"), "{e}");
+    // 50 changes of apple, and of pear (not subscribed), in one call.
+    let r = s
+        .call(
+            "touch_items",
+            json!({"ids": ["apple", "pear"], "times": 50}),
+        )
+        .await;
+    assert!(!is_error(&r), "{}", text(&r));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let updates = s.events.lock().unwrap().resource_updates.clone();
+    assert!(
+        !updates.is_empty() && updates.len() <= 2,
+        "50 changes merge into one or two notices: {updates:?}"
+    );
+    assert!(
+        updates.iter().all(|u| u == "kitchen://items/apple"),
+        "{updates:?}"
+    );
+    s.client
+        .unsubscribe(UnsubscribeRequestParams::new("kitchen://items/apple"))
+        .await
+        .unwrap();
+    s.call("touch_items", json!({"ids": ["apple"], "times": 3}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        s.events.lock().unwrap().resource_updates.len(),
+        updates.len()
+    );
+    s.stop().await;
+}

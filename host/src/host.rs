@@ -4,7 +4,7 @@
 use crate::cache::{CacheOutcome, CompileCache};
 use crate::config::{ConfigFile, PluginConfig};
 use crate::engine;
-use crate::imports::{self, LogLevel, LogSink, PluginState};
+use crate::imports::{self, LogLevel, PluginState, Sinks};
 use crate::interface::{PluginInterface, SettingDecl};
 use crate::plugin::{Limits, Plugin, PluginSpec};
 use crate::registry::{Catalog, Refusal, Registry};
@@ -256,15 +256,23 @@ impl Host {
             limits,
         };
         let logs = self.logs.clone();
-        let on_log: LogSink = Arc::new(move |plugin: &str, level: LogLevel, message: &str| {
-            let _ = logs.send(LogEvent {
-                plugin: plugin.to_owned(),
-                level,
-                message: message.to_owned(),
-            });
-        });
+        let registry = Arc::downgrade(&self.registry);
+        let sinks = Sinks {
+            log: Arc::new(move |plugin: &str, level: LogLevel, message: &str| {
+                let _ = logs.send(LogEvent {
+                    plugin: plugin.to_owned(),
+                    level,
+                    message: message.to_owned(),
+                });
+            }),
+            changed: Arc::new(move |plugin: &str, uri: &str| {
+                if let Some(registry) = registry.upgrade() {
+                    registry.resource_changed(plugin, uri);
+                }
+            }),
+        };
         let plugin =
-            Arc::new(Plugin::load(spec, &component, interface, &self.linker, on_log).await?);
+            Arc::new(Plugin::load(spec, &component, interface, &self.linker, sinks).await?);
         if let Some(interval) = plugin.limits.tick {
             spawn_ticker(Arc::downgrade(&plugin), interval);
         }

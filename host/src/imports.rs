@@ -25,6 +25,28 @@ pub type ProgressSink = Arc<dyn Fn(u64, u64, String) + Send + Sync>;
 /// Receives a plugin's log messages: `(plugin, level, message)`.
 pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
 
+/// Receives a plugin's resource change notices: `(plugin, uri)`.
+pub type ChangeSink = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// Where what a plugin tells the host, outside a call's result, goes.
+#[derive(Clone)]
+pub struct Sinks {
+    /// Log messages (`benchtop:host/log`).
+    pub log: LogSink,
+    /// Resource change notices (`benchtop:host/resources`).
+    pub changed: ChangeSink,
+}
+
+impl Sinks {
+    /// Sinks that drop everything (`benchtop check`, tests).
+    pub fn none() -> Self {
+        Self {
+            log: Arc::new(|_, _, _| {}),
+            changed: Arc::new(|_, _| {}),
+        }
+    }
+}
+
 /// The call a store is running, as its imports and epoch callback see it.
 pub(crate) struct ActiveCall {
     pub(crate) ctx: CallContext,
@@ -53,7 +75,7 @@ pub struct PluginState {
     pub(crate) plugin: Arc<str>,
     pub(crate) call: Option<ActiveCall>,
     pub(crate) deadline_budget: Duration,
-    pub(crate) on_log: LogSink,
+    pub(crate) sinks: Sinks,
 }
 
 impl WasiView for PluginState {
@@ -107,6 +129,16 @@ impl bindings::benchtop::host::caller::Host for PluginState {
     }
 }
 
+impl bindings::benchtop::host::resources::Host for PluginState {
+    fn changed(&mut self, uri: String) {
+        // Bounded: a URI is at most a few KiB of text, and the host
+        // coalesces notices per URI.
+        if uri.len() <= 4096 {
+            (self.sinks.changed)(&self.plugin, &uri);
+        }
+    }
+}
+
 // `errors` holds only the `tool-error` type: nothing to answer.
 impl bindings::benchtop::host::errors::Host for PluginState {}
 
@@ -119,7 +151,7 @@ impl bindings::benchtop::host::log::Host for PluginState {
             LogLevel::Warning => tracing::warn!(target: "guest", plugin = %plugin, "{message}"),
             LogLevel::Error => tracing::error!(target: "guest", plugin = %plugin, "{message}"),
         }
-        (self.on_log)(&plugin, level, &message);
+        (self.sinks.log)(&plugin, level, &message);
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::call::CallContext;
 use crate::error::{CANCEL_GRACE, CallError, Interrupted, describe_trap};
-use crate::imports::{ActiveCall, LogSink, PluginState};
+use crate::imports::{ActiveCall, PluginState, Sinks};
 use crate::interface::PluginInterface;
 use crate::sandbox::{GuestOutput, Policy};
 use anyhow::{Context, Result};
@@ -91,7 +91,7 @@ pub struct Plugin {
     tick: Option<ComponentExportIndex>,
     live: tokio::sync::Mutex<Option<Live>>,
     output: GuestOutput,
-    on_log: LogSink,
+    sinks: Sinks,
 }
 
 impl Plugin {
@@ -102,7 +102,7 @@ impl Plugin {
         component: &Component,
         interface: PluginInterface,
         linker: &Linker<PluginState>,
-        on_log: LogSink,
+        sinks: Sinks,
     ) -> Result<Self> {
         let PluginSpec {
             name,
@@ -162,7 +162,7 @@ impl Plugin {
             tick,
             live: tokio::sync::Mutex::new(None),
             output,
-            on_log,
+            sinks,
         };
         let live = plugin.instantiate().await?;
         *plugin.live.lock().await = Some(live);
@@ -181,7 +181,7 @@ impl Plugin {
             plugin: self.name.as_str().into(),
             call: None,
             deadline_budget: self.limits.deadline,
-            on_log: self.on_log.clone(),
+            sinks: self.sinks.clone(),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limits);

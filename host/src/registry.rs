@@ -267,6 +267,7 @@ fn mcp_prompt(name: &str, def: &crate::interface::ToolDef) -> Prompt {
 pub struct Registry {
     current: RwLock<Arc<Catalog>>,
     changes: broadcast::Sender<()>,
+    updates: broadcast::Sender<Arc<str>>,
 }
 
 impl Default for Registry {
@@ -274,6 +275,9 @@ impl Default for Registry {
         Self {
             current: RwLock::new(Arc::new(Catalog::default())),
             changes: broadcast::channel(16).0,
+            // Sessions coalesce what they receive; one that lags only
+            // misses notices it would have merged anyway.
+            updates: broadcast::channel(1024).0,
         }
     }
 }
@@ -293,5 +297,22 @@ impl Registry {
     /// Subscribes to tool-list changes.
     pub fn subscribe(&self) -> broadcast::Receiver<()> {
         self.changes.subscribe()
+    }
+
+    /// Passes on `plugin`'s notice that resource `uri` changed, when the
+    /// URI is one of that plugin's (a plugin cannot speak for another's).
+    pub fn resource_changed(&self, plugin: &str, uri: &str) {
+        if self
+            .snapshot()
+            .resource(uri)
+            .is_some_and(|(owner, _, _)| owner.name == plugin)
+        {
+            let _ = self.updates.send(uri.into());
+        }
+    }
+
+    /// Subscribes to resource change notices (URIs).
+    pub fn resource_updates(&self) -> broadcast::Receiver<Arc<str>> {
+        self.updates.subscribe()
     }
 }

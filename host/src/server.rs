@@ -12,8 +12,9 @@ use crate::registry::Registry;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 /// One MCP session's handler. Cheap to clone: state is shared.
@@ -27,7 +28,17 @@ pub struct Server {
     /// nor an owner: unique to this handler, which rmcp builds per request
     /// when a client uses no session, so such calls share nothing.
     anonymous: Arc<str>,
+    /// URIs this session subscribed to (`resources/subscribe`).
+    subscriptions: Arc<Mutex<HashSet<String>>>,
 }
+
+/// Most URIs one session may subscribe to: each costs a set entry and a
+/// check per notice.
+const MAX_SUBSCRIPTIONS: usize = 256;
+
+/// Notices of one URI reach a client at most this often; changes in
+/// between are merged into the next notice.
+const UPDATE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The caller id of the one stdio client.
 pub const STDIO_CALLER: &str = "stdio";
@@ -101,6 +112,7 @@ impl Server {
                 static NEXT: AtomicU64 = AtomicU64::new(1);
                 format!("anon-{}", NEXT.fetch_add(1, Ordering::Relaxed)).into()
             },
+            subscriptions: Arc::default(),
         }
     }
 }
@@ -127,6 +139,7 @@ impl ServerHandler for Server {
                 .enable_prompts_list_changed()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_completions()
                 .enable_logging()
                 .build(),
@@ -139,12 +152,18 @@ impl ServerHandler for Server {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Forward catalogue changes and plugin logs to this session until it closes.
+        // Forward catalogue changes, plugin logs and updates of subscribed
+        // resources to this session until it closes.
         let peer = context.peer;
         let mut changes = self.registry.subscribe();
         let mut logs = self.logs.subscribe();
+        let mut updates = self.registry.resource_updates();
+        let subscriptions = self.subscriptions.clone();
         let level = self.log_level.clone();
         tokio::spawn(async move {
+            let mut pending: HashSet<Arc<str>> = HashSet::new();
+            let mut flush = tokio::time::interval(UPDATE_INTERVAL);
+            flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     change = changes.recv() => match change {
@@ -170,6 +189,21 @@ impl ServerHandler for Server {
                         Err(broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(broadcast::error::RecvError::Closed) => break,
                     },
+                    update = updates.recv() => match update {
+                        Ok(uri) => {
+                            if subscriptions.lock().unwrap_or_else(|p| p.into_inner()).contains(&*uri) {
+                                pending.insert(uri);
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    _ = flush.tick(), if !pending.is_empty() => {
+                        for uri in pending.drain() {
+                            let param = ResourceUpdatedNotificationParam::new(uri.to_string());
+                            if peer.notify_resource_updated(param).await.is_err() { return; }
+                        }
+                    }
                 }
                 if peer.is_transport_closed() {
                     break;
@@ -178,22 +212,76 @@ impl ServerHandler for Server {
         });
     }
 
-    fn accepted_subscription_filter(
+    async fn subscribe(
         &self,
-        _requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        Some(
-            SubscriptionFilter::builder()
-                .tools_list_changed()
-                .prompts_list_changed()
-                .resources_list_changed()
-                .build(),
-        )
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.registry.snapshot().resource(&request.uri).is_none() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "cannot subscribe to {}: no such resource (resources/list and resources/templates/list show what there is)",
+                    clip(&request.uri)
+                ),
+                None,
+            ));
+        }
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(&request.uri) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "this session holds {MAX_SUBSCRIPTIONS} subscriptions, the most it may; unsubscribe from one first"
+                ),
+                None,
+            ));
+        }
+        subs.insert(request.uri);
+        Ok(())
     }
 
-    /// The 2026-07-28 form of list_changed: one `subscriptions/listen` stream.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed();
+        if let Some(uris) = &requested.resource_subscriptions {
+            accepted =
+                accepted.resource_subscriptions(uris.iter().take(MAX_SUBSCRIPTIONS).cloned());
+        }
+        Some(accepted.build())
+    }
+
+    /// The 2026-07-28 form of list_changed and resource updates: one
+    /// `subscriptions/listen` stream (its sink passes only what the client
+    /// asked for and was accepted).
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.registry.subscribe();
+        let mut updates = self.registry.resource_updates();
+        let wanted: HashSet<String> = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let mut pending: HashSet<Arc<str>> = HashSet::new();
+        let mut flush = tokio::time::interval(UPDATE_INTERVAL);
+        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -209,6 +297,18 @@ impl ServerHandler for Server {
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
+                update = updates.recv() => match update {
+                    Ok(uri) if wanted.contains(&*uri) => { pending.insert(uri); }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                _ = flush.tick(), if !pending.is_empty() => {
+                    for uri in pending.drain() {
+                        if context.sink().notify_resource_updated(uri.to_string()).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
             }
         }
     }

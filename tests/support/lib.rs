@@ -79,6 +79,8 @@ pub struct Events {
     pub list_changed: usize,
     /// Logging notifications.
     pub logs: Vec<LoggingMessageNotificationParam>,
+    /// URIs of `notifications/resources/updated`, in order.
+    pub resource_updates: Vec<String>,
 }
 
 /// A client handler that records notifications.
@@ -99,6 +101,17 @@ impl ClientHandler for Recorder {
     }
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
         self.events.lock().unwrap().list_changed += 1;
+    }
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.events
+            .lock()
+            .unwrap()
+            .resource_updates
+            .push(params.uri);
     }
     async fn on_logging_message(
         &self,

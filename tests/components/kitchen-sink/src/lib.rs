@@ -264,6 +264,16 @@ impl offers::Guest for KitchenSink {
         }
     }
 
+    fn touch_items(ids: Vec<String>, times: u32) -> String {
+        for _ in 0..times {
+            for id in &ids {
+                benchtop::host::resources::changed(&format!("kitchen://items/{id}"));
+            }
+            benchtop::host::resources::changed("elsewhere://not-mine");
+        }
+        format!("touched {} items {times} times", ids.len())
+    }
+
     fn complete(target: String, argument: String, value: String) -> Vec<String> {
         let pool: &[&str] = match (target.as_str(), argument.as_str()) {
             ("kitchen://items/{id}", "id") => &["apple", "apricot", "banana"],
