@@ -884,3 +884,101 @@ async fn subscribers_hear_of_resource_changes_merged_and_only_their_own() {
     );
     s.stop().await;
 }
+
+/// A client that answers every elicitation with `action` (and `content`).
+#[derive(Clone)]
+struct Asker {
+    action: rmcp::model::ElicitationAction,
+    content: Option<Value>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Asker {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        let mut r = rmcp::model::ElicitResult::new(self.action.clone());
+        r.content = self.content.clone();
+        Ok(r)
+    }
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities = serde_json::from_value(json!({"elicitation": {}})).unwrap();
+        info
+    }
+}
+
+#[tokio::test]
+async fn a_plugin_asks_the_user_and_falls_back_when_it_cannot() {
+    use rmcp::ServiceExt;
+    use rmcp::model::ElicitationAction;
+    let sb = sandbox("");
+    let connect = async |action: ElicitationAction, content: Option<Value>| {
+        let mut cmd = tokio::process::Command::new(e2e::bin());
+        cmd.args([
+            "serve",
+            "--config",
+            sb.config.to_str().unwrap(),
+            "--workspace",
+            sb.rw.to_str().unwrap(),
+        ]);
+        let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+        let asked = std::sync::Arc::default();
+        let client = Asker {
+            action,
+            content,
+            asked: std::sync::Arc::clone(&asked),
+        }
+        .serve(transport)
+        .await
+        .unwrap();
+        (client, asked)
+    };
+    let call = async |client: &rmcp::service::RunningService<rmcp::RoleClient, Asker>,
+                      args: Value| {
+        let params = CallToolRequestParams::new("delete_item")
+            .with_arguments(args.as_object().unwrap().clone());
+        let r = client.call_tool(params).await.unwrap();
+        (is_error(&r), text(&r))
+    };
+    let (client, asked) = connect(ElicitationAction::Accept, Some(json!({}))).await;
+    assert_eq!(
+        call(&client, json!({"id": "apple"})).await,
+        (false, "deleted apple {}".into())
+    );
+    assert_eq!(asked.lock().unwrap().as_slice(), ["Delete item apple?"]);
+    client.cancel().await.unwrap();
+
+    let (client, _) = connect(ElicitationAction::Accept, Some(json!({"reason": "stale"}))).await;
+    assert_eq!(
+        call(&client, json!({"id": "pear", "with_reason": true})).await,
+        (false, r#"deleted pear {"reason":"stale"}"#.into())
+    );
+    client.cancel().await.unwrap();
+
+    let (client, _) = connect(ElicitationAction::Decline, None).await;
+    assert_eq!(
+        call(&client, json!({"id": "apple"})).await,
+        (false, "kept apple: the user declined".into())
+    );
+    client.cancel().await.unwrap();
+
+    // A client without elicitation: the plugin says how to go on.
+    let s = start(&sb).await;
+    let r = s.call("delete_item", json!({"id": "apple"})).await;
+    assert!(
+        is_error(&r) && text(&r).contains("confirm: true"),
+        "{}",
+        text(&r)
+    );
+    let r = s
+        .call("delete_item", json!({"id": "apple", "confirm": true}))
+        .await;
+    assert_eq!(text(&r), "deleted apple (confirmed by argument)");
+    s.stop().await;
+}

@@ -27,7 +27,30 @@ pub struct CallContext {
     pub progress: Option<ProgressSink>,
     /// The opaque id of the calling client (`benchtop:host/caller.id`).
     pub caller: Arc<str>,
+    /// How to ask the client's user a question (`benchtop:host/elicit`),
+    /// when the client can.
+    pub elicit: Option<Elicitor>,
 }
+
+/// What a user made of a question ([`Elicitor`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicited {
+    /// Accepted, with the form's values (an object).
+    Accepted(Value),
+    /// Declined.
+    Declined,
+    /// Dismissed.
+    Cancelled,
+    /// The client could not ask (it said why).
+    Unsupported(String),
+}
+
+/// Asks the client's user `message` with a form `schema` (a JSON Schema object).
+pub type Elicitor = Arc<
+    dyn Fn(String, Value) -> std::pin::Pin<Box<dyn std::future::Future<Output = Elicited> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// The caller id of calls no MCP client made: `benchtop call`, hooks.
 pub const CLI_CALLER: &str = "cli";
@@ -40,6 +63,7 @@ impl CallContext {
             cancel: CancellationToken::new(),
             progress: None,
             caller: CLI_CALLER.into(),
+            elicit: None,
         }
     }
 }

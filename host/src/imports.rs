@@ -14,6 +14,8 @@ mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit/host",
         world: "imports",
+        // Waiting for the user must not block a runtime thread.
+        imports: { "benchtop:host/elicit.ask": async },
     });
 }
 
@@ -51,6 +53,9 @@ impl Sinks {
 pub(crate) struct ActiveCall {
     pub(crate) ctx: CallContext,
     pub(crate) deadline: Instant,
+    /// The deadline as the watchdog outside the store sees it: moved on
+    /// by the time a user takes to answer a question.
+    pub(crate) watchdog: Arc<std::sync::Mutex<Instant>>,
     pub(crate) cancel_seen: Option<Instant>,
     pub(crate) last_progress: Option<(u64, Instant)>,
 }
@@ -58,9 +63,11 @@ pub(crate) struct ActiveCall {
 impl ActiveCall {
     /// A call of `ctx` that must end within `budget` from now.
     pub(crate) fn new(ctx: CallContext, budget: Duration) -> Self {
+        let deadline = Instant::now() + budget;
         Self {
             ctx,
-            deadline: Instant::now() + budget,
+            deadline,
+            watchdog: Arc::new(std::sync::Mutex::new(deadline)),
             cancel_seen: None,
             last_progress: None,
         }
@@ -135,6 +142,52 @@ impl bindings::benchtop::host::resources::Host for PluginState {
         // coalesces notices per URI.
         if uri.len() <= 4096 {
             (self.sinks.changed)(&self.plugin, &uri);
+        }
+    }
+}
+
+/// The longest a question may wait for its user.
+const MAX_QUESTION: Duration = Duration::from_secs(600);
+
+impl bindings::benchtop::host::elicit::Host for PluginState {
+    async fn ask(
+        &mut self,
+        message: String,
+        schema: String,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        use crate::call::Elicited;
+        use bindings::benchtop::host::elicit::Answer;
+        let Some(call) = &mut self.call else {
+            return Answer::Unsupported;
+        };
+        let Some(elicit) = call.ctx.elicit.clone() else {
+            return Answer::Unsupported;
+        };
+        let schema = if schema.trim().is_empty() {
+            serde_json::json!({"type": "object", "properties": {}})
+        } else {
+            match serde_json::from_str(&schema) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!(plugin = %self.plugin, "elicit.ask: the schema is not JSON ({e}); not asking");
+                    return Answer::Unsupported;
+                }
+            }
+        };
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(MAX_QUESTION, elicit(message, schema)).await;
+        // The user's thinking time is not the plugin's: move the deadline on.
+        let waited = started.elapsed();
+        call.deadline += waited;
+        *call.watchdog.lock().unwrap_or_else(|p| p.into_inner()) += waited;
+        match outcome {
+            Ok(Elicited::Accepted(v)) => Answer::Accepted(v.to_string()),
+            Ok(Elicited::Declined) => Answer::Declined,
+            Ok(Elicited::Cancelled) | Err(_) => Answer::Cancelled,
+            Ok(Elicited::Unsupported(why)) => {
+                tracing::debug!(plugin = %self.plugin, "elicit.ask unsupported: {why}");
+                Answer::Unsupported
+            }
         }
     }
 }

@@ -15,6 +15,19 @@ use wasmtime::component::{
 };
 use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
 
+/// Returns once the time is half a second past `deadline`, which may move
+/// on while waiting (a question to the user pauses a call's deadline).
+async fn past(deadline: &std::sync::Mutex<Instant>) {
+    loop {
+        let until =
+            *deadline.lock().unwrap_or_else(|p| p.into_inner()) + Duration::from_millis(500);
+        if Instant::now() >= until {
+            return;
+        }
+        tokio::time::sleep_until(until.into()).await;
+    }
+}
+
 /// One of a plugin's exported functions, by role and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Export {
@@ -333,7 +346,9 @@ impl Plugin {
         self.output.take_tail();
         let cancel = ctx.cancel.clone();
         live.store.data_mut().deadline_budget = budget;
-        live.store.data_mut().call = Some(ActiveCall::new(ctx, budget));
+        let active = ActiveCall::new(ctx, budget);
+        let watchdog = active.watchdog.clone();
+        live.store.data_mut().call = Some(active);
         let func = live
             .instance
             .get_func(&mut live.store, index)
@@ -345,7 +360,7 @@ impl Plugin {
             let call = func.call_async(&mut live.store, params, &mut results);
             tokio::select! {
                 r = call => r.map_err(|e| describe_trap(&e, self.limits.memory, &self.output)),
-                _ = tokio::time::sleep(budget + Duration::from_millis(500)) => {
+                _ = past(&watchdog) => {
                     Err(format!("it ran past its deadline of {budget:?} (blocked in a host call)"))
                 }
                 _ = async { cancel.cancelled().await; tokio::time::sleep(CANCEL_GRACE + Duration::from_millis(500)).await } => {

@@ -79,6 +79,49 @@ fn caller_of(extensions: &Extensions, anonymous: &Arc<str>) -> Arc<str> {
     }
 }
 
+/// How a plugin asks this client's user (`benchtop:host/elicit`): an MCP
+/// `elicitation/create` form request, when the client declared it can.
+fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::call::Elicitor> {
+    use crate::call::Elicited;
+    let asks = peer
+        .peer_info()
+        .is_some_and(|i| i.capabilities.elicitation.is_some());
+    if !asks {
+        return None;
+    }
+    let peer = peer.clone();
+    Some(Arc::new(
+        move |message: String, schema: serde_json::Value| {
+            let peer = peer.clone();
+            Box::pin(async move {
+                let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return Elicited::Unsupported(format!(
+                            "the plugin's form is not an elicitation schema: {e}"
+                        ));
+                    }
+                };
+                let params = ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message,
+                    requested_schema,
+                };
+                match peer.create_elicitation(params).await {
+                    Ok(r) => match r.action {
+                        ElicitationAction::Accept => {
+                            Elicited::Accepted(r.content.unwrap_or_else(|| serde_json::json!({})))
+                        }
+                        ElicitationAction::Decline => Elicited::Declined,
+                        _ => Elicited::Cancelled,
+                    },
+                    Err(e) => Elicited::Unsupported(e.to_string()),
+                }
+            })
+        },
+    ))
+}
+
 fn rank(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
@@ -125,6 +168,7 @@ impl Server {
             cancel: context.ct.clone(),
             progress: None,
             caller: caller_of(&context.extensions, &self.anonymous),
+            elicit: elicitor(&context.peer),
         }
     }
 }
@@ -453,6 +497,7 @@ impl ServerHandler for Server {
             cancel: context.ct.clone(),
             progress,
             caller: caller_of(&context.extensions, &self.anonymous),
+            elicit: elicitor(&context.peer),
         };
         let args = request.arguments.unwrap_or_default();
         // The snapshot is taken now: a hot swap during the call does not

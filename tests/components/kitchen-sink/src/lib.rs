@@ -274,6 +274,26 @@ impl offers::Guest for KitchenSink {
         format!("touched {} items {times} times", ids.len())
     }
 
+    fn delete_item(id: String, confirm: Option<bool>, with_reason: Option<bool>) -> Result<String, String> {
+        use benchtop::host::elicit::{Answer, ask};
+        if confirm == Some(true) {
+            return Ok(format!("deleted {id} (confirmed by argument)"));
+        }
+        let schema = if with_reason == Some(true) {
+            r#"{"type":"object","properties":{"reason":{"type":"string","description":"Why"}},"required":["reason"]}"#
+        } else {
+            ""
+        };
+        match ask(&format!("Delete item {id}?"), schema) {
+            Answer::Accepted(form) => Ok(format!("deleted {id} {form}")),
+            Answer::Declined => Ok(format!("kept {id}: the user declined")),
+            Answer::Cancelled => Ok(format!("kept {id}: the user cancelled")),
+            Answer::Unsupported => Err(format!(
+                "cannot ask the user to confirm deleting {id}; call again with confirm: true"
+            )),
+        }
+    }
+
     fn complete(target: String, argument: String, value: String) -> Vec<String> {
         let pool: &[&str] = match (target.as_str(), argument.as_str()) {
             ("kitchen://items/{id}", "id") => &["apple", "apricot", "banana"],
