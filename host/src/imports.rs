@@ -10,7 +10,9 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Engine, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+/// The `benchtop:host` WIT, as Rust (generated).
 mod bindings {
+    #![allow(missing_docs)]
     wasmtime::component::bindgen!({
         path: "../wit/host",
         world: "imports",

@@ -28,6 +28,7 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 const LOG_QUEUE: usize = 16 * 1024;
 
+/// What the simulated bridge does: where it listens and what it sends.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
     /// TCP port on 127.0.0.1 (0 = any free port).
@@ -91,9 +92,11 @@ pub struct SimHandle {
 }
 
 impl SimHandle {
+    /// The address the bridge listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+    /// The bridge's WebSocket URL (`ws://127.0.0.1:PORT`).
     pub fn url(&self) -> String {
         format!("ws://{}", self.addr)
     }
@@ -105,6 +108,7 @@ impl SimHandle {
     pub fn script_done(&self) -> bool {
         self.shared.script_done.load(Ordering::Relaxed)
     }
+    /// Stops the bridge and waits for its thread.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -204,6 +208,7 @@ fn iso_millis(us: i64) -> String {
     )
 }
 
+/// Bytes as the bridge's hex: uppercase pairs separated by spaces.
 pub fn format_hex(data: &[u8]) -> String {
     let mut s = String::with_capacity(data.len() * 3);
     for (i, b) in data.iter().enumerate() {

@@ -137,15 +137,22 @@ struct Idle {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Full {
     /// The client holds its share already.
-    Mine { share: usize },
+    Mine {
+        /// Items one client may hold.
+        share: usize,
+    },
     /// All clients together hold the global cap, and none has been idle
     /// for [`IDLE_AFTER`].
-    Everyone { cap: usize },
+    Everyone {
+        /// Items all clients together may hold.
+        cap: usize,
+    },
 }
 
 /// Another client's items freed to admit the caller's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Freed {
+    /// How many items (sessions, machines) were closed.
     pub items: usize,
     /// How long their client had made no call.
     pub idle: Duration,
