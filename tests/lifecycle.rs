@@ -28,6 +28,20 @@ fn install_bytes(bytes: &[u8], dest: &Path) {
     std::fs::rename(&tmp, dest).unwrap();
 }
 
+/// Writes `dir/benchtop.toml` giving plugin `file` (in `dir`) a prefix.
+fn prefixed(dir: &Path, file: &str, prefix: &str) -> PathBuf {
+    let config = dir.join("benchtop.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = \"{}\"\nprefix = \"{prefix}\"\n",
+            dir.join(file).display()
+        ),
+    )
+    .unwrap();
+    config
+}
+
 async fn hello(s: &Server) -> String {
     text(&s.call("hello", json!({})).await)
 }
@@ -172,15 +186,7 @@ async fn colliding_tool_names_are_refused_unless_prefixed() {
     );
     s.stop().await;
 
-    let config = dir.path().join("benchtop.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[plugin]]\npath = \"{}\"\nprefix = \"gr\"\n",
-            dir.path().join("b_greeter.wasm").display()
-        ),
-    )
-    .unwrap();
+    let config = prefixed(dir.path(), "b_greeter.wasm", "gr");
     let s = Server::start(&[
         "--config",
         config.to_str().unwrap(),
@@ -443,15 +449,7 @@ async fn prompts_and_resources_swap_with_their_plugin_and_never_share_a_uri() {
     // it is refused, and the log says why.
     install(&component("kitchen_sink"), &dir.path().join("a.wasm"));
     install(&component("kitchen_sink"), &dir.path().join("b.wasm"));
-    let config = dir.path().join("benchtop.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[plugin]]\npath = \"{}\"\nprefix = \"two\"\n",
-            dir.path().join("b.wasm").display()
-        ),
-    )
-    .unwrap();
+    let config = prefixed(dir.path(), "b.wasm", "two");
     let s = Server::start(&[
         "--config",
         config.to_str().unwrap(),
