@@ -1,7 +1,8 @@
 //! wit-bindgen glue: WIT argument records into [`Service`] calls, its
-//! answers out as the WIT records, and the host's tick pumping the bridge.
+//! answers out as the WIT records, the host's tick pumping the bridge, and
+//! the resources, prompt and completion of `offers`.
 
-use crate::{btsnoop, buffer, feed, hex, service, time};
+use crate::{btsnoop, buffer, feed, hex, offers, service, time};
 
 wit_bindgen::generate!({
     path: "../../wit/ble-buffer",
@@ -9,8 +10,9 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::progress;
+use benchtop::host::{progress, resources};
 use buffer::{Event, Packet};
+use exports::benchtop::ble_buffer::offers as offers_wit;
 use exports::benchtop::ble_buffer::tools::{self as wit, Guest};
 use exports::benchtop::host::tick;
 use feed::Budget;
@@ -21,13 +23,21 @@ use time::{format_iso, now_us};
 
 thread_local! {
     static SERVICE: RefCell<Option<Service>> = const { RefCell::new(None) };
+    static WATCH: RefCell<offers::Watch> = RefCell::new(offers::Watch::default());
 }
 
-/// Runs `f` on the plugin state, created from the settings on first use.
+/// Runs `f` on the plugin state, created from the settings on first use,
+/// then tells the host which resources changed: once per call or tick
+/// however many packets it drained (the host merges further).
 fn with<R>(f: impl FnOnce(&mut Service) -> R) -> R {
     SERVICE.with(|s| {
         let mut s = s.borrow_mut();
-        f(s.get_or_insert_with(Service::from_env))
+        let s = s.get_or_insert_with(Service::from_env);
+        let r = f(s);
+        for uri in WATCH.with(|w| w.borrow_mut().changed(s)) {
+            resources::changed(uri);
+        }
+        r
     })
 }
 
@@ -318,6 +328,28 @@ fn link(s: &Service) -> wit::BridgeLink {
             .feed
             .retry_in(std::time::Instant::now())
             .map(|d| d.as_millis().min(u32::MAX as u128) as u32),
+    }
+}
+
+impl offers_wit::Guest for Component {
+    fn buffer() -> String {
+        fresh(|s| offers::buffer(s))
+    }
+
+    fn buffer_since(since: String) -> Result<String, wit::ToolError> {
+        fresh(|s| offers::buffer_since(s, &since).map_err(err))
+    }
+
+    fn connection() -> String {
+        fresh(|s| offers::connection(s))
+    }
+
+    fn ble_sniff_session(device: Option<String>, goal: Option<String>) -> String {
+        fresh(|s| offers::sniff_session(s, device.as_deref(), goal.as_deref()))
+    }
+
+    fn complete(target: String, argument: String, value: String) -> Vec<String> {
+        with(|s| offers::complete(s, &target, &argument, &value))
     }
 }
 

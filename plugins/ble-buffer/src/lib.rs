@@ -9,6 +9,7 @@ pub mod btsnoop;
 pub mod buffer;
 pub mod feed;
 pub mod hex;
+pub mod offers;
 pub mod service;
 pub mod since;
 pub mod time;

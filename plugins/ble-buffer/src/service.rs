@@ -32,6 +32,9 @@ const MAX_RECENT_WARNINGS: usize = 10;
 pub const MAX_HANDLE_ROWS: usize = 64;
 /// What `since` means when not given, for live traffic.
 pub const DEFAULT_SINCE: &str = "30s";
+/// Devices remembered from scans and connections (for completing device
+/// names); the oldest are forgotten, so repeated scans stay bounded.
+pub const MAX_SEEN_DEVICES: usize = 64;
 
 /// One import, remembered for duplicate checks, default windows and notes.
 #[derive(Debug, Clone)]
@@ -87,6 +90,8 @@ pub struct Service {
     imports: VecDeque<ImportRecord>,
     imports_total: u32,
     recent_warnings: VecDeque<String>,
+    /// (id, name) of devices seen in scans and connections, newest last.
+    seen: VecDeque<(String, String)>,
 }
 
 /// get_logs arguments in domain form.
@@ -239,6 +244,7 @@ impl Service {
             imports: VecDeque::new(),
             imports_total: 0,
             recent_warnings: VecDeque::new(),
+            seen: VecDeque::new(),
         }
     }
 
@@ -260,6 +266,40 @@ impl Service {
     }
     pub fn parse_errors(&self) -> u64 {
         self.parse_errors
+    }
+
+    /// Devices seen in scans and connections as (id, name), newest last;
+    /// either may be empty (a connection names the device only).
+    pub fn seen_devices(&self) -> impl DoubleEndedIterator<Item = (&str, &str)> {
+        self.seen
+            .iter()
+            .map(|(id, name)| (id.as_str(), name.as_str()))
+    }
+
+    /// Remembers a device, moving it to the newest place if known.
+    fn remember(&mut self, id: &str, name: &str) {
+        if id.is_empty() && name.is_empty() {
+            return;
+        }
+        // A connection names the device only: it matches a scanned entry
+        // by name, and keeps that entry's address.
+        let known =
+            self.seen
+                .iter()
+                .position(|(i, n)| if id.is_empty() { n == name } else { i == id });
+        let mut entry = (id.to_string(), name.to_string());
+        if let Some(at) = known {
+            let (old_id, old_name) = self.seen.remove(at).expect("position is in range");
+            if entry.0.is_empty() {
+                entry.0 = old_id;
+            }
+            if entry.1.is_empty() {
+                entry.1 = old_name;
+            }
+        } else if self.seen.len() >= MAX_SEEN_DEVICES {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(entry);
     }
 
     /// Drains the bridge within `budget`; returns the packets added.
@@ -343,6 +383,9 @@ impl Service {
                 let ts = ts.unwrap_or(now);
                 let device = device.or_else(|| self.ble.connecting_to.take());
                 let name = device.clone().unwrap_or_else(|| "a device".into());
+                if let Some(d) = &device {
+                    self.remember("", d);
+                }
                 self.ble = BleState {
                     connected: true,
                     device: device.or(self.ble.device.take()),
@@ -674,7 +717,12 @@ impl Service {
             },
         );
         match (result, exchange) {
-            (Some(r), _) => r.map(|devs| (devs, d)),
+            (Some(r), _) => r.map(|devs| {
+                for dev in &devs {
+                    self.remember(&dev.id, &dev.name);
+                }
+                (devs, d)
+            }),
             (None, Err(e)) if e == "cancelled" => {
                 Err(ToolError::new("CANCELLED", "the scan was cancelled"))
             }
@@ -1081,6 +1129,23 @@ mod tests {
 
     fn text(s: &mut Service, json: &str) {
         s.handle(FeedEvent::Text(json.into()), now_us());
+    }
+
+    #[test]
+    fn seen_devices_are_bounded_and_merged_by_address_or_name() {
+        let mut s = svc();
+        s.remember("AA:01", "Reader");
+        s.remember("AA:02", "");
+        // A connection names the device only: the scanned entry moves to
+        // the newest place and keeps its address.
+        s.remember("", "Reader");
+        let seen: Vec<_> = s.seen_devices().collect();
+        assert_eq!(seen, [("AA:02", ""), ("AA:01", "Reader")]);
+        for i in 0..200 {
+            s.remember(&format!("BB:{i}"), "");
+        }
+        assert_eq!(s.seen_devices().count(), MAX_SEEN_DEVICES);
+        assert_eq!(s.seen_devices().next_back(), Some(("BB:199", "")));
     }
 
     #[test]
