@@ -502,3 +502,247 @@ async fn shared_every_real_capture_imports_with_independent_att_counts() {
     );
     server.stop().await;
 }
+
+/// A resource's text, parsed as JSON (or the error's text).
+async fn read_json(ble: &Ble, uri: &str) -> Result<Value, String> {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let r = ble
+        .server
+        .client
+        .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+        .await
+        .map_err(|e| e.to_string())?;
+    match &r.contents[0] {
+        ResourceContents::TextResourceContents {
+            text, mime_type, ..
+        } => {
+            assert_eq!(mime_type.as_deref(), Some("application/json"), "{uri}");
+            Ok(serde_json::from_str(text).expect("JSON contents"))
+        }
+        other => panic!("text expected from {uri}, got {other:?}"),
+    }
+}
+
+impl Ble {
+    /// Notices received for `uri` so far.
+    fn updates(&self, uri: &str) -> usize {
+        let events = self.server.events.lock().unwrap();
+        events.resource_updates.iter().filter(|u| *u == uri).count()
+    }
+
+    async fn wait_for_update(&self, uri: &str, after: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.updates(uri) <= after {
+            assert!(Instant::now() < deadline, "no notice for {uri}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_live_buffer_is_a_subscribable_rate_limited_resource() {
+    use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+    let port = free_port();
+    // A steady stream: 200 packets a second, without end.
+    let mut sim = spawn_simulator(
+        &simulator_bin(),
+        port,
+        &["--rate", "200", "--wait-for-client"],
+    )
+    .unwrap();
+    let ble = Ble::start(port).await;
+    let client = &ble.server.client;
+
+    let resources = client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["ble://buffer", "ble://connection"]);
+    let templates = client.list_all_resource_templates().await.unwrap();
+    let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(templates, ["ble://buffer/{since}"]);
+    // Resources are not tools; the tools are all still there.
+    let tools: Vec<String> = ble
+        .server
+        .tools()
+        .await
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "get_connection_state",
+            "get_logs",
+            "get_metrics",
+            "import_btsnoop",
+            "scan_devices",
+            "search_packets",
+            "status"
+        ]
+    );
+
+    for uri in ["ble://buffer", "ble://connection"] {
+        client
+            .subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .unwrap();
+    }
+    ble.wait_for_update("ble://buffer", 0).await;
+
+    // Packets keep coming, notices stay merged: over two seconds, 400
+    // packets and at most one notice per 250 ms (plus the edges).
+    let (n0, p0) = (ble.updates("ble://buffer"), ble.packets().await);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (n1, p1) = (ble.updates("ble://buffer"), ble.packets().await);
+    assert!(p1 - p0 > 100, "packets arrived: {p0} then {p1}");
+    assert!(
+        (1..=10).contains(&(n1 - n0)),
+        "{} notices for {} packets",
+        n1 - n0,
+        p1 - p0
+    );
+
+    // The newest packets, in get_logs' format.
+    let buf = read_json(&ble, "ble://buffer").await.unwrap();
+    let logs = buf["logs"].as_array().unwrap();
+    assert_eq!(logs.len(), 50, "{buf}");
+    assert_eq!(buf["count"], 50);
+    assert_eq!(logs[49]["id"], buf["newest_id"]);
+    assert_eq!(buf["next_since"], buf["newest_id"].to_string());
+    assert_eq!(buf["total_matching"], buf["buffer_used"]);
+    assert!(
+        buf["note"]
+            .as_str()
+            .unwrap()
+            .contains("older packets left out")
+    );
+    let first = logs[0]["id"].as_u64().unwrap();
+    let same = ble
+        .ok(
+            "get_logs",
+            json!({"since": (first - 1).to_string(), "limit": 50, "include_events": false}),
+        )
+        .await;
+    assert_eq!(&same["logs"].as_array().unwrap()[..], &logs[..]);
+
+    // Paging from an id, without moving get_logs readers.
+    let readers = ble.ok("status", json!({})).await["readers"].clone();
+    let page = read_json(&ble, &format!("ble://buffer/{first}"))
+        .await
+        .unwrap();
+    assert_eq!(page["logs"][0]["id"].as_u64(), Some(first + 1));
+    assert_eq!(ble.ok("status", json!({})).await["readers"], readers);
+    let e = read_json(&ble, "ble://buffer/last").await.unwrap_err();
+    assert!(e.contains("BAD_SINCE") && e.contains("packet id"), "{e}");
+
+    let conn = read_json(&ble, "ble://connection").await.unwrap();
+    assert_eq!(conn["connected"], true, "{conn}");
+    assert_eq!(conn["device_name"], "CS108Reader2603A7");
+    let state = ble.ok("get_connection_state", json!({})).await;
+    assert_eq!(conn["connected_at"], state["connected_at"]);
+    assert_eq!(conn["bridge"]["url"], state["bridge"]["url"]);
+    assert_eq!(conn["bridge"]["state"], "connected");
+
+    // Unsubscribed: packets go on arriving, notices for the buffer stop.
+    client
+        .unsubscribe(UnsubscribeRequestParams::new("ble://buffer"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (n2, p2) = (ble.updates("ble://buffer"), ble.packets().await);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(ble.packets().await > p2 + 100, "packets still arrive");
+    assert_eq!(
+        ble.updates("ble://buffer"),
+        n2,
+        "no notice after unsubscribing"
+    );
+
+    // The bridge going away changes the connection.
+    let c0 = ble.updates("ble://connection");
+    sim.kill().await.unwrap();
+    ble.wait_for_update("ble://connection", c0).await;
+    let conn = read_json(&ble, "ble://connection").await.unwrap();
+    assert_ne!(conn["bridge"]["state"], "connected", "{conn}");
+    ble.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_sniff_prompt_and_device_completion_follow_scans() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
+    let port = free_port();
+    // An idle bridge: no device connected, so scans are allowed.
+    let _sim = spawn_simulator(&simulator_bin(), port, &["--idle"]).unwrap();
+    let ble = Ble::start(port).await;
+    let client = &ble.server.client;
+    ble.wait_for("the bridge link", |s| s["bridge"]["state"] == "connected")
+        .await;
+
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, "ble_sniff_session");
+    let args: Vec<_> = prompts[0]
+        .arguments
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(args, [("device", Some(false)), ("goal", Some(false))]);
+
+    let complete = |reference: Reference, name: &str, value: &str| {
+        client.complete(CompleteRequestParams::new(
+            reference,
+            ArgumentInfo::new(name, value),
+        ))
+    };
+    let device = || Reference::for_prompt("ble_sniff_session");
+    let c = complete(device(), "device", "").await.unwrap();
+    assert!(c.completion.values.is_empty(), "nothing seen yet");
+    let scan = ble.ok("scan_devices", json!({"duration": 1000})).await;
+    assert_eq!(scan["devices"].as_array().unwrap().len(), 3, "{scan}");
+    let c = complete(device(), "device", "heart").await.unwrap();
+    assert_eq!(c.completion.values, ["HeartRate-7"]);
+    let c = complete(device(), "device", "C0:FF").await.unwrap();
+    assert_eq!(c.completion.values, ["c0:ff:ee:26:03:a7"]);
+    let c = complete(
+        Reference::for_resource("ble://buffer/{since}"),
+        "since",
+        "a",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.completion.values, ["all"]);
+
+    let mut params = GetPromptRequestParams::new("ble_sniff_session");
+    params.arguments = Some(
+        json!({"device": "HeartRate-7", "goal": "find the heart rate notification"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let p = client.get_prompt(params).await.unwrap();
+    let message = serde_json::to_value(&p.messages[0]).unwrap();
+    assert_eq!(message["role"], "user");
+    let text = message["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("to find the heart rate notification"),
+        "{text}"
+    );
+    assert!(text.contains("no BLE device is connected"), "{text}");
+    for step in [
+        "scan_devices",
+        "the device HeartRate-7",
+        "ble://buffer",
+        "get_logs",
+        "search_packets",
+    ] {
+        assert!(text.contains(step), "{step} missing: {text}");
+    }
+    // Without arguments it still reads.
+    let p = client
+        .get_prompt(GetPromptRequestParams::new("ble_sniff_session"))
+        .await
+        .unwrap();
+    assert!(!p.messages.is_empty());
+    ble.server.stop().await;
+}
