@@ -850,3 +850,227 @@ async fn text_files_and_unreadable_or_ungranted_cfgs_are_reported() {
     );
     cp.server.stop().await;
 }
+
+// ------------------------------------------------- resources, prompt, completion
+
+/// A resource's text and MIME type, or the error's text.
+async fn read(server: &Server, uri: &str) -> Result<(String, String), String> {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let r = server
+        .client
+        .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+        .await
+        .map_err(|e| e.to_string())?;
+    match &r.contents[..] {
+        [
+            ResourceContents::TextResourceContents {
+                text, mime_type, ..
+            },
+        ] => Ok((text.clone(), mime_type.clone().unwrap_or_default())),
+        other => panic!("{uri}: one text expected, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn resources_prompt_and_completion_show_the_callers_sessions() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
+    let cp = Cp::samples().await;
+    let client = &cp.server.client;
+    let mut templates: Vec<String> = client
+        .list_all_resource_templates()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.uri_template.clone())
+        .collect();
+    templates.sort();
+    assert_eq!(
+        templates,
+        [
+            "cp1600://sessions/{session_id}/disassembly/{address}",
+            "cp1600://sessions/{session_id}/memory/{start}/{end}",
+            "cp1600://sessions/{session_id}/state",
+            "cp1600://sessions/{session_id}/trace",
+        ]
+    );
+    let tools: Vec<String> = cp
+        .server
+        .tools()
+        .await
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t == "cp1600_debug" || t.starts_with("session_"))
+    );
+
+    // A real session, run to its HLT with tracing on.
+    cp.load("loop", &sample("02-counter-loop")).await;
+    cp.ok("cp1600_configure_trace", json!({"enabled": true}))
+        .await;
+    let run = cp.ok("cp1600_run", json!({})).await;
+    assert_eq!(run["halted"], true, "{run}");
+
+    let (state, mime) = read(&cp.server, "cp1600://sessions/loop/state")
+        .await
+        .unwrap();
+    assert_eq!(mime, "application/json");
+    let state: Value = serde_json::from_str(&state).unwrap();
+    let tool_state = cp
+        .ok("cp1600_get_state", json!({"session_id": "loop"}))
+        .await;
+    assert_eq!(state["registers"], tool_state["registers"]);
+    assert_eq!(state["cycles"], tool_state["cycles"]);
+    assert_eq!(
+        (state["status"].as_str(), state["registers"]["R0"].as_u64()),
+        (Some("halted"), Some(10))
+    );
+    assert!(
+        state["rom_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("02-counter-loop.bin")
+    );
+
+    // The counter the program stored at $0200, and INCR R0 at $5003.
+    let (dump, mime) = read(&cp.server, "cp1600://sessions/loop/memory/$0200/513")
+        .await
+        .unwrap();
+    assert_eq!(mime, "text/plain");
+    assert_eq!(
+        dump.lines().collect::<Vec<_>>(),
+        [
+            "session loop: $0200-$0201 (2 words, hex)",
+            "$0200: 000A 0000"
+        ]
+    );
+    let (dump, _) = read(&cp.server, "cp1600://sessions/loop/memory/0x5000/20490")
+        .await
+        .unwrap();
+    assert!(
+        dump.lines().nth(1).unwrap().starts_with("$5000: "),
+        "{dump}"
+    );
+    assert_eq!(
+        &dump.lines().nth(1).unwrap()[7 + 3 * 5..7 + 3 * 5 + 4],
+        "0008",
+        "{dump}"
+    );
+    for (uri, needle) in [
+        ("cp1600://sessions/loop/memory/0/1024", "at most 1024"),
+        ("cp1600://sessions/loop/memory/$5010/$5000", "below"),
+        ("cp1600://sessions/loop/memory/ten/20", "start `ten`"),
+    ] {
+        let e = read(&cp.server, uri).await.unwrap_err();
+        assert!(
+            e.contains("INVALID_ARGUMENT") && e.contains(needle),
+            "{uri}: {e}"
+        );
+    }
+
+    let (d, _) = read(&cp.server, "cp1600://sessions/loop/disassembly/$5000")
+        .await
+        .unwrap();
+    let d: Value = serde_json::from_str(&d).unwrap();
+    let ops: Vec<&str> = d["disassembly"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["opcode"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ops[..7],
+        ["CLRR", "MVII", "INCR", "DECR", "BNEQ", "MVO", "HLT"]
+    );
+
+    let (t, _) = read(&cp.server, "cp1600://sessions/loop/trace")
+        .await
+        .unwrap();
+    let t: Value = serde_json::from_str(&t).unwrap();
+    let entries = t["trace"].as_array().unwrap();
+    assert_eq!(entries.len() as u64, t["buffered"].as_u64().unwrap(), "{t}");
+    assert!(entries.len() > 30 && entries.len() <= 64, "{t}");
+    assert_eq!(entries[0]["pc"], 0x5000);
+
+    // An unknown session (as another client's would) names the way out.
+    for uri in [
+        "cp1600://sessions/nope/state",
+        "cp1600://sessions/nope/memory/0/1",
+        "cp1600://sessions/nope/trace",
+    ] {
+        let e = read(&cp.server, uri).await.unwrap_err();
+        assert!(
+            e.contains("SESSION_NOT_FOUND") && e.contains("cp1600_create_session"),
+            "{e}"
+        );
+    }
+
+    // Completion: the caller's own ids by prefix, for templates and the prompt.
+    for id in ["lobby", "other"] {
+        cp.ok("cp1600_create_session", json!({"session_id": id}))
+            .await;
+    }
+    let complete = |reference: Reference, value: &str| {
+        client.complete(CompleteRequestParams::new(
+            reference,
+            ArgumentInfo::new("session_id", value),
+        ))
+    };
+    let c = complete(
+        Reference::for_resource("cp1600://sessions/{session_id}/state"),
+        "lo",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.completion.values, ["lobby", "loop"]);
+    let c = complete(Reference::for_prompt("cp1600_debug"), "")
+        .await
+        .unwrap();
+    assert_eq!(c.completion.values, ["lobby", "loop", "other"]);
+    let c = complete(Reference::for_prompt("cp1600_debug"), "x")
+        .await
+        .unwrap();
+    assert!(c.completion.values.is_empty());
+
+    // The prompt: its arguments, and text naming only real tools.
+    let prompts = client.list_all_prompts().await.unwrap();
+    let p = prompts.iter().find(|p| p.name == "cp1600_debug").unwrap();
+    let args: Vec<(&str, Option<bool>)> = p
+        .arguments
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(args, [("symptom", Some(true)), ("session_id", Some(false))]);
+    let get = |args: Value| {
+        let mut params = GetPromptRequestParams::new("cp1600_debug");
+        params.arguments = args.as_object().cloned();
+        client.get_prompt(params)
+    };
+    let p = get(json!({"symptom": "R1 ends at 0", "session_id": "loop"}))
+        .await
+        .unwrap();
+    let message = serde_json::to_value(&p.messages[0]).unwrap();
+    let text = message["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Symptom: R1 ends at 0") && text.contains("Session `loop` is halted"),
+        "{text}"
+    );
+    let named: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("cp1600_"))
+        .collect();
+    assert!(named.len() >= 10, "{text}");
+    for n in named {
+        assert!(tools.iter().any(|t| t == n), "{n} is not a tool");
+    }
+    let e = get(json!({"symptom": "x", "session_id": "nope"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SESSION_NOT_FOUND"), "{e}");
+    cp.server.stop().await;
+}

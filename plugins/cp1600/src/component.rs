@@ -1,6 +1,7 @@
 //! wit-bindgen glue: converts WIT records into calls on [`Sessions`] and
 //! serializes the JSON results.
 
+use crate::offers;
 use crate::tools::{
     Clients, LoadOptions, RegisterWrite, Sessions, ToolError, ToolResult, UntilOptions,
 };
@@ -21,10 +22,16 @@ thread_local! {
 
 /// Runs a tool on the calling client's sessions only.
 fn with(f: impl FnOnce(&mut Sessions) -> ToolResult) -> Result<String, wit::ToolError> {
+    on_sessions(f).map(|v| v.to_string())
+}
+
+/// Runs `f` on the calling client's sessions only, any result type.
+fn on_sessions<T>(
+    f: impl FnOnce(&mut Sessions) -> Result<T, ToolError>,
+) -> Result<T, wit::ToolError> {
     let caller = caller::id();
     SESSIONS
         .with(|s| s.borrow_mut().with(&caller, f))
-        .map(|v| v.to_string())
         .map_err(|e: ToolError| wit::ToolError {
             code: e.code.to_string(),
             message: e.message,
@@ -178,6 +185,40 @@ impl wit::Guest for Plugin {
 
     fn cp1600_interrupt(args: wit::TargetArgs) -> Result<String, wit::ToolError> {
         with(|s| s.interrupt(args.session_id.as_deref()))
+    }
+}
+
+impl exports::benchtop::cp1600::offers::Guest for Plugin {
+    fn session_state(session_id: String) -> Result<String, wit::ToolError> {
+        on_sessions(|s| offers::state(s, &session_id))
+    }
+
+    fn session_memory(
+        session_id: String,
+        start: String,
+        end: String,
+    ) -> Result<String, wit::ToolError> {
+        on_sessions(|s| offers::memory(s, &session_id, &start, &end))
+    }
+
+    fn session_disassembly(session_id: String, address: String) -> Result<String, wit::ToolError> {
+        on_sessions(|s| offers::disassembly(s, &session_id, &address))
+    }
+
+    fn session_trace(session_id: String) -> Result<String, wit::ToolError> {
+        on_sessions(|s| offers::trace(s, &session_id))
+    }
+
+    fn cp1600_debug(symptom: String, session_id: Option<String>) -> Result<String, wit::ToolError> {
+        on_sessions(|s| offers::debug_prompt(s, &symptom, session_id.as_deref()))
+    }
+
+    fn complete(_target: String, argument: String, value: String) -> Vec<String> {
+        let caller = caller::id();
+        SESSIONS.with(|s| {
+            s.borrow_mut()
+                .with(&caller, |s| offers::complete(s, &argument, &value))
+        })
     }
 }
 

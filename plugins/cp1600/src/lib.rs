@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod disasm;
 pub mod machine;
 pub mod memory;
+pub mod offers;
 pub mod rom;
 pub mod tools;
 

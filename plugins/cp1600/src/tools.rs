@@ -909,6 +909,36 @@ impl Sessions {
         }))
     }
 
+    /// The caller's session ids, in order (for completion).
+    pub fn session_ids(&self) -> impl Iterator<Item = &str> {
+        self.sessions.keys().map(String::as_str)
+    }
+
+    /// [`get_state`](Self::get_state) plus the session's `status` and ROM,
+    /// for the state resource and the debugging prompt.
+    pub fn state_document(&mut self, session_id: &str) -> ToolResult {
+        let mut out = self.get_state(Some(session_id))?;
+        let (_, s) = self.get(Some(session_id))?;
+        out["status"] = json!(s.state_name());
+        out["rom_path"] = json!(s.rom.as_ref().map(|r| r.path.clone()));
+        Ok(out)
+    }
+
+    /// `count` words from `start` (wrapping at $FFFF), for the memory
+    /// resource; the caller bounds `count`.
+    pub fn read_words(
+        &mut self,
+        session_id: &str,
+        start: u16,
+        count: u16,
+    ) -> Result<Vec<u16>, ToolError> {
+        let (_, s) = self.get(Some(session_id))?;
+        let mem = &s.machine.cpu.mem;
+        Ok((0..count)
+            .map(|i| mem.read(start.wrapping_add(i)))
+            .collect())
+    }
+
     pub fn get_registers(&mut self, session_id: Option<&str>) -> ToolResult {
         let (_, s) = self.get(session_id)?;
         Ok(json!({ "registers": registers_json(&s.machine.cpu.st) }))
