@@ -726,3 +726,201 @@ async fn shared_every_dos_program_matches_its_reference_run() {
     );
     x.server.stop().await;
 }
+
+// ------------------------------------------------- resources, prompt, completion
+
+/// A resource's text and MIME type, or the error's text.
+async fn read(server: &Server, uri: &str) -> Result<(String, String), String> {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let r = server
+        .client
+        .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+        .await
+        .map_err(|e| e.to_string())?;
+    match &r.contents[..] {
+        [
+            ResourceContents::TextResourceContents {
+                text, mime_type, ..
+            },
+        ] => Ok((text.clone(), mime_type.clone().unwrap_or_default())),
+        other => panic!("{uri}: one text expected, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn resources_prompt_and_completion_show_the_callers_machines() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
+    let x = X86::samples().await;
+    let client = &x.server.client;
+    let mut templates: Vec<String> = client
+        .list_all_resource_templates()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.uri_template.clone())
+        .collect();
+    templates.sort();
+    assert_eq!(
+        templates,
+        [
+            "x86://machines/{machine}/console",
+            "x86://machines/{machine}/memory/{segment}/{offset}/{length}",
+            "x86://machines/{machine}/registers",
+        ]
+    );
+    let tools: Vec<String> = x
+        .server
+        .tools()
+        .await
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t == "x86_debug" || t.starts_with("machine_"))
+    );
+
+    let loaded = x
+        .ok(
+            "load_program",
+            json!({"path": sample("greet.com"), "command_tail": "abc"}),
+        )
+        .await;
+    let m = loaded["machine"].as_u64().unwrap();
+    let base = format!("x86://machines/{m}");
+    let run = x.ok("run", json!({})).await;
+    assert_eq!(run["stop_reason"], "exited");
+
+    let (regs, mime) = read(&x.server, &format!("{base}/registers")).await.unwrap();
+    assert_eq!(mime, "application/json");
+    let regs: Value = serde_json::from_str(&regs).unwrap();
+    assert_eq!(
+        regs,
+        x.ok("read_cpu_registers", json!({"machine": m})).await
+    );
+
+    // The program's first bytes, as read_memory reads them at 0087:0100.
+    let (dump, mime) = read(&x.server, &format!("{base}/memory/0087/0100/16"))
+        .await
+        .unwrap();
+    assert_eq!(mime, "text/plain");
+    let lines: Vec<&str> = dump.lines().collect();
+    assert_eq!(lines[0], format!("machine {m}: 0087:0100, 16 bytes (hex)"));
+    let data = x
+        .ok(
+            "read_memory",
+            json!({"address": 0x970, "length": 16, "machine": m}),
+        )
+        .await["data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let spaced: Vec<&str> = (0..16).map(|i| &data[2 * i..2 * i + 2]).collect();
+    assert!(
+        lines[1].starts_with(&format!("0087:0100  {}  |", spaced.join(" "))),
+        "{dump}"
+    );
+    for (tail, needle) in [
+        ("memory/0087/0100/4097", "1 to 4096"),
+        ("memory/0087/0100/0", "1 to 4096"),
+        ("memory/87G/0100/1", "segment `87G`"),
+        ("memory/0087/10000/1", "offset `10000`"),
+    ] {
+        let e = read(&x.server, &format!("{base}/{tail}"))
+            .await
+            .unwrap_err();
+        assert!(
+            e.contains("INVALID_ARGUMENT") && e.contains(needle),
+            "{tail}: {e}"
+        );
+    }
+
+    let (console, mime) = read(&x.server, &format!("{base}/console")).await.unwrap();
+    assert_eq!(mime, "text/plain");
+    let out = "Hello from benchtop x86-inspect!\r\nCommand tail:[ abc]\r\n";
+    assert!(console.starts_with(&format!("machine {m} (")), "{console}");
+    assert!(console.contains("exited with exit code 0"), "{console}");
+    assert!(
+        console.ends_with(&format!("--- stdout: {} bytes ---\n{out}", out.len())),
+        "{console}"
+    );
+
+    // An unknown machine (as another client's would) names the way out.
+    for uri in [
+        "x86://machines/12345/registers".to_owned(),
+        "x86://machines/12345/console".to_owned(),
+        "x86://machines/notanumber/memory/0/0/1".to_owned(),
+    ] {
+        let e = read(&x.server, &uri).await.unwrap_err();
+        assert!(
+            e.contains("UNKNOWN_MACHINE") && e.contains("list_machines"),
+            "{e}"
+        );
+    }
+
+    // Completion: the caller's own ids by prefix.
+    let second = x
+        .ok("load_program", json!({"path": sample("greet.com")}))
+        .await["machine"]
+        .as_u64()
+        .unwrap();
+    let complete = |reference: Reference, value: &str| {
+        client.complete(CompleteRequestParams::new(
+            reference,
+            ArgumentInfo::new("machine", value),
+        ))
+    };
+    let c = complete(
+        Reference::for_resource("x86://machines/{machine}/console"),
+        "",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.completion.values, [m.to_string(), second.to_string()]);
+    let c = complete(Reference::for_prompt("x86_debug"), &m.to_string())
+        .await
+        .unwrap();
+    assert_eq!(c.completion.values, [m.to_string()]);
+    let c = complete(Reference::for_prompt("x86_debug"), "x")
+        .await
+        .unwrap();
+    assert!(c.completion.values.is_empty());
+
+    // The prompt: its arguments, and text naming only real tools.
+    let prompts = client.list_all_prompts().await.unwrap();
+    let p = prompts.iter().find(|p| p.name == "x86_debug").unwrap();
+    let args: Vec<(&str, Option<bool>)> = p
+        .arguments
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(args, [("symptom", Some(true)), ("machine", Some(false))]);
+    let get = |args: Value| {
+        let mut params = GetPromptRequestParams::new("x86_debug");
+        params.arguments = args.as_object().cloned();
+        client.get_prompt(params)
+    };
+    let p = get(json!({"symptom": "tail is wrong", "machine": m.to_string()}))
+        .await
+        .unwrap();
+    let message = serde_json::to_value(&p.messages[0]).unwrap();
+    let text = message["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Symptom: tail is wrong") && text.contains(&format!("machine {m} (")),
+        "{text}"
+    );
+    let named: Vec<&str> = text.split('`').skip(1).step_by(2).collect();
+    assert!(named.len() >= 14, "{text}");
+    for n in named {
+        assert!(tools.iter().any(|t| t == n), "{n} is not a tool");
+    }
+    let e = get(json!({"symptom": "x", "machine": "12345"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("UNKNOWN_MACHINE"), "{e}");
+    x.server.stop().await;
+}

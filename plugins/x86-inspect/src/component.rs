@@ -3,6 +3,7 @@
 use std::cell::RefCell;
 
 use crate::cpu::Model;
+use crate::offers;
 use crate::tools::{Clients, LoadOptions, RegisterWrite, Session, ToolError as DomainError};
 
 wit_bindgen::generate!({
@@ -18,7 +19,8 @@ thread_local! {
     static SESSION: RefCell<Clients> = RefCell::new(Clients::default());
 }
 
-/// Runs a tool on the calling client's machines only.
+/// Runs a tool (or a resource, prompt or completion) on the calling
+/// client's machines only.
 fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, ToolError> {
     let caller = caller::id();
     SESSION
@@ -140,3 +142,34 @@ impl Guest for Plugin {
 
 #[cfg(target_arch = "wasm32")]
 export!(Plugin);
+
+impl exports::benchtop::x86_inspect::offers::Guest for Plugin {
+    fn machine_registers(machine: String) -> Result<String, ToolError> {
+        with(|s| offers::registers(s, &machine))
+    }
+
+    fn machine_memory(
+        machine: String,
+        segment: String,
+        offset: String,
+        length: String,
+    ) -> Result<String, ToolError> {
+        with(|s| offers::memory(s, &machine, &segment, &offset, &length))
+    }
+
+    fn machine_console(machine: String) -> Result<String, ToolError> {
+        with(|s| offers::console(s, &machine))
+    }
+
+    fn x86_debug(symptom: String, machine: Option<String>) -> Result<String, ToolError> {
+        with(|s| offers::debug_prompt(s, &symptom, machine.as_deref()))
+    }
+
+    fn complete(_target: String, argument: String, value: String) -> Vec<String> {
+        let caller = caller::id();
+        SESSION.with(|s| {
+            s.borrow_mut()
+                .with(&caller, |s| offers::complete(s, &argument, &value))
+        })
+    }
+}

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod disasm;
 pub mod dos;
 pub mod machine;
+pub mod offers;
 pub mod tools;
 pub mod tracking;
 

@@ -111,6 +111,17 @@ impl Machine {
         })
     }
 
+    /// `exited`, `halted` or `ready`, as list_machines shows it.
+    pub fn state_name(&self) -> &'static str {
+        if self.exit_code.is_some() {
+            "exited"
+        } else if self.halted {
+            "halted"
+        } else {
+            "ready"
+        }
+    }
+
     pub fn cs_ip(&self) -> SegOff {
         SegOff(self.cpu.sregs[CS], self.cpu.ip)
     }

@@ -302,6 +302,16 @@ impl Session {
         Ok(&mut self.machines[i])
     }
 
+    /// The caller's machine ids, oldest first (for completion).
+    pub fn machine_ids(&self) -> impl Iterator<Item = MachineId> + '_ {
+        self.machines.iter().map(|m| m.id)
+    }
+
+    /// One of the caller's machines by id, for the resources.
+    pub fn find(&mut self, id: MachineId) -> Result<&mut Machine, ToolError> {
+        self.machine(Some(id))
+    }
+
     /// Loads a program into a new machine (or replaces `replace`).
     pub fn load_program(
         &mut self,
@@ -539,13 +549,7 @@ impl Session {
                 cpu: m.cpu.model.name(),
                 address: addr(m.cs_ip()),
                 instructions: m.cpu.instructions,
-                state: if m.exit_code.is_some() {
-                    "exited"
-                } else if m.halted {
-                    "halted"
-                } else {
-                    "ready"
-                },
+                state: m.state_name(),
                 exit_code: m.exit_code,
                 tracking: m.tracker.is_some(),
             })
