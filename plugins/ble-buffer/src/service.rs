@@ -283,10 +283,10 @@ impl Service {
         }
         // A connection names the device only: it matches a scanned entry
         // by name, and keeps that entry's address.
-        let known =
-            self.seen
-                .iter()
-                .position(|(i, n)| if id.is_empty() { n == name } else { i == id });
+        let known = self
+            .seen
+            .iter()
+            .position(|(i, n)| if id.is_empty() { n == name } else { i == id });
         let mut entry = (id.to_string(), name.to_string());
         if let Some(at) = known {
             let (old_id, old_name) = self.seen.remove(at).expect("position is in range");
