@@ -20,9 +20,14 @@ struct Ble {
 
 impl Ble {
     async fn start(port: u16) -> Ble {
+        Ble::start_with(port, "").await
+    }
+
+    /// With `extra` lines in the plugin's config entry.
+    async fn start_with(port: u16, extra: &str) -> Ble {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("benchtop.toml");
-        std::fs::write(&config, e2e::ble_config(port)).unwrap();
+        std::fs::write(&config, e2e::ble_config(port) + extra).unwrap();
         let server = Server::start(&["--config", config.to_str().unwrap(), "--no-watch"]).await;
         Ble { server, _dir: dir }
     }
@@ -668,13 +673,20 @@ async fn the_live_buffer_is_a_subscribable_rate_limited_resource() {
     ble.server.stop().await;
 }
 
+#[allow(deprecated)] // the legacy resources/subscribe, as above
 #[tokio::test]
-async fn the_sniff_prompt_and_device_completion_follow_scans() {
+async fn the_sniff_prompt_device_completion_and_import_notices() {
     use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
     let port = free_port();
-    // An idle bridge: no device connected, so scans are allowed.
+    // An idle bridge: no device connected, so scans are allowed, and no
+    // live packets: the buffer changes only by imports.
     let _sim = spawn_simulator(&simulator_bin(), port, &["--idle"]).unwrap();
-    let ble = Ble::start(port).await;
+    let samples = e2e::repo()
+        .join("samples/ble-buffer")
+        .canonicalize()
+        .unwrap();
+    let grant = format!("allow = [{:?}]\n", format!("{}:ro", samples.display()));
+    let ble = Ble::start_with(port, &grant).await;
     let client = &ble.server.client;
     ble.wait_for("the bridge link", |s| s["bridge"]["state"] == "connected")
         .await;
@@ -740,6 +752,31 @@ async fn the_sniff_prompt_and_device_completion_follow_scans() {
     ] {
         assert!(text.contains(step), "{step} missing: {text}");
     }
+    // An import is news for subscribers of the buffer; the same capture
+    // again adds nothing, and is no news.
+    client
+        .subscribe(rmcp::model::SubscribeRequestParams::new("ble://buffer"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let before = ble.updates("ble://buffer");
+    let capture = samples.join("btsnoop_hci.log");
+    let r = ble.ok("import_btsnoop", json!({"path": capture})).await;
+    let imported = r["tx"].as_u64().unwrap() + r["rx"].as_u64().unwrap();
+    assert!(imported > 50, "{r}");
+    ble.wait_for_update("ble://buffer", before).await;
+    let buf = read_json(&ble, "ble://buffer").await.unwrap();
+    assert_eq!(buf["packets_imported"].as_u64(), Some(imported));
+    assert_eq!(buf["count"], 50);
+    assert_eq!(buf["logs"][49]["id"], r["last_id"]);
+    assert!(buf["logs"][49]["att"]["handle"].is_u64(), "{buf}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let after = ble.updates("ble://buffer");
+    let again = ble.ok("import_btsnoop", json!({"path": capture})).await;
+    assert!(again["already_imported"].is_u64(), "{again}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(ble.updates("ble://buffer"), after, "nothing changed");
+
     // Without arguments it still reads.
     let p = client
         .get_prompt(GetPromptRequestParams::new("ble_sniff_session"))
