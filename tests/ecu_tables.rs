@@ -1121,3 +1121,334 @@ async fn shared_subarudefs_tree_reads_patches_and_checks_a_subaru_image() {
     assert_ne!(read, back);
     ecu.server.stop().await;
 }
+
+// ------------------------------------------- resources, prompts, completion
+
+mod offers {
+    use super::*;
+    use rmcp::model::{
+        ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams,
+        Reference, ResourceContents,
+    };
+
+    /// Percent-encodes what a URI segment cannot hold (keeping `/` when
+    /// `path`), as a client building a `rom://` URI must.
+    fn enc(s: &str, path: bool) -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    (b as char).to_string()
+                }
+                b'/' if path => "/".into(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    }
+
+    fn rom_uri(rom: &str, rest: &str) -> String {
+        format!("rom://{}/{rest}", enc(rom, true))
+    }
+
+    async fn read(e: &Ecu, uri: &str) -> Result<String, String> {
+        match e
+            .server
+            .client
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+            .await
+        {
+            Ok(r) => match &r.contents[0] {
+                ResourceContents::TextResourceContents {
+                    text, mime_type, ..
+                } => {
+                    assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+                    Ok(text.clone())
+                }
+                other => panic!("text expected, got {other:?}"),
+            },
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    async fn prompt(e: &Ecu, name: &str, args: Value) -> Result<String, String> {
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = args.as_object().cloned();
+        match e.server.client.get_prompt(params).await {
+            Ok(p) => {
+                let message = serde_json::to_value(&p.messages[0]).unwrap();
+                assert_eq!(message["role"], "user");
+                Ok(message["content"]["text"].as_str().unwrap().to_owned())
+            }
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    async fn complete(e: &Ecu, reference: Reference, arg: &str, value: &str) -> Vec<String> {
+        e.server
+            .client
+            .complete(CompleteRequestParams::new(
+                reference,
+                ArgumentInfo::new(arg, value),
+            ))
+            .await
+            .unwrap()
+            .completion
+            .values
+    }
+
+    /// Every backquoted snake_case name of `text` that reads as a tool
+    /// (`verb_noun`) must be one benchtop serves (here or in log-query).
+    fn names_only_real_tools(text: &str) {
+        let served: Vec<&str> = TOOLS
+            .iter()
+            .copied()
+            .chain(["list_logs", "query_logs", "plot_log"])
+            .collect();
+        let mut named = 0;
+        for (i, part) in text.split('`').enumerate() {
+            let toolish = i % 2 == 1
+                && part.contains('_')
+                && part.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                && [
+                    "rom_", "list_", "read_", "patch_", "diff_", "query_", "plot_",
+                ]
+                .iter()
+                .any(|p| part.starts_with(p));
+            if toolish {
+                assert!(served.contains(&part), "`{part}` is no tool:\n{text}");
+                named += 1;
+            }
+        }
+        assert!(named >= 4, "the prompt names the tools:\n{text}");
+    }
+
+    #[tokio::test]
+    async fn tables_are_resources_read_like_the_tools() {
+        let e = Ecu::sample(None).await;
+        assert!(
+            e.server
+                .client
+                .list_all_resources()
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let mut templates: Vec<String> = e
+            .server
+            .client
+            .list_all_resource_templates()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.uri_template.clone())
+            .collect();
+        templates.sort();
+        assert_eq!(
+            templates,
+            [
+                "rom://{+rom}/categories/{category}",
+                "rom://{+rom}/tables",
+                "rom://{+rom}/tables/{table}"
+            ]
+        );
+        let rom = sample_rom();
+        // The table list is list_tables' whole document.
+        let listed = read(&e, &rom_uri(&rom, "tables")).await.unwrap();
+        let tool = e
+            .ok("list_tables", json!({"rom": rom, "limit": 1000}))
+            .await;
+        assert_eq!(listed, tool);
+        assert!(listed.contains("| Fuel Map "), "{listed}");
+        let fuel = read(&e, &rom_uri(&rom, "categories/Fuel")).await.unwrap();
+        let tool = e
+            .ok(
+                "list_tables",
+                json!({"rom": rom, "category": "Fuel", "limit": 1000}),
+            )
+            .await;
+        assert_eq!(fuel, tool);
+        assert!(!fuel.contains("Boost Target"), "{fuel}");
+        // A table, its name percent-encoded, is read_table's document.
+        let name = "Ignition Timing Base Map";
+        let table = read(&e, &rom_uri(&rom, &format!("tables/{}", enc(name, false))))
+            .await
+            .unwrap();
+        let tool = e.ok("read_table", json!({"rom": rom, "table": name})).await;
+        assert_eq!(table, tool);
+        // `%2F` is part of the name, not a path separator.
+        let err = read(&e, &rom_uri(&rom, "tables/Fuel%2FMap"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("no table named `Fuel/Map`") && err.contains("list_tables"),
+            "{err}"
+        );
+        // A ROM that is not there, and a URI of no template.
+        let err = read(&e, "rom:///no/such/rom.bin/tables").await.unwrap_err();
+        assert!(err.contains("cannot read ROM"), "{err}");
+        let err = read(&e, "rom://whatever").await.unwrap_err();
+        assert!(err.contains("Resource not found"), "{err}");
+        e.server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn prompts_walk_through_the_real_tools() {
+        let e = Ecu::sample(None).await;
+        let mut prompts: Vec<(String, Vec<(String, bool)>)> = e
+            .server
+            .client
+            .list_all_prompts()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| {
+                let args = p
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| (a.name, a.required == Some(true)))
+                    .collect();
+                (p.name, args)
+            })
+            .collect();
+        prompts.sort();
+        let owned = |v: &[(&str, bool)]| -> Vec<(String, bool)> {
+            v.iter().map(|(n, r)| (n.to_string(), *r)).collect()
+        };
+        assert_eq!(
+            prompts,
+            [
+                (
+                    "diagnose_knock".to_owned(),
+                    owned(&[("rom", true), ("log_file", false)])
+                ),
+                ("ecu_tuning_assistant".to_owned(), owned(&[])),
+                (
+                    "review_patch".to_owned(),
+                    owned(&[("rom", true), ("table", true), ("stock_rom", false)])
+                ),
+            ]
+        );
+
+        let system = prompt(&e, "ecu_tuning_assistant", json!({})).await.unwrap();
+        assert!(
+            system.starts_with("You are an ECU tuning assistant"),
+            "{system}"
+        );
+        names_only_real_tools(&system);
+        // Word for word the specification's, when the brief is at hand.
+        let spec = repo().join("../shared/specs/ecu-explorer-mcp.md");
+        if let Ok(spec) = std::fs::read_to_string(spec) {
+            let block = spec
+                .split("recommended for LLMs using this MCP server")
+                .nth(1)
+                .and_then(|s| s.split("```").nth(1))
+                .expect("the spec's prompt block");
+            assert_eq!(system.trim(), block.trim());
+        }
+
+        let rom = sample_rom();
+        let knock = prompt(
+            &e,
+            "diagnose_knock",
+            json!({"rom": rom, "log_file": "pull.csv"}),
+        )
+        .await
+        .unwrap();
+        names_only_real_tools(&knock);
+        for want in [
+            format!("rom=\"{rom}\""),
+            "file=\"pull.csv\"".into(),
+            "`Ignition Timing Base Map`".into(),
+            "`Fuel Map`".into(),
+        ] {
+            assert!(knock.contains(&want), "{want} in\n{knock}");
+        }
+        let review = prompt(
+            &e,
+            "review_patch",
+            json!({"rom": rom, "table": "Fuel Map", "stock_rom": "stock.bin"}),
+        )
+        .await
+        .unwrap();
+        names_only_real_tools(&review);
+        assert!(
+            review.contains("`diff_tables` with rom=\"stock.bin\"")
+                && review.contains("table=\"Fuel Map\"")
+                && review.contains("checksum_valid"),
+            "{review}"
+        );
+        // A misspelt table is said in the prompt, with the suggestion.
+        let review = prompt(
+            &e,
+            "review_patch",
+            json!({"rom": rom, "table": "Fuel Mapp"}),
+        )
+        .await
+        .unwrap();
+        assert!(review.contains("Did you mean: Fuel Map"), "{review}");
+        let err = prompt(&e, "review_patch", json!({"rom": rom}))
+            .await
+            .unwrap_err();
+        assert!(err.contains("table"), "{err}");
+        e.server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn rom_paths_table_names_and_categories_complete() {
+        let e = Ecu::sample(None).await;
+        let rom = sample_rom();
+        let tables = Reference::for_resource("rom://{+rom}/tables/{table}");
+        // Nothing opened yet: the ROM the search finds supplies the names.
+        assert_eq!(
+            complete(&e, tables.clone(), "table", "fuel").await,
+            ["Fuel Map"]
+        );
+        let found = complete(
+            &e,
+            Reference::for_resource("rom://{+rom}/tables"),
+            "rom",
+            "BT",
+        )
+        .await;
+        assert_eq!(found, [rom.as_str()]);
+        assert_eq!(
+            complete(
+                &e,
+                Reference::for_prompt("review_patch"),
+                "stock_rom",
+                &rom[..5]
+            )
+            .await,
+            [rom.as_str()]
+        );
+        assert!(
+            complete(&e, Reference::for_prompt("diagnose_knock"), "rom", "zzz")
+                .await
+                .is_empty()
+        );
+        // Every table list_tables shows, for an empty value.
+        let listed = e.ok("list_tables", json!({"rom": rom})).await;
+        let rows = markdown_rows(&listed);
+        let mut names: Vec<String> = rows[1..].iter().map(|r| r[0].clone()).collect();
+        names.sort();
+        assert_eq!(complete(&e, tables, "table", "").await, names);
+        let ign = complete(&e, Reference::for_prompt("review_patch"), "table", "timing").await;
+        assert_eq!(
+            ign,
+            ["Ignition Timing Base Map"],
+            "contained, not only prefixed"
+        );
+        let mut cats: Vec<String> = rows[1..].iter().map(|r| r[1].clone()).collect();
+        cats.sort();
+        cats.dedup();
+        let got = complete(
+            &e,
+            Reference::for_resource("rom://{+rom}/categories/{category}"),
+            "category",
+            "",
+        )
+        .await;
+        assert_eq!(got, cats);
+        e.server.stop().await;
+    }
+}

@@ -1,7 +1,7 @@
 //! wit-bindgen glue: WIT argument records into [`tools`] calls, the domain
 //! [`Error`] out as the host's `tool-error` (its code and its text).
 
-use crate::{Config, Error, Explorer, tools};
+use crate::{Config, Error, Explorer, offers, tools};
 
 wit_bindgen::generate!({
     path: "../../wit/ecu-tables",
@@ -9,6 +9,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+use exports::benchtop::ecu_tables::offers as wit_offers;
 use exports::benchtop::ecu_tables::tables as wit;
 use std::cell::RefCell;
 
@@ -21,13 +22,16 @@ thread_local! {
 fn with_explorer(
     f: impl FnOnce(&mut Explorer, &Config) -> Result<String, Error>,
 ) -> Result<String, wit::ToolError> {
-    let cfg = Config::from_env();
-    EXPLORER.with(|ex| {
-        f(&mut ex.borrow_mut(), &cfg).map_err(|e| wit::ToolError {
-            code: e.code().into(),
-            message: e.to_string(),
-        })
+    explorer(f).map_err(|e| wit::ToolError {
+        code: e.code().into(),
+        message: e.to_string(),
     })
+}
+
+/// Runs `f` on the shared explorer with the current configuration.
+fn explorer<T>(f: impl FnOnce(&mut Explorer, &Config) -> T) -> T {
+    let cfg = Config::from_env();
+    EXPLORER.with(|ex| f(&mut ex.borrow_mut(), &cfg))
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -91,6 +95,38 @@ impl wit::Guest for Component {
             limit: args.limit,
         };
         with_explorer(|ex, cfg| tools::diff_tables(ex, cfg, &args))
+    }
+}
+
+impl wit_offers::Guest for Component {
+    fn rom_tables(rom: String) -> Result<String, wit::ToolError> {
+        with_explorer(|ex, cfg| offers::rom_tables(ex, cfg, &rom))
+    }
+
+    fn rom_category(rom: String, category: String) -> Result<String, wit::ToolError> {
+        with_explorer(|ex, cfg| offers::rom_category(ex, cfg, &rom, &category))
+    }
+
+    fn rom_table(rom: String, table: String) -> Result<String, wit::ToolError> {
+        with_explorer(|ex, cfg| offers::rom_table(ex, cfg, &rom, &table))
+    }
+
+    fn ecu_tuning_assistant() -> String {
+        offers::ECU_TUNING_ASSISTANT.to_owned()
+    }
+
+    fn diagnose_knock(rom: String, log_file: Option<String>) -> String {
+        explorer(|ex, cfg| offers::diagnose_knock(ex, cfg, &rom, log_file.as_deref()))
+    }
+
+    fn review_patch(rom: String, table: String, stock_rom: Option<String>) -> String {
+        explorer(|ex, cfg| offers::review_patch(ex, cfg, &rom, &table, stock_rom.as_deref()))
+    }
+
+    fn complete(_target: String, argument: String, value: String) -> Vec<String> {
+        // The argument's name decides (`rom`, `stock_rom`, `table`,
+        // `category`), whichever prompt or template asks.
+        explorer(|ex, cfg| offers::complete(ex, cfg, &argument, &value))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod error;
 pub mod expr;
 pub mod image;
 pub mod memmodel;
+pub mod offers;
 pub mod patch;
 pub mod printf;
 pub mod sample;

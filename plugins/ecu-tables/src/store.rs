@@ -159,6 +159,14 @@ impl Explorer {
         Self::default()
     }
 
+    /// The ROM images cached so far (at most 8), sorted: what completion of
+    /// table names and categories draws on.
+    pub fn cached_roms(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.roms.keys().cloned().collect();
+        paths.sort();
+        paths
+    }
+
     /// Loads `rom` (cached by mtime) and matches it against the definitions in `dir`.
     pub fn open(&mut self, dir: &Path, rom: &Path) -> Result<OpenedRom, Error> {
         self.open_with(dir, rom, false, false)
