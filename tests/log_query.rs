@@ -1249,3 +1249,212 @@ async fn many_logs_wide_headers_and_regex_bombs_are_bounded() {
     assert!(e.contains("1 MiB"), "{e}");
     logs.server.stop().await;
 }
+
+// ------------------------------------------- resources, prompts, completion
+
+mod offers {
+    use super::*;
+    use rmcp::model::{
+        ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams,
+        Reference, ResourceContents,
+    };
+
+    async fn read(logs: &Logs, uri: &str) -> Result<String, String> {
+        match logs
+            .server
+            .client
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+            .await
+        {
+            Ok(r) => match &r.contents[0] {
+                ResourceContents::TextResourceContents { text, .. } => Ok(text.clone()),
+                other => panic!("text expected, got {other:?}"),
+            },
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn prompt(logs: &Logs, args: Value) -> Result<String, String> {
+        let mut params = GetPromptRequestParams::new("investigate_log");
+        params.arguments = args.as_object().cloned();
+        match logs.server.client.get_prompt(params).await {
+            Ok(p) => Ok(
+                serde_json::to_value(&p.messages[0]).unwrap()["content"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn complete(logs: &Logs, reference: Reference, arg: &str, value: &str) -> Vec<String> {
+        logs.server
+            .client
+            .complete(CompleteRequestParams::new(
+                reference,
+                ArgumentInfo::new(arg, value),
+            ))
+            .await
+            .unwrap()
+            .completion
+            .values
+    }
+
+    /// A YAML flow list as the frontmatter writes it (names without commas).
+    fn flow_list(v: &str) -> Vec<String> {
+        v.trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(", ")
+            .map(|s| s.trim_matches('"').to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_logs_summary_is_a_resource_saying_what_list_logs_says() {
+        let logs = Logs::start(&sample_logs()).await;
+        let templates = logs
+            .server
+            .client
+            .list_all_resource_templates()
+            .await
+            .unwrap();
+        assert_eq!(templates.len(), 1);
+        assert_eq!(templates[0].uri_template, "log://{file}");
+        let list = logs.ok("list_logs", json!({})).await;
+        let rows = markdown_rows(&list);
+        for row in &rows[1..] {
+            let summary = read(&logs, &format!("log://{}", row[1])).await.unwrap();
+            assert_eq!(val(&summary, "file"), row[1]);
+            assert_eq!(val(&summary, "index"), row[0]);
+            assert_eq!(val(&summary, "date"), row[2]);
+            assert_eq!(val(&summary, "duration_s"), row[3]);
+            assert_eq!(val(&summary, "rows"), row[4]);
+            assert_eq!(val(&summary, "sample_rate_hz"), row[5]);
+            assert_eq!(flow_list(&val(&summary, "channels")).join(", "), row[6]);
+            assert_eq!(val(&summary, "logger"), row[7]);
+            assert!(summary.contains("query_logs"), "{summary}");
+        }
+        let e = read(&logs, "log://nope.csv").await.unwrap_err();
+        assert!(e.contains("UNKNOWN_FILE") && e.contains(PLAIN), "{e}");
+        // A segment variable: a path is no file name.
+        let e = read(&logs, "log://a/b.csv").await.unwrap_err();
+        assert!(e.contains("Resource not found"), "{e}");
+        logs.server.stop().await;
+
+        // A name with a space is percent-encoded in the URI.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("my pull.csv"), "Time,RPM\n0,800\n0.5,900\n").unwrap();
+        let logs = Logs::start(&dir.path().canonicalize().unwrap()).await;
+        let summary = read(&logs, "log://my%20pull.csv").await.unwrap();
+        assert_eq!(val(&summary, "file"), "my pull.csv");
+        assert_eq!(val(&summary, "rows"), "2");
+        assert_eq!(val(&summary, "channels"), "[RPM]");
+        logs.server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn investigate_log_walks_through_plot_and_query() {
+        let logs = Logs::start(&sample_logs()).await;
+        let prompts = logs.server.client.list_all_prompts().await.unwrap();
+        assert_eq!(prompts.len(), 1);
+        assert_eq!(prompts[0].name, "investigate_log");
+        let p = prompt(
+            &logs,
+            json!({"file": PLAIN, "channel": "Knock Sum", "question": "where does it knock?"}),
+        )
+        .await
+        .unwrap();
+        for want in [
+            format!("`plot_log` with file=\"{PLAIN}\""),
+            format!("`query_logs` with file=\"{PLAIN}\""),
+            "filter=\"'Knock Sum' > 0\"".into(),
+            "The question: where does it knock?".into(),
+            "RPM, Load, Knock, Throttle".into(),
+        ] {
+            assert!(p.contains(&want), "{want} in\n{p}");
+        }
+        // The tools it names are the ones served.
+        let served: Vec<String> = logs
+            .server
+            .tools()
+            .await
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        for named in ["plot_log", "query_logs"] {
+            assert!(served.iter().any(|s| s == named), "{named}");
+        }
+        let e = prompt(&logs, json!({"file": PLAIN, "channel": "Knok"}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.contains("UNKNOWN_CHANNEL") && e.contains("did you mean `Knock`"),
+            "{e}"
+        );
+        let e = prompt(&logs, json!({"file": "nope.csv"}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("UNKNOWN_FILE"), "{e}");
+        logs.server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn file_and_channel_names_complete() {
+        let logs = Logs::start(&sample_logs()).await;
+        let files = complete(&logs, Reference::for_resource("log://{file}"), "file", "").await;
+        let mut all = vec![PLAIN, EVO, ROMRAIDER];
+        all.sort();
+        assert_eq!(files, all);
+        assert_eq!(
+            complete(
+                &logs,
+                Reference::for_prompt("investigate_log"),
+                "file",
+                "ROM"
+            )
+            .await,
+            [ROMRAIDER]
+        );
+        let knock = complete(
+            &logs,
+            Reference::for_prompt("investigate_log"),
+            "channel",
+            "knock",
+        )
+        .await;
+        for want in ["Knock", "KnockSum", "Knock Sum", "Knock Count (count)"] {
+            assert!(knock.iter().any(|k| k == want), "{want} in {knock:?}");
+        }
+        // Prefix matches first, then names that contain it.
+        let sum = complete(
+            &logs,
+            Reference::for_prompt("investigate_log"),
+            "channel",
+            "sum",
+        )
+        .await;
+        // None starts with `sum`: those containing it, sorted.
+        assert_eq!(sum, ["Knock Sum", "Knock Sum (count)", "KnockSum"]);
+        // Those starting with the value come first.
+        let r = complete(
+            &logs,
+            Reference::for_prompt("investigate_log"),
+            "channel",
+            "rpm",
+        )
+        .await;
+        assert_eq!(r[0], "RPM", "{r:?}");
+        assert!(
+            complete(
+                &logs,
+                Reference::for_prompt("investigate_log"),
+                "question",
+                ""
+            )
+            .await
+            .is_empty()
+        );
+        logs.server.stop().await;
+    }
+}

@@ -12,7 +12,7 @@ use crate::plot::PlotArgs;
 use crate::query::QueryArgs;
 use benchtop::host::content::{Block, Image};
 use benchtop::host::progress;
-use exports::benchtop::log_query::tools;
+use exports::benchtop::log_query::{offers, tools};
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Component;
@@ -72,6 +72,42 @@ impl tools::Guest for Component {
                 data: plot.png,
             }),
         ])
+    }
+}
+
+impl offers::Guest for Component {
+    fn log_summary(file: String) -> Result<String, tools::ToolError> {
+        let dir = logs_dir().map_err(to_wit)?;
+        let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        crate::offers::log_summary(&dir, &mut cache, &file, &mut report).map_err(to_wit)
+    }
+
+    fn investigate_log(
+        file: String,
+        channel: Option<String>,
+        question: Option<String>,
+    ) -> Result<String, tools::ToolError> {
+        let dir = logs_dir().map_err(to_wit)?;
+        let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        crate::offers::investigate_log(
+            &dir,
+            &mut cache,
+            &file,
+            channel.as_deref(),
+            question.as_deref(),
+            &mut report,
+        )
+        .map_err(to_wit)
+    }
+
+    fn complete(_target: String, argument: String, value: String) -> Vec<String> {
+        // The argument's name decides (`file`, `channel`), whichever prompt
+        // or template asks; no logs directory completes to nothing.
+        let Ok(dir) = logs_dir() else {
+            return Vec::new();
+        };
+        let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        crate::offers::complete(&dir, &mut cache, &argument, &value, &mut report)
     }
 }
 

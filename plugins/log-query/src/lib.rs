@@ -12,6 +12,7 @@ pub mod duckdb;
 pub mod error;
 pub mod filter;
 pub mod logs;
+pub mod offers;
 pub mod plot;
 pub mod query;
 pub mod reader;

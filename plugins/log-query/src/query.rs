@@ -47,7 +47,7 @@ fn trim_zeros(s: String) -> String {
     }
 }
 
-fn fmt_duration(s: f64) -> String {
+pub fn fmt_duration(s: f64) -> String {
     trim_zeros(format!("{s:.2}"))
 }
 
