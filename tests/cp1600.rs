@@ -1074,3 +1074,69 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
     assert!(e.contains("SESSION_NOT_FOUND"), "{e}");
     cp.server.stop().await;
 }
+
+type HttpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// Reads a resource as `c`: `Ok` or the error's text.
+async fn read_as(c: &HttpClient, uri: &str) -> Result<(), String> {
+    c.read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Over HTTP, another client's session id in a URI, the prompt or
+/// completion answers exactly like an unknown one.
+#[tokio::test]
+async fn another_clients_session_is_unknown_to_resources_prompt_and_completion() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        ArgumentInfo, CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams,
+        Reference,
+    };
+    use rmcp::transport::StreamableHttpClientTransport;
+    let plugins = only_plugin("cp1600.wasm");
+    let (_child, url) = e2e::serve_http(&["--plugins", plugins.path().to_str().unwrap()]).await;
+    let connect = || async {
+        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
+            .await
+            .expect("HTTP MCP session")
+    };
+    let (alice, bob) = (connect().await, connect().await);
+    let params = CallToolRequestParams::new("cp1600_create_session")
+        .with_arguments(json!({"session_id": "alices"}).as_object().unwrap().clone());
+    assert!(!is_error(&alice.call_tool(params).await.unwrap()));
+    assert!(
+        read_as(&alice, "cp1600://sessions/alices/state")
+            .await
+            .is_ok()
+    );
+    for kind in ["state", "trace", "memory/0/1", "disassembly/0"] {
+        let theirs = read_as(&bob, &format!("cp1600://sessions/alices/{kind}"))
+            .await
+            .unwrap_err();
+        let unknown = read_as(&bob, &format!("cp1600://sessions/nobodys/{kind}"))
+            .await
+            .unwrap_err();
+        assert!(theirs.contains("SESSION_NOT_FOUND"), "{theirs}");
+        assert_eq!(
+            theirs.replace("alices", "X"),
+            unknown.replace("nobodys", "X")
+        );
+    }
+    let ask = async |c: &HttpClient| {
+        c.complete(CompleteRequestParams::new(
+            Reference::for_prompt("cp1600_debug"),
+            ArgumentInfo::new("session_id", "a"),
+        ))
+        .await
+    };
+    assert_eq!(ask(&alice).await.unwrap().completion.values, ["alices"]);
+    assert!(ask(&bob).await.unwrap().completion.values.is_empty());
+    let mut params = GetPromptRequestParams::new("cp1600_debug");
+    params.arguments = json!({"symptom": "x", "session_id": "alices"})
+        .as_object()
+        .cloned();
+    let e = bob.get_prompt(params).await.unwrap_err().to_string();
+    assert!(e.contains("SESSION_NOT_FOUND"), "{e}");
+}

@@ -924,3 +924,86 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
     assert!(e.contains("UNKNOWN_MACHINE"), "{e}");
     x.server.stop().await;
 }
+
+type HttpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// Reads a resource as `c`: `Ok` or the error's text.
+async fn read_as(c: &HttpClient, uri: &str) -> Result<(), String> {
+    c.read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Over HTTP, another client's machine id in a URI, the prompt or
+/// completion answers exactly like an unknown one.
+#[tokio::test]
+async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        ArgumentInfo, CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams,
+        Reference,
+    };
+    use rmcp::transport::StreamableHttpClientTransport;
+    let plugins = only_plugin("x86_inspect.wasm");
+    let allow = format!("{}:ro", samples().display());
+    let (_child, url) = e2e::serve_http(&[
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--allow",
+        &allow,
+    ])
+    .await;
+    let connect = || async {
+        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
+            .await
+            .expect("HTTP MCP session")
+    };
+    let (alice, bob) = (connect().await, connect().await);
+    let params = CallToolRequestParams::new("load_program").with_arguments(
+        json!({"path": sample("greet.com")})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let loaded = alice.call_tool(params).await.unwrap();
+    assert!(!is_error(&loaded), "{}", text(&loaded));
+    let m = result_json(&loaded)["machine"]
+        .as_u64()
+        .unwrap()
+        .to_string();
+    // An id no one holds, as long as hers.
+    let nobody = if m.starts_with('9') {
+        m.replacen('9', "8", 1)
+    } else {
+        format!("9{}", &m[1..])
+    };
+    assert!(
+        read_as(&alice, &format!("x86://machines/{m}/console"))
+            .await
+            .is_ok()
+    );
+    for kind in ["registers", "console", "memory/0/0/1"] {
+        let theirs = read_as(&bob, &format!("x86://machines/{m}/{kind}"))
+            .await
+            .unwrap_err();
+        let unknown = read_as(&bob, &format!("x86://machines/{nobody}/{kind}"))
+            .await
+            .unwrap_err();
+        assert!(theirs.contains("UNKNOWN_MACHINE"), "{theirs}");
+        assert_eq!(theirs.replace(&m, "X"), unknown.replace(&nobody, "X"));
+    }
+    let ask = async |c: &HttpClient| {
+        c.complete(CompleteRequestParams::new(
+            Reference::for_prompt("x86_debug"),
+            ArgumentInfo::new("machine", ""),
+        ))
+        .await
+    };
+    assert_eq!(ask(&alice).await.unwrap().completion.values, vec![m.clone()]);
+    assert!(ask(&bob).await.unwrap().completion.values.is_empty());
+    let mut params = GetPromptRequestParams::new("x86_debug");
+    params.arguments = json!({"symptom": "x", "machine": m}).as_object().cloned();
+    let e = bob.get_prompt(params).await.unwrap_err().to_string();
+    assert!(e.contains("UNKNOWN_MACHINE"), "{e}");
+}
