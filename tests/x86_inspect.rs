@@ -1000,7 +1000,10 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
         ))
         .await
     };
-    assert_eq!(ask(&alice).await.unwrap().completion.values, vec![m.clone()]);
+    assert_eq!(
+        ask(&alice).await.unwrap().completion.values,
+        vec![m.clone()]
+    );
     assert!(ask(&bob).await.unwrap().completion.values.is_empty());
     let mut params = GetPromptRequestParams::new("x86_debug");
     params.arguments = json!({"symptom": "x", "machine": m}).as_object().cloned();
