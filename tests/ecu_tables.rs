@@ -1282,6 +1282,11 @@ mod offers {
             err.contains("no table named `Fuel/Map`") && err.contains("list_tables"),
             "{err}"
         );
+        // A table named `tables` is told from the list by an encoded letter.
+        let err = read(&e, &rom_uri(&rom, "tables/%74ables"))
+            .await
+            .unwrap_err();
+        assert!(err.contains("no table named `tables`"), "{err}");
         // A ROM that is not there, and a URI of no template.
         let err = read(&e, "rom:///no/such/rom.bin/tables").await.unwrap_err();
         assert!(err.contains("cannot read ROM"), "{err}");
