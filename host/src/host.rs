@@ -265,9 +265,9 @@ impl Host {
                     message: message.to_owned(),
                 });
             }),
-            changed: Arc::new(move |plugin: &str, uri: &str| {
+            changed: Arc::new(move |plugin: &str, uri: &str, caller: Option<&str>| {
                 if let Some(registry) = registry.upgrade() {
-                    registry.resource_changed(plugin, uri);
+                    registry.resource_changed(plugin, uri, caller);
                 }
             }),
         };

@@ -29,8 +29,9 @@ pub type ProgressSink = Arc<dyn Fn(u64, u64, String) + Send + Sync>;
 /// Receives a plugin's log messages: `(plugin, level, message)`.
 pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
 
-/// Receives a plugin's resource change notices: `(plugin, uri)`.
-pub type ChangeSink = Arc<dyn Fn(&str, &str) + Send + Sync>;
+/// Receives a plugin's resource change notices: `(plugin, uri, caller)`,
+/// the caller being the client whose call made the change, if any.
+pub type ChangeSink = Arc<dyn Fn(&str, &str, Option<&str>) + Send + Sync>;
 
 /// Where what a plugin tells the host, outside a call's result, goes.
 #[derive(Clone)]
@@ -46,7 +47,7 @@ impl Sinks {
     pub fn none() -> Self {
         Self {
             log: Arc::new(|_, _, _| {}),
-            changed: Arc::new(|_, _| {}),
+            changed: Arc::new(|_, _, _| {}),
         }
     }
 }
@@ -143,7 +144,14 @@ impl bindings::benchtop::host::resources::Host for PluginState {
         // Bounded: a URI is at most a few KiB of text, and the host
         // coalesces notices per URI.
         if uri.len() <= 4096 {
-            (self.sinks.changed)(&self.plugin, &uri);
+            // Changes made in a client's call are that client's; a tick's
+            // (or the command line's) belong to no one in particular.
+            let caller = self
+                .call
+                .as_ref()
+                .map(|c| &*c.ctx.caller)
+                .filter(|c| *c != CLI_CALLER);
+            (self.sinks.changed)(&self.plugin, &uri, caller);
         }
     }
 }

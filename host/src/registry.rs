@@ -263,11 +263,29 @@ fn mcp_prompt(name: &str, def: &crate::interface::ToolDef) -> Prompt {
     )
 }
 
+/// A plugin's notice that a resource changed.
+#[derive(Debug, Clone)]
+pub struct ResourceUpdate {
+    /// The resource.
+    pub uri: Arc<str>,
+    /// The client whose call changed it, when one did: only that client's
+    /// subscriptions hear of it (another client's session is none of its
+    /// business). `None` (a background tick) reaches every subscriber.
+    pub caller: Option<Arc<str>>,
+}
+
+impl ResourceUpdate {
+    /// Whether a subscriber that is client `caller` may hear of it.
+    pub fn reaches(&self, caller: &str) -> bool {
+        self.caller.as_deref().is_none_or(|c| c == caller)
+    }
+}
+
 /// The current catalogue, swapped atomically, with change notifications.
 pub struct Registry {
     current: RwLock<Arc<Catalog>>,
     changes: broadcast::Sender<()>,
-    updates: broadcast::Sender<Arc<str>>,
+    updates: broadcast::Sender<ResourceUpdate>,
 }
 
 impl Default for Registry {
@@ -301,18 +319,42 @@ impl Registry {
 
     /// Passes on `plugin`'s notice that resource `uri` changed, when the
     /// URI is one of that plugin's (a plugin cannot speak for another's).
-    pub fn resource_changed(&self, plugin: &str, uri: &str) {
+    /// A notice given during a client's call is that client's alone.
+    pub fn resource_changed(&self, plugin: &str, uri: &str, caller: Option<&str>) {
         if self
             .snapshot()
             .resource(uri)
             .is_some_and(|(owner, _, _)| owner.name == plugin)
         {
-            let _ = self.updates.send(uri.into());
+            let _ = self.updates.send(ResourceUpdate {
+                uri: uri.into(),
+                caller: caller.map(Into::into),
+            });
         }
     }
 
-    /// Subscribes to resource change notices (URIs).
-    pub fn resource_updates(&self) -> broadcast::Receiver<Arc<str>> {
+    /// Subscribes to resource change notices.
+    pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
         self.updates.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::ResourceUpdate;
+
+    #[test]
+    fn a_change_in_a_call_reaches_only_that_client() {
+        let mine = ResourceUpdate {
+            uri: "x://s/1".into(),
+            caller: Some("s-aaaa".into()),
+        };
+        assert!(mine.reaches("s-aaaa"));
+        assert!(!mine.reaches("s-bbbb"));
+        let ticked = ResourceUpdate {
+            uri: "x://buffer".into(),
+            caller: None,
+        };
+        assert!(ticked.reaches("s-aaaa") && ticked.reaches("stdio"));
     }
 }

@@ -12,7 +12,7 @@ use crate::registry::Registry;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
@@ -28,8 +28,9 @@ pub struct Server {
     /// nor an owner: unique to this handler, which rmcp builds per request
     /// when a client uses no session, so such calls share nothing.
     anonymous: Arc<str>,
-    /// URIs this session subscribed to (`resources/subscribe`).
-    subscriptions: Arc<Mutex<HashSet<String>>>,
+    /// URIs this session subscribed to (`resources/subscribe`), each with
+    /// the caller id of the client that did.
+    subscriptions: Arc<Mutex<HashMap<String, Arc<str>>>>,
 }
 
 /// Most URIs one session may subscribe to: each costs a set entry and a
@@ -234,9 +235,14 @@ impl ServerHandler for Server {
                         Err(broadcast::error::RecvError::Closed) => break,
                     },
                     update = updates.recv() => match update {
-                        Ok(uri) => {
-                            if subscriptions.lock().unwrap_or_else(|p| p.into_inner()).contains(&*uri) {
-                                pending.insert(uri);
+                        Ok(update) => {
+                            let subscribed = subscriptions
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get(&*update.uri)
+                                .is_some_and(|caller| update.reaches(caller));
+                            if subscribed {
+                                pending.insert(update.uri);
                             }
                         }
                         Err(broadcast::error::RecvError::Lagged(_)) => continue,
@@ -259,7 +265,7 @@ impl ServerHandler for Server {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         if self.registry.snapshot().resource(&request.uri).is_none() {
             return Err(ErrorData::invalid_params(
@@ -271,7 +277,7 @@ impl ServerHandler for Server {
             ));
         }
         let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
-        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(&request.uri) {
+        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains_key(&request.uri) {
             return Err(ErrorData::invalid_params(
                 format!(
                     "this session holds {MAX_SUBSCRIPTIONS} subscriptions, the most it may; unsubscribe from one first"
@@ -279,7 +285,8 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        subs.insert(request.uri);
+        let caller = caller_of(&context.extensions, &self.anonymous);
+        subs.insert(request.uri, caller);
         Ok(())
     }
 
@@ -316,6 +323,7 @@ impl ServerHandler for Server {
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.registry.subscribe();
         let mut updates = self.registry.resource_updates();
+        let caller = caller_of(&context.request_context().extensions, &self.anonymous);
         let wanted: HashSet<String> = context
             .accepted()
             .resource_subscriptions
@@ -342,7 +350,9 @@ impl ServerHandler for Server {
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
                 update = updates.recv() => match update {
-                    Ok(uri) if wanted.contains(&*uri) => { pending.insert(uri); }
+                    Ok(update) if wanted.contains(&*update.uri) && update.reaches(&caller) => {
+                        pending.insert(update.uri);
+                    }
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
