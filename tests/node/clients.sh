@@ -4,10 +4,18 @@
 #     one tool of each plugin;
 #  2. the Python MCP SDK over stdio: every schema valid, results validating;
 #  3. the official conformance suite over streamable HTTP, with the
-#     checked-in baseline of scenarios that need fixtures we do not ship.
+#     checked-in baseline of scenarios that need features benchtop lacks.
+# `clients.sh inspector|python|conformance` runs only that step.
 # Installs its tools on first use: Node 22, the Inspector and the suite into
 # tests/node/node_modules, the Python SDK into tests/python/.venv.
 set -euo pipefail
+only="${1:-}"
+case "$only" in
+    "" | inspector | python | conformance) ;;
+    *) echo "usage: $0 [inspector|python|conformance]" >&2; exit 2 ;;
+esac
+# Whether step $1 runs.
+step() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 bin="$repo/target/debug/benchtop"
@@ -27,6 +35,7 @@ inspector() {
     npx --no-install @modelcontextprotocol/inspector --cli "$bin" serve --config "$repo/benchtop.toml" --no-watch -- "$@" --format json 2>"$work/inspector.err"
 }
 passed=0; failed=0
+if step inspector; then
 check() {
     local name="$1"; shift
     if out="$("$@")"; then
@@ -47,8 +56,10 @@ if inspector --method tools/call --tool-name read_table --tool-args-json '{"rom"
 else
     passed=$((passed + 1)); echo "ok   inspector: tool errors are reported as errors"
 fi
+fi
 
 # The Python SDK.
+if step python; then
 venv="$repo/tests/python/.venv"
 if [ ! -x "$venv/bin/python" ] || [ "$repo/tests/python/requirements.txt" -nt "$venv/.installed" ]; then
     python3 -m venv "$venv" && "$venv/bin/pip" install -q -r "$repo/tests/python/requirements.txt" && touch "$venv/.installed"
@@ -58,8 +69,10 @@ if out="$("$venv/bin/python" "$repo/tests/python/client.py" "$bin" serve --confi
 else
     failed=$((failed + 1)); echo "FAIL python sdk"; echo "$out"; tail -20 "$work/python.err"
 fi
+fi
 
-# Conformance over HTTP: every plugin plus the suite's fixture tools.
+# Conformance over HTTP: every plugin plus the suite's fixtures.
+if step conformance; then
 mkdir -p "$work/plugins"
 cp "$repo"/target/plugins/*.wasm "$repo/target/test-plugins/conformance.wasm" "$work/plugins/"
 "$bin" serve --http 127.0.0.1:0 --plugins "$work/plugins" --no-watch 2>"$work/server.err" &
@@ -76,6 +89,7 @@ if npx --no-install @modelcontextprotocol/conformance server --url "$url" --suit
     passed=$((passed + 1)); echo "ok   conformance: $(grep -E '^Total' "$work/conformance.log")"
 else
     failed=$((failed + 1)); echo "FAIL conformance"; cat "$work/conformance.log" | tail -60
+fi
 fi
 echo "clients: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

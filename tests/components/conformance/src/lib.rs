@@ -1,4 +1,4 @@
-//! The conformance suite's fixture tools.
+//! The conformance suite's fixture tools, resources, prompts and completion.
 
 use std::time::Duration;
 
@@ -6,7 +6,7 @@ wit_bindgen::generate!({ path: "wit", world: "plugin", generate_all });
 
 use benchtop::host::content::{Block, Image};
 use benchtop::host::{log, progress};
-use exports::benchtop_test::conformance::fixtures::Guest;
+use exports::benchtop_test::conformance::{fixtures, offers};
 
 /// A 1x1 red pixel.
 const RED_PIXEL_PNG: &[u8] = &[
@@ -21,7 +21,7 @@ const RED_PIXEL_PNG: &[u8] = &[
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Fixtures;
 
-impl Guest for Fixtures {
+impl fixtures::Guest for Fixtures {
     fn test_simple_text() -> String {
         "This is a simple text response for testing.".into()
     }
@@ -65,5 +65,129 @@ impl Guest for Fixtures {
     }
 }
 
+/// The template `test://template/{id}/data`, as completion names it.
+const TEMPLATE: &str = "test://template/{id}/data";
+
+/// What completion offers for the prompt's arguments (the suite asks for
+/// `arg1` starting with `test`).
+const ARGUMENT_VALUES: &[&str] = &["test", "testValue1", "testValue2", "hello", "world"];
+
+/// Ids the template is documented with.
+const TEMPLATE_IDS: &[&str] = &["123", "456"];
+
+impl offers::Guest for Fixtures {
+    fn static_text() -> String {
+        "This is the content of the static text resource.".into()
+    }
+
+    fn static_binary() -> Vec<u8> {
+        RED_PIXEL_PNG.to_vec()
+    }
+
+    fn template_data(id: String) -> String {
+        template_json(&id)
+    }
+
+    fn watched_resource() -> String {
+        "This is the content of the watched resource.".into()
+    }
+
+    fn test_simple_prompt() -> String {
+        "This is a simple prompt for testing.".into()
+    }
+
+    fn test_prompt_with_arguments(arg1: String, arg2: String) -> String {
+        format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")
+    }
+
+    fn complete(target: String, argument: String, value: String) -> Vec<String> {
+        completions(&target, &argument, &value)
+    }
+}
+
+/// The template resource's JSON for one id.
+fn template_json(id: &str) -> String {
+    format!(
+        r#"{{"id":{},"templateTest":true,"data":{}}}"#,
+        json_string(id),
+        json_string(&format!("Data for ID: {id}"))
+    )
+}
+
+/// `text` as a JSON string literal, quotes included.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Values of `argument` of `target` (a prompt name or the template) that
+/// start with `value`; nothing for targets and arguments this plugin lacks.
+fn completions(target: &str, argument: &str, value: &str) -> Vec<String> {
+    let pool = match (target, argument) {
+        ("test_prompt_with_arguments", "arg1" | "arg2") => ARGUMENT_VALUES,
+        (TEMPLATE, "id") => TEMPLATE_IDS,
+        _ => &[],
+    };
+    pool.iter()
+        .filter(|v| v.starts_with(value))
+        .map(|v| (*v).to_owned())
+        .collect()
+}
+
 #[cfg(target_arch = "wasm32")]
 export!(Fixtures);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_json_is_what_the_suite_documents() {
+        assert_eq!(
+            template_json("123"),
+            r#"{"id":"123","templateTest":true,"data":"Data for ID: 123"}"#
+        );
+    }
+
+    #[test]
+    fn template_json_escapes_the_id() {
+        assert_eq!(
+            template_json("a\"b\\c\n"),
+            r#"{"id":"a\"b\\c\n","templateTest":true,"data":"Data for ID: a\"b\\c\n"}"#
+        );
+        assert_eq!(json_string("\u{1}"), r#""\u0001""#);
+    }
+
+    #[test]
+    fn completion_filters_by_prefix_and_target() {
+        assert_eq!(
+            completions("test_prompt_with_arguments", "arg1", "test"),
+            ["test", "testValue1", "testValue2"]
+        );
+        assert_eq!(completions(TEMPLATE, "id", "4"), ["456"]);
+        assert!(completions("test_prompt_with_arguments", "arg3", "").is_empty());
+        assert!(completions("test_simple_prompt", "arg1", "").is_empty());
+    }
+
+    #[test]
+    fn prompt_substitutes_both_arguments() {
+        use offers::Guest as _;
+        assert_eq!(
+            Fixtures::test_prompt_with_arguments("hello".into(), "world".into()),
+            "Prompt with arguments: arg1='hello', arg2='world'"
+        );
+    }
+}
