@@ -1295,6 +1295,36 @@ mod offers {
         e.server.stop().await;
     }
 
+    // The legacy resources/subscribe: what most clients send today.
+    #[allow(deprecated)]
+    #[tokio::test]
+    async fn a_patch_tells_subscribers_of_the_table() {
+        use rmcp::model::SubscribeRequestParams;
+        let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "my car.bin");
+        let e = Ecu::sample(Some(dir.path())).await;
+        let rom = rom.to_string_lossy().into_owned();
+        let fuel = rom_uri(&rom, "tables/Fuel%20Map");
+        let boost = rom_uri(&rom, "tables/Boost%20Target");
+        for uri in [&fuel, &boost] {
+            e.server
+                .client
+                .subscribe(SubscribeRequestParams::new(uri.clone()))
+                .await
+                .unwrap();
+        }
+        let before = read(&e, &fuel).await.unwrap();
+        e.ok(
+            "patch_table",
+            json!({"rom": rom, "table": "Fuel Map", "op": "add", "value": 0.5, "row": 0, "col": 0}),
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+        let updates = e.server.events.lock().unwrap().resource_updates.clone();
+        assert_eq!(updates, [fuel.as_str()], "only the patched table");
+        assert_ne!(read(&e, &fuel).await.unwrap(), before, "and it reads anew");
+        e.server.stop().await;
+    }
+
     #[tokio::test]
     async fn prompts_walk_through_the_real_tools() {
         let e = Ecu::sample(None).await;
@@ -1424,6 +1454,11 @@ mod offers {
                 &rom[..5]
             )
             .await,
+            [rom.as_str()]
+        );
+        // Typed as an absolute path, it completes as one.
+        assert_eq!(
+            complete(&e, Reference::for_prompt("diagnose_knock"), "rom", "/").await,
             [rom.as_str()]
         );
         assert!(

@@ -37,6 +37,20 @@ fn explorer<T>(f: impl FnOnce(&mut Explorer, &Config) -> T) -> T {
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Component;
 
+/// Tells clients subscribed to the patched table's `rom://` resource that
+/// it changed (the host ignores URIs nobody subscribed to).
+fn announce_patch(ex: &mut Explorer, cfg: &Config, rom: &str, table: &str) {
+    let canonical = tools::open(ex, cfg, rom)
+        .and_then(|o| o.require_definition())
+        .ok()
+        .and_then(|def| tools::find_table(&def, table).ok().map(|t| t.id.clone()))
+        .unwrap_or_else(|| table.to_owned());
+    let resolved = plugin_kit::paths::resolve(rom);
+    for uri in offers::patched_uris(rom, &resolved, table, &canonical) {
+        benchtop::host::resources::changed(&uri);
+    }
+}
+
 impl wit::Guest for Component {
     fn list_tables(args: wit::ListTablesArgs) -> Result<String, wit::ToolError> {
         let args = tools::ListTables {
@@ -80,7 +94,11 @@ impl wit::Guest for Component {
             choice: args.choice,
             force: args.force.unwrap_or(false),
         };
-        with_explorer(|ex, cfg| tools::patch_table(ex, cfg, &args))
+        with_explorer(|ex, cfg| {
+            let out = tools::patch_table(ex, cfg, &args)?;
+            announce_patch(ex, cfg, &args.rom, &args.table);
+            Ok(out)
+        })
     }
 
     fn rom_info(args: wit::RomInfoArgs) -> Result<String, wit::ToolError> {

@@ -58,6 +58,47 @@ pub fn rom_table(ex: &mut Explorer, cfg: &Config, rom: &str, table: &str) -> Res
     )
 }
 
+/// The URIs under which subscribers may watch the table a patch changed:
+/// the ROM as the caller wrote it and as resolved, the table as written and
+/// as the definition names it, each expanded as RFC 6570 clients expand the
+/// template (`{+rom}` keeps reserved characters, `{table}` encodes all but
+/// the unreserved ones). The table list and categories do not change.
+pub fn patched_uris(rom: &str, resolved: &Path, table: &str, canonical: &str) -> Vec<String> {
+    let roms = [
+        rom.trim().to_owned(),
+        resolved.to_string_lossy().into_owned(),
+    ];
+    let tables = [table, canonical];
+    let mut out = BTreeSet::new();
+    for r in &roms {
+        for t in &tables {
+            out.insert(format!(
+                "rom://{}/tables/{}",
+                expand(r, true),
+                expand(t, false)
+            ));
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// RFC 6570 expansion of one value: unreserved characters stay, and with
+/// `reserved` (`{+var}`) the reserved ones too; the rest is percent-encoded.
+fn expand(value: &str, reserved: bool) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || b"-._~".contains(&b)
+            || (reserved && b":/?#[]@!$&'()*+,;=".contains(&b));
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 // --------------------------------------------------------------- prompts
 
 /// The system prompt of specs/ecu-explorer-mcp.md ("recommended for LLMs
@@ -265,7 +306,7 @@ const SKIPPED_DIRS: [&str; 3] = ["target", "node_modules", "__pycache__"];
 /// with, then containing, `value` (case-insensitive).
 pub fn complete(ex: &mut Explorer, cfg: &Config, argument: &str, value: &str) -> Vec<String> {
     match argument {
-        "rom" | "stock_rom" => completions(rom_paths(cfg), value),
+        "rom" | "stock_rom" => completions(rom_paths(cfg, value.starts_with('/')), value),
         "table" => completions(from_open_roms(ex, cfg, |t| Some(t.id.clone())), value),
         "category" => completions(from_open_roms(ex, cfg, |t| t.category.clone()), value),
         _ => Vec::new(),
@@ -281,7 +322,7 @@ fn from_open_roms(
 ) -> std::collections::btree_set::IntoIter<String> {
     let mut roms = ex.cached_roms();
     if roms.is_empty() {
-        roms = rom_paths(cfg)
+        roms = rom_paths(cfg, true)
             .into_iter()
             .take(OPEN_FOR_NAMES)
             .map(PathBuf::from)
@@ -298,8 +339,9 @@ fn from_open_roms(
 }
 
 /// ROM-like files under the workspace and the granted directories (not
-/// the definitions directory), workspace-relative where they can be.
-fn rom_paths(cfg: &Config) -> Vec<String> {
+/// the definitions directory), workspace-relative where they can be unless
+/// `absolute` (what was typed starts with `/`).
+fn rom_paths(cfg: &Config, absolute: bool) -> Vec<String> {
     let workspace = plugin_kit::paths::workspace();
     let mut roots: Vec<PathBuf> = workspace.iter().cloned().collect();
     roots.extend(
@@ -307,7 +349,8 @@ fn rom_paths(cfg: &Config) -> Vec<String> {
             .into_iter()
             .map(|r| r.path),
     );
-    find_roms(&roots, workspace.as_deref(), cfg.definitions.as_deref())
+    let shown_from = workspace.as_deref().filter(|_| !absolute);
+    find_roms(&roots, shown_from, cfg.definitions.as_deref())
 }
 
 /// Whether a file of this name and size looks like a ROM image.
@@ -366,6 +409,26 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn patched_tables_are_announced_as_clients_expand_the_template() {
+        let uris = patched_uris(
+            "roms/my car.bin",
+            Path::new("/ws/roms/my car.bin"),
+            "Fuel Map/High",
+            "Fuel Map/High",
+        );
+        assert_eq!(
+            uris,
+            s(&[
+                "rom:///ws/roms/my%20car.bin/tables/Fuel%20Map%2FHigh",
+                "rom://roms/my%20car.bin/tables/Fuel%20Map%2FHigh",
+            ])
+        );
+        assert_eq!(expand("a+b(1)%", true), "a+b(1)%25");
+        assert_eq!(expand("a+b(1)", false), "a%2Bb%281%29");
+        assert_eq!(expand("Zündung", false), "Z%C3%BCndung");
     }
 
     #[test]
