@@ -63,6 +63,68 @@ impl fixtures::Guest for Fixtures {
         }
         "Logging test completed".into()
     }
+
+    fn test_elicitation(message: String) -> Result<String, String> {
+        ask("User response", &message, USER_FORM)
+    }
+
+    fn test_elicitation_sep1034_defaults() -> Result<String, String> {
+        ask(
+            "Elicitation completed",
+            "Please review and update the form fields with defaults",
+            DEFAULTS_FORM,
+        )
+    }
+
+    fn test_elicitation_sep1330_enums() -> Result<String, String> {
+        ask(
+            "Elicitation completed",
+            "Please select options from the enum fields",
+            ENUMS_FORM,
+        )
+    }
+}
+
+/// The form `test_elicitation` asks for.
+const USER_FORM: &str = r#"{"type":"object","properties":{
+"username":{"type":"string","description":"User's response"},
+"email":{"type":"string","description":"User's email address"}},
+"required":["username","email"]}"#;
+
+/// SEP-1034: a default for every primitive type.
+const DEFAULTS_FORM: &str = r#"{"type":"object","properties":{
+"name":{"type":"string","description":"User name","default":"John Doe"},
+"age":{"type":"integer","description":"User age","default":30},
+"score":{"type":"number","description":"User score","default":95.5},
+"status":{"type":"string","description":"User status","enum":["active","inactive","pending"],"default":"active"},
+"verified":{"type":"boolean","description":"Verification status","default":true}}}"#;
+
+/// SEP-1330: untitled, titled and legacy single-select; untitled and titled
+/// multi-select.
+const ENUMS_FORM: &str = r#"{"type":"object","properties":{
+"untitledSingle":{"type":"string","description":"Untitled single-select","enum":["option1","option2","option3"]},
+"titledSingle":{"type":"string","description":"Titled single-select","oneOf":[
+{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+"legacyEnum":{"type":"string","description":"Legacy titled enum","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
+"untitledMulti":{"type":"array","description":"Untitled multi-select","items":{"type":"string","enum":["option1","option2","option3"]}},
+"titledMulti":{"type":"array","description":"Titled multi-select","items":{"anyOf":[
+{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}"#;
+
+/// Asks `message` with `form` and reports the answer after `prefix`; a
+/// client that cannot ask its user is an error, as the suite expects.
+fn ask(prefix: &str, message: &str, form: &str) -> Result<String, String> {
+    use benchtop::host::elicit::{self, Answer};
+    let (action, content) = match elicit::ask(message, form) {
+        Answer::Accepted(json) => ("accept", json),
+        Answer::Declined => ("decline", "{}".to_owned()),
+        Answer::Cancelled => ("cancel", "{}".to_owned()),
+        Answer::Unsupported => {
+            return Err(
+                "the client cannot ask its user (no elicitation capability); connect with a client that declares elicitation".into(),
+            );
+        }
+    };
+    Ok(format!("{prefix}: action={action}, content={content}"))
 }
 
 /// The template `test://template/{id}/data`, as completion names it.
@@ -153,6 +215,44 @@ export!(Fixtures);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forms_are_flat_json_schema_objects() {
+        for (form, fields) in [
+            (USER_FORM, &["username", "email"][..]),
+            (
+                DEFAULTS_FORM,
+                &["name", "age", "score", "status", "verified"],
+            ),
+            (
+                ENUMS_FORM,
+                &[
+                    "untitledSingle",
+                    "titledSingle",
+                    "legacyEnum",
+                    "untitledMulti",
+                    "titledMulti",
+                ],
+            ),
+        ] {
+            let schema: serde_json::Value = serde_json::from_str(form).expect(form);
+            assert_eq!(schema["type"], "object");
+            let props = schema["properties"].as_object().expect("properties");
+            let names: Vec<&str> = props.keys().map(String::as_str).collect();
+            assert_eq!(names.len(), fields.len(), "{names:?}");
+            for f in fields {
+                assert!(props.contains_key(*f), "{f} missing from {names:?}");
+            }
+        }
+        let defaults: serde_json::Value = serde_json::from_str(DEFAULTS_FORM).unwrap();
+        assert_eq!(defaults["properties"]["score"]["default"], 95.5);
+    }
+
+    #[test]
+    fn template_json_is_valid_json() {
+        let v: serde_json::Value = serde_json::from_str(&template_json("a\"b")).unwrap();
+        assert_eq!(v["id"], "a\"b");
+    }
 
     #[test]
     fn template_json_is_what_the_suite_documents() {
