@@ -1325,6 +1325,77 @@ mod offers {
         e.server.stop().await;
     }
 
+    /// Real ECUFlash table names (`#`, `/`, parentheses, `->`) read through
+    /// percent-encoded URIs exactly as read_table shows them.
+    #[tokio::test]
+    async fn shared_fixture_tables_read_through_encoded_uris() {
+        let Some(dir) = ecuflash() else {
+            eprintln!("skipped: no ../shared/fixtures/ecuflash");
+            return;
+        };
+        let e = fixture_server(&dir, None).await;
+        let mut roms: Vec<PathBuf> = std::fs::read_dir(dir.join("roms"))
+            .unwrap()
+            .map(|d| d.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+            .collect();
+        roms.sort();
+        let mut checked = 0;
+        for rom in &roms {
+            let rom = rom.to_string_lossy().into_owned();
+            let tool = e
+                .server
+                .call("list_tables", json!({"rom": rom, "limit": 1000}))
+                .await;
+            let resource = read(&e, &rom_uri(&rom, "tables")).await;
+            if is_error(&tool) {
+                // A ROM no definition matches fails through the resource too.
+                let err = resource.unwrap_err();
+                assert!(err.contains("no definition matches"), "{err}");
+                continue;
+            }
+            let listed = resource.unwrap();
+            assert_eq!(listed, text(&tool), "{rom}");
+            let awkward: Vec<String> = markdown_rows(&listed)[1..]
+                .iter()
+                .map(|r| r[0].clone())
+                .filter(|n| n.contains(['#', '/', '(', '>', '%', '?']))
+                .take(25)
+                .collect();
+            assert!(!awkward.is_empty(), "{rom} has names to encode");
+            for name in &awkward {
+                let uri = rom_uri(&rom, &format!("tables/{}", enc(name, false)));
+                let want = e
+                    .server
+                    .call("read_table", json!({"rom": rom, "table": name}))
+                    .await;
+                let got = read(&e, &uri).await;
+                if is_error(&want) {
+                    assert!(got.is_err(), "{uri} reads though read_table fails");
+                } else {
+                    assert_eq!(got.unwrap(), text(&want), "{uri}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 0);
+        let hash = complete(
+            &e,
+            Reference::for_prompt("review_patch"),
+            "table",
+            "boost target #1",
+        )
+        .await;
+        assert!(
+            !hash.is_empty()
+                && hash
+                    .iter()
+                    .all(|n| n.to_lowercase().starts_with("boost target #1")),
+            "{hash:?}"
+        );
+        e.server.stop().await;
+    }
+
     #[tokio::test]
     async fn prompts_walk_through_the_real_tools() {
         let e = Ecu::sample(None).await;
