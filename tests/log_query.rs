@@ -1310,6 +1310,36 @@ mod offers {
             .collect()
     }
 
+    /// Every listed log's summary says what its list_logs row says.
+    async fn summaries_match_list_logs(logs: &Logs) {
+        let list = logs.ok("list_logs", json!({})).await;
+        let rows = markdown_rows(&list);
+        assert!(rows.len() > 1, "{list}");
+        for row in &rows[1..] {
+            // The file name as a client expands `{file}`: all but the
+            // unreserved characters percent-encoded.
+            let file: String = row[1]
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            let summary = read(logs, &format!("log://{file}")).await.unwrap();
+            assert_eq!(val(&summary, "file"), row[1]);
+            assert_eq!(val(&summary, "index"), row[0]);
+            assert_eq!(val(&summary, "date"), row[2]);
+            assert_eq!(val(&summary, "duration_s"), row[3]);
+            assert_eq!(val(&summary, "rows"), row[4]);
+            assert_eq!(val(&summary, "sample_rate_hz"), row[5]);
+            assert_eq!(flow_list(&val(&summary, "channels")).join(", "), row[6]);
+            assert_eq!(val(&summary, "logger"), row[7]);
+            assert!(summary.contains("query_logs"), "{summary}");
+        }
+    }
+
     #[tokio::test]
     async fn a_logs_summary_is_a_resource_saying_what_list_logs_says() {
         let logs = Logs::start(&sample_logs()).await;
@@ -1321,20 +1351,7 @@ mod offers {
             .unwrap();
         assert_eq!(templates.len(), 1);
         assert_eq!(templates[0].uri_template, "log://{file}");
-        let list = logs.ok("list_logs", json!({})).await;
-        let rows = markdown_rows(&list);
-        for row in &rows[1..] {
-            let summary = read(&logs, &format!("log://{}", row[1])).await.unwrap();
-            assert_eq!(val(&summary, "file"), row[1]);
-            assert_eq!(val(&summary, "index"), row[0]);
-            assert_eq!(val(&summary, "date"), row[2]);
-            assert_eq!(val(&summary, "duration_s"), row[3]);
-            assert_eq!(val(&summary, "rows"), row[4]);
-            assert_eq!(val(&summary, "sample_rate_hz"), row[5]);
-            assert_eq!(flow_list(&val(&summary, "channels")).join(", "), row[6]);
-            assert_eq!(val(&summary, "logger"), row[7]);
-            assert!(summary.contains("query_logs"), "{summary}");
-        }
+        summaries_match_list_logs(&logs).await;
         let e = read(&logs, "log://nope.csv").await.unwrap_err();
         assert!(e.contains("UNKNOWN_FILE") && e.contains(PLAIN), "{e}");
         // A segment variable: a path is no file name.
@@ -1350,6 +1367,17 @@ mod offers {
         assert_eq!(val(&summary, "file"), "my pull.csv");
         assert_eq!(val(&summary, "rows"), "2");
         assert_eq!(val(&summary, "channels"), "[RPM]");
+        logs.server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn shared_fixture_log_summaries_match_list_logs() {
+        let Some(dir) = fixtures("logs").map(|d| d.canonicalize().unwrap()) else {
+            eprintln!("skipped: no ../shared/fixtures/logs");
+            return;
+        };
+        let logs = Logs::start(&dir).await;
+        summaries_match_list_logs(&logs).await;
         logs.server.stop().await;
     }
 
