@@ -13,16 +13,28 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::{caller, progress};
+use benchtop::host::{caller, progress, resources};
 use exports::benchtop::cp1600::tools as wit;
 
 thread_local! {
     static SESSIONS: RefCell<Clients> = RefCell::new(Clients::new());
 }
 
-/// Runs a tool on the calling client's sessions only.
+/// Runs a tool on the calling client's sessions only, then tells the host
+/// which of their resources the call changed (once per URI per call; the
+/// host passes it to the subscriptions of this caller alone).
 fn with(f: impl FnOnce(&mut Sessions) -> ToolResult) -> Result<String, wit::ToolError> {
-    on_sessions(f).map(|v| v.to_string())
+    on_sessions(|s| {
+        let before = s.looks();
+        let r = f(s);
+        // A failed call may still have changed something (a load that
+        // failed halfway), so compare whatever the outcome.
+        for uri in offers::changed_uris(&before, &s.looks()) {
+            resources::changed(&uri);
+        }
+        r
+    })
+    .map(|v| v.to_string())
 }
 
 /// Runs `f` on the calling client's sessions only, any result type.

@@ -3,7 +3,8 @@
 //! session ids. Each resource is built on the document of the tool that
 //! shows the same thing, so a resource and its tool never disagree.
 
-use crate::tools::{DISASM_DEFAULT_SPAN, MEMORY_MAX, Sessions, ToolError};
+use crate::tools::{DISASM_DEFAULT_SPAN, Look, MEMORY_MAX, Sessions, ToolError};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Trace entries the trace resource shows (the newest ones).
@@ -119,6 +120,38 @@ pub fn trace(s: &mut Sessions, session_id: &str) -> Result<String, ToolError> {
     )
 }
 
+/// The URIs to announce after a call, from the caller's sessions as they
+/// looked before and after it: `…/state` when the CPU, memory or ROM
+/// changed, `…/trace` when the trace did, both for a session that came or
+/// went. Memory and disassembly URIs name any range, so they are not
+/// announced: a subscriber re-reads them on a state notice. One notice per
+/// URI per call however many instructions ran.
+pub fn changed_uris(before: &[(String, Look)], after: &[(String, Look)]) -> Vec<String> {
+    let old: BTreeMap<&str, &Look> = before.iter().map(|(id, l)| (id.as_str(), l)).collect();
+    let mut uris = Vec::new();
+    let mut announce = |id: &str, state: bool, trace: bool| {
+        if state {
+            uris.push(format!("cp1600://sessions/{id}/state"));
+        }
+        if trace {
+            uris.push(format!("cp1600://sessions/{id}/trace"));
+        }
+    };
+    for (id, now) in after {
+        match old.get(id.as_str()) {
+            Some(was) => announce(id, was.state != now.state, was.trace != now.trace),
+            None => announce(id, true, true),
+        }
+    }
+    let new: BTreeMap<&str, &Look> = after.iter().map(|(id, l)| (id.as_str(), l)).collect();
+    for (id, _) in before {
+        if !new.contains_key(id.as_str()) {
+            announce(id, true, true);
+        }
+    }
+    uris
+}
+
 /// Completion: the caller's own session ids starting with `value`, for any
 /// `session_id`; nothing for other arguments (symptoms and addresses are
 /// the user's to type).
@@ -193,7 +226,7 @@ A run that stops on a check (code-less address, stack fault) names the address a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::Clients;
+    use crate::tools::{Clients, RegisterWrite};
 
     fn with_session(id: &str) -> Sessions {
         let mut s = Sessions::new();
@@ -354,5 +387,72 @@ mod tests {
         assert_eq!(e.code, "SESSION_NOT_FOUND");
         let long = "y".repeat(10_000);
         assert!(debug_prompt(&mut s, &long, None).unwrap().len() < SYMPTOM_MAX + 3000);
+    }
+
+    /// The URIs a call on `s` announces.
+    fn announced(s: &mut Sessions, f: impl FnOnce(&mut Sessions)) -> Vec<String> {
+        let before = s.looks();
+        f(s);
+        changed_uris(&before, &s.looks())
+    }
+
+    #[test]
+    fn calls_announce_only_the_uris_they_changed() {
+        let mut s = with_session("a");
+        s.create_session(Some("b")).unwrap();
+        // NOP NOP NOP in RAM at $0200 in session a (b stays untouched).
+        let poke = announced(&mut s, |s| {
+            s.write_memory(Some("a"), 0x0200, &[0x034, 0x034, 0x034])
+                .unwrap();
+        });
+        assert_eq!(poke, ["cp1600://sessions/a/state"]);
+        let pc = announced(&mut s, |s| {
+            let mut w = RegisterWrite::default();
+            w.r[7] = Some(0x0200);
+            s.write_registers(Some("a"), &w).unwrap();
+        });
+        assert_eq!(pc, ["cp1600://sessions/a/state"]);
+        let read = announced(&mut s, |s| {
+            s.get_state(Some("a")).unwrap();
+            s.examine_memory(Some("a"), 0x5000, Some(3)).unwrap();
+        });
+        assert!(read.is_empty(), "{read:?}");
+        let step = announced(&mut s, |s| {
+            s.step(Some("a"), Some(2), None, &mut |_, _, _| true)
+                .unwrap();
+        });
+        assert_eq!(step, ["cp1600://sessions/a/state"], "tracing is off");
+        s.configure_trace(Some("a"), true, None).unwrap();
+        let traced = announced(&mut s, |s| {
+            s.step(Some("a"), Some(1), None, &mut |_, _, _| true)
+                .unwrap();
+        });
+        assert_eq!(
+            traced,
+            ["cp1600://sessions/a/state", "cp1600://sessions/a/trace"]
+        );
+        let reset = announced(&mut s, |s| {
+            s.reset(Some("a"), None).unwrap();
+        });
+        assert_eq!(
+            reset,
+            ["cp1600://sessions/a/state", "cp1600://sessions/a/trace"]
+        );
+        let interrupt = announced(&mut s, |s| {
+            s.interrupt(Some("a")).unwrap();
+        });
+        assert_eq!(interrupt, ["cp1600://sessions/a/state"]);
+        let gone = announced(&mut s, |s| {
+            s.destroy_session("b").unwrap();
+        });
+        assert_eq!(
+            gone,
+            ["cp1600://sessions/b/state", "cp1600://sessions/b/trace"]
+        );
+        let failed = announced(&mut s, |s| {
+            s.step(Some("nope"), None, None, &mut |_, _, _| true)
+                .unwrap_err();
+        });
+        assert!(failed.is_empty(), "{failed:?}");
     }
 }

@@ -65,6 +65,9 @@ struct Session {
     /// Code or data was written with `cp1600_write_memory`, so running
     /// without a ROM is deliberate.
     poked: bool,
+    /// Counts the calls that wrote memory (load, reset, write_memory), so
+    /// a change that leaves the registers alone is still seen by [`Look`].
+    edits: u64,
 }
 
 impl Session {
@@ -78,6 +81,16 @@ impl Session {
             "running"
         }
     }
+}
+
+/// A session as its resources show it, cheap to take and compare: the
+/// CPU state (plus pending interrupt, memory edits and whether a ROM is
+/// loaded) for `…/state`, memory and disassembly; the trace's settings,
+/// length and newest entry for `…/trace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Look {
+    pub state: (CpuState, bool, u64, bool),
+    pub trace: (bool, usize, usize, Option<u64>),
 }
 
 /// The sessions of one client (`benchtop:host/caller.id`): its own ids,
@@ -435,6 +448,7 @@ impl Sessions {
                 image_ram: vec![],
                 start: Start::plain(0x5000),
                 poked: false,
+                edits: 0,
             },
         );
         self.active = Some(id.clone());
@@ -668,6 +682,7 @@ impl Sessions {
             } else {
                 0
             };
+        s.edits = s.edits.wrapping_add(1);
         s.rom = Some(RomInfo {
             path: path.display().to_string(),
             format: image.format,
@@ -888,6 +903,7 @@ impl Sessions {
         let entry = start.pc;
         apply_start(&mut s.machine, &start);
         s.machine.clear_trace();
+        s.edits = s.edits.wrapping_add(1);
         Ok(
             json!({ "status": "reset", "pc": entry, "session_id": id, "rom_loaded": s.rom.is_some() }),
         )
@@ -907,6 +923,27 @@ impl Sessions {
             "sdbd_pending": st.d,
             "session_id": id,
         }))
+    }
+
+    /// What each of the caller's sessions shows through its resources, by
+    /// id: taken before and after a call to tell which URIs changed.
+    pub fn looks(&self) -> Vec<(String, Look)> {
+        self.sessions
+            .iter()
+            .map(|(id, s)| {
+                let m = &s.machine;
+                let look = Look {
+                    state: (m.cpu.st, m.cpu.irq, s.edits, s.rom.is_some()),
+                    trace: (
+                        m.tracing(),
+                        m.trace_capacity(),
+                        m.trace().len(),
+                        m.trace().back().map(|t| t.before.instructions),
+                    ),
+                };
+                (id.clone(), look)
+            })
+            .collect()
     }
 
     /// The caller's session ids, in order (for completion).
@@ -1172,6 +1209,7 @@ impl Sessions {
             mem.poke(address + i as u16, *v);
         }
         s.poked = true;
+        s.edits = s.edits.wrapping_add(1);
         let read_back: Vec<u16> = (0..values.len())
             .map(|i| mem.read(address + i as u16))
             .collect();

@@ -12,7 +12,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::{caller, progress};
+use benchtop::host::{caller, progress, resources};
 use exports::benchtop::x86_inspect::tools::{self as wit, CpuModel, Guest, ToolError};
 
 thread_local! {
@@ -29,6 +29,21 @@ fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, 
             code: e.code.into(),
             message: e.message,
         })
+}
+
+/// Runs a tool like [`with`], then tells the host which of the caller's
+/// resources the call changed (once per URI per call; the host passes it to
+/// this caller's subscriptions alone). Compared whatever the outcome, as a
+/// failed run may still have moved the machine.
+fn tool<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, ToolError> {
+    with(|s| {
+        let before = s.looks();
+        let r = f(s);
+        for uri in offers::changed_uris(&before, &s.looks()) {
+            resources::changed(&uri);
+        }
+        r
+    })
 }
 
 // Off wasm the plugin is type-checked but not exported: a native cdylib
@@ -54,27 +69,27 @@ impl Guest for Plugin {
             console_kib: a.console_kib,
             write_limit_kib: a.write_limit_kib,
         };
-        with(|s| s.load(&path, &o))
+        tool(|s| s.load(&path, &o))
     }
 
     fn list_machines() -> Result<String, ToolError> {
-        with(|s| Ok(s.list_machines()))
+        tool(|s| Ok(s.list_machines()))
     }
 
     fn remove_machine(a: wit::RemoveMachineArgs) -> Result<String, ToolError> {
-        with(|s| s.remove_machine(a.machine))
+        tool(|s| s.remove_machine(a.machine))
     }
 
     fn read_cpu_registers(a: wit::MachineArgs) -> Result<String, ToolError> {
-        with(|s| s.read_cpu_registers(a.machine))
+        tool(|s| s.read_cpu_registers(a.machine))
     }
 
     fn read_memory(a: wit::ReadMemoryArgs) -> Result<String, ToolError> {
-        with(|s| s.read_memory(a.address, a.length, a.machine))
+        tool(|s| s.read_memory(a.address, a.length, a.machine))
     }
 
     fn write_memory(a: wit::WriteMemoryArgs) -> Result<String, ToolError> {
-        with(|s| s.write_memory(a.address, &a.data, a.machine))
+        tool(|s| s.write_memory(a.address, &a.data, a.machine))
     }
 
     fn write_registers(a: wit::WriteRegistersArgs) -> Result<String, ToolError> {
@@ -94,49 +109,49 @@ impl Guest for Plugin {
             ip: a.ip,
             flags: a.flags,
         };
-        with(|s| s.write_registers(w, a.machine))
+        tool(|s| s.write_registers(w, a.machine))
     }
 
     fn list_functions(a: wit::ListFunctionsArgs) -> Result<String, ToolError> {
-        with(|s| s.list_functions(a.limit, a.machine))
+        tool(|s| s.list_functions(a.limit, a.machine))
     }
 
     fn read_cfg_cpu_graph(a: wit::ReadCfgCpuGraphArgs) -> Result<String, ToolError> {
-        with(|s| s.read_cfg_cpu_graph(a.node_limit, a.machine))
+        tool(|s| s.read_cfg_cpu_graph(a.node_limit, a.machine))
     }
 
     fn run(a: wit::RunArgs) -> Result<String, ToolError> {
         let mut report =
             |done: u64, total: u64| progress::report(done, total, &format!("{done} instructions"));
-        with(|s| s.run(a.max_instructions, a.machine, &mut report))
+        tool(|s| s.run(a.max_instructions, a.machine, &mut report))
     }
 
     fn step(a: wit::StepArgs) -> Result<String, ToolError> {
-        with(|s| s.step(a.count, a.machine))
+        tool(|s| s.step(a.count, a.machine))
     }
 
     fn add_breakpoint(a: wit::AddBreakpointArgs) -> Result<String, ToolError> {
-        with(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine))
+        tool(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine))
     }
 
     fn remove_breakpoint(a: wit::RemoveBreakpointArgs) -> Result<String, ToolError> {
-        with(|s| s.remove_breakpoint(a.id, a.machine))
+        tool(|s| s.remove_breakpoint(a.id, a.machine))
     }
 
     fn list_breakpoints(a: wit::MachineArgs) -> Result<String, ToolError> {
-        with(|s| s.list_breakpoints(a.machine))
+        tool(|s| s.list_breakpoints(a.machine))
     }
 
     fn read_disassembly(a: wit::ReadDisassemblyArgs) -> Result<String, ToolError> {
-        with(|s| s.read_disassembly(a.segment, a.offset, a.instruction_count, a.machine))
+        tool(|s| s.read_disassembly(a.segment, a.offset, a.instruction_count, a.machine))
     }
 
     fn read_console(a: wit::ReadConsoleArgs) -> Result<String, ToolError> {
-        with(|s| s.read_console(a.offset, a.max_bytes, a.machine))
+        tool(|s| s.read_console(a.offset, a.max_bytes, a.machine))
     }
 
     fn write_console_input(a: wit::WriteConsoleInputArgs) -> Result<String, ToolError> {
-        with(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine))
+        tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine))
     }
 }
 

@@ -67,6 +67,9 @@ pub struct Machine {
     bp_bitmap: Vec<u64>,
     pub exit_code: Option<u8>,
     pub halted: bool,
+    /// Counts loads and `write_memory` calls into this machine id, so a
+    /// change the registers do not show is still seen by `tools::Look`.
+    pub edits: u64,
 }
 
 impl Machine {
@@ -108,6 +111,7 @@ impl Machine {
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
             exit_code: None,
             halted: false,
+            edits: 0,
         })
     }
 

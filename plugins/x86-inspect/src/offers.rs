@@ -7,7 +7,8 @@
 use crate::console::Stream;
 use crate::cpu::Cpu;
 use crate::machine::{Machine, MachineId};
-use crate::tools::{Session, ToolError};
+use crate::tools::{Look, Session, ToolError};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Most bytes one memory read shows (as read_memory).
@@ -172,6 +173,42 @@ fn status_line(m: &Machine) -> String {
         m.cs_ip(),
         m.cpu.instructions
     )
+}
+
+/// The URIs to announce after a call, from the caller's machines as they
+/// looked before and after it: `…/registers` when the CPU or memory
+/// changed, `…/console` when the status line, output or input did, both for
+/// a machine that came, went or was reloaded. Memory URIs name any range,
+/// so they are not announced: a subscriber re-reads them on a registers
+/// notice. One notice per URI per call however many instructions ran.
+pub fn changed_uris(before: &[(MachineId, Look)], after: &[(MachineId, Look)]) -> Vec<String> {
+    let old: BTreeMap<MachineId, &Look> = before.iter().map(|(id, l)| (*id, l)).collect();
+    let mut uris = Vec::new();
+    let mut announce = |id: MachineId, registers: bool, console: bool| {
+        if registers {
+            uris.push(format!("x86://machines/{id}/registers"));
+        }
+        if console {
+            uris.push(format!("x86://machines/{id}/console"));
+        }
+    };
+    for (id, now) in after {
+        match old.get(id) {
+            Some(was) => announce(
+                *id,
+                was.registers != now.registers,
+                was.console != now.console,
+            ),
+            None => announce(*id, true, true),
+        }
+    }
+    let new: BTreeMap<MachineId, &Look> = after.iter().map(|(id, l)| (*id, l)).collect();
+    for (id, _) in before {
+        if !new.contains_key(id) {
+            announce(*id, true, true);
+        }
+    }
+    uris
 }
 
 /// Completion: the caller's own machine ids starting with `value`, for any
@@ -439,5 +476,58 @@ mod tests {
         );
         let long = "y".repeat(10_000);
         assert!(debug_prompt(&mut s, &long, None).unwrap().len() < SYMPTOM_MAX + 3000);
+    }
+
+    /// The URIs a call on `s` announces.
+    fn announced(s: &mut Session, f: impl FnOnce(&mut Session)) -> Vec<String> {
+        let before = s.looks();
+        f(s);
+        changed_uris(&before, &s.looks())
+    }
+
+    #[test]
+    fn calls_announce_only_the_uris_they_changed() {
+        let mut s = Session::default();
+        let mut id = String::new();
+        let load = announced(&mut s, |s| id = loaded(s));
+        let m: MachineId = id.parse().unwrap();
+        let regs = format!("x86://machines/{id}/registers");
+        let console = format!("x86://machines/{id}/console");
+        assert_eq!(load, [regs.clone(), console.clone()]);
+        let read = announced(&mut s, |s| {
+            s.read_cpu_registers(Some(m)).unwrap();
+            s.read_memory(0x100, 16, Some(m)).unwrap();
+            console_of(s, &id);
+        });
+        assert!(read.is_empty(), "{read:?}");
+        let poke = announced(&mut s, |s| {
+            s.write_memory(0x9000, "90", Some(m)).unwrap();
+        });
+        assert_eq!(poke, [regs.clone()], "memory shows through registers");
+        let typed = announced(&mut s, |s| {
+            s.write_console_input(Some("x"), None, Some(m)).unwrap();
+        });
+        assert_eq!(typed, [console.clone()]);
+        let step = announced(&mut s, |s| {
+            s.step(Some(1), Some(m)).unwrap();
+        });
+        assert_eq!(step, [regs.clone(), console.clone()], "status line moved");
+        let run = announced(&mut s, |s| {
+            s.run(None, Some(m), &mut |_, _| true).unwrap();
+        });
+        assert_eq!(run, [regs.clone(), console.clone()]);
+        assert!(console_of(&mut s, &id).contains("Hi!"));
+        let again = announced(&mut s, |s| {
+            s.run(None, Some(m), &mut |_, _| true).ok();
+        });
+        assert!(again.is_empty(), "an exited machine stays put: {again:?}");
+        let gone = announced(&mut s, |s| {
+            s.remove_machine(m).unwrap();
+        });
+        assert_eq!(gone, [regs, console]);
+    }
+
+    fn console_of(s: &mut Session, id: &str) -> String {
+        console(s, id).unwrap()
     }
 }

@@ -58,6 +58,19 @@ pub struct LoadOptions {
     pub write_limit_kib: Option<u32>,
 }
 
+/// Status shared by both resources: exit code, halted, CS:IP, instructions.
+type Status = (Option<u8>, bool, u16, u16, u64);
+
+/// A machine as its resources show it, cheap to take and compare: the CPU
+/// (plus memory edits and reloads) for `…/registers`, memory and
+/// disassembly; the status line, the streams' byte counts and the input
+/// queue for `…/console`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Look {
+    pub registers: ([u16; 8], [u16; 4], u16, Status, u64),
+    pub console: (Status, [u64; 3], (usize, u64, bool)),
+}
+
 /// The machines of one client (`benchtop:host/caller.id`) and its own
 /// default. Other clients' machines are not in here, so they answer exactly
 /// like unknown ones. Ids are random (53 bits,
@@ -302,6 +315,38 @@ impl Session {
         Ok(&mut self.machines[i])
     }
 
+    /// What each of the caller's machines shows through its resources, by
+    /// id: taken before and after a call to tell which URIs changed.
+    pub fn looks(&self) -> Vec<(MachineId, Look)> {
+        self.machines
+            .iter()
+            .map(|m| {
+                let c = &m.cpu;
+                let status = (
+                    m.exit_code,
+                    m.halted,
+                    c.sregs[cpu::CS],
+                    c.ip,
+                    c.instructions,
+                );
+                let i = &m.dos.input;
+                let look = Look {
+                    registers: (c.regs, c.sregs, c.flags, status, m.edits),
+                    console: (
+                        status,
+                        [
+                            m.dos.stdout.total(),
+                            m.dos.stderr.total(),
+                            m.dos.screen.total(),
+                        ],
+                        (i.pending(), i.consumed, i.closed),
+                    ),
+                };
+                (m.id, look)
+            })
+            .collect()
+    }
+
     /// The caller's machine ids, oldest first (for completion).
     pub fn machine_ids(&self) -> impl Iterator<Item = MachineId> + '_ {
         self.machines.iter().map(|m| m.id)
@@ -520,7 +565,10 @@ impl Session {
         match slot {
             Some(i) => {
                 // Keep the machine last so that it becomes the default.
-                self.machines.remove(i);
+                let old = self.machines.remove(i);
+                // A reload is a change even when the new machine starts
+                // exactly as the old one stood.
+                m.edits = old.edits.wrapping_add(1);
                 self.machines.push(m);
             }
             None => self.machines.push(m),
@@ -625,6 +673,7 @@ impl Session {
         for (i, b) in bytes.iter().enumerate() {
             m.cpu.wb(address + i as u32, *b);
         }
+        m.edits = m.edits.wrapping_add(1);
         Ok(to_json(
             &serde_json::json!({ "address": address, "length": bytes.len(), "wrapped": address as usize + bytes.len() > 0x100000 }),
         ))
