@@ -1140,3 +1140,115 @@ async fn another_clients_session_is_unknown_to_resources_prompt_and_completion()
     let e = bob.get_prompt(params).await.unwrap_err().to_string();
     assert!(e.contains("SESSION_NOT_FOUND"), "{e}");
 }
+
+/// Resource notices heard so far, after the host's 250 ms merge window.
+async fn heard(server: &Server) -> Vec<String> {
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    server.events.lock().unwrap().resource_updates.clone()
+}
+
+/// A call that changes a session announces its state (and its trace when
+/// tracing), once however many instructions ran; subscribers of other
+/// sessions or of unchanged URIs hear nothing, nor after a read.
+// resources/subscribe is the legacy form, and the one today's clients send.
+#[allow(deprecated)]
+#[tokio::test]
+async fn subscribers_hear_when_a_call_changes_their_session() {
+    use rmcp::model::SubscribeRequestParams;
+    let cp = Cp::samples().await;
+    cp.load("a", &sample("02-counter-loop")).await;
+    cp.load("b", &sample("02-counter-loop")).await;
+    for uri in [
+        "cp1600://sessions/a/state",
+        "cp1600://sessions/a/trace",
+        "cp1600://sessions/b/state",
+    ] {
+        cp.server
+            .client
+            .subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .unwrap();
+    }
+    assert!(heard(&cp.server).await.is_empty(), "nothing changed yet");
+    cp.ok("cp1600_step", json!({"session_id": "a", "count": 20}))
+        .await;
+    assert_eq!(
+        heard(&cp.server).await,
+        ["cp1600://sessions/a/state"],
+        "one notice for 20 instructions; the trace is off, b untouched"
+    );
+    cp.ok("cp1600_get_state", json!({"session_id": "a"})).await;
+    cp.ok(
+        "cp1600_examine_memory",
+        json!({"session_id": "a", "start_address": 0x200, "count": 1}),
+    )
+    .await;
+    assert_eq!(heard(&cp.server).await.len(), 1, "reads change nothing");
+    cp.ok(
+        "cp1600_configure_trace",
+        json!({"session_id": "a", "enabled": true}),
+    )
+    .await;
+    assert_eq!(
+        heard(&cp.server).await[1..],
+        ["cp1600://sessions/a/trace"],
+        "the trace resource shows whether tracing is on"
+    );
+    cp.ok("cp1600_run", json!({"session_id": "a"})).await;
+    let mut got = heard(&cp.server).await.split_off(2);
+    got.sort();
+    assert_eq!(
+        got,
+        ["cp1600://sessions/a/state", "cp1600://sessions/a/trace"]
+    );
+    // Another session's change reaches its own subscription only.
+    cp.ok("cp1600_reset", json!({"session_id": "b"})).await;
+    let got = heard(&cp.server).await;
+    assert_eq!(got[4..], ["cp1600://sessions/b/state"], "{got:?}");
+    cp.server.stop().await;
+}
+
+/// Over HTTP, a client subscribed to another client's session URI hears
+/// nothing when that client steps it, while the owner hears of it.
+#[allow(deprecated)]
+#[tokio::test]
+async fn another_client_subscribed_to_your_session_hears_nothing() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, SubscribeRequestParams};
+    use rmcp::transport::StreamableHttpClientTransport;
+    let plugins = only_plugin("cp1600.wasm");
+    let (_child, url) = e2e::serve_http(&["--plugins", plugins.path().to_str().unwrap()]).await;
+    let connect = || async {
+        let r = e2e::Recorder::default();
+        let events = r.events.clone();
+        let c = r
+            .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+            .await
+            .expect("HTTP MCP session");
+        (c, events)
+    };
+    let ((alice, alice_heard), (bob, bob_heard)) = (connect().await, connect().await);
+    let call = async |tool: &str, args: Value| {
+        let params = CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(args.as_object().unwrap().clone());
+        let r = alice.call_tool(params).await.unwrap();
+        assert!(!is_error(&r), "{tool}: {}", text(&r));
+    };
+    // NOP NOP NOP in RAM, and the PC on them: a program without a ROM.
+    call("cp1600_create_session", json!({"session_id": "alices"})).await;
+    call(
+        "cp1600_write_memory",
+        json!({"address": 0x200, "values": [0x34, 0x34, 0x34]}),
+    )
+    .await;
+    call("cp1600_write_registers", json!({"r7": 0x200})).await;
+    let uri = "cp1600://sessions/alices/state";
+    for c in [&alice, &bob] {
+        c.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    call("cp1600_step", json!({"count": 2})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert_eq!(alice_heard.lock().unwrap().resource_updates, [uri]);
+    assert!(bob_heard.lock().unwrap().resource_updates.is_empty());
+}

@@ -1010,3 +1010,121 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
     let e = bob.get_prompt(params).await.unwrap_err().to_string();
     assert!(e.contains("UNKNOWN_MACHINE"), "{e}");
 }
+
+/// Resource notices heard so far, after the host's 250 ms merge window.
+async fn heard(server: &Server) -> Vec<String> {
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let mut got = server.events.lock().unwrap().resource_updates.clone();
+    got.sort();
+    got
+}
+
+/// A call that changes a machine announces its registers and console
+/// where they changed, once however many instructions ran; subscribers of
+/// another machine hear nothing, nor after a read.
+// resources/subscribe is the legacy form, and the one today's clients send.
+#[allow(deprecated)]
+#[tokio::test]
+async fn subscribers_hear_when_a_call_changes_their_machine() {
+    use rmcp::model::SubscribeRequestParams;
+    let x = X86::samples().await;
+    let load = async || {
+        x.ok("load_program", json!({"path": sample("greet.com")}))
+            .await["machine"]
+            .as_u64()
+            .unwrap()
+    };
+    let (a, b) = (load().await, load().await);
+    let (regs, console) = (
+        format!("x86://machines/{a}/registers"),
+        format!("x86://machines/{a}/console"),
+    );
+    let other = format!("x86://machines/{b}/console");
+    for uri in [&regs, &console, &other] {
+        x.server
+            .client
+            .subscribe(SubscribeRequestParams::new(uri.as_str()))
+            .await
+            .unwrap();
+    }
+    assert!(heard(&x.server).await.is_empty(), "nothing changed yet");
+    x.ok("write_registers", json!({"machine": a, "ax": 7}))
+        .await;
+    assert_eq!(
+        heard(&x.server).await,
+        [regs.clone()],
+        "AX is not on the console"
+    );
+    x.ok(
+        "read_memory",
+        json!({"machine": a, "address": 0x870, "length": 16}),
+    )
+    .await;
+    x.ok("read_console", json!({"machine": a})).await;
+    assert_eq!(heard(&x.server).await.len(), 1, "reads change nothing");
+    let run = x.ok("run", json!({"machine": a})).await;
+    assert_eq!(run["stop_reason"], "exited");
+    let mut want = vec![console.clone(), regs.clone(), regs.clone()];
+    want.sort();
+    assert_eq!(heard(&x.server).await, want, "one notice each for the run");
+    x.ok("write_console_input", json!({"machine": b, "text": "y"}))
+        .await;
+    want.push(other.clone());
+    want.sort();
+    assert_eq!(
+        heard(&x.server).await,
+        want,
+        "typed input is news for b only"
+    );
+    x.server.stop().await;
+}
+
+/// Over HTTP, a client subscribed to another client's machine URI hears
+/// nothing when that client runs it, while the owner hears of it.
+#[allow(deprecated)]
+#[tokio::test]
+async fn another_client_subscribed_to_your_machine_hears_nothing() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, SubscribeRequestParams};
+    use rmcp::transport::StreamableHttpClientTransport;
+    let plugins = only_plugin("x86_inspect.wasm");
+    let allow = format!("{}:ro", samples().display());
+    let (_child, url) = e2e::serve_http(&[
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--allow",
+        &allow,
+    ])
+    .await;
+    let connect = || async {
+        let r = e2e::Recorder::default();
+        let events = r.events.clone();
+        let c = r
+            .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+            .await
+            .expect("HTTP MCP session");
+        (c, events)
+    };
+    let ((alice, alice_heard), (bob, bob_heard)) = (connect().await, connect().await);
+    let call = async |tool: &str, args: Value| {
+        let params = CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(args.as_object().unwrap().clone());
+        let r = alice.call_tool(params).await.unwrap();
+        assert!(!is_error(&r), "{tool}: {}", text(&r));
+        result_json(&r)
+    };
+    let m = call("load_program", json!({"path": sample("greet.com")})).await["machine"]
+        .as_u64()
+        .unwrap();
+    let uri = format!("x86://machines/{m}/console");
+    for c in [&alice, &bob] {
+        c.subscribe(SubscribeRequestParams::new(uri.as_str()))
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    call("run", json!({})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert_eq!(alice_heard.lock().unwrap().resource_updates, [uri]);
+    assert!(bob_heard.lock().unwrap().resource_updates.is_empty());
+}
