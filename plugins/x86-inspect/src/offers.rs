@@ -503,11 +503,11 @@ mod tests {
         let poke = announced(&mut s, |s| {
             s.write_memory(0x9000, "90", Some(m)).unwrap();
         });
-        assert_eq!(poke, [regs.clone()], "memory shows through registers");
+        assert_eq!(poke, [regs.as_str()], "memory shows through registers");
         let typed = announced(&mut s, |s| {
             s.write_console_input(Some("x"), None, Some(m)).unwrap();
         });
-        assert_eq!(typed, [console.clone()]);
+        assert_eq!(typed, [console.as_str()]);
         let step = announced(&mut s, |s| {
             s.step(Some(1), Some(m)).unwrap();
         });
