@@ -30,7 +30,7 @@ fn with(f: impl FnOnce(&mut Sessions) -> ToolResult) -> Result<String, wit::Tool
         // A failed call may still have changed something (a load that
         // failed halfway), so compare whatever the outcome.
         for uri in offers::changed_uris(&before, &s.looks()) {
-            resources::changed(&uri);
+            resources::changed_for_caller(&uri);
         }
         r
     })

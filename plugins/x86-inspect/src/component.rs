@@ -40,7 +40,7 @@ fn tool<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, 
         let before = s.looks();
         let r = f(s);
         for uri in offers::changed_uris(&before, &s.looks()) {
-            resources::changed(&uri);
+            resources::changed_for_caller(&uri);
         }
         r
     })
