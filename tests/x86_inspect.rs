@@ -1052,7 +1052,7 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
         .await;
     assert_eq!(
         heard(&x.server).await,
-        [regs.clone()],
+        [regs.as_str()],
         "AX is not on the console"
     );
     x.ok(
