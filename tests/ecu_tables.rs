@@ -1563,3 +1563,62 @@ mod offers {
         e.server.stop().await;
     }
 }
+
+#[tokio::test]
+async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
+    use e2e::Asker;
+    use rmcp::model::{CallToolRequestParams, ElicitationAction};
+    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+    let plugins = only_plugin("ecu_tables.wasm");
+    let defs = samples().join("definitions");
+    let allow = format!("{}:rw", dir.path().display());
+    let base = [
+        "serve",
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--definitions-path",
+        defs.to_str().unwrap(),
+        "--allow",
+        allow.as_str(),
+    ];
+    let patch = json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "add", "value": -1.5, "row": 11});
+    let call = async |client: &rmcp::service::RunningService<rmcp::RoleClient, Asker>| {
+        let params = CallToolRequestParams::new("patch_table")
+            .with_arguments(patch.as_object().unwrap().clone());
+        client.call_tool(params).await.unwrap()
+    };
+    let before = std::fs::read(&rom).unwrap();
+
+    // Declined: nothing is written, and the answer says so with its code.
+    let (client, asked) = Asker::connect(&base, ElicitationAction::Decline, None).await;
+    let r = call(&client).await;
+    assert!(is_error(&r), "{}", text(&r));
+    assert!(
+        text(&r).starts_with("PATCH_NOT_CONFIRMED: the user declined"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(std::fs::read(&rom).unwrap(), before, "the ROM is untouched");
+    let question = asked.lock().unwrap()[0].clone();
+    assert!(
+        question.contains("Ignition Timing Base Map") && question.contains("add -1.5, row 11"),
+        "{question}"
+    );
+    client.cancel().await.unwrap();
+
+    // Accepted: written as without a question.
+    let (client, _) = Asker::connect(&base, ElicitationAction::Accept, Some(json!({}))).await;
+    let r = call(&client).await;
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_ne!(std::fs::read(&rom).unwrap(), before);
+    client.cancel().await.unwrap();
+
+    // Turned off by the setting: no question, the patch is written.
+    let mut off = base.to_vec();
+    off.extend(["--confirm-patches", "off"]);
+    let (client, asked) = Asker::connect(&off, ElicitationAction::Decline, None).await;
+    let r = call(&client).await;
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(asked.lock().unwrap().is_empty());
+    client.cancel().await.unwrap();
+}

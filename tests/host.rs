@@ -885,59 +885,20 @@ async fn subscribers_hear_of_resource_changes_merged_and_only_their_own() {
     s.stop().await;
 }
 
-/// A client that answers every elicitation with `action` (and `content`).
-#[derive(Clone)]
-struct Asker {
-    action: rmcp::model::ElicitationAction,
-    content: Option<Value>,
-    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl rmcp::ClientHandler for Asker {
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _: rmcp::service::RequestContext<rmcp::RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            self.asked.lock().unwrap().push(message);
-        }
-        let mut r = rmcp::model::ElicitResult::new(self.action.clone());
-        r.content = self.content.clone();
-        Ok(r)
-    }
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        let mut info = rmcp::model::ClientConfig::default();
-        info.capabilities = serde_json::from_value(json!({"elicitation": {}})).unwrap();
-        info
-    }
-}
-
 #[tokio::test]
 async fn a_plugin_asks_the_user_and_falls_back_when_it_cannot() {
-    use rmcp::ServiceExt;
+    use e2e::Asker;
     use rmcp::model::ElicitationAction;
     let sb = sandbox("");
+    let args = [
+        "serve",
+        "--config",
+        sb.config.to_str().unwrap(),
+        "--workspace",
+        sb.rw.to_str().unwrap(),
+    ];
     let connect = async |action: ElicitationAction, content: Option<Value>| {
-        let mut cmd = tokio::process::Command::new(e2e::bin());
-        cmd.args([
-            "serve",
-            "--config",
-            sb.config.to_str().unwrap(),
-            "--workspace",
-            sb.rw.to_str().unwrap(),
-        ]);
-        let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
-        let asked = std::sync::Arc::default();
-        let client = Asker {
-            action,
-            content,
-            asked: std::sync::Arc::clone(&asked),
-        }
-        .serve(transport)
-        .await
-        .unwrap();
-        (client, asked)
+        Asker::connect(&args, action, content).await
     };
     let call = async |client: &rmcp::service::RunningService<rmcp::RoleClient, Asker>,
                       args: Value| {

@@ -674,3 +674,63 @@ pub fn sandbox(extra: &str) -> Sandbox {
         config,
     }
 }
+
+/// A client that can be asked (MCP elicitation) and answers every question
+/// with `action` and `content`, recording the questions' messages.
+#[derive(Clone)]
+pub struct Asker {
+    /// The answer it gives.
+    pub action: rmcp::model::ElicitationAction,
+    /// The form's values when it accepts.
+    pub content: Option<Value>,
+    /// The messages it was asked.
+    pub asked: Arc<Mutex<Vec<String>>>,
+}
+
+/// The questions an [`Asker`] was asked.
+pub type Asked = Arc<Mutex<Vec<String>>>;
+
+impl Asker {
+    /// Starts `benchtop ARGS…` and connects an asker to it; returns the
+    /// client and the list the questions land in.
+    pub async fn connect(
+        args: &[&str],
+        action: rmcp::model::ElicitationAction,
+        content: Option<Value>,
+    ) -> (RunningService<RoleClient, Asker>, Asked) {
+        let mut cmd = Command::new(bin());
+        cmd.args(args).kill_on_drop(true);
+        let transport = TokioChildProcess::new(cmd).expect("starting benchtop");
+        let asked: Asked = Arc::default();
+        let client = Asker {
+            action,
+            content,
+            asked: asked.clone(),
+        }
+        .serve(transport)
+        .await
+        .expect("MCP initialize");
+        (client, asked)
+    }
+}
+
+impl ClientHandler for Asker {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        let mut r = rmcp::model::ElicitResult::new(self.action.clone());
+        r.content = self.content.clone();
+        Ok(r)
+    }
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities = serde_json::from_value(serde_json::json!({"elicitation": {}}))
+            .expect("an elicitation capability");
+        info
+    }
+}

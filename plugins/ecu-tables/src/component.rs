@@ -37,6 +37,32 @@ fn explorer<T>(f: impl FnOnce(&mut Explorer, &Config) -> T) -> T {
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Component;
 
+/// The setting that turns the question before a patch off (`off`, `false`,
+/// `no` or `0`), for users who review patches their own way.
+const CONFIRM_VAR: &str = "ECU_CONFIRM_PATCHES";
+
+/// Asks the user to confirm a patch before it is written, when the client
+/// can ask (MCP elicitation) and the setting does not turn it off. A client
+/// that cannot ask gets the patch as before: the agent's call is the
+/// confirmation, and `diff_tables` shows what changed.
+fn confirm_patch(args: &tools::PatchTable) -> Result<(), Error> {
+    use benchtop::host::elicit::{Answer, ask};
+    let off = std::env::var(CONFIRM_VAR).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "false" | "no" | "0"
+        )
+    });
+    if off {
+        return Ok(());
+    }
+    match ask(&args.describe(), "") {
+        Answer::Accepted(_) | Answer::Unsupported => Ok(()),
+        Answer::Declined => Err(Error::NotConfirmed("declined")),
+        Answer::Cancelled => Err(Error::NotConfirmed("dismissed")),
+    }
+}
+
 /// Tells clients subscribed to the patched table's `rom://` resource that
 /// it changed (the host ignores URIs nobody subscribed to).
 fn announce_patch(ex: &mut Explorer, cfg: &Config, rom: &str, table: &str) {
@@ -95,6 +121,7 @@ impl wit::Guest for Component {
             force: args.force.unwrap_or(false),
         };
         with_explorer(|ex, cfg| {
+            confirm_patch(&args)?;
             let out = tools::patch_table(ex, cfg, &args)?;
             announce_patch(ex, cfg, &args.rom, &args.table);
             Ok(out)

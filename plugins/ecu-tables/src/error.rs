@@ -62,6 +62,11 @@ pub enum Error {
     #[error("{0}")]
     Checksum(#[from] ChecksumError),
 
+    #[error(
+        "the user {0} the patch; nothing was written. Ask what to change, or patch again with other values"
+    )]
+    NotConfirmed(&'static str),
+
     #[error("cannot write ROM {path}: {message}. The ROM on disk was not changed")]
     Write { path: PathBuf, message: String },
 }
@@ -87,6 +92,7 @@ impl Error {
             Error::OutOfRom(_) => "OUTSIDE_ROM",
             Error::Checksum(_) => "CHECKSUM_UNSUPPORTED",
             Error::Write { .. } => "WRITE_FAILED",
+            Error::NotConfirmed(_) => "PATCH_NOT_CONFIRMED",
         }
     }
 

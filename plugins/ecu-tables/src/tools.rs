@@ -99,6 +99,40 @@ pub struct PatchTable {
     pub force: bool,
 }
 
+impl PatchTable {
+    /// The patch in one sentence, for the user to confirm before it is
+    /// written: which cells of which table of which ROM, and how.
+    pub fn describe(&self) -> String {
+        let num = |v: Option<f64>| v.map_or_else(|| "?".to_owned(), |v| format!("{v}"));
+        let how = match self.op {
+            OpKind::Set => match &self.choice {
+                Some(c) => format!("set to `{c}`"),
+                None => format!("set to {}", num(self.value)),
+            },
+            OpKind::Add => format!("add {}", num(self.value)),
+            OpKind::Multiply => format!("multiply by {}", num(self.value)),
+            OpKind::Clamp => format!("clamp to {}..{}", num(self.min), num(self.max)),
+            OpKind::Smooth => "smooth".to_owned(),
+        };
+        let cells = match (self.row, self.col) {
+            (None, None) => "every cell".to_owned(),
+            (Some(r), None) => format!("row {r}"),
+            (None, Some(c)) => format!("column {c}"),
+            (Some(r), Some(c)) => format!("the cell at row {r}, column {c}"),
+        };
+        format!(
+            "Write `{}` in {}: {how}, {cells}{}? The ROM file is rewritten and its checksum updated.",
+            self.table,
+            self.rom,
+            if self.force {
+                ", even outside the safe range"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// `diff_tables` arguments.
 #[derive(Debug, Clone, Default)]
 pub struct DiffTables {
@@ -1051,5 +1085,43 @@ pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result
             };
             Ok(fm.with_body(&body))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_reads_as_one_sentence_to_confirm() {
+        let p = PatchTable {
+            rom: "stock.bin".into(),
+            table: "High Octane Timing".into(),
+            op: OpKind::Add,
+            value: Some(-1.5),
+            min: None,
+            max: None,
+            row: Some(3),
+            col: None,
+            choice: None,
+            force: false,
+        };
+        assert_eq!(
+            p.describe(),
+            "Write `High Octane Timing` in stock.bin: add -1.5, row 3? The ROM file is rewritten and its checksum updated."
+        );
+        let p = PatchTable {
+            op: OpKind::Clamp,
+            min: Some(0.0),
+            max: Some(20.0),
+            force: true,
+            ..p
+        };
+        assert!(
+            p.describe()
+                .contains("clamp to 0..20, row 3, even outside the safe range?"),
+            "{}",
+            p.describe()
+        );
     }
 }
