@@ -189,11 +189,23 @@ async fn results_errors_and_content_blocks_map_as_specified() {
     let r = s.call("plain_error", json!({"fail": false})).await;
     assert_eq!(text(&r), "plain success");
     let r = s.call("blocks", json!({})).await;
-    assert_eq!(r.content.len(), 2);
+    assert_eq!(r.content.len(), 4);
     assert_eq!(text(&r), "a caption");
     let image = r.content[1].as_image().expect("an image block");
     assert_eq!(image.mime_type, "image/png");
     assert_eq!(image.data, "iVBORw==");
+    let embedded = serde_json::to_value(&r.content[2]).unwrap();
+    assert_eq!(
+        embedded,
+        json!({"type": "resource", "resource": {"uri": "kitchen://bytes",
+            "mimeType": "application/octet-stream", "blob": "AAH+/w=="}})
+    );
+    let link = r.content[3].as_resource_link().expect("a resource link");
+    assert_eq!(
+        (link.uri.as_str(), link.name.as_str()),
+        ("kitchen://greeting", "greeting")
+    );
+    assert_eq!(link.description.as_deref(), Some("A fixed greeting."));
     s.stop().await;
 }
 

@@ -78,7 +78,8 @@ pub enum Role {
         mime: Option<String>,
     },
     /// `@prompt`: builds a prompt; its parameters are the prompt's
-    /// arguments, its `string` result the user message.
+    /// arguments, its `string` result the user message (or each of its
+    /// content blocks one user message).
     Prompt,
     /// `@completion`: `func(target: string, argument: string, value: string)
     /// -> list<string>`, suggesting values for an argument of one of the
@@ -514,7 +515,7 @@ fn check_non_tool_result(
         Role::Resource { .. } => {
             matches!(ok_output, Output::Text | Output::Json) || is_list_of(Type::U8)
         }
-        Role::Prompt => matches!(ok_output, Output::Text),
+        Role::Prompt => matches!(ok_output, Output::Text | Output::Blocks),
         Role::Completion => is_list_of(Type::String),
         Role::Tool => true,
     };
@@ -528,7 +529,8 @@ fn check_non_tool_result(
             },
             match role {
                 Role::Resource { .. } => "string (text), list<u8> (bytes), or a result of one",
-                Role::Prompt => "string (the user message), or a result of one",
+                Role::Prompt =>
+                    "string (the user message) or list<benchtop:host/content.block> (one user message each), or a result of one",
                 _ => "list<string>",
             }
         );

@@ -99,11 +99,15 @@ pub async fn get_prompt(
         ));
     };
     let def = &plugin.interface.prompts[index];
-    let text = match invoke(&plugin, Export::Prompt(index), def, &args, ctx).await? {
-        Some(Val::String(s)) => s,
-        _ => String::new(),
+    let messages = match invoke(&plugin, Export::Prompt(index), def, &args, ctx).await? {
+        Some(Val::String(s)) => vec![PromptMessage::new_text(MessageRole::User, s)],
+        blocks @ Some(Val::List(_)) => crate::result::blocks(blocks)
+            .into_iter()
+            .map(|b| PromptMessage::new(MessageRole::User, b))
+            .collect(),
+        _ => Vec::new(),
     };
-    let mut result = GetPromptResult::new(vec![PromptMessage::new_text(MessageRole::User, text)]);
+    let mut result = GetPromptResult::new(messages);
     result.description = Some(def.description.clone());
     Ok(result)
 }

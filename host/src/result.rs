@@ -3,7 +3,8 @@
 use crate::convert::to_json;
 use crate::interface::{ErrorOutput, Output};
 use base64::Engine as _;
-use rmcp::model::{CallToolResult, ContentBlock as Content};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rmcp::model::{CallToolResult, ContentBlock as Content, Resource, ResourceContents};
 use serde_json::{Value, json};
 use wasmtime::component::Val;
 
@@ -123,38 +124,90 @@ fn string_of(value: Option<Val>) -> String {
     }
 }
 
-fn blocks(value: Option<Val>) -> Vec<Content> {
+/// A `list<benchtop:host/content.block>` value as MCP content blocks.
+pub(crate) fn blocks(value: Option<Val>) -> Vec<Content> {
     let Some(Val::List(items)) = value else {
         return Vec::new();
     };
     items
         .into_iter()
         .filter_map(|item| match item {
-            Val::Variant(case, Some(payload)) => match (case.as_str(), *payload) {
-                ("text", Val::String(s)) => Some(Content::text(s)),
-                ("image", Val::Record(fields)) => {
-                    let mut mime = String::new();
-                    let mut data = Vec::new();
-                    for (name, v) in fields {
-                        match (name.as_str(), v) {
-                            ("mime-type", Val::String(s)) => mime = s,
-                            ("data", Val::List(bytes)) => {
-                                data = bytes
-                                    .into_iter()
-                                    .filter_map(|b| if let Val::U8(b) = b { Some(b) } else { None })
-                                    .collect()
-                            }
-                            _ => {}
-                        }
-                    }
-                    Some(Content::image(
-                        base64::engine::general_purpose::STANDARD.encode(data),
-                        mime,
-                    ))
-                }
-                _ => None,
-            },
+            Val::Variant(case, Some(payload)) => block(&case, *payload),
             _ => None,
         })
         .collect()
+}
+
+/// One `benchtop:host/content.block` as an MCP content block.
+fn block(case: &str, payload: Val) -> Option<Content> {
+    let fields = |v: Val| match v {
+        Val::Record(fields) => fields,
+        _ => Vec::new(),
+    };
+    match (case, payload) {
+        ("text", Val::String(s)) => Some(Content::text(s)),
+        ("image", image) => {
+            let mut mime = String::new();
+            let mut data = Vec::new();
+            for (name, v) in fields(image) {
+                match (name.as_str(), v) {
+                    ("mime-type", Val::String(s)) => mime = s,
+                    ("data", v) => data = bytes(v),
+                    _ => {}
+                }
+            }
+            Some(Content::image(BASE64.encode(data), mime))
+        }
+        ("resource", embedded) => {
+            let (mut uri, mut mime, mut contents) = (String::new(), String::new(), None);
+            for (name, v) in fields(embedded) {
+                match (name.as_str(), v) {
+                    ("uri", Val::String(s)) => uri = s,
+                    ("mime-type", Val::String(s)) => mime = s,
+                    ("contents", Val::Variant(kind, Some(inner))) => {
+                        contents = Some((kind, *inner))
+                    }
+                    _ => {}
+                }
+            }
+            let resource = match contents? {
+                (kind, Val::String(text)) if kind == "text" => ResourceContents::text(text, uri),
+                (_, v) => ResourceContents::blob(BASE64.encode(bytes(v)), uri),
+            };
+            Some(Content::resource(resource.with_mime_type(mime)))
+        }
+        ("resource-link", link) => {
+            let mut resource = Resource::new("", "");
+            for (name, v) in fields(link) {
+                match (name.as_str(), v) {
+                    ("uri", Val::String(s)) => resource.uri = s,
+                    ("name", Val::String(s)) => resource.name = s,
+                    ("description", Val::Option(Some(d))) => {
+                        if let Val::String(s) = *d {
+                            resource.description = Some(s);
+                        }
+                    }
+                    ("mime-type", Val::Option(Some(m))) => {
+                        if let Val::String(s) = *m {
+                            resource.mime_type = Some(s);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some(Content::resource_link(resource))
+        }
+        _ => None,
+    }
+}
+
+/// A `list<u8>` value's bytes.
+fn bytes(v: Val) -> Vec<u8> {
+    match v {
+        Val::List(items) => items
+            .into_iter()
+            .filter_map(|b| if let Val::U8(b) = b { Some(b) } else { None })
+            .collect(),
+        _ => Vec::new(),
+    }
 }

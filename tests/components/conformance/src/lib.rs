@@ -4,7 +4,7 @@ use std::time::Duration;
 
 wit_bindgen::generate!({ path: "wit", world: "plugin", generate_all });
 
-use benchtop::host::content::{Block, Image};
+use benchtop::host::content::{Block, Embedded, EmbeddedContents, Image};
 use benchtop::host::{log, progress};
 use exports::benchtop_test::conformance::{fixtures, offers};
 
@@ -31,6 +31,29 @@ impl fixtures::Guest for Fixtures {
             mime_type: "image/png".into(),
             data: RED_PIXEL_PNG.to_vec(),
         })]
+    }
+
+    fn test_embedded_resource() -> Vec<Block> {
+        vec![Block::Resource(Embedded {
+            uri: "test://embedded-resource".into(),
+            mime_type: "text/plain".into(),
+            contents: EmbeddedContents::Text("This is an embedded resource content.".into()),
+        })]
+    }
+
+    fn test_multiple_content_types() -> Vec<Block> {
+        vec![
+            Block::Text("Multiple content types test:".into()),
+            Block::Image(Image {
+                mime_type: "image/png".into(),
+                data: RED_PIXEL_PNG.to_vec(),
+            }),
+            Block::Resource(Embedded {
+                uri: "test://mixed-content-resource".into(),
+                mime_type: "application/json".into(),
+                contents: EmbeddedContents::Text(r#"{"test":"data","value":123}"#.into()),
+            }),
+        ]
     }
 
     fn test_error_handling() -> Result<String, String> {
@@ -156,6 +179,16 @@ impl offers::Guest for Fixtures {
 
     fn test_simple_prompt() -> String {
         "This is a simple prompt for testing.".into()
+    }
+
+    fn test_prompt_with_image() -> Vec<Block> {
+        vec![
+            Block::Image(Image {
+                mime_type: "image/png".into(),
+                data: RED_PIXEL_PNG.to_vec(),
+            }),
+            Block::Text("Please analyze the image above.".into()),
+        ]
     }
 
     fn test_prompt_with_arguments(arg1: String, arg2: String) -> String {

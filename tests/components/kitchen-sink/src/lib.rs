@@ -10,7 +10,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::content::{Block, Image};
+use benchtop::host::content::{Block, Embedded, EmbeddedContents, Image, Link};
 use benchtop::host::{log, progress};
 use exports::benchtop_test::kitchen_sink::{offers, sandbox, types};
 use types::{AppError, Color, Nested, Perms, Point, Shape};
@@ -88,6 +88,17 @@ impl types::Guest for KitchenSink {
             Block::Image(Image {
                 mime_type: "image/png".into(),
                 data: vec![0x89, b'P', b'N', b'G'],
+            }),
+            Block::Resource(Embedded {
+                uri: "kitchen://bytes".into(),
+                mime_type: "application/octet-stream".into(),
+                contents: EmbeddedContents::Bytes(vec![0, 1, 254, 255]),
+            }),
+            Block::ResourceLink(Link {
+                uri: "kitchen://greeting".into(),
+                name: "greeting".into(),
+                description: Some("A fixed greeting.".into()),
+                mime_type: None,
             }),
         ]
     }
@@ -274,7 +285,11 @@ impl offers::Guest for KitchenSink {
         format!("touched {} items {times} times", ids.len())
     }
 
-    fn delete_item(id: String, confirm: Option<bool>, with_reason: Option<bool>) -> Result<String, String> {
+    fn delete_item(
+        id: String,
+        confirm: Option<bool>,
+        with_reason: Option<bool>,
+    ) -> Result<String, String> {
         use benchtop::host::elicit::{Answer, ask};
         if confirm == Some(true) {
             return Ok(format!("deleted {id} (confirmed by argument)"));
