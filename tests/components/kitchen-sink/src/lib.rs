@@ -249,9 +249,6 @@ impl sandbox::Guest for KitchenSink {
     }
 }
 
-// Off wasm the generated export symbols clash with the host linker's rules;
-// the crate is only ever built as a component.
-#[cfg(target_arch = "wasm32")]
 impl offers::Guest for KitchenSink {
     fn greeting() -> String {
         "hello from a resource".into()
