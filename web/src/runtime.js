@@ -72,12 +72,26 @@ const environment = {
     initialCwd: () => WORKSPACE,
 };
 
+// Resource change notices: the page has no subscribers (it reads the
+// state it shows after every call), so there is no one to tell.
+const resources = {
+    changed: (_uri) => {},
+    changedForCaller: (_uri) => {},
+};
+
+// The page asks no one during a call: plugins fall back to their argument.
+const elicit = {
+    ask: (_message, _schema) => ({ tag: "unsupported" }),
+};
+
 const imports = {
     "benchtop:host/progress": progress,
     "benchtop:host/log": log,
     "benchtop:host/caller": caller,
     // Types only (tool-error); a component that uses it imports no functions.
     "benchtop:host/errors": {},
+    "benchtop:host/resources": resources,
+    "benchtop:host/elicit": elicit,
     "wasi:cli/environment": environment,
     "wasi:cli/exit": cli.exit,
     "wasi:cli/stdin": cli.stdin,
