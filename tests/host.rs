@@ -876,8 +876,10 @@ async fn subscribers_hear_of_resource_changes_merged_and_only_their_own() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     let updates = s.events.lock().unwrap().resource_updates.clone();
     assert!(
-        !updates.is_empty() && updates.len() <= 2,
-        "50 changes merge into one or two notices: {updates:?}"
+        // One per 250 ms while the call runs: one or two on an idle
+        // machine, a few more if a loaded one stalls the call.
+        !updates.is_empty() && updates.len() <= 5,
+        "50 changes merge into a few notices: {updates:?}"
     );
     assert!(
         updates.iter().all(|u| u == "kitchen://items/apple"),
