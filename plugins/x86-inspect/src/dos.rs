@@ -451,7 +451,8 @@ impl Dos {
                 self.screen.push(al);
                 match al {
                     b'\r' => self.cursor.1 = 0,
-                    b'\n' => self.cursor.0 = (self.cursor.0 + 1).min(24),
+                    // AH=02h may have put the row anywhere (DH=255).
+                    b'\n' => self.cursor.0 = self.cursor.0.saturating_add(1).min(24),
                     _ => self.cursor.1 = self.cursor.1.saturating_add(1),
                 }
             }
@@ -1400,6 +1401,20 @@ mod tests {
         assert_eq!(dos.stdout.contents(), b"hi");
         assert_eq!(cpu.sregs[CS], PSP_SEGMENT);
         assert_eq!(cpu.regs[SP], 0xFFFE);
+    }
+
+    #[test]
+    fn a_line_feed_below_any_row_stays_on_the_last_row() {
+        // Found by fuzzing: AH=02h set the row to 255, then a teletype
+        // line feed (AH=0Eh) added one to it.
+        let mut cpu = Cpu::new(Model::I80186);
+        let mut dos = Dos::new(PathBuf::from("/nonexistent-root"));
+        cpu.regs[AX] = 0x0200;
+        cpu.regs[DX] = 0xFF00;
+        dos.int10(&mut cpu);
+        cpu.regs[AX] = 0x0E0A;
+        dos.int10(&mut cpu);
+        assert_eq!(dos.cursor.0, 24);
     }
 
     #[test]
