@@ -93,7 +93,8 @@ pub fn date_from_clock(s: &str) -> Option<LogDate> {
     let (y, mo, dd) = (d.next()??, d.next()??, d.next()??);
     let secs = reader::parse_clock(time)? as i64;
     Some(LogDate {
-        secs: civil(y, mo, dd, 0, 0, 0)? + secs,
+        // A clock of absurd hours (found by fuzzing) is no date, not an overflow.
+        secs: civil(y, mo, dd, 0, 0, 0)?.checked_add(secs)?,
         utc: false,
     })
 }
@@ -479,6 +480,14 @@ impl Listing {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_clock_past_any_day_is_no_date() {
+        // Found by fuzzing: a time of day that saturates an i64 overflowed.
+        assert_eq!(date_from_clock("9999-12-31 99999999999999999999999:00:00"), None);
+        assert!(date_from_clock("2024-06-01 10:20:00.03125").is_some());
+    }
+
     use super::*;
 
     #[test]
