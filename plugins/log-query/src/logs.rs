@@ -484,7 +484,10 @@ mod tests {
     #[test]
     fn a_clock_past_any_day_is_no_date() {
         // Found by fuzzing: a time of day that saturates an i64 overflowed.
-        assert_eq!(date_from_clock("9999-12-31 99999999999999999999999:00:00"), None);
+        assert_eq!(
+            date_from_clock("2024-06-01 99999999999999999999999:00:00"),
+            None
+        );
         assert!(date_from_clock("2024-06-01 10:20:00.03125").is_some());
     }
 
