@@ -16,9 +16,26 @@ pub fn clip(text: &str) -> String {
     format!("{head}…{tail} ({count} characters)")
 }
 
+/// The first `max` characters of `text`, marked ` […cut]` when that is
+/// not all of it: a user's free text quoted in a prompt, bounded.
+pub fn head(text: &str, max: usize) -> String {
+    let kept: String = text.chars().take(max).collect();
+    if kept.len() < text.len() {
+        format!("{kept} […cut]")
+    } else {
+        kept
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_says_when_it_cut() {
+        assert_eq!(head("knock at 4000 rpm", 100), "knock at 4000 rpm");
+        assert_eq!(head("knock", 2), "kn […cut]");
+    }
 
     #[test]
     fn short_text_is_kept_and_long_text_is_clipped() {

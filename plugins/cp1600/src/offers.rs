@@ -173,15 +173,9 @@ pub fn debug_prompt(
     symptom: &str,
     session_id: Option<&str>,
 ) -> Result<String, ToolError> {
-    let symptom = symptom.trim();
-    let quoted: String = symptom.chars().take(SYMPTOM_MAX).collect();
-    let cut = if quoted.len() < symptom.len() {
-        " […cut]"
-    } else {
-        ""
-    };
+    let symptom = plugin_kit::text::head(symptom.trim(), SYMPTOM_MAX);
     let mut out = format!(
-        "Debug a CP-1600 (Intellivision) program running in the benchtop cp1600 emulator.\n\nSymptom: {quoted}{cut}\n\n"
+        "Debug a CP-1600 (Intellivision) program running in the benchtop cp1600 emulator.\n\nSymptom: {symptom}\n\n"
     );
     let id = match session_id.filter(|id| !id.is_empty()) {
         Some(id) => {

@@ -231,15 +231,9 @@ pub fn debug_prompt(
     symptom: &str,
     machine_id: Option<&str>,
 ) -> Result<String, ToolError> {
-    let symptom = symptom.trim();
-    let quoted: String = symptom.chars().take(SYMPTOM_MAX).collect();
-    let cut = if quoted.len() < symptom.len() {
-        " […cut]"
-    } else {
-        ""
-    };
+    let symptom = plugin_kit::text::head(symptom.trim(), SYMPTOM_MAX);
     let mut out = format!(
-        "Debug a DOS program running in the benchtop x86-inspect emulator (real-mode 8086/80186 PC with DOS services).\n\nSymptom: {quoted}{cut}\n\n"
+        "Debug a DOS program running in the benchtop x86-inspect emulator (real-mode 8086/80186 PC with DOS services).\n\nSymptom: {symptom}\n\n"
     );
     let id = match machine_id.filter(|m| !m.is_empty()) {
         Some(text) => {
