@@ -144,8 +144,43 @@ async fn every_type_round_trips() {
     without.as_object_mut().unwrap().remove("maybe_count");
     without["shape"] = json!("empty");
     let r = s.call("echo_nested", without).await;
-    assert_eq!(structured(&r)["maybe_count"], Value::Null);
+    // A `none` field of a result is left out, not written as null.
+    assert!(
+        structured(&r).get("maybe_count").is_none(),
+        "{}",
+        structured(&r)
+    );
     assert_eq!(structured(&r)["shape"], "empty");
+
+    // `@key` names a field's JSON key where WIT cannot spell it, in the
+    // result and its schema alike; the text is the same JSON.
+    let r = s.call("read_sensor", json!({"knock": true})).await;
+    assert_eq!(
+        structured(&r),
+        json!({"RPM": 3000, "knockRetard": 1.5, "source_name": "bench"})
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&r)).unwrap(),
+        structured(&r)
+    );
+    let r = s.call("read_sensor", json!({"knock": false})).await;
+    assert_eq!(
+        structured(&r),
+        json!({"RPM": 3000, "source_name": "bench"})
+    );
+    let tools = s.client.list_all_tools().await.unwrap();
+    let sensor = tools.iter().find(|t| t.name == "read_sensor").unwrap();
+    let schema = Value::Object((*sensor.output_schema.clone().expect("an output schema")).clone());
+    assert_eq!(schema["required"], json!(["RPM", "source_name"]));
+    let knock = schema["properties"]["knockRetard"].to_string();
+    assert!(
+        knock.contains("number") && !knock.contains("null"),
+        "{knock}"
+    );
+    assert_eq!(
+        schema["properties"]["RPM"]["description"],
+        "Engine speed in rpm."
+    );
 
     let r = s.call("echo_char", json!({"c": "😀"})).await;
     assert_eq!(structured(&r)["result"], json!(["😀", 0x1F600]));

@@ -4,6 +4,7 @@
 use crate::docs::{self, Tagged};
 use crate::names::{check_tool_name, json_name};
 use crate::schema::{self, Direction, resolve_alias};
+use crate::shape::Shape;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub enum Output {
     Structured {
         /// Whether the value is wrapped as `{"result": value}`.
         wrapped: bool,
+        /// How the value's type spells it in JSON.
+        shape: Arc<Shape>,
     },
     /// A `result<T, E>`: `ok` maps as above, `err` becomes an `isError` result.
     Result {
@@ -351,9 +354,9 @@ fn tool_def(
         bail!("tool `{name}` is tagged @json but does not return a string (or result<string, _>)");
     }
     let structured = match &output {
-        Output::Structured { wrapped } => func.result.map(|t| (t, *wrapped)),
+        Output::Structured { wrapped, .. } => func.result.map(|t| (t, *wrapped)),
         Output::Result { ok, .. } => match **ok {
-            Output::Structured { wrapped } => {
+            Output::Structured { wrapped, .. } => {
                 func.result.and_then(|t| match resolve_alias(resolve, &t) {
                     Err(TypeDefKind::Result(r)) => r.ok.map(|ok| (ok, wrapped)),
                     _ => None,
@@ -557,9 +560,15 @@ pub fn classify(resolve: &Resolve, ty: Option<&Type>, json_tag: bool) -> Output 
     match resolve_alias(resolve, ty) {
         Ok(Type::String) if json_tag => Output::Json,
         Ok(Type::String) => Output::Text,
-        Ok(_) => Output::Structured { wrapped: true },
+        Ok(_) => Output::Structured {
+            wrapped: true,
+            shape: Arc::default(),
+        },
         Err(TypeDefKind::List(inner)) if is_content_block(resolve, inner) => Output::Blocks,
-        Err(TypeDefKind::Record(_)) => Output::Structured { wrapped: false },
+        Err(TypeDefKind::Record(_)) => Output::Structured {
+            wrapped: false,
+            shape: Arc::new(Shape::of(resolve, ty)),
+        },
         Err(TypeDefKind::Result(r)) => Output::Result {
             ok: Box::new(classify(resolve, r.ok.as_ref(), json_tag)),
             err: match r.err.as_ref().map(|e| resolve_alias(resolve, e)) {
@@ -575,7 +584,10 @@ pub fn classify(resolve: &Resolve, ty: Option<&Type>, json_tag: bool) -> Output 
                 Some(_) => ErrorOutput::Other,
             },
         },
-        Err(_) => Output::Structured { wrapped: true },
+        Err(_) => Output::Structured {
+            wrapped: true,
+            shape: Arc::new(Shape::of(resolve, ty)),
+        },
     }
 }
 

@@ -33,5 +33,6 @@ pub mod scaffold;
 pub mod schema;
 pub mod server;
 pub mod settings;
+pub mod shape;
 pub mod uri_template;
 pub mod watch;

@@ -48,8 +48,8 @@ fn build(output: &Output, value: Option<Val>) -> CallToolResult {
             }
         }
         Output::Blocks => CallToolResult::success(blocks(value)),
-        Output::Structured { wrapped } => {
-            let json = value.as_ref().map_or(Value::Null, to_json);
+        Output::Structured { wrapped, shape } => {
+            let json = value.as_ref().map_or(Value::Null, |v| shape.to_json(v));
             let structured = if *wrapped {
                 json!({ "result": json })
             } else {
@@ -60,7 +60,13 @@ fn build(output: &Output, value: Option<Val>) -> CallToolResult {
         Output::Result { ok, err } => match value {
             Some(Val::Result(Ok(inner))) => build(ok, inner.map(|b| *b)),
             Some(Val::Result(Err(inner))) => error_result(*err, inner.map(|b| *b)),
-            other => build(&Output::Structured { wrapped: true }, other),
+            other => build(
+                &Output::Structured {
+                    wrapped: true,
+                    shape: Default::default(),
+                },
+                other,
+            ),
         },
     }
 }

@@ -4,6 +4,7 @@
 //! schemas are what MCP clients render and validate most reliably.
 
 use crate::names::json_name;
+use crate::shape::{field_description, field_key};
 use serde_json::{Map, Value, json};
 use wit_parser::{Handle, Resolve, Type, TypeDefKind};
 
@@ -71,10 +72,16 @@ pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Uns
             let mut props = Map::new();
             let mut required = Vec::new();
             for field in &record.fields {
-                let name = json_name(&field.name);
-                let (mut s, optional) = property(resolve, &field.ty, dir)?;
-                if let Some(doc) = &field.docs.contents {
-                    add_description(&mut s, doc);
+                // Results use the field's `@key` and leave a `none` out
+                // (`shape.rs`); arguments are matched by name (`convert.rs`).
+                let (name, (mut s, optional)) = match dir {
+                    Direction::Input => {
+                        (json_name(&field.name), property(resolve, &field.ty, dir)?)
+                    }
+                    Direction::Output => (field_key(field), omissible(resolve, &field.ty)?),
+                };
+                if let Some(doc) = field_description(field) {
+                    add_description(&mut s, &doc);
                 }
                 if !optional {
                     required.push(Value::String(name.clone()));
@@ -178,6 +185,15 @@ pub fn property(
         ));
     }
     Ok((schema(resolve, ty, dir)?, false))
+}
+
+/// The schema of a result record's field, and whether it may be missing: an
+/// `option` field that is `none` is left out of the object, never `null`.
+fn omissible(resolve: &Resolve, ty: &Type) -> Result<(Value, bool), Unsupported> {
+    match resolve_alias(resolve, ty) {
+        Err(TypeDefKind::Option(inner)) => Ok((schema(resolve, inner, Direction::Output)?, true)),
+        _ => Ok((schema(resolve, ty, Direction::Output)?, false)),
+    }
 }
 
 fn primitive(ty: Type, dir: Direction) -> Value {

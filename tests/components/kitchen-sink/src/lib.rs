@@ -63,6 +63,14 @@ impl types::Guest for KitchenSink {
 
     fn nothing() {}
 
+    fn read_sensor(knock: bool) -> types::Reading {
+        types::Reading {
+            rpm: 3000,
+            knock_retard: knock.then_some(1.5),
+            source_name: "bench".into(),
+        }
+    }
+
     fn structured_error(fail: bool) -> Result<Point, AppError> {
         if fail {
             Err(AppError {
