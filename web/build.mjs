@@ -41,6 +41,34 @@ for (const name of components) {
     }
 }
 
+// 1b. Each component's `@key` tags, from its WIT (the single source): the
+//     page spells typed results with them, as the host does.
+for (const name of components) {
+    const wit = readFileSync(join(repo, "wit", name.replace(/_/g, "-"), `${name.replace(/_/g, "-")}.wit`), "utf8");
+    writeFileSync(join(dist, "gen", name, "keys.json"), JSON.stringify(witKeys(wit, name)) + "\n");
+}
+
+/** `@key` tags of a WIT file: snake_case field name → key (see host/src/shape.rs). */
+function witKeys(wit, name) {
+    const keys = {};
+    let pending = null;
+    for (const line of wit.split("\n")) {
+        const doc = line.match(/^\s*\/\/\/\s*@key\s+(\S+)/);
+        if (doc) { pending = doc[1]; continue; }
+        if (/^\s*\/\//.test(line)) continue;
+        const field = line.match(/^\s*%?([a-zA-Z][a-zA-Z0-9-]*)\s*:/);
+        if (pending && field) {
+            const snake = field[1].toLowerCase().replace(/-/g, "_");
+            if (keys[snake] !== undefined && keys[snake] !== pending) {
+                throw new Error(`web: ${name}'s WIT gives field ${field[1]} two @keys (${keys[snake]}, ${pending}); the page cannot tell them apart`);
+            }
+            keys[snake] = pending;
+        }
+        pending = null;
+    }
+    return keys;
+}
+
 // 2. The WASI shim's browser build (plain ES modules, no bare imports).
 cpSync(join(web, "node_modules", "@bytecodealliance", "preview2-shim", "dist", "browser"),
     join(dist, "vendor", "preview2-shim"), { recursive: true });

@@ -131,6 +131,42 @@ export async function plugin(name) {
 }
 
 const camel = (s) => s.replace(/[-_]([a-z0-9])/g, (_, c) => c.toUpperCase());
+const snake = (s) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`).replace(/-/g, "_");
+
+// Each plugin's `@key` tags (snake_case field name → JSON key), which
+// build.mjs reads from the plugin's WIT: jco names fields in camelCase and
+// knows nothing of the tags.
+const keyMaps = {};
+async function keysOf(name) {
+    keyMaps[name] ??= fetch(new URL(`./gen/${name}/keys.json`, import.meta.url))
+        .then((r) => (r.ok ? r.json() : {}))
+        .catch(() => ({}));
+    return keyMaps[name];
+}
+
+/**
+ * A typed result as jco gives it, spelled the way benchtop's host spells it
+ * in JSON (docs/design.md, Contract 1): record fields by their `@key` or in
+ * snake_case, a `none` field left out, a variant as `"case"` or
+ * `{"case": payload}`, 64-bit integers as numbers, byte lists as arrays.
+ */
+export function toJson(value, keys = {}) {
+    if (value === undefined || value === null) return null;
+    if (typeof value === "bigint") return Number(value);
+    if (Array.isArray(value) || ArrayBuffer.isView(value)) return Array.from(value, (v) => toJson(v, keys));
+    if (typeof value !== "object") return value;
+    const fields = Object.keys(value);
+    if (typeof value.tag === "string" && fields.every((k) => k === "tag" || k === "val")) {
+        const tag = snake(value.tag);
+        return value.val === undefined ? tag : { [tag]: toJson(value.val, keys) };
+    }
+    const out = {};
+    for (const k of fields) {
+        if (value[k] === undefined) continue;
+        out[keys[snake(k)] ?? snake(k)] = toJson(value[k], keys);
+    }
+    return out;
+}
 
 /**
  * Calls an exported function by its MCP tool name with MCP-style JSON
@@ -156,5 +192,6 @@ export async function call(pluginName, tool, args, { record = true, bigints = []
         if (p && typeof p.code === "string") throw new Error(`${p.code}: ${p.message}`);
         throw e;
     }
-    return JSON.parse(out);
+    // `@json` tools return JSON text; typed ones a value to spell as JSON.
+    return typeof out === "string" ? JSON.parse(out) : toJson(out, await keysOf(pluginName));
 }
