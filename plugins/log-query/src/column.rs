@@ -21,14 +21,19 @@ fn string_ref(index: u32) -> f64 {
 /// One cell as the filter language sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Cell<'a> {
+    /// A number as parsed (never NaN: the text `NaN` is a `Str`).
     Num(f64),
+    /// An empty cell (filtrex's `null`).
     Null,
+    /// Any cell that is not a number, as written in the log.
     Str(&'a str),
 }
 
 /// One named column of a log.
 #[derive(Debug, Clone, Default)]
 pub struct Column {
+    /// The header's name for the column, exactly as written (filters and
+    /// `channels` match it case-sensitively).
     pub name: String,
     /// One value per row (numbers, or tagged NaNs for empty and text cells).
     pub values: Vec<f64>,
@@ -50,7 +55,8 @@ pub struct Column {
 }
 
 impl Column {
-    pub fn new(name: impl Into<String>) -> Self {
+    /// An empty, loaded column; the reader fills it row by row.
+    pub(crate) fn new(name: impl Into<String>) -> Self {
         Column {
             name: name.into(),
             loaded: true,
@@ -58,20 +64,23 @@ impl Column {
         }
     }
 
+    /// Appends a number parsed with `decimals` fraction digits.
     #[inline]
-    pub fn push_num(&mut self, v: f64, decimals: u8) {
+    pub(crate) fn push_num(&mut self, v: f64, decimals: u8) {
         self.values.push(v);
         if decimals > self.decimals {
             self.decimals = decimals;
         }
     }
 
-    pub fn push_null(&mut self) {
+    /// Appends an empty cell.
+    pub(crate) fn push_null(&mut self) {
         self.values.push(null());
         self.special += 1;
     }
 
-    pub fn push_text(&mut self, s: &str) {
+    /// Appends a text cell (anything that did not parse as a number).
+    pub(crate) fn push_text(&mut self, s: &str) {
         // Text columns usually repeat a few labels: reuse the last equal one.
         let index = match self.strings.iter().rposition(|x| x == s) {
             Some(i) if self.strings.len() - i <= 64 => i,
@@ -85,6 +94,7 @@ impl Column {
         self.text_cells += 1;
     }
 
+    /// The cell at `row` (panics past the last row, like indexing).
     #[inline]
     pub fn cell(&self, row: usize) -> Cell<'_> {
         self.cell_bits(self.values[row])

@@ -20,18 +20,25 @@ pub const MAX_COLUMNS: usize = 32_768;
 /// Lines of the head looked at.
 const MAX_LINES: usize = 400;
 
+/// The text encoding of a log file, sniffed from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
+    /// UTF-8 (or plain ASCII) without a byte-order mark: parsed as is.
     Utf8,
+    /// UTF-8 starting with the EF BB BF mark (Excel's "CSV UTF-8").
     Utf8Bom,
     /// Windows-1252, a superset of Latin-1's printable characters (what
     /// Windows loggers such as COBB's write for `°`).
     Windows1252,
+    /// UTF-16 little-endian (FF FE mark, or zero high bytes), as some
+    /// Windows loggers export.
     Utf16Le,
+    /// UTF-16 big-endian (FE FF mark).
     Utf16Be,
 }
 
 impl Encoding {
+    /// The name shown to agents, e.g. "UTF-16LE" or "Windows-1252".
     pub fn name(self) -> &'static str {
         match self {
             Encoding::Utf8 => "UTF-8",

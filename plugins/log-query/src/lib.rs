@@ -6,7 +6,6 @@
 //! tool fails with a [`ToolError`] whose code is one of [`error`]'s.
 
 pub mod column;
-pub mod detect;
 #[cfg(not(target_os = "wasi"))]
 pub mod duckdb;
 pub mod error;
@@ -20,5 +19,7 @@ pub mod separators;
 pub mod synth;
 
 mod component;
+// Layout detection is the reader's first step, not an API of its own.
+mod detect;
 
 pub use error::ToolError;

@@ -32,7 +32,11 @@ pub fn logs_dir() -> Result<PathBuf, ToolError> {
 /// when `utc`, otherwise in the logger's unknown local zone.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LogDate {
+    /// Seconds since 1970-01-01 00:00 of the date-time (as if UTC when the zone
+    /// is unknown).
     pub secs: i64,
+    /// True when the time is known to be UTC (a file's mtime); false for the
+    /// logger's own local clock.
     pub utc: bool,
 }
 
@@ -107,9 +111,14 @@ fn date_from_mtime(t: SystemTime) -> Option<LogDate> {
 /// One CSV file of the logs directory.
 #[derive(Debug, Clone)]
 pub struct LogFile {
+    /// The file name within the logs directory, as agents pass it in `file`.
     pub name: String,
+    /// Full path, for reading and as the cache key.
     pub path: PathBuf,
+    /// Modification time, when the filesystem gives one: with `size`, how the
+    /// cache tells an unchanged file.
     pub mtime: Option<SystemTime>,
+    /// Size in bytes.
     pub size: u64,
 }
 
@@ -151,12 +160,15 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<LogFile>, ToolError> {
 pub enum DateSource {
     /// The log's own text (a preamble, VCDS's first line, EvoScan's first row).
     Log,
+    /// The file name, e.g. `romraiderlog_20240601_102500.csv` (see
+    /// [`date_from_name`]).
     FileName,
     /// The file's modification time: the log states no date.
     Mtime,
 }
 
 impl DateSource {
+    /// The source as listed to agents: "log", "file name" or "file mtime".
     pub fn name(self) -> &'static str {
         match self {
             DateSource::Log => "log",
@@ -312,12 +324,11 @@ impl Cache {
             .map(|(_, _, why)| why.clone())
     }
 
-    pub fn len(&self) -> usize {
+    /// Logs cached now (parsed logs, not remembered failures): what the
+    /// tests check the read budget against.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
@@ -332,9 +343,12 @@ pub fn cache() -> &'static Mutex<Cache> {
 
 /// One entry of a [`Listing`].
 pub struct Item {
+    /// The file as listed.
     pub file: LogFile,
     /// The parsed log, once loaded.
     pub log: Option<Result<Arc<Log>, ToolError>>,
+    /// The date shown for the log and where it came from; none when nothing
+    /// dates it.
     pub date: Option<(LogDate, DateSource)>,
 }
 
@@ -346,6 +360,7 @@ pub const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// The logs directory, newest first.
 pub struct Listing {
+    /// Every CSV file of the directory, newest first (undated ones last).
     pub files: Vec<Item>,
     /// Logs `parse_all` asked for and left unread when the time budget ran out.
     pub unread: usize,

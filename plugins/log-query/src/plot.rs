@@ -15,18 +15,32 @@ use std::path::Path;
 /// Arguments of `plot_log`.
 #[derive(Debug, Clone, Default)]
 pub struct PlotArgs {
+    /// File name from `list_logs`; none plots the most recent log.
     pub file: Option<String>,
+    /// Channels to plot, one panel each, at most 8; none picks up to 4 of the
+    /// usual ones (RPM, Load, Knock, …).
     pub channels: Option<Vec<String>>,
+    /// filtrex expression whose matching rows are shaded red in every panel.
     pub filter: Option<String>,
+    /// Start of the window on the log's Time axis, in seconds; clamped to the
+    /// log.
     pub start_s: Option<f64>,
+    /// End of the window in seconds; must be after `start_s`.
     pub end_s: Option<f64>,
+    /// Image width in pixels, 320..2400 (default 1000).
     pub width: Option<u32>,
+    /// Image height in pixels, 200..2400 (default 160 per panel + 60).
     pub height: Option<u32>,
 }
 
+/// A rendered plot: the image and the text an agent reads instead of looking at
+/// it.
 #[derive(Debug)]
 pub struct Plot {
+    /// The PNG file's bytes.
     pub png: Vec<u8>,
+    /// Rows, time span, sample rate and each panel's value range, plus the
+    /// count of highlighted rows.
     pub caption: String,
 }
 

@@ -11,7 +11,10 @@ use plugin_kit::{Frontmatter, MarkdownTable};
 use std::path::Path;
 use std::sync::Arc;
 
+/// Table rows returned when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 200;
+/// Most table rows one call returns (a bigger answer would swamp an agent's
+/// context; page with `offset`).
 pub const MAX_LIMIT: u32 = 5000;
 const MAX_LISTED_FILES: usize = 100;
 
@@ -21,11 +24,18 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64, &str) -> bool;
 /// Arguments of `query_logs`.
 #[derive(Debug, Clone, Default)]
 pub struct QueryArgs {
+    /// filtrex expression the rows must match, e.g. "RPM > 3000 && Knock > 0".
     pub filter: String,
+    /// Channels shown beyond those the filter names.
     pub channels: Option<Vec<String>>,
+    /// One file from `list_logs`; none searches every log.
     pub file: Option<String>,
+    /// Target output rate in Hz: keeps every Nth matching row, N = round(log
+    /// rate / sample_rate).
     pub sample_rate: Option<f64>,
+    /// Most table rows returned, 1..=[`MAX_LIMIT`] (default [`DEFAULT_LIMIT`]).
     pub limit: Option<u32>,
+    /// Matching rows to skip first, for paging.
     pub offset: Option<u32>,
 }
 
@@ -47,7 +57,8 @@ fn trim_zeros(s: String) -> String {
     }
 }
 
-pub fn fmt_duration(s: f64) -> String {
+/// Seconds with at most two decimals, trailing zeros cut ("12.5", "3").
+pub(crate) fn fmt_duration(s: f64) -> String {
     trim_zeros(format!("{s:.2}"))
 }
 

@@ -8,25 +8,46 @@
 //! field reader (RFC 4180 quoting, decimal commas, thousands separators).
 
 use crate::column::Column;
-use crate::detect::{self, Encoding, Plan};
+pub use crate::detect::Encoding;
+use crate::detect::{self, Plan};
 use crate::separators::Separators;
 use std::fmt;
 
+/// The logger that wrote a log, as `list_logs` names it ([`Format::name`]); it
+/// decides how the header, units and time column are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Any CSV with a header line: the time column is found by its name.
     Plain,
+    /// EvoScan (Mitsubishi): `LogEntrySeconds` is the time axis, the first
+    /// row's date and time date the log.
     EvoScan,
+    /// RomRaider: `Time (msec)` or a clock time, `,` or `;`, headers repeated
+    /// or changed mid-file.
     RomRaider,
+    /// BtSsm: RomRaider's layout, told apart by its `BtSsm…` file name.
     BtSsm,
+    /// Tactrix OpenPort: the first columns are `sample` and `time` (seconds
+    /// since power-on).
     OpenPort,
+    /// COBB Accessport: an `AP Info` column, kept but not listed as a channel.
     Cobb,
+    /// ME7Logger (Bosch ME7): a preamble with the log's date, then alias and
+    /// units rows.
     Me7Logger,
+    /// VCDS (VW/Audi): the date on the first line, per-group stamp columns and
+    /// markers.
     Vcds,
+    /// LogWorks (Innovate LC-1/LM-1/LM-2): a `Session:` preamble or
+    /// `LC1`/`LM1`/`LM2` channels.
     LogWorks,
+    /// Zeitronix: a preamble naming Zeitronix, a ZTLog `Filename:` line, or a
+    /// `zt…` file name.
     Zeitronix,
 }
 
 impl Format {
+    /// The name agents see, e.g. "evoscan" or "cobb-accessport".
     pub fn name(self) -> &'static str {
         match self {
             Format::Plain => "csv",
@@ -43,17 +64,24 @@ impl Format {
     }
 }
 
+/// How a log's time column counts; rows are always turned into seconds from the
+/// log's start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeUnit {
+    /// Seconds (fractions allowed).
     Seconds,
+    /// Milliseconds (RomRaider's `Time (msec)`).
     Millis,
     /// Wall-clock `HH:MM:SS.fff`, converted to seconds since the first row.
     Clock,
 }
 
+/// Why a file is not a log the reader can parse.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReadError {
+    /// The file has no bytes.
     Empty,
+    /// No line of the head looks like a header of column names.
     NoHeader,
     /// Detection found something that is not a log it understands (why).
     NotALog(String),
@@ -85,14 +113,21 @@ impl std::error::Error for ReadError {}
 /// A parsed log.
 #[derive(Debug, Clone)]
 pub struct Log {
+    /// Every column of the file in header order, channels and bookkeeping
+    /// alike.
     pub columns: Vec<Column>,
     /// Time of each row in seconds (NaN where unknown).
     pub time: Vec<f64>,
+    /// Index in `columns` of the time axis; none when no column is one (then
+    /// every `time` is NaN and only row order is known).
     pub time_column: Option<usize>,
+    /// How the time column counts, when there is one.
     pub time_unit: Option<TimeUnit>,
     /// Decimals worth printing for `time`.
     pub time_decimals: u8,
+    /// The logger recognised.
     pub format: Format,
+    /// The field separator found (`,`, `;` or tab).
     pub delimiter: u8,
     /// Header lines met after the first (RomRaider rewrites them).
     pub header_changes: usize,
@@ -103,6 +138,7 @@ pub struct Log {
     /// The start date and time the log states (ME7Logger, VCDS, a
     /// preamble's date), seconds since 1970 of the logger's clock.
     pub start_date: Option<i64>,
+    /// The file's text encoding (non-UTF-8 files are converted while read).
     pub encoding: Encoding,
     /// Subtracted from the time column to give `time`: its first value when
     /// that is an absolute clock (OpenPort's seconds since power-on), else 0.
@@ -123,7 +159,10 @@ const BOOKKEEPING: [&str; 4] = ["LogID", "LogEntryDate", "LogEntryTime", "LogEnt
 /// axis candidates and EvoScan's date) are always converted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Need {
+    /// Every column is converted (a plot of defaults, an offer's summary).
     All,
+    /// Only these columns (exact names) are converted, plus the time axis and
+    /// EvoScan's date.
     Named(Vec<String>),
 }
 
@@ -133,6 +172,7 @@ impl Need {
         Need::Named(names.into_iter().map(|n| n.as_ref().to_string()).collect())
     }
 
+    /// True when `column` (an exact name) must be converted.
     pub fn wants(&self, column: &str) -> bool {
         match self {
             Need::All => true,
@@ -166,6 +206,7 @@ impl Need {
 }
 
 impl Log {
+    /// Rows of the log (lines of numbers after the header block).
     pub fn rows(&self) -> usize {
         self.time.len()
     }
@@ -186,6 +227,7 @@ impl Log {
             .collect()
     }
 
+    /// The column named exactly `name` (case-sensitive, as filters match).
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
     }
@@ -744,7 +786,9 @@ fn read_detected(
 /// the tests and the `csv_log` fuzz target make [`read_columns`] meet every
 /// piece boundary.
 pub struct Trickle<'a> {
+    /// The file's remaining bytes.
     pub data: &'a [u8],
+    /// Bytes handed out per read at most (at least 1 for progress).
     pub most: usize,
 }
 
@@ -782,6 +826,9 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// A parser for `file_name` (its name helps detect RomRaider and Zeitronix
+    /// and date the log), converting the columns `need` names; `size_hint` is
+    /// the file's size in bytes, for sizing the columns.
     pub fn new(file_name: &str, need: Need, size_hint: u64) -> Reader {
         Reader {
             file_name: file_name.to_string(),

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 /// splitmix64: small, seedable, identical on every platform.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
@@ -35,18 +35,33 @@ impl Rng {
 /// One instant of the drive.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
+    /// Seconds from the start of the drive (jittered around the nominal
+    /// period).
     pub t: f64,
+    /// Engine speed in rpm (at least 600, about 7000 at the end of a pull).
     pub rpm: f64,
+    /// Engine load on an Evo-style scale, not percent: about 12..20 off
+    /// throttle, 230..270 at wide-open throttle.
     pub load: f64,
+    /// Knock counts this sample, 0..4 (only under wide-open throttle and high
+    /// load).
     pub knock: u32,
+    /// Running knock sum, 0..40, decaying slowly while no knock is heard.
     pub knock_sum: u32,
+    /// Throttle position in percent, 0..100.
     pub throttle: f64,
+    /// Manifold absolute pressure in kPa (at least 15).
     pub map_kpa: f64,
     /// None while the wideband has no reading.
     pub afr: Option<f64>,
+    /// Intake air temperature in °C, 30..45.
     pub iat: f64,
+    /// Ignition advance in degrees before top dead centre.
     pub timing: f64,
+    /// Vehicle speed in km/h.
     pub speed_kmh: f64,
+    /// The script's phase: idle, launch, pull1, shift, pull2, lift, cruise,
+    /// decel.
     pub phase: &'static str,
 }
 

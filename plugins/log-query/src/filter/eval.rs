@@ -44,12 +44,20 @@ impl Value<'_> {
 /// Why a row could not be evaluated; such a row does not match.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EvalError {
+    /// The filter names a channel (given) that this log lacks.
     UnknownChannel(String),
+    /// An operator or function met a value of the wrong kind, e.g. text in
+    /// arithmetic or an empty cell in a comparison.
     UnexpectedType {
+        /// What the operation needs, e.g. "a number".
         expected: &'static str,
+        /// What the row gave, e.g. "an empty cell".
         got: &'static str,
     },
+    /// `name of x` asked for something other than `length` or an index
+    /// within the list.
     UnknownProperty(String),
+    /// A `~=` pattern computed from the row did not compile (the message).
     Regex(String),
 }
 

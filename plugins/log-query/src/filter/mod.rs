@@ -7,13 +7,16 @@
 //! fails (an empty cell in a comparison, a type error, a channel this log
 //! lacks) does not match, and is counted.
 
-pub mod eval;
-pub mod jsnum;
-pub mod syntax;
+// The parser, interpreter and JavaScript number rules are internals of
+// `Filter`: callers compile, bind and scan, and see only the two errors.
+mod eval;
+mod jsnum;
+mod syntax;
 mod vector;
 
 use crate::column::Column;
-use eval::{EvalError, Interpreter};
+pub use eval::EvalError;
+use eval::Interpreter;
 pub use syntax::CompileError;
 use syntax::{Expr, NameRef};
 
@@ -38,6 +41,8 @@ pub struct ScanStats {
 }
 
 impl Filter {
+    /// Parses `source` and compiles its literal `~=` patterns once; the
+    /// error points at the offending character and says what would fit.
     pub fn compile(source: &str) -> Result<Filter, CompileError> {
         let parsed = syntax::parse(source)?;
         Ok(Filter {
@@ -48,6 +53,7 @@ impl Filter {
         })
     }
 
+    /// The filter text as given, for messages and cache keys.
     pub fn source(&self) -> &str {
         &self.source
     }
@@ -268,7 +274,10 @@ pub fn compile_regex(pattern: &str) -> Result<regex_lite::Regex, String> {
         })
 }
 
-pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+/// The channel an agent most likely meant by `name`: a case-insensitive
+/// match, else the nearest within about a third of the name's length in
+/// edits, else one containing the other (for "did you mean" hints).
+pub(crate) fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     // No channel name is this long: comparing it with every channel of a
     // wide log would cost seconds for a suggestion nobody needs.
     if name.len() > 200 {

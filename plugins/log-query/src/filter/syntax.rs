@@ -13,10 +13,13 @@ use std::fmt;
 /// and what would have been accepted there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompileError {
+    /// What was wrong, e.g. "unterminated string: missing closing \"".
     pub message: String,
     /// 1-based character position in the filter text.
     pub position: usize,
+    /// What would have been accepted there, or the channel probably meant.
     pub hint: Option<String>,
+    /// The whole filter text, so `Display` can show a caret under `position`.
     pub source: String,
 }
 
