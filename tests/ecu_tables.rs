@@ -1622,3 +1622,63 @@ async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
     assert!(asked.lock().unwrap().is_empty());
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
+    use e2e::Asker;
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction};
+    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+    let plugins = only_plugin("ecu_tables.wasm");
+    let defs = samples().join("definitions");
+    let allow = format!("{}:rw", dir.path().display());
+    let args = [
+        "serve",
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--definitions-path",
+        defs.to_str().unwrap(),
+        "--allow",
+        allow.as_str(),
+    ];
+    let params = CallToolRequestParams::new("patch_table").with_arguments(
+        json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "add", "value": -1.5, "row": 11})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let before = std::fs::read(&rom).unwrap();
+
+    // The first round answers with the question, not a result, and writes nothing.
+    let (client, asked) = Asker::connect_2026(&args, ElicitationAction::Decline, None).await;
+    let first = client.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(questions) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let requests = questions.input_requests.expect("a question");
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert!(questions.request_state.is_some());
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        before,
+        "nothing written before an answer"
+    );
+
+    // rmcp's client asks its user and retries: declined writes nothing.
+    let r = client.call_tool(params.clone()).await.unwrap();
+    assert!(is_error(&r), "{}", text(&r));
+    assert!(text(&r).starts_with("PATCH_NOT_CONFIRMED"), "{}", text(&r));
+    assert_eq!(std::fs::read(&rom).unwrap(), before);
+    assert!(
+        asked.lock().unwrap()[0].contains("Ignition Timing Base Map"),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+    client.cancel().await.unwrap();
+
+    // Accepted: the retried call writes the patch.
+    let (client, _) = Asker::connect_2026(&args, ElicitationAction::Accept, Some(json!({}))).await;
+    let r = client.call_tool(params).await.unwrap();
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_ne!(std::fs::read(&rom).unwrap(), before);
+    client.cancel().await.unwrap();
+}

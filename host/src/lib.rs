@@ -28,6 +28,7 @@ pub mod plugin;
 pub mod primitives;
 pub mod registry;
 pub mod result;
+pub mod rounds;
 pub mod sandbox;
 pub mod scaffold;
 pub mod schema;

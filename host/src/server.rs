@@ -9,6 +9,7 @@ use crate::call::{CallContext, call_tool, clip};
 use crate::host::LogEvent;
 use crate::imports::{LogLevel, ProgressSink};
 use crate::registry::Registry;
+use crate::rounds::Rounds;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -503,11 +504,28 @@ impl ServerHandler for Server {
             });
             sink
         });
+        // From 2026-07-28 questions go back as an `input_required` result
+        // and the call runs again with the answers (`rounds.rs`).
+        let rounds = (context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize())
+            && context
+                .client_capabilities()
+                .is_some_and(|c| c.elicitation.is_some()))
+        .then(|| {
+            Arc::new(Rounds::new(
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+            ))
+        });
         let ctx = CallContext {
             cancel: context.ct.clone(),
             progress,
             caller: caller_of(&context.extensions, &self.anonymous),
-            elicit: elicitor(&context.peer),
+            elicit: match &rounds {
+                Some(rounds) => Some(rounds.elicitor()),
+                None => elicitor(&context.peer),
+            },
         };
         let args = request.arguments.unwrap_or_default();
         // The snapshot is taken now: a hot swap during the call does not
@@ -520,7 +538,10 @@ impl ServerHandler for Server {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), forwarder).await;
         }
         match result {
-            Ok(result) => Ok(result.into()),
+            Ok(result) => Ok(match rounds.and_then(|r| r.input_required()) {
+                Some(questions) => questions.into(),
+                None => result.into(),
+            }),
             Err(unknown) => Err(ErrorData::invalid_params(unknown.to_string(), None)),
         }
     }

@@ -714,6 +714,36 @@ impl Asker {
     }
 }
 
+impl Asker {
+    /// Like [`Asker::connect`], but speaking MCP 2026-07-28 without an
+    /// `initialize` handshake: every request carries the client's version
+    /// and capabilities, and questions come back as `input_required`
+    /// results that rmcp's client answers (through this asker) and retries.
+    pub async fn connect_2026(
+        args: &[&str],
+        action: rmcp::model::ElicitationAction,
+        content: Option<Value>,
+    ) -> (RunningService<RoleClient, Asker>, Asked) {
+        let mut cmd = Command::new(bin());
+        cmd.args(args).kill_on_drop(true);
+        let transport = TokioChildProcess::new(cmd).expect("starting benchtop");
+        let asked: Asked = Arc::default();
+        let client = Asker {
+            action,
+            content,
+            asked: asked.clone(),
+        };
+        let mut server = rmcp::model::InitializeResult::new(Default::default());
+        server.protocol_version = rmcp::model::ProtocolVersion::V_2026_07_28;
+        let running = rmcp::service::serve_directly::<RoleClient, _, _, _, _>(
+            client,
+            transport,
+            Some(server.into()),
+        );
+        (running, asked)
+    }
+}
+
 impl ClientHandler for Asker {
     async fn create_elicitation(
         &self,
