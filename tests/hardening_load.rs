@@ -72,17 +72,17 @@ fn load_call(client: usize, k: usize, machine: u64) -> (&'static str, Value) {
         },
         3 => match n % 5 {
             0 => (
-                "load_program",
+                "x86_load_program",
                 json!({"path": "dos/sums.com", "machine": machine}),
             ),
-            1 => ("step", json!({"machine": machine, "count": 2})),
+            1 => ("x86_step", json!({"machine": machine, "count": 2})),
             2 => ("read_cpu_registers", json!({"machine": machine})),
             3 => (
                 "read_memory",
                 json!({"machine": machine, "address": 2416, "length": 64}),
             ),
             _ => (
-                "read_disassembly",
+                "x86_read_disassembly",
                 json!({"machine": machine, "instruction_count": 8}),
             ),
         },
@@ -214,7 +214,7 @@ async fn load_16_http_clients_20000_mixed_calls() {
             .unwrap();
             let mut machine = 0;
             if c < MACHINE_CLIENTS {
-                let r = call(&client, "load_program", json!({"path": "dos/sums.com"}))
+                let r = call(&client, "x86_load_program", json!({"path": "dos/sums.com"}))
                     .await
                     .unwrap();
                 let m = &r.structured_content.unwrap()["machine"];

@@ -219,12 +219,12 @@ fn base_arguments(tool: &str) -> Value {
         "cp1600_set_breakpoint" => json!({"address": 20482}),
         "cp1600_write_memory" => json!({"address": 512, "values": [1, 2]}),
         "cp1600_run" | "cp1600_run_until" => json!({"max_cycles": 1000}),
-        "load_program" => json!({"path": "dos/sums.com"}),
+        "x86_load_program" => json!({"path": "dos/sums.com"}),
         "read_memory" => json!({"address": 256, "length": 16}),
-        "write_memory" => json!({"address": 4096, "data": "90"}),
-        "remove_breakpoint" => json!({"id": 1}),
-        "remove_machine" => json!({"machine": 1}),
-        "run" => json!({"max_instructions": 1000}),
+        "x86_write_memory" => json!({"address": 4096, "data": "90"}),
+        "x86_remove_breakpoint" => json!({"id": 1}),
+        "x86_remove_machine" => json!({"machine": 1}),
+        "x86_run" => json!({"max_instructions": 1000}),
         "import_btsnoop" => json!({"path": "ble-buffer/btsnoop_hci.log"}),
         "search_packets" => json!({"hex_pattern": "01"}),
         "scan_devices" => json!({"duration": 1000}),
@@ -284,7 +284,7 @@ async fn prepare(s: &mut RawServer, plugin: &str) {
             .await;
         }
         "x86_inspect.wasm" => {
-            let r = must(s, "list_machines", json!({})).await;
+            let r = must(s, "x86_list_machines", json!({})).await;
             let list: Value = serde_json::from_str(&raw_text(&r)).unwrap_or(Value::Null);
             let ids: Vec<u64> = list["machines"]
                 .as_array()
@@ -293,10 +293,10 @@ async fn prepare(s: &mut RawServer, plugin: &str) {
                 .filter_map(|m| m["machine"].as_u64())
                 .collect();
             for id in ids {
-                must(s, "remove_machine", json!({"machine": id})).await;
+                must(s, "x86_remove_machine", json!({"machine": id})).await;
             }
-            must(s, "load_program", json!({"path": "dos/sums.com"})).await;
-            must(s, "add_breakpoint", json!({"address": 0x970})).await;
+            must(s, "x86_load_program", json!({"path": "dos/sums.com"})).await;
+            must(s, "x86_add_breakpoint", json!({"address": 0x970})).await;
         }
         "ble_buffer.wasm" => {
             must(
@@ -319,7 +319,7 @@ fn probe(plugin: &str) -> (&'static str, Value) {
             json!({"filter": "RPM > 6000", "file": "log-2026-02-22T14-30-00-000Z.csv", "limit": 1}),
         ),
         "cp1600.wasm" => ("cp1600_list_sessions", json!({})),
-        "x86_inspect.wasm" => ("list_machines", json!({})),
+        "x86_inspect.wasm" => ("x86_list_machines", json!({})),
         _ => ("status", json!({})),
     }
 }

@@ -173,19 +173,19 @@ async fn x86_machines_belong_to_the_client_that_loaded_them() {
     let greet = repo().join("samples/dos/greet.com");
     let path = greet.to_str().unwrap();
 
-    let loaded = a.ok("load_program", json!({"path": path})).await;
+    let loaded = a.ok("x86_load_program", json!({"path": path})).await;
     let m = loaded["machine"].as_u64().unwrap();
     // Minted, not counted: a random integer below 2^53 (exact in any JSON
     // client), so no id tells anything about another.
     assert!((1..1 << 53).contains(&m), "machine id {m}");
-    let second = a.ok("load_program", json!({"path": path})).await["machine"]
+    let second = a.ok("x86_load_program", json!({"path": path})).await["machine"]
         .as_u64()
         .unwrap();
     assert!(second != m && second != m + 1, "ids {m}, {second}");
-    a.ok("remove_machine", json!({"machine": second})).await;
+    a.ok("x86_remove_machine", json!({"machine": second})).await;
     let before = a.ok("read_cpu_registers", json!({"machine": m})).await;
 
-    let listed = b.ok("list_machines", json!({})).await;
+    let listed = b.ok("x86_list_machines", json!({})).await;
     assert_eq!(listed["machines"], json!([]), "B lists A's machines");
     assert_eq!(listed["default"], Value::Null);
     let (code, unknown) = b
@@ -198,10 +198,10 @@ async fn x86_machines_belong_to_the_client_that_loaded_them() {
             "read_memory",
             json!({"machine": m, "address": 256, "length": 4}),
         ),
-        ("run", json!({"machine": m})),
-        ("step", json!({"machine": m})),
-        ("read_console", json!({"machine": m})),
-        ("remove_machine", json!({"machine": m})),
+        ("x86_run", json!({"machine": m})),
+        ("x86_step", json!({"machine": m})),
+        ("x86_read_console", json!({"machine": m})),
+        ("x86_remove_machine", json!({"machine": m})),
     ] {
         let (code, msg) = b.err(tool, args).await;
         assert_eq!(code, "UNKNOWN_MACHINE", "{tool}: {msg}");
@@ -221,15 +221,15 @@ async fn x86_machines_belong_to_the_client_that_loaded_them() {
 
     // B fills its share; A can still load.
     for _ in 0..X86_SHARE {
-        b.ok("load_program", json!({"path": path})).await;
+        b.ok("x86_load_program", json!({"path": path})).await;
     }
-    let (code, msg) = b.err("load_program", json!({"path": path})).await;
+    let (code, msg) = b.err("x86_load_program", json!({"path": path})).await;
     assert_eq!(code, "TOO_MANY_MACHINES");
     println!("B past its share: {msg}");
-    a.ok("load_program", json!({"path": path})).await;
-    let mine = a.ok("list_machines", json!({})).await;
+    a.ok("x86_load_program", json!({"path": path})).await;
+    let mine = a.ok("x86_list_machines", json!({})).await;
     assert_eq!(mine["machines"].as_array().unwrap().len(), 2);
     // A's own run still works on its first machine.
-    let run = a.ok("run", json!({"machine": m})).await;
+    let run = a.ok("x86_run", json!({"machine": m})).await;
     assert_eq!(run["machine"], m);
 }

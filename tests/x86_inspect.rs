@@ -78,23 +78,23 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
     let tools = x.server.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     let want = [
-        "add_breakpoint",
-        "list_breakpoints",
         "list_functions",
-        "list_machines",
-        "load_program",
         "read_cfg_cpu_graph",
-        "read_console",
         "read_cpu_registers",
-        "read_disassembly",
         "read_memory",
-        "remove_breakpoint",
-        "remove_machine",
-        "run",
-        "step",
-        "write_console_input",
-        "write_memory",
-        "write_registers",
+        "x86_add_breakpoint",
+        "x86_list_breakpoints",
+        "x86_list_machines",
+        "x86_load_program",
+        "x86_read_console",
+        "x86_read_disassembly",
+        "x86_remove_breakpoint",
+        "x86_remove_machine",
+        "x86_run",
+        "x86_step",
+        "x86_write_console_input",
+        "x86_write_memory",
+        "x86_write_registers",
     ];
     assert_eq!(names, want);
     let read_memory = tools.iter().find(|t| t.name == "read_memory").unwrap();
@@ -112,7 +112,7 @@ async fn greet_runs_to_exit_echoing_its_command_tail() {
     let x = X86::samples().await;
     let loaded = x
         .ok(
-            "load_program",
+            "x86_load_program",
             json!({"path": sample("greet.com"), "command_tail": "abc"}),
         )
         .await;
@@ -121,12 +121,12 @@ async fn greet_runs_to_exit_echoing_its_command_tail() {
     assert!((1..1 << 53).contains(&m), "machine id {m}");
     assert_eq!(loaded["format"], "com");
     assert_eq!(loaded["entry_point"], "0087:0100");
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "exited");
     assert_eq!(run["exit_code"], 0);
     let out = "Hello from benchtop x86-inspect!\r\nCommand tail:[ abc]\r\n";
     assert_eq!(run["output"], out);
-    let console = x.ok("read_console", json!({})).await;
+    let console = x.ok("x86_read_console", json!({})).await;
     assert_eq!(console["stdout"], out);
     assert_eq!(console["stderr"], "");
     assert_eq!(console["stdout_bytes"], out.len());
@@ -135,7 +135,7 @@ async fn greet_runs_to_exit_echoing_its_command_tail() {
         console["int21_calls"],
         json!({"21h/02h": 4, "21h/09h": 3, "21h/4Ch": 1})
     );
-    let machines = x.ok("list_machines", json!({})).await;
+    let machines = x.ok("x86_list_machines", json!({})).await;
     assert!(machines.to_string().contains("greet.com"), "{machines}");
     x.server.stop().await;
 }
@@ -144,7 +144,7 @@ async fn greet_runs_to_exit_echoing_its_command_tail() {
 async fn sums_exits_42_and_the_spice86_tools_describe_it() {
     let x = X86::samples().await;
     x.ok(
-        "load_program",
+        "x86_load_program",
         json!({"path": sample("sums.com"), "cpu": "i8086"}),
     )
     .await;
@@ -201,7 +201,7 @@ async fn sums_exits_42_and_the_spice86_tools_describe_it() {
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(msg.contains("4096"), "{msg}");
 
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(
         (run["stop_reason"].clone(), run["exit_code"].clone()),
         (json!("exited"), json!(42))
@@ -243,10 +243,10 @@ async fn sums_exits_42_and_the_spice86_tools_describe_it() {
 #[tokio::test]
 async fn breakpoints_step_disassembly_and_writes() {
     let x = X86::samples().await;
-    x.ok("load_program", json!({"path": sample("sums.com")}))
+    x.ok("x86_load_program", json!({"path": sample("sums.com")}))
         .await;
     let d = x
-        .ok("read_disassembly", json!({"instruction_count": 3}))
+        .ok("x86_read_disassembly", json!({"instruction_count": 3}))
         .await;
     let ins = d["instructions"].as_array().unwrap();
     let addrs: Vec<&str> = ins.iter().map(|i| i["address"].as_str().unwrap()).collect();
@@ -278,13 +278,16 @@ async fn breakpoints_step_disassembly_and_writes() {
 
     // Stop at print_dec's first call: AX holds the sum.
     let bp = x
-        .ok("add_breakpoint", json!({"segment": 0x87, "offset": 0x121}))
+        .ok(
+            "x86_add_breakpoint",
+            json!({"segment": 0x87, "offset": 0x121}),
+        )
         .await;
     assert_eq!(bp["linear"], 0x870 + 0x121);
     let id = bp["id"].as_u64().unwrap();
-    let listed = x.ok("list_breakpoints", json!({})).await;
+    let listed = x.ok("x86_list_breakpoints", json!({})).await;
     assert_eq!(listed["breakpoints"].as_array().unwrap().len(), 1);
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "breakpoint");
     assert_eq!(run["address"], "0087:0121");
     assert_eq!(run["output"], "sum of 1..100 = ");
@@ -294,7 +297,7 @@ async fn breakpoints_step_disassembly_and_writes() {
         5050
     );
     // Step two instructions: xor dx, dx / mov bx, 10.
-    let s = x.ok("step", json!({"count": 2})).await;
+    let s = x.ok("x86_step", json!({"count": 2})).await;
     assert_eq!(s["executed"].as_array().unwrap().len(), 2);
     assert_eq!(
         s["registers"]["generalPurpose"]["EBX"].as_u64().unwrap() & 0xFFFF,
@@ -306,21 +309,21 @@ async fn breakpoints_step_disassembly_and_writes() {
     );
     assert_eq!(s["address"], "0087:0126");
     // Change the number being printed, then finish without the breakpoint.
-    let w = x.ok("write_registers", json!({"ax": 1234})).await;
+    let w = x.ok("x86_write_registers", json!({"ax": 1234})).await;
     assert_eq!(w["generalPurpose"]["EAX"].as_u64().unwrap() & 0xFFFF, 1234);
-    x.ok("remove_breakpoint", json!({"id": id})).await;
-    let run = x.ok("run", json!({})).await;
+    x.ok("x86_remove_breakpoint", json!({"id": id})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(
         (run["stop_reason"].clone(), run["exit_code"].clone()),
         (json!("exited"), json!(42))
     );
     assert_eq!(
-        x.ok("read_console", json!({})).await["stdout"],
+        x.ok("x86_read_console", json!({})).await["stdout"],
         "sum of 1..100 = 1234\r\n"
     );
-    // write_memory shows up in read_memory.
+    // x86_write_memory shows up in read_memory.
     x.ok(
-        "write_memory",
+        "x86_write_memory",
         json!({"address": 0x500, "data": "DE AD be ef"}),
     )
     .await;
@@ -366,20 +369,20 @@ async fn a_program_printing_forever_leaves_the_plugin_serving() {
     .await;
     let greet = x
         .ok(
-            "load_program",
+            "x86_load_program",
             json!({"path": sample("greet.com"), "command_tail": "abc"}),
         )
         .await;
     let forever = x
         .ok(
-            "load_program",
+            "x86_load_program",
             json!({"path": drive.path().join("FOREVER.COM"), "tracking": true}),
         )
         .await;
     let started = std::time::Instant::now();
     let run = x
         .ok(
-            "run",
+            "x86_run",
             json!({"machine": forever["machine"], "max_instructions": 1_000_000_000_000u64}),
         )
         .await;
@@ -388,7 +391,7 @@ async fn a_program_printing_forever_leaves_the_plugin_serving() {
     assert!(started.elapsed() < std::time::Duration::from_secs(25));
     let console = x
         .ok(
-            "read_console",
+            "x86_read_console",
             json!({"machine": forever["machine"], "offset": 0, "max_bytes": 16}),
         )
         .await;
@@ -400,19 +403,19 @@ async fn a_program_printing_forever_leaves_the_plugin_serving() {
     );
     assert!(console["note"].as_str().unwrap().contains("were dropped"));
     // Both machines survive, and the other one still runs.
-    let machines = x.ok("list_machines", json!({})).await;
+    let machines = x.ok("x86_list_machines", json!({})).await;
     assert_eq!(
         machines["machines"].as_array().unwrap().len(),
         2,
         "{machines}"
     );
-    let run = x.ok("run", json!({"machine": greet["machine"]})).await;
+    let run = x.ok("x86_run", json!({"machine": greet["machine"]})).await;
     assert_eq!(run["stop_reason"], "exited");
     assert!(run["output"].as_str().unwrap().contains("[ abc]"));
     // And the endless one continues where it stopped.
     let more = x
         .ok(
-            "run",
+            "x86_run",
             json!({"machine": forever["machine"], "max_instructions": 1000}),
         )
         .await;
@@ -426,31 +429,33 @@ async fn input_comes_from_text_the_client_types_or_a_redirected_file() {
     let x = X86::start(&[format!("{}:rw", drive.path().display())]).await;
     let cat = drive.path().join("CAT.COM");
     // No input yet: the program stops waiting for it, then resumes.
-    x.ok("load_program", json!({"path": cat})).await;
-    let run = x.ok("run", json!({})).await;
+    x.ok("x86_load_program", json!({"path": cat})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "waiting_for_input", "{run}");
-    let queued = x.ok("write_console_input", json!({"text": "hi\n"})).await;
+    let queued = x
+        .ok("x86_write_console_input", json!({"text": "hi\n"}))
+        .await;
     assert_eq!(queued["queued"], 3);
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "waiting_for_input");
     assert_eq!(run["output"], "hi\r\nhi\r\n");
-    x.ok("write_console_input", json!({"end": true})).await;
-    let run = x.ok("run", json!({})).await;
+    x.ok("x86_write_console_input", json!({"end": true})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "exited");
     // Text given at load time ends after itself.
-    x.ok("load_program", json!({"path": cat, "stdin": "a\nb"}))
+    x.ok("x86_load_program", json!({"path": cat, "stdin": "a\nb"}))
         .await;
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["output"], "a\r\na\r\nbb");
     // `<` and `>` in the tail, as COMMAND.COM does.
     let loaded = x
         .ok(
-            "load_program",
+            "x86_load_program",
             json!({"path": cat, "command_tail": "< in.txt > out.txt"}),
         )
         .await;
     assert_eq!(loaded["stdin"], "file IN.TXT");
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(
         (run["stop_reason"].as_str(), run["output"].as_str()),
         (Some("exited"), Some(""))
@@ -462,26 +467,26 @@ async fn input_comes_from_text_the_client_types_or_a_redirected_file() {
     // A workspace file as stdin, and a full "disk".
     std::fs::write(drive.path().join("BIG.TXT"), vec![b'z'; 5000]).unwrap();
     x.ok(
-        "load_program",
+        "x86_load_program",
         json!({"path": cat, "stdin_file": drive.path().join("BIG.TXT"),
                "command_tail": ">big.out", "write_limit_kib": 2}),
     )
     .await;
-    assert_eq!(x.ok("run", json!({})).await["stop_reason"], "exited");
+    assert_eq!(x.ok("x86_run", json!({})).await["stop_reason"], "exited");
     assert_eq!(
         std::fs::metadata(drive.path().join("BIG.OUT"))
             .unwrap()
             .len(),
         2048
     );
-    let console = x.ok("read_console", json!({})).await;
+    let console = x.ok("x86_read_console", json!({})).await;
     assert!(
         console["files"]["disk_full"].as_u64().unwrap() > 0,
         "{console}"
     );
     let (code, msg) = x
         .err(
-            "load_program",
+            "x86_load_program",
             json!({"path": cat, "command_tail": "< missing.txt"}),
         )
         .await;
@@ -505,9 +510,9 @@ async fn dos_paths_do_not_follow_links_out_of_drive_c() {
     prog.extend_from_slice(b"UP\\NEW.TXT\0");
     std::fs::write(drive.join("MK.COM"), &prog).unwrap();
     let x = X86::start(&[format!("{}:rw", base.path().display())]).await;
-    x.ok("load_program", json!({"path": drive.join("MK.COM")}))
+    x.ok("x86_load_program", json!({"path": drive.join("MK.COM")}))
         .await;
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(
         (run["stop_reason"].as_str(), run["exit_code"].as_u64()),
         (Some("exited"), Some(5))
@@ -521,13 +526,13 @@ async fn errors_name_the_problem() {
     let x = X86::samples().await;
     let (code, msg) = x.err("read_cpu_registers", json!({})).await;
     assert_eq!(code, "NO_MACHINE");
-    assert!(msg.contains("load_program"), "{msg}");
+    assert!(msg.contains("x86_load_program"), "{msg}");
     let missing = sample("missing.com");
-    let (code, msg) = x.err("load_program", json!({"path": missing})).await;
+    let (code, msg) = x.err("x86_load_program", json!({"path": missing})).await;
     assert!(!code.is_empty(), "{msg}");
     assert!(msg.contains(&missing.display().to_string()), "{msg}");
     x.ok(
-        "load_program",
+        "x86_load_program",
         json!({"path": sample("sums.com"), "tracking": false}),
     )
     .await;
@@ -535,18 +540,18 @@ async fn errors_name_the_problem() {
     assert_eq!(code, "TRACKING_OFF");
     let (code, _) = x.err("list_functions", json!({})).await;
     assert_eq!(code, "TRACKING_OFF");
-    let (code, _) = x.err("step", json!({"count": 10_001})).await;
+    let (code, _) = x.err("x86_step", json!({"count": 10_001})).await;
     assert_eq!(code, "INVALID_ARGUMENT");
-    let (_, msg) = x.err("remove_machine", json!({"machine": 99})).await;
+    let (_, msg) = x.err("x86_remove_machine", json!({"machine": 99})).await;
     assert!(msg.contains("99"), "{msg}");
     let (code, _) = x
-        .err("write_memory", json!({"address": 0, "data": "XYZ"}))
+        .err("x86_write_memory", json!({"address": 0, "data": "XYZ"}))
         .await;
     assert_eq!(code, "INVALID_ARGUMENT");
     let r = x
         .server
         .call(
-            "load_program",
+            "x86_load_program",
             json!({"path": sample("sums.com"), "cpu": "z80"}),
         )
         .await;
@@ -564,7 +569,7 @@ async fn a_program_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
     let program = outside.path().canonicalize().unwrap().join("SUMS.COM");
     std::fs::copy(sample("sums.com"), &program).unwrap();
     let x = X86::samples().await;
-    let (_, msg) = x.err("load_program", json!({"path": program})).await;
+    let (_, msg) = x.err("x86_load_program", json!({"path": program})).await;
     assert!(
         msg.contains("outside"),
         "should say the path is outside the allowed directories: {msg}"
@@ -593,17 +598,21 @@ async fn check_program(x: &X86, work: &Path, src: &Path, exp: &Value) -> Vec<Str
     let tracking = !calls.is_empty() || exp["instructions"].as_u64().unwrap_or(0) < 1_000_000;
     let loaded = x
         .ok(
-            "load_program",
+            "x86_load_program",
             json!({"path": work.join(program), "tracking": tracking}),
         )
         .await;
     let load_segment = u16::from_str_radix(loaded["load_segment"].as_str().unwrap(), 16).unwrap();
     let mut errs = Vec::new();
-    let mut run = x.ok("run", json!({"max_instructions": 200_000_000})).await;
+    let mut run = x
+        .ok("x86_run", json!({"max_instructions": 200_000_000}))
+        .await;
     let mut executed = run["instructions"].as_u64().unwrap();
     // A long run may come back early (progress/time slice): continue it.
     while run["stop_reason"] == "cancelled" {
-        run = x.ok("run", json!({"max_instructions": 200_000_000})).await;
+        run = x
+            .ok("x86_run", json!({"max_instructions": 200_000_000}))
+            .await;
         executed += run["instructions"].as_u64().unwrap();
     }
     if run["stop_reason"] != "exited" || run["exit_code"] != exp["exit_code"] {
@@ -617,7 +626,7 @@ async fn check_program(x: &X86, work: &Path, src: &Path, exp: &Value) -> Vec<Str
     {
         errs.push(format!("instructions: {executed}, want {want}"));
     }
-    let console = x.ok("read_console", json!({"max_bytes": 65536})).await;
+    let console = x.ok("x86_read_console", json!({"max_bytes": 65536})).await;
     for (k, want) in [("stdout", &exp["stdout"]), ("stderr", &exp["stderr"])] {
         if &console[k] != want {
             errs.push(format!("{k}: {}, want {want}", console[k]));
@@ -679,7 +688,7 @@ async fn check_program(x: &X86, work: &Path, src: &Path, exp: &Value) -> Vec<Str
         errs.push(format!("files: {files:?}, want {want_files:?}"));
     }
     let removed = x
-        .ok("remove_machine", json!({"machine": loaded["machine"]}))
+        .ok("x86_remove_machine", json!({"machine": loaded["machine"]}))
         .await;
     assert_eq!(removed["removed"], loaded["machine"]);
     errs
@@ -783,13 +792,13 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
 
     let loaded = x
         .ok(
-            "load_program",
+            "x86_load_program",
             json!({"path": sample("greet.com"), "command_tail": "abc"}),
         )
         .await;
     let m = loaded["machine"].as_u64().unwrap();
     let base = format!("x86://machines/{m}");
-    let run = x.ok("run", json!({})).await;
+    let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "exited");
 
     let (regs, mime) = read(&x.server, &format!("{base}/registers")).await.unwrap();
@@ -854,14 +863,14 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
     ] {
         let e = read(&x.server, &uri).await.unwrap_err();
         assert!(
-            e.contains("UNKNOWN_MACHINE") && e.contains("list_machines"),
+            e.contains("UNKNOWN_MACHINE") && e.contains("x86_list_machines"),
             "{e}"
         );
     }
 
     // Completion: the caller's own ids by prefix.
     let second = x
-        .ok("load_program", json!({"path": sample("greet.com")}))
+        .ok("x86_load_program", json!({"path": sample("greet.com")}))
         .await["machine"]
         .as_u64()
         .unwrap();
@@ -960,7 +969,7 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
             .expect("HTTP MCP session")
     };
     let (alice, bob) = (connect().await, connect().await);
-    let params = CallToolRequestParams::new("load_program").with_arguments(
+    let params = CallToolRequestParams::new("x86_load_program").with_arguments(
         json!({"path": sample("greet.com")})
             .as_object()
             .unwrap()
@@ -1029,7 +1038,7 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
     use rmcp::model::SubscribeRequestParams;
     let x = X86::samples().await;
     let load = async || {
-        x.ok("load_program", json!({"path": sample("greet.com")}))
+        x.ok("x86_load_program", json!({"path": sample("greet.com")}))
             .await["machine"]
             .as_u64()
             .unwrap()
@@ -1048,7 +1057,7 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
             .unwrap();
     }
     assert!(heard(&x.server).await.is_empty(), "nothing changed yet");
-    x.ok("write_registers", json!({"machine": a, "ax": 7}))
+    x.ok("x86_write_registers", json!({"machine": a, "ax": 7}))
         .await;
     assert_eq!(
         heard(&x.server).await,
@@ -1060,15 +1069,18 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
         json!({"machine": a, "address": 0x870, "length": 16}),
     )
     .await;
-    x.ok("read_console", json!({"machine": a})).await;
+    x.ok("x86_read_console", json!({"machine": a})).await;
     assert_eq!(heard(&x.server).await.len(), 1, "reads change nothing");
-    let run = x.ok("run", json!({"machine": a})).await;
+    let run = x.ok("x86_run", json!({"machine": a})).await;
     assert_eq!(run["stop_reason"], "exited");
     let mut want = vec![console.clone(), regs.clone(), regs.clone()];
     want.sort();
     assert_eq!(heard(&x.server).await, want, "one notice each for the run");
-    x.ok("write_console_input", json!({"machine": b, "text": "y"}))
-        .await;
+    x.ok(
+        "x86_write_console_input",
+        json!({"machine": b, "text": "y"}),
+    )
+    .await;
     want.push(other.clone());
     want.sort();
     assert_eq!(
@@ -1113,7 +1125,7 @@ async fn another_client_subscribed_to_your_machine_hears_nothing() {
         assert!(!is_error(&r), "{tool}: {}", text(&r));
         result_json(&r)
     };
-    let m = call("load_program", json!({"path": sample("greet.com")})).await["machine"]
+    let m = call("x86_load_program", json!({"path": sample("greet.com")})).await["machine"]
         .as_u64()
         .unwrap();
     let uri = format!("x86://machines/{m}/console");
@@ -1123,7 +1135,7 @@ async fn another_client_subscribed_to_your_machine_hears_nothing() {
             .unwrap();
     }
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    call("run", json!({})).await;
+    call("x86_run", json!({})).await;
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     assert_eq!(alice_heard.lock().unwrap().resource_updates, [uri]);
     assert!(bob_heard.lock().unwrap().resource_updates.is_empty());

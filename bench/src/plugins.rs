@@ -149,16 +149,16 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
         for _ in 0..2 {
             let loaded = call_json(
                 &server,
-                "load_program",
+                "x86_load_program",
                 json!({"path": program, "tracking": tracking}),
             )
             .await?;
             let machine = loaded["machine"]
                 .as_u64()
-                .context("load_program: no machine id")?;
+                .context("x86_load_program: no machine id")?;
             let (v, t) = timed(call_json(
                 &server,
-                "run",
+                "x86_run",
                 json!({"machine": machine, "max_instructions": 200_000_000u64}),
             ))
             .await;
@@ -168,9 +168,9 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             }
             count = v["instructions"]
                 .as_u64()
-                .context("run: no instruction count")?;
+                .context("x86_run: no instruction count")?;
             best = best.max(minstr(count, t));
-            call_json(&server, "remove_machine", json!({"machine": machine})).await?;
+            call_json(&server, "x86_remove_machine", json!({"machine": machine})).await?;
         }
         component.push((tracking, best, count));
     }

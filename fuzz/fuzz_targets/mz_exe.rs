@@ -4,7 +4,7 @@
 //! where it stopped.
 //!
 //! Byte 0 is options (bit 0: track calls and the control-flow graph, as
-//! `load_program`'s tracking does; bit 1: an 8086 instead of the default
+//! `x86_load_program`'s tracking does; bit 1: an 8086 instead of the default
 //! 80186); the rest is the file. Drive C: is a directory that does not
 //! exist, so the program's DOS file calls fail instead of touching the disk.
 //!

@@ -48,7 +48,7 @@ check "tools/list --strict" inspector --method tools/list --strict
 check "ecu-tables rom_info" inspector --method tools/call --tool-name rom_info --tool-args-json '{"rom":"ecu/BT000001.bin"}'
 check "log-query list_logs" inspector --method tools/call --tool-name list_logs
 check "cp1600 create + load" inspector --method tools/call --tool-name cp1600_create_session
-check "x86-inspect load_program" inspector --method tools/call --tool-name load_program --tool-args-json '{"path":"dos/greet.com"}'
+check "x86-inspect x86_load_program" inspector --method tools/call --tool-name x86_load_program --tool-args-json '{"path":"dos/greet.com"}'
 check "ble-buffer status" inspector --method tools/call --tool-name status
 # A tool error must surface as the Inspector's exit code 5.
 if inspector --method tools/call --tool-name read_table --tool-args-json '{"rom":"ecu/BT000001.bin","table":"No Such Table"}' >/dev/null; then

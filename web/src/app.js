@@ -104,25 +104,25 @@ const x86 = {
     past: [],
     call: (tool, args = {}, opts) => call("x86_inspect", tool, args, opts),
     async load(path) {
-        const r = await this.call("load_program", { path });
+        const r = await this.call("x86_load_program", { path });
         this.memAddress = null;
         this.past = [];
         return `${r.format} ${r.size} bytes, ${r.cpu}, entry ${r.entry_point} (machine ${r.machine})`;
     },
     async step(count) {
-        const r = await this.call("step", { count });
+        const r = await this.call("x86_step", { count });
         this.past = r.executed.slice(-4);
         return `executed ${r.instructions}, next ${r.next_instruction?.address ?? "?"} ${r.stop_reason ?? ""}`.trim();
     },
     async run(budget) {
-        const r = await this.call("run", { max_instructions: budget }, { bigints: ["max_instructions"] });
+        const r = await this.call("x86_run", { max_instructions: budget }, { bigints: ["max_instructions"] });
         this.past = [];
         return `${r.stop_reason}${r.exit_code !== undefined ? ` (exit code ${r.exit_code})` : ""} after ${r.instructions} instructions at ${r.address}`;
     },
     async view() {
         const regs = await this.call("read_cpu_registers");
-        const { breakpoints } = await this.call("list_breakpoints");
-        const { instructions } = await this.call("read_disassembly", { instruction_count: 14 });
+        const { breakpoints } = await this.call("x86_list_breakpoints");
+        const { instructions } = await this.call("x86_read_disassembly", { instruction_count: 14 });
         const bpLinear = new Set(breakpoints.map((b) => b.linear));
         const cs = regs.segments.CS, ip = regs.instructionPointer.IP;
         const here = cs * 16 + ip;
@@ -134,7 +134,7 @@ const x86 = {
             const ascii = bytes.map((b) => { const c = parseInt(b, 16); return c >= 32 && c < 127 ? String.fromCharCode(c) : "."; }).join("");
             rows.push(`${hex(mem + i, 5)}  ${bytes.join(" ")}  ${ascii}`);
         }
-        const consoleState = await this.call("read_console", {});
+        const consoleState = await this.call("x86_read_console", {});
         const { functions, totalCount } = await this.call("list_functions", { limit: 50 });
         const f = regs.flags;
         const flagNames = [["CF", "CarryFlag"], ["PF", "ParityFlag"], ["AF", "AuxiliaryFlag"], ["ZF", "ZeroFlag"], ["SF", "SignFlag"], ["TF", "TrapFlag"], ["IF", "InterruptFlag"], ["DF", "DirectionFlag"], ["OF", "OverflowFlag"]];
@@ -153,7 +153,7 @@ const x86 = {
             ],
             memory: rows.join("\n"),
             memAddress: hex(mem, 5),
-            breakpoints: breakpoints.map((b) => ({ label: `#${b.id} ${hex(b.linear, 5)}`, remove: () => this.call("remove_breakpoint", { id: b.id }) })),
+            breakpoints: breakpoints.map((b) => ({ label: `#${b.id} ${hex(b.linear, 5)}`, remove: () => this.call("x86_remove_breakpoint", { id: b.id }) })),
             console: [consoleState.stdout, consoleState.stderr && `[stderr]\n${consoleState.stderr}`, consoleState.screen && `[screen]\n${consoleState.screen}`].filter(Boolean).join("\n"),
             functions: { list: functions, total: totalCount },
         };
@@ -161,12 +161,12 @@ const x86 = {
     addBreakpoint(text) {
         const m = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text.trim());
         return m
-            ? this.call("add_breakpoint", { segment: parseInt(m[1], 16), offset: parseInt(m[2], 16) })
-            : this.call("add_breakpoint", { address: parseNumber(text) });
+            ? this.call("x86_add_breakpoint", { segment: parseInt(m[1], 16), offset: parseInt(m[2], 16) })
+            : this.call("x86_add_breakpoint", { address: parseNumber(text) });
     },
     async clearBreakpoints() {
-        const { breakpoints } = await this.call("list_breakpoints");
-        for (const b of breakpoints) await this.call("remove_breakpoint", { id: b.id });
+        const { breakpoints } = await this.call("x86_list_breakpoints");
+        for (const b of breakpoints) await this.call("x86_remove_breakpoint", { id: b.id });
     },
     setMemory(text) {
         const m = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text.trim());

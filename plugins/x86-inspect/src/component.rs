@@ -47,12 +47,12 @@ fn tool<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, 
 }
 
 // Off wasm the plugin is type-checked but not exported: a native cdylib
-// cannot carry export names such as `benchtop:x86-inspect/tools@0.1.0#run`.
+// cannot carry export names such as `benchtop:x86-inspect/tools@0.1.0#x86-run`.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Plugin;
 
 impl Guest for Plugin {
-    fn load_program(a: wit::LoadProgramArgs) -> Result<String, ToolError> {
+    fn x86_load_program(a: wit::LoadProgramArgs) -> Result<String, ToolError> {
         let path = plugin_kit::paths::resolve(&a.path);
         let model = match a.cpu {
             Some(CpuModel::I8086) => Model::I8086,
@@ -72,11 +72,11 @@ impl Guest for Plugin {
         tool(|s| s.load(&path, &o))
     }
 
-    fn list_machines() -> Result<String, ToolError> {
+    fn x86_list_machines() -> Result<String, ToolError> {
         tool(|s| Ok(s.list_machines()))
     }
 
-    fn remove_machine(a: wit::RemoveMachineArgs) -> Result<String, ToolError> {
+    fn x86_remove_machine(a: wit::RemoveMachineArgs) -> Result<String, ToolError> {
         tool(|s| s.remove_machine(a.machine))
     }
 
@@ -88,11 +88,11 @@ impl Guest for Plugin {
         tool(|s| s.read_memory(a.address, a.length, a.machine))
     }
 
-    fn write_memory(a: wit::WriteMemoryArgs) -> Result<String, ToolError> {
+    fn x86_write_memory(a: wit::WriteMemoryArgs) -> Result<String, ToolError> {
         tool(|s| s.write_memory(a.address, &a.data, a.machine))
     }
 
-    fn write_registers(a: wit::WriteRegistersArgs) -> Result<String, ToolError> {
+    fn x86_write_registers(a: wit::WriteRegistersArgs) -> Result<String, ToolError> {
         let w = RegisterWrite {
             ax: a.ax,
             bx: a.bx,
@@ -120,37 +120,37 @@ impl Guest for Plugin {
         tool(|s| s.read_cfg_cpu_graph(a.node_limit, a.machine))
     }
 
-    fn run(a: wit::RunArgs) -> Result<String, ToolError> {
+    fn x86_run(a: wit::RunArgs) -> Result<String, ToolError> {
         let mut report =
             |done: u64, total: u64| progress::report(done, total, &format!("{done} instructions"));
         tool(|s| s.run(a.max_instructions, a.machine, &mut report))
     }
 
-    fn step(a: wit::StepArgs) -> Result<String, ToolError> {
+    fn x86_step(a: wit::StepArgs) -> Result<String, ToolError> {
         tool(|s| s.step(a.count, a.machine))
     }
 
-    fn add_breakpoint(a: wit::AddBreakpointArgs) -> Result<String, ToolError> {
+    fn x86_add_breakpoint(a: wit::AddBreakpointArgs) -> Result<String, ToolError> {
         tool(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine))
     }
 
-    fn remove_breakpoint(a: wit::RemoveBreakpointArgs) -> Result<String, ToolError> {
+    fn x86_remove_breakpoint(a: wit::RemoveBreakpointArgs) -> Result<String, ToolError> {
         tool(|s| s.remove_breakpoint(a.id, a.machine))
     }
 
-    fn list_breakpoints(a: wit::MachineArgs) -> Result<String, ToolError> {
+    fn x86_list_breakpoints(a: wit::MachineArgs) -> Result<String, ToolError> {
         tool(|s| s.list_breakpoints(a.machine))
     }
 
-    fn read_disassembly(a: wit::ReadDisassemblyArgs) -> Result<String, ToolError> {
+    fn x86_read_disassembly(a: wit::ReadDisassemblyArgs) -> Result<String, ToolError> {
         tool(|s| s.read_disassembly(a.segment, a.offset, a.instruction_count, a.machine))
     }
 
-    fn read_console(a: wit::ReadConsoleArgs) -> Result<String, ToolError> {
+    fn x86_read_console(a: wit::ReadConsoleArgs) -> Result<String, ToolError> {
         tool(|s| s.read_console(a.offset, a.max_bytes, a.machine))
     }
 
-    fn write_console_input(a: wit::WriteConsoleInputArgs) -> Result<String, ToolError> {
+    fn x86_write_console_input(a: wit::WriteConsoleInputArgs) -> Result<String, ToolError> {
         tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine))
     }
 }

@@ -1,7 +1,7 @@
 //! A real-mode 8086/80186 disassembler (Intel syntax, hex immediates).
 //!
-//! Used by `read_disassembly`, by the CFG (node length and text) and by
-//! `step`. It reads through a closure so it works on live machine memory.
+//! Used by `x86_read_disassembly`, by the CFG (node length and text) and by
+//! `x86_step`. It reads through a closure so it works on live machine memory.
 
 use crate::cpu::Model;
 

@@ -588,7 +588,7 @@ impl Dos {
         match (&self.stdin_name, self.stdin_is_keyboard()) {
             (Some(n), false) => format!("file {n}"),
             _ if self.input.closed => "keyboard (ends after the queued text)".into(),
-            _ => "keyboard (waits for write_console_input when empty)".into(),
+            _ => "keyboard (waits for x86_write_console_input when empty)".into(),
         }
     }
 

@@ -40,10 +40,10 @@ impl StopReason {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RunError {
-    #[error("the program has exited with code {0}; call load_program to start it again")]
+    #[error("the program has exited with code {0}; call x86_load_program to start it again")]
     AlreadyExited(u8),
     #[error(
-        "the CPU is halted (HLT with no interrupt source); call load_program or write_registers to continue"
+        "the CPU is halted (HLT with no interrupt source); call x86_load_program or x86_write_registers to continue"
     )]
     Halted,
 }
@@ -67,7 +67,7 @@ pub struct Machine {
     bp_bitmap: Vec<u64>,
     pub exit_code: Option<u8>,
     pub halted: bool,
-    /// Counts loads and `write_memory` calls into this machine id, so a
+    /// Counts loads and `x86_write_memory` calls into this machine id, so a
     /// change the registers do not show is still seen by `tools::Look`.
     pub edits: u64,
 }
@@ -115,7 +115,7 @@ impl Machine {
         })
     }
 
-    /// `exited`, `halted` or `ready`, as list_machines shows it.
+    /// `exited`, `halted` or `ready`, as x86_list_machines shows it.
     pub fn state_name(&self) -> &'static str {
         if self.exit_code.is_some() {
             "exited"

@@ -22,7 +22,7 @@ const COMPLETION_MAX: usize = 100;
 const SYMPTOM_MAX: usize = 2000;
 
 /// A machine id from a URI or prompt argument: the decimal number
-/// list_machines shows. Unknown and other clients' ids fail alike in
+/// x86_list_machines shows. Unknown and other clients' ids fail alike in
 /// [`Session::find`].
 fn machine<'a>(s: &'a mut Session, text: &str) -> Result<&'a mut Machine, ToolError> {
     let id: MachineId = text
@@ -33,7 +33,7 @@ fn machine<'a>(s: &'a mut Session, text: &str) -> Result<&'a mut Machine, ToolEr
             ToolError::new(
                 "UNKNOWN_MACHINE",
                 format!(
-                    "no machine `{}`: a machine id is the number list_machines shows",
+                    "no machine `{}`: a machine id is the number x86_list_machines shows",
                     plugin_kit::text::clip(text)
                 ),
             )
@@ -148,7 +148,7 @@ fn tail(out: &mut String, name: &str, s: &Stream) {
     } else {
         let _ = writeln!(
             out,
-            "--- {name}: the last {} of {total} bytes (read_console with offset for earlier ones) ---",
+            "--- {name}: the last {} of {total} bytes (x86_read_console with offset for earlier ones) ---",
             bytes.len()
         );
     }
@@ -248,19 +248,19 @@ pub fn debug_prompt(
         }
         None => {
             out.push_str(
-                "First find the machine: `list_machines` shows yours; if there is none, `load_program` (keep tracking on, the default). Pass its machine id to every tool below.\n\n",
+                "First find the machine: `x86_list_machines` shows yours; if there is none, `x86_load_program` (keep tracking on, the default). Pass its machine id to every tool below.\n\n",
             );
             "MACHINE".to_owned()
         }
     };
     out.push_str(
         "Investigate in this order, saying what each step showed before taking the next:\n\
-1. What did it do? `read_console` (stdout, stderr, screen, INT 21h call counts, unsupported services), and the stop_reason of the last `run`.\n\
-2. Where is it? `read_cpu_registers`, then `read_disassembly` at CS:IP.\n\
+1. What did it do? `x86_read_console` (stdout, stderr, screen, INT 21h call counts, unsupported services), and the stop_reason of the last `x86_run`.\n\
+2. Where is it? `read_cpu_registers`, then `x86_read_disassembly` at CS:IP.\n\
 3. Which code ran? `list_functions` (every CALL and INT target with call counts) and `read_cfg_cpu_graph` (the control-flow graph; self-modified code shows as extra nodes).\n\
-4. Stop before it goes wrong: `add_breakpoint` at a suspect segment and offset, `load_program` again with the same machine to restart, `run` to the breakpoint, then `step` one instruction at a time; `list_breakpoints` and `remove_breakpoint` to tidy up.\n\
+4. Stop before it goes wrong: `x86_add_breakpoint` at a suspect segment and offset, `x86_load_program` again with the same machine to restart, `x86_run` to the breakpoint, then `x86_step` one instruction at a time; `x86_list_breakpoints` and `x86_remove_breakpoint` to tidy up.\n\
 5. Check the data: `read_memory` (linear address = segment × 16 + offset) for variables, buffers and the stack at SS:SP.\n\
-6. Test a fix in place: `write_memory` or `write_registers`, then `run` again; a program waiting for input gets it from `write_console_input`.\n\n",
+6. Test a fix in place: `x86_write_memory` or `x86_write_registers`, then `x86_run` again; a program waiting for input gets it from `x86_write_console_input`.\n\n",
     );
     let _ = writeln!(
         out,

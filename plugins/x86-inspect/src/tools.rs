@@ -39,7 +39,7 @@ pub const RUN_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Largest total file-write limit a client may set per machine.
 pub const MAX_WRITE_LIMIT_KIB: u32 = 256 * 1024;
 
-/// Everything load_program accepts besides the path.
+/// Everything x86_load_program accepts besides the path.
 #[derive(Clone, Default)]
 pub struct LoadOptions {
     pub command_tail: Option<String>,
@@ -52,7 +52,7 @@ pub struct LoadOptions {
     /// A host file as standard input (as `< file`), already resolved.
     pub stdin_file: Option<PathBuf>,
     /// Keep the keyboard open after `stdin`: the program waits for
-    /// write_console_input instead of reading end-of-input.
+    /// x86_write_console_input instead of reading end-of-input.
     pub stdin_open: Option<bool>,
     pub console_kib: Option<u32>,
     pub write_limit_kib: Option<u32>,
@@ -291,7 +291,7 @@ impl Session {
         match id {
             None if self.machines.is_empty() => err(
                 "NO_MACHINE",
-                "no machine exists yet; call load_program first",
+                "no machine exists yet; call x86_load_program first",
             ),
             None => Ok(self.machines.len() - 1),
             Some(id) => self.machines.iter().position(|m| m.id == id).map_or_else(
@@ -300,7 +300,7 @@ impl Session {
                     err(
                         "UNKNOWN_MACHINE",
                         format!(
-                            "no machine {id}; existing: [{}] (list_machines)",
+                            "no machine {id}; existing: [{}] (x86_list_machines)",
                             ids.join(", ")
                         ),
                     )
@@ -378,7 +378,7 @@ impl Session {
         )
     }
 
-    /// Loads a program with every option of the load_program tool.
+    /// Loads a program with every option of the x86_load_program tool.
     pub fn load(&mut self, path: &Path, o: &LoadOptions) -> Result<String, ToolError> {
         let model = o.model.unwrap_or_else(dos::default_model);
         let tracking = o.tracking.unwrap_or(true);
@@ -445,7 +445,7 @@ impl Session {
                         return err(
                             "TOO_MANY_MACHINES",
                             format!(
-                                "you have {share} machines, the most one client may hold; remove one with remove_machine or pass machine to reuse it"
+                                "you have {share} machines, the most one client may hold; remove one with x86_remove_machine or pass machine to reuse it"
                             ),
                         );
                     }
@@ -453,7 +453,7 @@ impl Session {
                         return err(
                             "TOO_MANY_MACHINES",
                             format!(
-                                "the plugin holds {cap} machines of all its clients, its limit, and none has been idle for {} min; remove one of yours with remove_machine, pass machine to reuse it, or retry later",
+                                "the plugin holds {cap} machines of all its clients, its limit, and none has been idle for {} min; remove one of yours with x86_remove_machine, pass machine to reuse it, or retry later",
                                 plugin_kit::clients::IDLE_AFTER.as_secs() / 60
                             ),
                         );
@@ -559,7 +559,7 @@ impl Session {
                 .map(|o| format!("{} {o}", if redir.append { ">>" } else { ">" })),
             console_kib,
             write_limit_kib: write_kib,
-            next: "run (to exit/breakpoint), step, add_breakpoint, read_disassembly",
+            next: "x86_run (to exit/breakpoint), x86_step, x86_add_breakpoint, x86_read_disassembly",
             note: freed.map(|f| f.note("machine")),
         };
         match slot {
@@ -730,7 +730,7 @@ impl Session {
             return err(
                 "TRACKING_OFF",
                 format!(
-                    "function tracking is off for machine {mid}; load the program again with tracking=true"
+                    "function tracking is off for machine {mid}; call x86_load_program again with tracking=true"
                 ),
             );
         };
@@ -791,7 +791,7 @@ impl Session {
             return err(
                 "TRACKING_OFF",
                 format!(
-                    "CFG CPU is not enabled for machine {mid}; load the program again with tracking=true"
+                    "CFG CPU is not enabled for machine {mid}; call x86_load_program again with tracking=true"
                 ),
             );
         };
@@ -906,7 +906,7 @@ impl Session {
         if !(1..=10_000).contains(&count) {
             return err(
                 "INVALID_ARGUMENT",
-                "count must be between 1 and 10000; use run for longer stretches",
+                "count must be between 1 and 10000; use x86_run for longer stretches",
             );
         }
         let m = self.machine(id)?;
@@ -975,7 +975,7 @@ impl Session {
             return err(
                 "TOO_MANY_BREAKPOINTS",
                 format!(
-                    "machine {} has {MAX_BREAKPOINTS} breakpoints; remove some with remove_breakpoint",
+                    "machine {} has {MAX_BREAKPOINTS} breakpoints; remove some with x86_remove_breakpoint",
                     m.id
                 ),
             );
@@ -995,7 +995,7 @@ impl Session {
             return err(
                 "NOT_FOUND",
                 format!(
-                    "machine {} has no breakpoint {bp}; see list_breakpoints",
+                    "machine {} has no breakpoint {bp}; see x86_list_breakpoints",
                     m.id
                 ),
             );
@@ -1060,7 +1060,7 @@ impl Session {
                 v[format!("{name}_dropped")] = s.dropped().into();
                 if offset < s.dropped() {
                     notes.push(format!(
-                        "{name}: the first {} of {} bytes were dropped (the console keeps the last {} KiB; set console_kib in load_program); showing from offset {start}",
+                        "{name}: the first {} of {} bytes were dropped (the console keeps the last {} KiB; set console_kib in x86_load_program); showing from offset {start}",
                         s.dropped(),
                         s.total(),
                         m.dos.limits.console_bytes / 1024
@@ -1099,7 +1099,7 @@ impl Session {
         }
         if m.dos.disk_full > 0 {
             notes.push(format!(
-                "{} write(s) were cut short as on a full disk (write_limit_kib in load_program; files at most {} MiB)",
+                "{} write(s) were cut short as on a full disk (write_limit_kib in x86_load_program; files at most {} MiB)",
                 m.dos.disk_full,
                 m.dos.limits.file_bytes >> 20
             ));
@@ -1136,7 +1136,7 @@ impl Session {
             return err(
                 "INPUT_FULL",
                 format!(
-                    "{} bytes of input are already waiting and only {room} more fit; run the program to consume them first",
+                    "{} bytes of input are already waiting and only {room} more fit; x86_run the program to consume them first",
                     m.dos.input.pending()
                 ),
             );
@@ -1153,7 +1153,7 @@ impl Session {
             "queued": bytes.len(),
             "pending": m.dos.input.pending(),
             "ended": m.dos.input.closed,
-            "next": "run to continue the program",
+            "next": "x86_run to continue the program",
         })))
     }
 }
@@ -1224,17 +1224,17 @@ fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunRe
     }
     if end < out.total() {
         notes.push(format!(
-            "{} more bytes; read_console with offset {end}",
+            "{} more bytes; x86_read_console with offset {end}",
             out.total() - end
         ));
     }
     match reason {
         StopReason::TimeLimit => notes.push(format!(
-            "stopped after {}s of wall time to stay within the call deadline; run again to continue",
+            "stopped after {}s of wall time to stay within the call deadline; x86_run again to continue",
             RUN_TIME_LIMIT.as_secs()
         )),
         StopReason::WaitingForInput => notes.push(
-            "the program waits for keyboard input; add it with write_console_input, then run again"
+            "the program waits for keyboard input; add it with x86_write_console_input, then x86_run again"
                 .into(),
         ),
         _ => {}
@@ -1272,11 +1272,12 @@ mod tests {
     use serde_json::Value;
 
     fn session_with(code: &[u8]) -> Session {
-        let dir = std::env::temp_dir().join(format!(
-            "x86-inspect-tools-{}-{}",
-            std::process::id(),
-            code.len()
-        ));
+        // One directory per call: tests run in parallel, and two programs
+        // of the same length sharing a file made one test run the other's.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("x86-inspect-tools-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("T.COM");
         std::fs::write(&p, code).unwrap();
@@ -1601,7 +1602,7 @@ mod tests {
         s.run_time_limit = Duration::from_millis(50);
         let v = run_json(&mut s, u64::MAX);
         assert_eq!(v["stop_reason"], "time_limit");
-        assert!(v["output_note"].as_str().unwrap().contains("run again"));
+        assert!(v["output_note"].as_str().unwrap().contains("x86_run again"));
         // The machine is intact and runs on.
         assert_eq!(run_json(&mut s, 10)["stop_reason"], "budget");
     }
@@ -1738,5 +1739,38 @@ mod tests {
         }
         let e = s.add_breakpoint(Some(0x100), None, None, None).unwrap_err();
         assert_eq!(e.code, "TOO_MANY_BREAKPOINTS");
+    }
+
+    /// Every `x86_…` name the plugin's messages and docs tell an agent to
+    /// call is a function of the WIT, so renaming a tool cannot leave a
+    /// hint pointing at one that no longer exists.
+    #[test]
+    fn hints_name_only_real_tools() {
+        let wit = include_str!("../../../wit/x86-inspect/x86-inspect.wit");
+        let mut seen = 0;
+        for src in [
+            include_str!("tools.rs"),
+            include_str!("machine.rs"),
+            include_str!("dos.rs"),
+            include_str!("offers.rs"),
+        ] {
+            for (i, _) in src.match_indices("x86_") {
+                let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                if src[..i].ends_with(word) {
+                    continue;
+                }
+                let name: String = src[i..].chars().take_while(|&c| word(c)).collect();
+                if name.len() == 4 {
+                    continue; // this test's own prefix literal
+                }
+                let wit_name = format!("    {}: func", name.replace('_', "-"));
+                assert!(
+                    wit.contains(&wit_name),
+                    "{name} is not a function of the WIT"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen >= 30, "only {seen} tool names found");
     }
 }
