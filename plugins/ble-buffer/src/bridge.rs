@@ -13,40 +13,59 @@ use crate::time::{Micros, parse_iso};
 use serde::Deserialize;
 use std::borrow::Cow;
 
+/// A BLE device the bridge found in a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScannedDevice {
+    /// Device id: its address (or the platform's stand-in for it).
     pub id: String,
+    /// Advertised name; empty when the device advertises none.
     pub name: String,
+    /// Signal strength in dBm (negative; closer to 0 is stronger).
     pub rssi: i32,
 }
 
 /// One message from the bridge, classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BridgeMsg {
+    /// A `[TX]`/`[RX]` log line or a device client's `data`: one packet.
     Packet {
+        /// Who sent it.
         dir: Direction,
+        /// The packet's bytes.
         data: Vec<u8>,
+        /// The bridge's timestamp, when it gave a readable one (else arrival
+        /// time is used).
         ts: Option<Micros>,
     },
     /// The bridge reports a BLE device connected (name when known).
     BleConnected {
+        /// The device name, when the bridge says it.
         device: Option<String>,
+        /// The bridge's timestamp, if readable.
         ts: Option<Micros>,
     },
+    /// The bridge reports the BLE device disconnected.
     BleDisconnected {
+        /// The bridge's timestamp, if readable.
         ts: Option<Micros>,
+        /// Why, in the bridge's words (or a stock sentence when it gives none).
         reason: String,
     },
     /// The bridge names the device it is connecting to.
     Connecting {
+        /// The device's name as the bridge logs it.
         device: String,
     },
     /// A warning or error line, or an `error` message: a system event.
     Problem {
+        /// Warn or error.
         level: Level,
+        /// The bridge's text.
         message: String,
+        /// The bridge's timestamp, if readable.
         ts: Option<Micros>,
     },
+    /// The answer of a `?command=scan` connection: the devices found.
     ScanResult(Vec<ScannedDevice>),
     /// Anything else (informational log lines, keepalives).
     Ignored,
@@ -82,6 +101,8 @@ struct Raw<'a> {
     devices: Option<Vec<RawDevice>>,
 }
 
+/// A bridge message that is not JSON of the expected shape (serde's message
+/// says where).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError(pub String);
 

@@ -10,19 +10,29 @@ use crate::time::Micros;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 
-pub const MAGIC: &[u8; 8] = b"btsnoop\0";
+/// The 8 bytes every btsnoop file starts with.
+pub(crate) const MAGIC: &[u8; 8] = b"btsnoop\0";
+/// Datalink of H4/UART captures: Android's `btsnoop_hci.log`.
 pub const DATALINK_H4: u32 = 1002;
+/// Datalink of Linux monitor captures: `btmon -w`.
 pub const DATALINK_MONITOR: u32 = 2001;
 /// Microseconds from 0000-01-01 to 1970-01-01, as btsnoop counts.
 pub const EPOCH_OFFSET_US: i64 = 0x00DC_DDB3_0F2F_8000;
 const ATT_CID: u16 = 0x0004;
-pub const MAX_WARNINGS: usize = 10;
+/// Warnings one parse keeps; further problems are only counted.
+pub(crate) const MAX_WARNINGS: usize = 10;
 
+/// Why a file is not a btsnoop capture this parser reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BtsnoopError {
+    /// The file does not start with "btsnoop\0" (iOS .pklg and pcap files do
+    /// not).
     NotBtsnoop,
+    /// Shorter than the 16-byte header.
     TooShort,
+    /// A header version other than 1.
     Version(u32),
+    /// A datalink other than 1002 (H4) and 2001 (Linux monitor).
     Datalink(u32),
 }
 
@@ -46,6 +56,7 @@ impl fmt::Display for BtsnoopError {
 /// One ATT value carried by a write or a notification/indication.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttValue {
+    /// The record's timestamp, in µs since 1970 UTC.
     pub ts: Micros,
     /// From the capture's direction flag: Tx = sent by the capturing host
     /// (whatever the opcode: a phone acting as GATT server sends
@@ -53,17 +64,24 @@ pub struct AttValue {
     pub dir: Direction,
     /// HCI connection handle (low 12 bits of the ACL header).
     pub conn: u16,
+    /// ATT opcode: one of WRITE_REQUEST, WRITE_COMMAND, SIGNED_WRITE_COMMAND,
+    /// NOTIFICATION, INDICATION.
     pub opcode: u8,
     /// ATT attribute handle.
     pub handle: u16,
+    /// The attribute value (a signed write's 12-byte signature removed).
     pub value: Vec<u8>,
 }
 
 /// ATT opcodes imported as packets.
 pub const WRITE_REQUEST: u8 = 0x12;
+/// ATT Write Command (no response).
 pub const WRITE_COMMAND: u8 = 0x52;
+/// ATT Signed Write Command (value followed by a 12-byte signature).
 pub const SIGNED_WRITE_COMMAND: u8 = 0xD2;
+/// ATT Handle Value Notification.
 pub const NOTIFICATION: u8 = 0x1B;
+/// ATT Handle Value Indication (the peer confirms it).
 pub const INDICATION: u8 = 0x1D;
 /// Signed writes end with a 12-byte authentication signature.
 const SIGNATURE_LEN: usize = 12;
@@ -142,20 +160,28 @@ pub fn parse_opcode(s: &str) -> Option<u8> {
 /// Traffic of one kind in a capture, for saying what a capture holds.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Contents {
+    /// HCI command packets.
     pub commands: u32,
+    /// HCI event packets.
     pub events: u32,
+    /// ACL data packets.
     pub acl: u32,
+    /// SCO (synchronous voice) packets.
     pub sco: u32,
+    /// ISO (LE Audio) packets.
     pub iso: u32,
     /// Monitor records that are not HCI traffic (index, notes, logging).
     pub other_records: u32,
     /// Records the capture cut short (included length < original length),
     /// and how many of those were ACL data whose values were lost.
     pub cut: u32,
+    /// Cut records that were ACL data: values in them were lost.
     pub cut_acl: u32,
     /// Connections opened in the capture (Connection Complete events).
     pub classic_links: u32,
+    /// LE connections opened in the capture (LE Connection Complete events).
     pub le_links: u32,
+    /// LE advertising reports (what a scan heard).
     pub le_advertising_reports: u32,
     /// ATT PDUs that are not writes or notifications (reads, discovery,
     /// responses), by opcode.
@@ -278,12 +304,14 @@ impl Contents {
     }
 }
 
-/// The protocol of an L2CAP channel: fixed CIDs, or the PSM its dynamic
-/// CID was opened with (from the signaling in the same capture).
+/// The one label of every channel whose protocol the capture does not
+/// show.
 pub const UNKNOWN_CHANNELS: &str =
     "unknown channels (opened before the capture started, or not L2CAP)";
 
-pub fn channel_label(cid: u16, psm: Option<u16>) -> String {
+/// The protocol of an L2CAP channel: fixed CIDs, or the PSM its dynamic
+/// CID was opened with (from the signaling in the same capture).
+pub(crate) fn channel_label(cid: u16, psm: Option<u16>) -> String {
     match (cid, psm) {
         (0x0001, _) => "L2CAP signaling".into(),
         (0x0002, _) => "connectionless".into(),
@@ -317,7 +345,9 @@ pub const MAX_TALLY_HANDLES: usize = 4096;
 /// Counts of every imported value, including those not kept.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tally {
+    /// Values imported as TX (sent by the capturing host).
     pub tx: u32,
+    /// Values imported as RX.
     pub rx: u32,
     /// (connection, attribute handle) → (writes, notifications).
     pub per_handle: BTreeMap<(u16, u16), (u32, u32)>,
@@ -326,24 +356,34 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Every value found, TX and RX.
     pub fn total(&self) -> u32 {
         self.tx + self.rx
     }
 }
 
+/// What `parse` found in a capture.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Capture {
+    /// The header's datalink: DATALINK_H4 or DATALINK_MONITOR.
     pub datalink: u32,
+    /// Records in the file (complete and cut).
     pub records: u32,
     /// The newest values (all of them unless `parse_keeping` bounded it).
     pub values: VecDeque<AttValue>,
     /// Counts over every value found, kept or not.
     pub tally: Tally,
+    /// Records that were not ATT writes or notifications (commands, events,
+    /// other ATT).
     pub skipped: u32,
+    /// Problems found (truncated records, unfinished fragments), at most
+    /// MAX_WARNINGS.
     pub warnings: Vec<String>,
+    /// What traffic the capture holds, for describing one without ATT values.
     pub contents: Contents,
     /// Timestamps of the first and last record.
     pub first_ts: Option<Micros>,
+    /// Timestamp of the last record.
     pub last_ts: Option<Micros>,
 }
 
@@ -388,6 +428,7 @@ struct State {
 /// without limit (real captures hold a handful).
 const MAX_CHANNELS: usize = 4096;
 
+/// Parses a whole capture, keeping every value (`parse_keeping` bounds them).
 pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
     parse_keeping(bytes, usize::MAX)
 }
@@ -765,6 +806,7 @@ pub mod build {
     //! synthetic captures for tests and samples.
     use super::*;
 
+    /// The 16-byte file header: magic, version 1, `datalink`.
     pub fn header(datalink: u32) -> Vec<u8> {
         let mut v = MAGIC.to_vec();
         v.extend_from_slice(&1u32.to_be_bytes());
@@ -772,6 +814,8 @@ pub mod build {
         v
     }
 
+    /// One record: lengths, `flags` (bit 0 set = received), no drops, and the
+    /// time `unix_us` (µs since 1970) in btsnoop's epoch.
     pub fn record(out: &mut Vec<u8>, flags: u32, unix_us: i64, data: &[u8]) {
         out.extend_from_slice(&(data.len() as u32).to_be_bytes());
         out.extend_from_slice(&(data.len() as u32).to_be_bytes());
@@ -807,6 +851,8 @@ pub mod build {
             .collect()
     }
 
+    /// An H4 packet: the `kind` byte (1 command, 2 ACL, 3 SCO, 4 event) before
+    /// `body`.
     pub fn h4(kind: u8, body: &[u8]) -> Vec<u8> {
         let mut v = vec![kind];
         v.extend_from_slice(body);

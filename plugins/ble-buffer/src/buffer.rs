@@ -12,9 +12,13 @@ use crate::since::Since;
 use crate::time::Micros;
 use std::collections::{BTreeMap, VecDeque};
 
+/// Packets kept when BLE_BUFFER_SIZE / --ble-buffer-size is not given.
 pub const DEFAULT_CAPACITY: usize = 10_000;
+/// Smallest buffer accepted; smaller sizes are raised to it.
 pub const MIN_CAPACITY: usize = 100;
+/// Largest buffer accepted (about 1 M packets); larger sizes are cut to it.
 pub const MAX_CAPACITY: usize = 1_000_000;
+/// System events kept; the oldest is dropped beyond this.
 pub const EVENT_CAPACITY: usize = 1_000;
 /// How far a reply/request is looked for, in packets.
 const PARTNER_WINDOW: usize = 256;
@@ -24,6 +28,8 @@ pub const ANSWER_BYTES: usize = 24 * 1024;
 /// Named readers kept; the alphabetically first is dropped beyond this.
 const MAX_READERS: usize = 256;
 
+/// A packet's direction relative to the host (the phone or PC running the
+/// bridge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     /// Host to device (a write).
@@ -33,6 +39,7 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// "TX" or "RX", as the tools print it.
     pub fn label(self) -> &'static str {
         match self {
             Self::Tx => "TX",
@@ -49,31 +56,46 @@ impl Direction {
 /// bridge forwards bare values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Att {
+    /// ATT opcode, e.g. 0x52 (write command) or 0x1B (notification).
     pub opcode: u8,
+    /// ATT attribute handle, e.g. 0x0012.
     pub handle: u16,
+    /// HCI connection handle of the link the packet travelled on.
     pub conn: u16,
 }
 
+/// One buffered BLE packet.
 #[derive(Debug, Clone)]
 pub struct Packet {
+    /// Global sequence id, from 1; never reset or reused.
     pub id: u64,
+    /// When it was seen (live) or captured (import), in µs since 1970 UTC.
     pub ts: Micros,
+    /// Who sent it.
     pub dir: Direction,
+    /// The ATT value (payload) bytes.
     pub data: Box<[u8]>,
+    /// Opcode, handle and connection of an imported packet; none for live ones.
     pub att: Option<Att>,
 }
 
 /// What a packet must be to match, besides the window: all given parts.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Filter<'a> {
+    /// Only packets in this direction.
     pub direction: Option<Direction>,
+    /// Only packets containing this byte pattern.
     pub pattern: Option<&'a Pattern>,
+    /// Only packets on this ATT attribute handle (so only imported ones).
     pub handle: Option<u16>,
+    /// Only packets on this HCI connection handle.
     pub conn: Option<u16>,
+    /// Only packets with this ATT opcode.
     pub opcode: Option<u8>,
 }
 
 impl Filter<'_> {
+    /// True when `p` passes every given part.
     pub fn matches(&self, p: &Packet) -> bool {
         self.direction.is_none_or(|d| d == p.dir)
             && self
@@ -96,14 +118,21 @@ impl Filter<'_> {
     }
 }
 
+/// How serious a system event is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// Normal course: the bridge link made, BLE traffic seen, a device
+    /// connected.
     Info,
+    /// Something degraded: the bridge link lost (a reconnect follows), a
+    /// message that did not parse, a warning the bridge logs.
     Warn,
+    /// A failure the bridge reports, e.g. a BLE error.
     Error,
 }
 
 impl Level {
+    /// "info", "warn" or "error", as the tools print it.
     pub fn label(self) -> &'static str {
         match self {
             Self::Info => "info",
@@ -113,17 +142,26 @@ impl Level {
     }
 }
 
+/// A system event: bridge or BLE connect, disconnect, error. Never counted as a
+/// packet.
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// Event sequence id, its own series from 1 (separate from packet ids).
     pub id: u64,
+    /// When it happened, in µs since 1970 UTC.
     pub ts: Micros,
+    /// How serious it is.
     pub level: Level,
+    /// What happened, in a sentence.
     pub message: String,
 }
 
+/// Packet and byte counts for one direction.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DirTotals {
+    /// Packets counted.
     pub packets: u64,
+    /// Payload bytes of those packets.
     pub bytes: u64,
 }
 
@@ -170,26 +208,41 @@ impl RateBuckets {
 /// What get_logs asks for.
 #[derive(Debug, Clone)]
 pub struct LogQuery<'a> {
+    /// Where the window starts (exclusive of an id, inclusive of a time).
     pub since: Since,
     /// The window's end, inclusive: a time (`Since::Time`) or a packet id
     /// (`Since::AfterId`, here meaning "up to and including").
     pub until: Option<Since>,
+    /// What the packets must be besides lying in the window.
     pub filter: Filter<'a>,
+    /// Most packets returned, 1..=1000 (the service checks it).
     pub limit: usize,
+    /// Whose `since="last"` position to use and move on ("default" unless
+    /// given).
     pub reader: &'a str,
+    /// When more match than fit, return the newest instead of the oldest.
     pub newest: bool,
+    /// Include system events of the window.
     pub include_events: bool,
 }
 
+/// One answer of get_logs, borrowing from the buffer.
 #[derive(Debug)]
 pub struct LogPage<'a> {
+    /// Matching packets, oldest first.
     pub entries: Vec<&'a Packet>,
+    /// Packets matching window and filter before the limit.
     pub total_matching: usize,
     /// Packets in the window (since) before the filters.
     pub in_window: usize,
+    /// True only when matching packets were left out.
     pub truncated: bool,
+    /// The id to pass as since to continue after this page without gaps or
+    /// repeats.
     pub next_since: u64,
+    /// System events of the window, oldest first.
     pub events: Vec<&'a Event>,
+    /// Events of the window beyond those returned.
     pub events_left_out: usize,
     /// Packets after the cursor that were evicted before being read.
     pub evicted_unread: u64,
@@ -197,16 +250,24 @@ pub struct LogPage<'a> {
     pub cursor_ahead: bool,
 }
 
+/// A search match with its request/response partner.
 #[derive(Debug)]
 pub struct SearchHit<'a> {
+    /// The matching packet.
     pub packet: &'a Packet,
+    /// For a TX match: the next RX packet after it (within 256 packets), if
+    /// any.
     pub reply: Option<&'a Packet>,
+    /// For an RX match: the TX packet before it (within 256 packets), if any.
     pub request: Option<&'a Packet>,
 }
 
+/// One answer of search_packets, borrowing from the buffer.
 #[derive(Debug)]
 pub struct SearchOut<'a> {
+    /// Matches, oldest first (the newest ones when more matched than fit).
     pub hits: Vec<SearchHit<'a>>,
+    /// Matching packets in the window in all.
     pub total_matching: usize,
     /// Packets in the window (since) before the filters.
     pub in_window: usize,
@@ -221,6 +282,8 @@ fn after(p: &Packet, until: &Since) -> bool {
     }
 }
 
+/// The packet ring, the system-event log and named readers' positions, with the
+/// running counts the metrics report.
 #[derive(Debug)]
 pub struct PacketLog {
     capacity: usize,
@@ -261,39 +324,51 @@ impl PacketLog {
         }
     }
 
+    /// Packets the ring holds at most, MIN_CAPACITY..=MAX_CAPACITY.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
+    /// Packets buffered now.
     pub fn len(&self) -> usize {
         self.packets.len()
     }
+    /// True before the first packet.
     pub fn is_empty(&self) -> bool {
         self.packets.is_empty()
     }
+    /// Packets evicted from the ring since the start (live and imported).
     pub fn evicted(&self) -> u64 {
         self.evicted
     }
+    /// Id of the oldest packet still buffered.
     pub fn oldest_id(&self) -> Option<u64> {
         self.packets.front().map(|p| p.id)
     }
+    /// Id of the newest packet buffered.
     pub fn newest_id(&self) -> Option<u64> {
         self.packets.back().map(|p| p.id)
     }
+    /// Every buffered packet, oldest first.
     pub fn packets(&self) -> impl DoubleEndedIterator<Item = &Packet> + ExactSizeIterator {
         self.packets.iter()
     }
+    /// Kept system events, oldest first.
     pub fn events(&self) -> impl DoubleEndedIterator<Item = &Event> {
         self.events.iter()
     }
+    /// System events recorded since the start (including dropped ones).
     pub fn events_total(&self) -> u64 {
         self.next_event_id - 1
     }
+    /// Live packets and bytes in `dir` since the start (imports are separate).
     pub fn totals(&self, dir: Direction) -> DirTotals {
         self.totals[dir.index()]
     }
+    /// Live packets per second in `dir` over the `secs` seconds before `now`.
     pub fn rate(&self, now: Micros, dir: Direction, secs: i64) -> f64 {
         self.rates.rate(now, dir, secs)
     }
+    /// Named readers and the last packet id each was given, by name.
     pub fn readers(&self) -> impl Iterator<Item = (&str, u64)> {
         self.readers.iter().map(|(k, v)| (k.as_str(), *v))
     }
@@ -332,6 +407,7 @@ impl PacketLog {
         self.imported[dir.index()]
     }
 
+    /// Packets evicted by imports (so an import can say what it pushed out).
     pub fn evicted_by_imports(&self) -> u64 {
         self.evicted_by_imports
     }
@@ -366,6 +442,8 @@ impl PacketLog {
         (id, gone)
     }
 
+    /// Records a system event at `ts`, dropping the oldest beyond
+    /// EVENT_CAPACITY; returns its id.
     pub fn push_event(&mut self, level: Level, message: impl Into<String>, ts: Micros) -> u64 {
         if self.events.len() == EVENT_CAPACITY {
             self.events.pop_front();

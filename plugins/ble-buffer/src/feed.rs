@@ -12,18 +12,30 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+/// The bridge address used when BLE_BRIDGE_URL is not set (web-ble-bridge's
+/// default port).
 pub const DEFAULT_URL: &str = "ws://127.0.0.1:8080";
 
+/// Where the bridge is and how patiently to talk to it.
 #[derive(Debug, Clone)]
 pub struct FeedConfig {
+    /// The bridge WebSocket URL as configured (`ws://HOST:PORT`, optionally
+    /// with `?device=…`).
     pub url: String,
+    /// Longest wait for the TCP connection (500 ms by default: a local bridge
+    /// answers at once).
     pub connect_timeout: Duration,
+    /// Longest wait for the WebSocket handshake's answer (5 s by default).
     pub handshake_timeout: Duration,
+    /// First reconnect delay after a failure (250 ms by default); doubles on
+    /// each failure.
     pub backoff_min: Duration,
+    /// Longest reconnect delay (10 s by default).
     pub backoff_max: Duration,
 }
 
 impl FeedConfig {
+    /// The default timeouts and backoff for the bridge at `url`.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
@@ -45,6 +57,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// "log-stream" or "device", as the tools print it.
     pub fn label(self) -> &'static str {
         match self {
             Self::LogStream => "log-stream",
@@ -68,20 +81,29 @@ pub fn resolve_url(raw: &str) -> Result<(WsUrl, Mode), WsError> {
 /// What a pump saw, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FeedEvent {
+    /// The WebSocket to the bridge opened.
     Up,
+    /// The link was lost or refused (why); a reconnect is scheduled.
     Down(String),
+    /// A text frame: a JSON message of the bridge.
     Text(String),
+    /// A binary frame: a packet's bytes (device mode).
     Binary(Vec<u8>),
 }
 
+/// The plugin's link to the bridge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkState {
+    /// No link: waiting to (re)connect.
     Disconnected,
+    /// TCP connected, the WebSocket handshake under way.
     Connecting,
+    /// The WebSocket is open.
     Connected,
 }
 
 impl LinkState {
+    /// "disconnected", "connecting" or "connected", as the tools print it.
     pub fn label(self) -> &'static str {
         match self {
             Self::Disconnected => "disconnected",
@@ -110,7 +132,10 @@ enum Link {
 /// Limits for one pump.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
+    /// Most bytes read from the socket in one pump (8 MiB by default).
     pub max_bytes: usize,
+    /// Longest time one pump spends reading (25 ms by default), so a tick stays
+    /// short.
     pub max_time: Duration,
 }
 
@@ -123,6 +148,8 @@ impl Default for Budget {
     }
 }
 
+/// The link to the bridge: connects, handshakes, drains frames without blocking
+/// and reconnects with exponential backoff.
 pub struct Feed {
     cfg: FeedConfig,
     target: Result<(WsUrl, Mode), WsError>,
@@ -134,6 +161,8 @@ pub struct Feed {
 }
 
 impl Feed {
+    /// A feed for `cfg`; an unusable URL is kept as the last error, and nothing
+    /// connects until the first pump.
     pub fn new(cfg: FeedConfig) -> Self {
         let target = resolve_url(&cfg.url);
         let last_error = target.as_ref().err().map(ToString::to_string);
@@ -148,24 +177,31 @@ impl Feed {
         }
     }
 
+    /// The URL in use (the resolved one, or the configured text when it does
+    /// not parse).
     pub fn url(&self) -> String {
         match &self.target {
             Ok((u, _)) => u.to_url(),
             Err(_) => self.cfg.url.clone(),
         }
     }
+    /// The parsed bridge URL, none when the configured one is unusable.
     pub fn target(&self) -> Option<&WsUrl> {
         self.target.as_ref().ok().map(|(u, _)| u)
     }
+    /// Whether the plugin taps the log stream or is the bridge's device client.
     pub fn mode(&self) -> Mode {
         self.target.as_ref().map_or(Mode::LogStream, |(_, m)| *m)
     }
+    /// Successful connections since the start.
     pub fn connections(&self) -> u32 {
         self.connections
     }
+    /// Why the last connection attempt or link failed, if it did.
     pub fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()
     }
+    /// Connected, connecting or disconnected.
     pub fn state(&self) -> LinkState {
         match self.link {
             Link::Idle { .. } => LinkState::Disconnected,
@@ -173,6 +209,8 @@ impl Feed {
             Link::Open { .. } => LinkState::Connected,
         }
     }
+    /// Time until the next reconnect attempt while disconnected (zero when one
+    /// is due); none while connected or connecting.
     pub fn retry_in(&self, now: Instant) -> Option<Duration> {
         match self.link {
             Link::Idle { retry_at: Some(t) } => Some(t.saturating_duration_since(now)),

@@ -46,11 +46,18 @@ pub fn parse_hex_bytes(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Why a hex pattern was refused; the message says how to write one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatternError {
+    /// Nothing but spaces.
     Empty,
+    /// A character other than hex digits, spaces and `??` (a lone `?` half-byte
+    /// included).
     BadChar(char),
+    /// An odd number of hex digits (the count): patterns are whole bytes.
     OddDigits(usize),
+    /// Only `??`: it would match every packet, so at least one literal byte is
+    /// required.
     AllWildcards,
 }
 
@@ -83,6 +90,8 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// Parses "A7 B3 ?? 02" and the like: case and whitespace ignored, `??` any
+    /// one byte.
     pub fn parse(s: &str) -> Result<Self, PatternError> {
         let mut digits = Vec::new();
         for c in s.chars() {
@@ -115,10 +124,12 @@ impl Pattern {
         Ok(Self { bytes, anchor })
     }
 
+    /// Bytes a match spans, wildcards included.
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
+    /// Never true for a parsed pattern (`parse` refuses empty ones).
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }

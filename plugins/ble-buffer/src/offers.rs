@@ -11,10 +11,14 @@ use crate::time::{format_iso, now_us};
 use crate::{btsnoop, hex};
 use serde_json::{Value, json};
 
+/// The newest packets with the buffer's counts; subscribers hear when packets
+/// arrive.
 pub const BUFFER_URI: &str = "ble://buffer";
+/// The BLE link and the bridge link; subscribers hear when either changes.
 pub const CONNECTION_URI: &str = "ble://connection";
 /// The template as written in the WIT (completion targets name it so).
 pub const BUFFER_TEMPLATE: &str = "ble://buffer/{since}";
+/// The prompt that walks an agent through a sniffing session.
 pub const PROMPT: &str = "ble_sniff_session";
 /// Packets a buffer resource shows at most.
 pub const RESOURCE_PACKETS: usize = 50;

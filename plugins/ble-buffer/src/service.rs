@@ -15,10 +15,18 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Environment variable with the bridge's WebSocket URL (the `--bridge-url`
+/// setting).
 pub const URL_VAR: &str = "BLE_BRIDGE_URL";
+/// Environment variable with the buffer size in packets (the
+/// `--ble-buffer-size` setting).
 pub const SIZE_VAR: &str = "BLE_BUFFER_SIZE";
+/// Packets get_logs and search_packets return when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 100;
+/// Most packets one answer returns.
 pub const MAX_LIMIT: u32 = 1000;
+/// Shortest scan accepted, in milliseconds: a shorter one rarely hears an
+/// advertisement.
 pub const SCAN_MIN_MS: u32 = 1000;
 /// Below the host's default 30 s call deadline, so a scan never traps.
 pub const SCAN_MAX_MS: u32 = 25_000;
@@ -41,13 +49,21 @@ pub const MAX_SEEN_DEVICES: usize = 64;
 pub struct ImportRecord {
     /// 1, 2, … since the plugin started.
     pub number: u32,
+    /// The capture's path as given to import_btsnoop.
     pub path: String,
+    /// FNV-1a hash of the file's bytes, to recognise the same capture again.
     pub hash: u64,
+    /// File size in bytes.
     pub size: u64,
+    /// Id of the first packet it added, if any.
     pub first_id: Option<u64>,
+    /// Id of the last packet it added, if any.
     pub last_id: Option<u64>,
+    /// Time of the capture's first record, in µs since 1970 UTC.
     pub capture_start: Option<Micros>,
+    /// Time of the capture's last record.
     pub capture_end: Option<Micros>,
+    /// When the import ran, in µs since 1970 UTC.
     pub at: Micros,
 }
 
@@ -73,16 +89,27 @@ pub use plugin_kit::ToolError;
 /// The BLE link as the bridge reports it.
 #[derive(Debug, Default, Clone)]
 pub struct BleState {
+    /// True while the bridge reports (or traffic shows) a BLE device connected.
     pub connected: bool,
+    /// The connected (or last connected) device's name.
     pub device: Option<String>,
+    /// The device a connection is being made to, while one is under way.
     pub connecting_to: Option<String>,
+    /// When the BLE connection was made.
     pub connected_at: Option<Micros>,
+    /// When the last packet was seen.
     pub last_activity: Option<Micros>,
 }
 
+/// The plugin's whole state: the packet buffer, the feed from the bridge and
+/// what is known of the BLE link. The component holds one; the tests drive one
+/// directly.
 pub struct Service {
+    /// Every packet and system event buffered.
     pub log: PacketLog,
+    /// The WebSocket link to the bridge.
     pub feed: Feed,
+    /// The BLE link as the bridge last reported it.
     pub ble: BleState,
     started: Instant,
     parse_errors: u64,
@@ -97,12 +124,21 @@ pub struct Service {
 /// get_logs arguments in domain form.
 #[derive(Debug, Default, Clone)]
 pub struct LogsArgs {
+    /// Where to start: a duration back from now, an ISO time, a packet id,
+    /// "all" or "last" (see [`parse_since`]); none means the default window.
     pub since: Option<String>,
+    /// "TX", "RX" or a hex pattern the packet must contain.
     pub filter: Option<String>,
+    /// Only packets in this direction.
     pub direction: Option<Direction>,
+    /// Most packets returned, 1..=[`MAX_LIMIT`] (default [`DEFAULT_LIMIT`]).
     pub limit: Option<u32>,
+    /// Reader name for since="last" (default "default").
     pub reader: Option<String>,
+    /// Return the newest packets instead of the oldest when more match than
+    /// fit.
     pub newest: Option<bool>,
+    /// Include system events of the window (default true).
     pub include_events: Option<bool>,
     /// Only packets on this ATT attribute handle (imported packets).
     pub handle: Option<u16>,
@@ -117,18 +153,28 @@ pub struct LogsArgs {
 /// search_packets arguments in domain form.
 #[derive(Debug, Default, Clone)]
 pub struct SearchArgs {
+    /// Hex bytes to find (`??` = any byte); required unless `handle` is given.
     pub hex_pattern: Option<String>,
+    /// Most matches returned, 1..=[`MAX_LIMIT`] (default [`DEFAULT_LIMIT`]);
+    /// the newest are kept.
     pub limit: Option<u32>,
+    /// Only packets in this direction.
     pub direction: Option<Direction>,
+    /// Only packets since this point (as get_logs' since, except "last").
     pub since: Option<String>,
+    /// Only packets on this ATT attribute handle.
     pub handle: Option<u16>,
+    /// Only packets on this HCI connection handle.
     pub connection: Option<u16>,
+    /// Only packets with this ATT opcode, by name (write-request, notification,
+    /// …) or number.
     pub opcode: Option<String>,
 }
 
 /// A get_logs answer with what the page alone cannot say.
 #[derive(Debug)]
 pub struct Logs<'a> {
+    /// The packets and counts, borrowing from the buffer.
     pub page: LogPage<'a>,
     /// Why the answer is empty, what was left out, what since meant.
     pub notes: Vec<String>,
@@ -139,34 +185,54 @@ pub struct Logs<'a> {
 pub struct Found<'a> {
     /// The pattern as understood, or how the search was narrowed.
     pub pattern: String,
+    /// The matches and counts, borrowing from the buffer.
     pub out: SearchOut<'a>,
+    /// What was left out or how the search was narrowed, one sentence each.
     pub notes: Vec<String>,
 }
 
 /// ATT writes and notifications on one attribute handle in an import.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandleCount {
+    /// HCI connection handle.
     pub conn: u16,
+    /// ATT attribute handle.
     pub handle: u16,
+    /// Write requests, write commands and signed writes imported.
     pub writes: u32,
+    /// Notifications and indications imported.
     pub notifications: u32,
 }
 
+/// What import_btsnoop did with a capture.
 pub struct ImportSummary {
+    /// The capture's datalink: 1002 (H4 UART, Android) or 2001 (Linux monitor,
+    /// btmon).
     pub datalink: u32,
+    /// Records in the file.
     pub records: u32,
+    /// ATT writes imported as TX.
     pub tx: u32,
+    /// ATT notifications and indications imported as RX.
     pub rx: u32,
+    /// Records that were not ATT writes or notifications.
     pub skipped: u32,
+    /// First packet id assigned (the earlier import's, when already imported).
     pub first_id: Option<u64>,
+    /// Last packet id assigned.
     pub last_id: Option<u64>,
+    /// Problems found (evictions, a duplicate, truncated records, unfinished
+    /// fragments), at most 12.
     pub warnings: Vec<String>,
     /// get_logs `since` that starts at this import's first packet.
     pub since: Option<String>,
     /// Older packets this import pushed out of the buffer.
     pub evicted: u32,
+    /// FNV-1a hash of the file's bytes as `fnv1a64:` and 16 hex digits.
     pub content_hash: String,
+    /// Time of the capture's first record, in µs since 1970 UTC.
     pub capture_start: Option<Micros>,
+    /// Time of the capture's last record.
     pub capture_end: Option<Micros>,
     /// Short kinds of traffic in the capture (`ble-att`, `a2dp`, …).
     pub holds: Vec<&'static str>,
@@ -178,6 +244,7 @@ pub struct ImportSummary {
     pub handles: Vec<HandleCount>,
     /// Handles left out of `handles` (beyond MAX_HANDLE_ROWS).
     pub handles_left_out: u32,
+    /// What to do next, or why nothing was imported.
     pub note: String,
     /// The number of the earlier import of the same content, when this
     /// one added nothing because those packets are still buffered.
@@ -208,11 +275,17 @@ fn handle_rows(per_handle: BTreeMap<(u16, u16), (u32, u32)>) -> (Vec<HandleCount
 /// Metrics about imports.
 #[derive(Debug, Clone, Default)]
 pub struct ImportMetrics {
+    /// Captures imported since the plugin started.
     pub files: u32,
+    /// Packets imported as TX.
     pub tx: u64,
+    /// Packets imported as RX.
     pub rx: u64,
+    /// Payload bytes imported.
     pub bytes: u64,
+    /// Packets evicted from the buffer by imports.
     pub evicted: u64,
+    /// The path of the last capture imported.
     pub last_file: Option<String>,
 }
 
@@ -233,6 +306,8 @@ fn pattern(s: &str) -> Result<Pattern, ToolError> {
 }
 
 impl Service {
+    /// A service with a buffer of `capacity` packets (clamped to
+    /// MIN_CAPACITY..=MAX_CAPACITY), fed from the bridge `cfg` names.
     pub fn new(cfg: FeedConfig, capacity: usize) -> Self {
         Self {
             log: PacketLog::new(capacity),
@@ -261,9 +336,11 @@ impl Service {
         Self::new(FeedConfig::new(url), capacity)
     }
 
+    /// Time since the plugin started.
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
+    /// Bridge messages that could not be parsed, since the start.
     pub fn parse_errors(&self) -> u64 {
         self.parse_errors
     }
@@ -414,6 +491,8 @@ impl Service {
         }
     }
 
+    /// get_logs: checks the arguments, runs the query and explains what was
+    /// left out; moves the reader's position.
     pub fn get_logs(&mut self, a: &LogsArgs) -> Result<Logs<'_>, ToolError> {
         let now = now_us();
         let reader = a.reader.as_deref().unwrap_or("default");
@@ -613,6 +692,8 @@ impl Service {
         }
     }
 
+    /// search_packets: finds packets by hex pattern and/or handle and pairs
+    /// each with its reply or request.
     pub fn search(&self, a: &SearchArgs) -> Result<Found<'_>, ToolError> {
         let pat = match a.hex_pattern.as_deref() {
             Some(p) if !p.trim().is_empty() || a.handle.is_none() => Some(pattern(p)?),
@@ -664,6 +745,10 @@ impl Service {
         })
     }
 
+    /// scan_devices: asks the bridge, on a connection of its own, to scan
+    /// for `duration_ms` (1000..=25000, default 5000); returns the devices
+    /// and the duration used. `keep_going` is polled while waiting: when it
+    /// says stop, the scan fails with CANCELLED.
     pub fn scan(
         &mut self,
         duration_ms: Option<u32>,
@@ -956,6 +1041,7 @@ impl Service {
         })
     }
 
+    /// Import counts for get_metrics.
     pub fn import_metrics(&self) -> ImportMetrics {
         let (t, r) = (
             self.log.imported(Direction::Tx),
@@ -990,6 +1076,8 @@ impl Service {
         w
     }
 
+    /// The state of the link to the bridge: connected, connecting or
+    /// disconnected.
     pub fn link_state(&self) -> LinkState {
         self.feed.state()
     }

@@ -7,6 +7,7 @@
 use crate::time::{Micros, parse_iso};
 use std::fmt;
 
+/// Where a query starts, parsed from get_logs' or search_packets' `since`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Since {
     /// Packets with a timestamp at or after this instant.
@@ -17,6 +18,8 @@ pub enum Since {
     Last,
 }
 
+/// An unusable `since` (the text given); its Display lists the accepted
+/// forms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SinceError(pub String);
 

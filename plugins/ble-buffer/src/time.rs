@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Microseconds since 1970-01-01T00:00:00Z.
 pub type Micros = i64;
 
+/// The wall clock now (negative before 1970, which only a broken clock gives).
 pub fn now_us() -> Micros {
     match SystemTime::now().duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_micros() as Micros,

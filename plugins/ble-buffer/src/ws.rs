@@ -11,10 +11,16 @@ const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// Largest message accepted; a bridge message is a few hundred bytes.
 pub const MAX_MESSAGE: usize = 16 << 20;
 
+/// Why the bridge link could not be made or kept; each says what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WsError {
+    /// The configured URL is not a usable `ws://HOST:PORT[/path][?query]`.
     BadUrl(String),
+    /// The server's answer to the opening handshake was not a valid 101
+    /// upgrade.
     Handshake(String),
+    /// The server broke the framing rules (RFC 6455 §5): reserved bits, an
+    /// unknown opcode, a message over MAX_MESSAGE, text that is not UTF-8.
     Protocol(String),
 }
 
@@ -28,15 +34,20 @@ impl fmt::Display for WsError {
     }
 }
 
+/// A parsed `ws://` URL (no TLS: the bridge runs on the local network).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsUrl {
+    /// Host name or IP address (an IPv6 literal keeps its brackets).
     pub host: String,
+    /// TCP port (80 when the URL gives none).
     pub port: u16,
     /// Path and query, at least "/".
     pub resource: String,
 }
 
 impl WsUrl {
+    /// Parses `ws://HOST[:PORT][/path][?query]`; `wss://` is refused with a
+    /// hint, as the guest speaks no TLS.
     pub fn parse(s: &str) -> Result<Self, WsError> {
         let s = s.trim();
         let rest = if let Some(r) = s.strip_prefix("ws://") {
@@ -117,10 +128,12 @@ impl WsUrl {
         }
     }
 
+    /// The query string after `?`, empty when there is none.
     pub fn query(&self) -> &str {
         self.resource.split_once('?').map_or("", |(_, q)| q)
     }
 
+    /// True when the query has a parameter `name` (with or without a value).
     pub fn has_param(&self, name: &str) -> bool {
         self.query()
             .split('&')
@@ -135,6 +148,7 @@ impl WsUrl {
         }
     }
 
+    /// The URL as text, with the port always written.
     pub fn to_url(&self) -> String {
         format!("ws://{}:{}{}", self.host, self.port, self.resource)
     }
@@ -195,13 +209,20 @@ pub fn check_handshake_response(buf: &[u8], key: &str) -> Result<Option<usize>, 
     Ok(Some(end + 4))
 }
 
+/// A WebSocket frame opcode (RFC 6455 §5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opcode {
+    /// A further fragment of a message.
     Continuation = 0,
+    /// A UTF-8 text frame (the bridge's JSON messages).
     Text = 1,
+    /// A binary frame (raw packet bytes).
     Binary = 2,
+    /// Closing the connection.
     Close = 8,
+    /// A keepalive the other side must answer with a Pong.
     Ping = 9,
+    /// The answer to a Ping.
     Pong = 10,
 }
 
@@ -222,10 +243,15 @@ impl Opcode {
 /// A complete message (fragments joined) or a control frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
+    /// A text message (fragments joined), valid UTF-8.
     Text(String),
+    /// A binary message (fragments joined).
     Binary(Vec<u8>),
+    /// A ping with its payload, to be echoed in a Pong.
     Ping(Vec<u8>),
+    /// A pong (its payload is not needed).
     Pong,
+    /// The server closes: status code, when given, and reason.
     Close(Option<u16>, String),
 }
 
@@ -264,6 +290,8 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// Appends bytes read from the socket; old consumed bytes are dropped now
+    /// and then so the buffer stays small.
     pub fn feed(&mut self, data: &[u8]) {
         if self.pos > 0 && self.pos == self.buf.len() {
             self.buf.clear();
@@ -275,6 +303,7 @@ impl Decoder {
         self.buf.extend_from_slice(data);
     }
 
+    /// Bytes received but not yet decoded into a message.
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.pos
     }
