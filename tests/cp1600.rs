@@ -5,12 +5,15 @@
 
 use e2e::{Server, fixtures, is_error, json as result_json, only_plugin, repo, text};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 /// A server with only cp1600, the given directories granted read-only.
 struct Cp {
     server: Server,
+    /// Each tool's `outputSchema`, which every result is checked against.
+    schemas: HashMap<String, Value>,
     _plugins: TempDir,
 }
 
@@ -26,8 +29,19 @@ impl Cp {
             args.extend(["--workspace".into(), ws.to_string_lossy().into()]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = Server::start(&args).await;
+        let schemas = server
+            .tools()
+            .await
+            .into_iter()
+            .filter_map(|t| {
+                let schema = Value::Object((*t.output_schema?).clone());
+                Some((t.name.to_string(), schema))
+            })
+            .collect();
         Cp {
-            server: Server::start(&args).await,
+            server,
+            schemas,
             _plugins: plugins,
         }
     }
@@ -36,16 +50,26 @@ impl Cp {
         Cp::start(&[&samples()], None).await
     }
 
-    /// Calls a tool that must succeed; returns its JSON document.
+    /// Calls a tool that must succeed; returns its JSON document, checked
+    /// against the tool's `outputSchema`.
     async fn ok(&self, tool: &str, args: Value) -> Value {
         let r = self.server.ok(tool, args).await;
-        // The text block carries the same JSON as the structured content.
+        // The text block carries the same JSON as the structured content,
+        // compact with sorted keys (as the plugin printed it when its results
+        // were `@json` strings).
         let v = result_json(&r);
         assert_eq!(
-            serde_json::from_str::<Value>(&text(&r)).unwrap(),
-            v,
+            text(&r),
+            v.to_string(),
             "{tool}: text and structured content"
         );
+        let schema = self
+            .schemas
+            .get(tool)
+            .unwrap_or_else(|| panic!("{tool} has no outputSchema"));
+        if let Err(e) = conforms(schema, &v, tool) {
+            panic!("{e}\nin {v}");
+        }
         v
     }
 
@@ -82,6 +106,57 @@ impl Cp {
         assert_eq!(m["memory"][0]["address"], addr);
         m["memory"][0]["value"].as_u64().unwrap()
     }
+}
+
+/// Whether `v` follows `schema` in the vocabulary the host's output schemas
+/// use (type, properties, required, additionalProperties, items, enum,
+/// minimum, maximum); `at` names the place for the error.
+fn conforms(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
+    let ty = schema["type"].as_str().unwrap_or("");
+    let fits = match ty {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "integer" => v.is_u64() || v.is_i64(),
+        "number" => v.is_number(),
+        other => return Err(format!("{at}: schema type `{other}` not understood")),
+    };
+    if !fits {
+        return Err(format!("{at}: {v} is not {ty}"));
+    }
+    if let Some(cases) = schema["enum"].as_array()
+        && !cases.contains(v)
+    {
+        return Err(format!("{at}: {v} is not one of {cases:?}"));
+    }
+    if let Some(n) = v.as_f64() {
+        let min = schema["minimum"].as_f64().unwrap_or(f64::MIN);
+        let max = schema["maximum"].as_f64().unwrap_or(f64::MAX);
+        if n < min || n > max {
+            return Err(format!("{at}: {n} is outside {min}..={max}"));
+        }
+    }
+    if let Some(items) = v.as_array() {
+        for (i, item) in items.iter().enumerate() {
+            conforms(&schema["items"], item, &format!("{at}[{i}]"))?;
+        }
+    }
+    if let Some(obj) = v.as_object() {
+        for key in schema["required"].as_array().into_iter().flatten() {
+            let key = key.as_str().unwrap_or_default();
+            if !obj.contains_key(key) {
+                return Err(format!("{at}: required `{key}` is missing"));
+            }
+        }
+        for (key, value) in obj {
+            match schema["properties"].get(key) {
+                Some(s) => conforms(s, value, &format!("{at}.{key}"))?,
+                None => return Err(format!("{at}: `{key}` is not in the schema")),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn samples() -> PathBuf {
@@ -236,6 +311,51 @@ async fn the_readme_walkthrough_works_with_a_workspace_relative_path() {
         (json!(142), json!(100))
     );
     cp.server.stop().await;
+}
+
+/// Every tool has an `outputSchema` (its result is a typed record), and
+/// every property in it says what it is: the descriptions come from the
+/// WIT doc comments, and are what an agent reads.
+#[tokio::test]
+async fn every_tool_declares_its_output_schema_with_descriptions() {
+    let cp = Cp::samples().await;
+    let tools = cp.server.tools().await;
+    assert_eq!(
+        tools.len(),
+        23,
+        "{:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+    assert_eq!(cp.schemas.len(), tools.len(), "a tool without outputSchema");
+    fn described(schema: &Value, at: &str, out: &mut Vec<String>) {
+        for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
+            if prop["description"].as_str().is_none_or(str::is_empty) {
+                out.push(format!("{at}.{key}"));
+            }
+            described(prop, &format!("{at}.{key}"), out);
+            described(&prop["items"], &format!("{at}.{key}[]"), out);
+        }
+    }
+    let mut bare = Vec::new();
+    for (name, schema) in &cp.schemas {
+        assert_eq!(schema["type"], "object", "{name}");
+        described(schema, name, &mut bare);
+    }
+    assert!(bare.is_empty(), "undocumented: {bare:?}");
+    // Keys WIT cannot spell keep the spec's names.
+    let state = &cp.schemas["cp1600_get_state"]["properties"];
+    let regs: Vec<&String> = state["registers"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(regs, ["R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7"]);
+    let flags: Vec<&String> = state["flags"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(flags, ["C", "OV", "S", "Z"]);
 }
 
 #[tokio::test]

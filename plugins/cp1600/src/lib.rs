@@ -10,6 +10,7 @@ pub mod disasm;
 pub mod machine;
 pub mod memory;
 pub mod offers;
+pub mod results;
 pub mod rom;
 pub mod tools;
 

@@ -3,6 +3,7 @@
 //! session ids. Each resource is built on the document of the tool that
 //! shows the same thing, so a resource and its tool never disagree.
 
+use crate::results::Json;
 use crate::tools::{DISASM_DEFAULT_SPAN, Look, MEMORY_MAX, Sessions, ToolError};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -54,7 +55,7 @@ pub fn parse_address(what: &str, text: &str) -> Result<u16, ToolError> {
 
 /// `cp1600://sessions/{session_id}/state`.
 pub fn state(s: &mut Sessions, session_id: &str) -> Result<String, ToolError> {
-    Ok(s.state_document(named(session_id)?)?.to_string())
+    Ok(s.state_document(named(session_id)?)?.json().to_string())
 }
 
 /// `cp1600://sessions/{session_id}/memory/{start}/{end}`: a hex dump,
@@ -109,13 +110,14 @@ pub fn disassembly(s: &mut Sessions, session_id: &str, address: &str) -> Result<
     s.read_words(id, 0, 0)?;
     let a = parse_address("address", address)?;
     let end = a.saturating_add(DISASM_DEFAULT_SPAN);
-    Ok(s.disassemble(Some(id), a, Some(end))?.to_string())
+    Ok(s.disassemble(Some(id), a, Some(end))?.json().to_string())
 }
 
 /// `cp1600://sessions/{session_id}/trace`: the newest entries.
 pub fn trace(s: &mut Sessions, session_id: &str) -> Result<String, ToolError> {
     Ok(
         s.get_trace(Some(named(session_id)?), Some(TRACE_ENTRIES), None)?
+            .json()
             .to_string(),
     )
 }
@@ -183,11 +185,11 @@ pub fn debug_prompt(
             let _ = writeln!(
                 out,
                 "Session `{id}` is {} at PC ${:04X} after {} instructions ({} cycles); ROM: {}. Pass session_id \"{id}\" to every tool below.\n",
-                st["status"].as_str().unwrap_or("?"),
-                st["pc"].as_u64().unwrap_or(0),
-                st["instructions"],
-                st["cycles"],
-                st["rom_path"].as_str().unwrap_or("none loaded"),
+                st.status.json().as_str().unwrap_or("?"),
+                st.cpu.pc,
+                st.cpu.instructions,
+                st.cpu.cycles,
+                st.rom_path.as_deref().unwrap_or("none loaded"),
             );
             id.to_owned()
         }

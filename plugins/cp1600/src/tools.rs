@@ -7,8 +7,8 @@ use crate::cpu::CpuState;
 use crate::disasm::{Instr, disassemble, disassemble_range};
 use crate::machine::{Diagnosis, Limits, Machine, RunResult, StopReason, StopWhen, TRACE_MAX};
 use crate::memory::{Memory, Region};
+use crate::results::*;
 use crate::rom::{self, Image};
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -40,7 +40,8 @@ pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(10);
 
 pub use plugin_kit::ToolError;
 
-pub type ToolResult = Result<Value, ToolError>;
+/// A tool's document, or the coded error an agent can branch on.
+pub type ToolResult<T> = Result<T, ToolError>;
 
 /// Progress callback the glue supplies: `(done, total, message) -> keep going`.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64, &str) -> bool;
@@ -71,14 +72,14 @@ struct Session {
 }
 
 impl Session {
-    fn state_name(&self) -> &'static str {
+    fn status(&self) -> SessionStatus {
         let st = &self.machine.cpu.st;
         if st.halted {
-            "halted"
+            SessionStatus::Halted
         } else if st.instructions == 0 {
-            "idle"
+            SessionStatus::Idle
         } else {
-            "running"
+            SessionStatus::Running
         }
     }
 }
@@ -144,18 +145,6 @@ pub fn rfc3339(millis: u128) -> String {
     )
 }
 
-fn registers_json(st: &CpuState) -> Value {
-    let mut m = serde_json::Map::new();
-    for (i, v) in st.r.iter().enumerate() {
-        m.insert(format!("R{i}"), json!(v));
-    }
-    Value::Object(m)
-}
-
-fn flags_json(st: &CpuState) -> Value {
-    json!({ "C": st.c, "OV": st.ov, "Z": st.z, "S": st.s })
-}
-
 /// Compact flags for trace lines: `SZOCI`, `-` for a clear flag, `D` when
 /// SDBD is pending.
 fn flags_compact(st: &CpuState) -> String {
@@ -175,14 +164,14 @@ fn flags_compact(st: &CpuState) -> String {
     s
 }
 
-fn instr_json(ins: &Instr) -> Value {
-    json!({
-        "address": ins.address,
-        "opcode": ins.mnemonic,
-        "operands": ins.operands,
-        "raw": ins.words[0],
-        "size": ins.len,
-    })
+fn instr_info(ins: &Instr) -> InstrInfo {
+    InstrInfo {
+        address: ins.address,
+        opcode: ins.mnemonic,
+        operands: ins.operands.clone(),
+        raw: ins.words[0],
+        size: ins.len,
+    }
 }
 
 /// Parses `R0`–`R7` (also `PC` = R7, `SP` = R6).
@@ -311,15 +300,15 @@ fn sibling_cfg(bin: &Path) -> Result<Option<(PathBuf, Vec<u8>)>, ToolError> {
     }
 }
 
-fn header_json(h: &Header) -> Value {
-    json!({
-        "title": h.title,
-        "year": h.year,
-        "start": h.start,
-        "title_address": h.title_address,
-        "code_after_title": h.runs_code_after_title().then_some(h.after_title),
-        "flags": h.flags,
-    })
+fn header_info(h: &Header) -> HeaderInfo {
+    HeaderInfo {
+        title: h.title.clone(),
+        year: h.year,
+        start: h.start,
+        title_address: h.title_address,
+        code_after_title: h.runs_code_after_title().then_some(h.after_title),
+        flags: h.flags,
+    }
 }
 
 fn has_ext(path: &Path, ext: &str) -> bool {
@@ -380,7 +369,7 @@ impl Sessions {
         Ok((id, s))
     }
 
-    pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult<SessionCreated> {
         use plugin_kit::clients::{Full, hex64, mint};
         let freed = match self.room.admit(
             self.sessions.len(),
@@ -452,45 +441,51 @@ impl Sessions {
             },
         );
         self.active = Some(id.clone());
-        let mut out = json!({ "session_id": id, "status": "created", "active": true });
-        if let Some(freed) = freed {
-            out["note"] = json!(freed.note("session"));
-        }
-        Ok(out)
+        Ok(SessionCreated {
+            session_id: id,
+            status: "created",
+            active: true,
+            note: freed.map(|f| f.note("session")),
+        })
     }
 
-    pub fn list_sessions(&self) -> ToolResult {
-        let sessions: Vec<Value> = self
+    pub fn list_sessions(&self) -> ToolResult<SessionList> {
+        let sessions = self
             .sessions
             .iter()
-            .map(|(id, s)| {
-                json!({
-                    "session_id": id,
-                    "created_at": s.created_at,
-                    "rom_loaded": s.rom.is_some(),
-                    "rom_path": s.rom.as_ref().map(|r| r.path.clone()),
-                    "rom_format": s.rom.as_ref().map(|r| r.format),
-                    "state": s.state_name(),
-                    "active": self.active.as_deref() == Some(id.as_str()),
-                })
+            .map(|(id, s)| SessionInfo {
+                session_id: id.clone(),
+                created_at: s.created_at.clone(),
+                rom_loaded: s.rom.is_some(),
+                rom_path: s.rom.as_ref().map(|r| r.path.clone()),
+                rom_format: s.rom.as_ref().map(|r| r.format),
+                state: s.status(),
+                active: self.active.as_deref() == Some(id.as_str()),
             })
             .collect();
-        Ok(json!({ "sessions": sessions }))
+        Ok(SessionList { sessions })
     }
 
-    pub fn switch_session(&mut self, session_id: &str) -> ToolResult {
+    pub fn switch_session(&mut self, session_id: &str) -> ToolResult<SessionSwitched> {
         let id = self.resolve_id(Some(session_id))?;
         self.active = Some(id.clone());
-        Ok(json!({ "session_id": id, "status": "active" }))
+        Ok(SessionSwitched {
+            session_id: id,
+            status: "active",
+        })
     }
 
-    pub fn destroy_session(&mut self, session_id: &str) -> ToolResult {
+    pub fn destroy_session(&mut self, session_id: &str) -> ToolResult<SessionDestroyed> {
         let id = self.resolve_id(Some(session_id))?;
         self.sessions.remove(&id);
         if self.active.as_deref() == Some(id.as_str()) {
             self.active = None;
         }
-        Ok(json!({ "session_id": id, "status": "destroyed", "active_session": self.active }))
+        Ok(SessionDestroyed {
+            session_id: id,
+            status: "destroyed",
+            active_session: self.active.clone(),
+        })
     }
 
     pub fn load_rom(
@@ -498,7 +493,7 @@ impl Sessions {
         session_id: Option<&str>,
         rom_path: &str,
         opts: &LoadOptions,
-    ) -> ToolResult {
+    ) -> ToolResult<RomLoaded> {
         let (id, _) = self.get(session_id)?;
         let choice = parse_start(opts.start.as_deref())?;
         let (path, bytes) = read_file(rom_path, "the ROM", "rom_path")?;
@@ -690,62 +685,69 @@ impl Sessions {
             segments: all_segments,
             exec: has_exec,
         });
-        let mut out = json!({
-            "status": "loaded",
-            "session_id": id,
-            "rom_size": bytes.len(),
-            "load_address": opts.load_address.unwrap_or(first),
-            "entry_point": start.pc,
-            "format": image.format,
-            "segments": segments.iter().map(|(a, b)| json!({"start": a, "end": b})).collect::<Vec<_>>(),
-            "header": header.as_ref().map(header_json),
-            "start": start.how.name(),
-        });
-        if let Some(note) = start.note() {
-            out["start_note"] = json!(note);
-        }
+        let mut start_note = start.note();
         if start.how == StartKind::Plain
             && opts.entry_point.is_none()
             && let Some(c) = cart_start()
             && c.pc != start.pc
         {
-            out["start_note"] = json!(format!(
+            start_note = Some(format!(
                 "the PC is at ${:04X}; this cartridge's program starts at ${:04X}: reload with start \"header\" to begin there as the EXEC would",
                 start.pc, c.pc
             ));
         }
-        if let (Some(q), Some(_)) = (quick, &header)
-            && start.how == StartKind::Header
-        {
-            out["quick_boot"] = json!(format!(
+        let quick_boot = match (quick, &header) {
+            (Some(q), Some(_)) if start.how == StartKind::Header => Some(format!(
                 "there is quick-boot code at ${:04X}, which the EXEC runs before the header's program (it usually returns to the EXEC); it is skipped here: pass entry_point {} to run it",
                 q.pc, q.pc
-            ));
+            )),
+            _ => None,
+        };
+        // A name may repeat (`author` once per author): values joined, in
+        // name order.
+        let mut vars: BTreeMap<&str, String> = BTreeMap::new();
+        for (k, v) in &image.vars {
+            vars.entry(k)
+                .and_modify(|prev| {
+                    prev.push_str("; ");
+                    prev.push_str(v);
+                })
+                .or_insert_with(|| v.clone());
         }
-        if has_exec {
-            out["exec"] = json!(true);
-        }
-        if grom.is_some() {
-            out["grom"] = json!(true);
-        }
-        if !image.vars.is_empty() {
-            // A key may repeat (`author` once per author): values joined.
-            let mut vars = serde_json::Map::new();
-            for (k, v) in &image.vars {
-                let joined = match vars.get(k).and_then(Value::as_str) {
-                    Some(prev) => format!("{prev}; {v}"),
-                    None => v.clone(),
-                };
-                vars.insert(k.clone(), json!(joined));
-            }
-            out["cfg_vars"] = Value::Object(vars);
-        }
-        if image.ram.iter().any(|r| (r.0, r.1) == rom::JLP_RAM) {
-            out["jlp"] = json!(
-                "JLP RAM mapped at $8040-$9F7F (16-bit); the JLP accelerators and flash are not emulated"
-            );
-        }
-        Ok(out)
+        let cfg_vars = (!vars.is_empty()).then(|| {
+            vars.into_iter()
+                .map(|(name, value)| CfgVar {
+                    name: name.to_owned(),
+                    value,
+                })
+                .collect()
+        });
+        Ok(RomLoaded {
+            status: "loaded",
+            session_id: id,
+            rom_size: bytes.len() as u64,
+            load_address: opts.load_address.unwrap_or(first),
+            entry_point: start.pc,
+            format: image.format,
+            segments: segments
+                .iter()
+                .map(|&(start, end)| Span { start, end })
+                .collect(),
+            header: header.as_ref().map(header_info),
+            start: start.how,
+            start_note,
+            quick_boot,
+            exec: has_exec.then_some(true),
+            grom: grom.is_some().then_some(true),
+            cfg_vars,
+            jlp: image
+                .ram
+                .iter()
+                .any(|r| (r.0, r.1) == rom::JLP_RAM)
+                .then(|| {
+                    "JLP RAM mapped at $8040-$9F7F (16-bit); the JLP accelerators and flash are not emulated".to_owned()
+                }),
+        })
     }
 
     fn run_with(
@@ -779,7 +781,7 @@ impl Sessions {
         count: Option<u64>,
         checks: Option<bool>,
         progress: Progress,
-    ) -> ToolResult {
+    ) -> ToolResult<Stepped> {
         let count = count.unwrap_or(1);
         if count == 0 {
             return Err(ToolError::invalid("count must be at least 1"));
@@ -799,20 +801,19 @@ impl Sessions {
             progress,
         );
         let st = &s.machine.cpu.st;
-        let mut out = json!({
-            "executed": r.executed,
-            "halted": st.halted,
-            "pc": st.r[7],
-            "cycles": st.cycles,
-            "session_id": id,
-        });
-        if !matches!(r.reason, StopReason::Count | StopReason::Halted) {
-            out["reason"] = json!(r.reason.as_str());
-        }
-        if let Some(d) = &r.diagnosis {
-            out["stop"] = describe_diagnosis(&s.machine, d);
-        }
-        Ok(out)
+        Ok(Stepped {
+            executed: r.executed,
+            halted: st.halted,
+            pc: st.r[7],
+            cycles: st.cycles,
+            session_id: id,
+            reason: (!matches!(r.reason, StopReason::Count | StopReason::Halted))
+                .then_some(r.reason),
+            stop: r
+                .diagnosis
+                .as_ref()
+                .map(|d| describe_diagnosis(&s.machine, d)),
+        })
     }
 
     pub fn run(
@@ -821,7 +822,7 @@ impl Sessions {
         max_cycles: Option<u64>,
         checks: Option<bool>,
         progress: Progress,
-    ) -> ToolResult {
+    ) -> ToolResult<RunOutcome> {
         let budget = max_cycles.unwrap_or(RUN_DEFAULT_CYCLES);
         if budget == 0 {
             return Err(ToolError::invalid("max_cycles must be at least 1"));
@@ -839,7 +840,7 @@ impl Sessions {
             cycles: budget,
         };
         let r = Self::run_with(s, limits, &when, budget, "cycles", progress);
-        Ok(run_json(&id, s, &r))
+        Ok(run_outcome(&id, s, &r))
     }
 
     pub fn run_until(
@@ -847,7 +848,7 @@ impl Sessions {
         session_id: Option<&str>,
         u: &UntilOptions,
         progress: Progress,
-    ) -> ToolResult {
+    ) -> ToolResult<RunOutcome> {
         let register = match (&u.register, u.register_value) {
             (Some(name), Some(v)) => Some((parse_register(name)?, v)),
             (None, None) => None,
@@ -885,10 +886,14 @@ impl Sessions {
             cycles: budget,
         };
         let r = Self::run_with(s, limits, &when, budget, "cycles", progress);
-        Ok(run_json(&id, s, &r))
+        Ok(run_outcome(&id, s, &r))
     }
 
-    pub fn reset(&mut self, session_id: Option<&str>, preserve_rom: Option<bool>) -> ToolResult {
+    pub fn reset(
+        &mut self,
+        session_id: Option<&str>,
+        preserve_rom: Option<bool>,
+    ) -> ToolResult<ResetDone> {
         let (id, s) = self.get(session_id)?;
         if preserve_rom.unwrap_or(true) {
             s.machine.cpu.mem.clear_ram();
@@ -904,25 +909,17 @@ impl Sessions {
         apply_start(&mut s.machine, &start);
         s.machine.clear_trace();
         s.edits = s.edits.wrapping_add(1);
-        Ok(
-            json!({ "status": "reset", "pc": entry, "session_id": id, "rom_loaded": s.rom.is_some() }),
-        )
+        Ok(ResetDone {
+            status: "reset",
+            pc: entry,
+            session_id: id,
+            rom_loaded: s.rom.is_some(),
+        })
     }
 
-    pub fn get_state(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn get_state(&mut self, session_id: Option<&str>) -> ToolResult<CpuSnapshot> {
         let (id, s) = self.get(session_id)?;
-        let st = &s.machine.cpu.st;
-        Ok(json!({
-            "registers": registers_json(st),
-            "flags": flags_json(st),
-            "halted": st.halted,
-            "cycles": st.cycles,
-            "pc": st.r[7],
-            "instructions": st.instructions,
-            "interrupts_enabled": st.i,
-            "sdbd_pending": st.d,
-            "session_id": id,
-        }))
+        Ok(CpuSnapshot::new(&id, &s.machine.cpu.st))
     }
 
     /// What each of the caller's sessions shows through its resources, by
@@ -953,12 +950,13 @@ impl Sessions {
 
     /// [`get_state`](Self::get_state) plus the session's `status` and ROM,
     /// for the state resource and the debugging prompt.
-    pub fn state_document(&mut self, session_id: &str) -> ToolResult {
-        let mut out = self.get_state(Some(session_id))?;
-        let (_, s) = self.get(Some(session_id))?;
-        out["status"] = json!(s.state_name());
-        out["rom_path"] = json!(s.rom.as_ref().map(|r| r.path.clone()));
-        Ok(out)
+    pub fn state_document(&mut self, session_id: &str) -> ToolResult<StateDocument> {
+        let (id, s) = self.get(Some(session_id))?;
+        Ok(StateDocument {
+            cpu: CpuSnapshot::new(&id, &s.machine.cpu.st),
+            status: s.status(),
+            rom_path: s.rom.as_ref().map(|r| r.path.clone()),
+        })
     }
 
     /// `count` words from `start` (wrapping at $FFFF), for the memory
@@ -976,14 +974,18 @@ impl Sessions {
             .collect())
     }
 
-    pub fn get_registers(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn get_registers(&mut self, session_id: Option<&str>) -> ToolResult<RegisterValues> {
         let (_, s) = self.get(session_id)?;
-        Ok(json!({ "registers": registers_json(&s.machine.cpu.st) }))
+        Ok(RegisterValues {
+            registers: (&s.machine.cpu.st).into(),
+        })
     }
 
-    pub fn get_flags(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn get_flags(&mut self, session_id: Option<&str>) -> ToolResult<FlagValues> {
         let (_, s) = self.get(session_id)?;
-        Ok(json!({ "flags": flags_json(&s.machine.cpu.st) }))
+        Ok(FlagValues {
+            flags: (&s.machine.cpu.st).into(),
+        })
     }
 
     pub fn disassemble(
@@ -991,7 +993,7 @@ impl Sessions {
         session_id: Option<&str>,
         start: u16,
         end: Option<u16>,
-    ) -> ToolResult {
+    ) -> ToolResult<Disassembly> {
         let (_, s) = self.get(session_id)?;
         let end = end.unwrap_or(start.saturating_add(DISASM_DEFAULT_SPAN));
         if end < start {
@@ -1001,16 +1003,18 @@ impl Sessions {
         }
         let mem = &s.machine.cpu.mem;
         let list = disassemble_range(|a| mem.read(a), start, end, DISASM_MAX);
-        let mut out = json!({ "disassembly": list.iter().map(instr_json).collect::<Vec<_>>() });
-        if let Some(last) = list.last() {
+        let note = list.last().and_then(|last| {
             let next = last.address as u32 + last.len as u32;
-            if list.len() == DISASM_MAX && next <= end as u32 {
-                out["note"] = json!(format!(
+            (list.len() == DISASM_MAX && next <= end as u32).then(|| {
+                format!(
                     "stopped after {DISASM_MAX} instructions; call again with start_address {next} for the rest"
-                ));
-            }
-        }
-        Ok(out)
+                )
+            })
+        });
+        Ok(Disassembly {
+            disassembly: list.iter().map(instr_info).collect(),
+            note,
+        })
     }
 
     pub fn examine_memory(
@@ -1018,7 +1022,7 @@ impl Sessions {
         session_id: Option<&str>,
         start: u16,
         count: Option<u32>,
-    ) -> ToolResult {
+    ) -> ToolResult<MemoryWords> {
         let (_, s) = self.get(session_id)?;
         let want = count.unwrap_or(MEMORY_DEFAULT_COUNT);
         if want == 0 {
@@ -1027,54 +1031,67 @@ impl Sessions {
         let avail = 0x1_0000 - start as u32;
         let n = want.min(MEMORY_MAX).min(avail);
         let mem = &s.machine.cpu.mem;
-        let memory: Vec<Value> = (0..n)
+        let memory = (0..n)
             .map(|i| {
                 let a = start + i as u16;
-                json!({ "address": a, "value": mem.read(a) })
+                Word {
+                    address: a,
+                    value: mem.read(a),
+                }
             })
             .collect();
-        let mut out = json!({ "memory": memory });
-        if n < want {
-            out["note"] = json!(if n < avail {
+        let note = (n < want).then(|| {
+            if n < avail {
                 format!(
                     "showing {n} of {want} words (limit {MEMORY_MAX}); call again with start_address {}",
                     start as u32 + n
                 )
             } else {
                 format!("showing {n} words: the address space ends at $FFFF")
-            });
-        }
-        Ok(out)
+            }
+        });
+        Ok(MemoryWords { memory, note })
     }
 
-    pub fn memory_map(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn memory_map(&mut self, session_id: Option<&str>) -> ToolResult<MemoryMap> {
         let (_, s) = self.get(session_id)?;
-        let regions: Vec<Value> = s
+        let regions = s
             .machine
             .cpu
             .mem
             .regions()
             .into_iter()
-            .map(|(a, b, r)| json!({ "start": a, "end": b, "kind": r.name() }))
+            .map(|(start, end, kind)| RegionInfo { start, end, kind })
             .collect();
-        Ok(json!({ "regions": regions, "unmapped_reads": 0xFFFF }))
+        Ok(MemoryMap {
+            regions,
+            unmapped_reads: 0xFFFF,
+        })
     }
 
-    pub fn set_breakpoint(&mut self, session_id: Option<&str>, address: u16) -> ToolResult {
+    pub fn set_breakpoint(
+        &mut self,
+        session_id: Option<&str>,
+        address: u16,
+    ) -> ToolResult<BreakpointSet> {
         let (_, s) = self.get(session_id)?;
         let added = s.machine.set_breakpoint(address);
-        Ok(json!({
-            "status": if added { "set" } else { "already_set" },
-            "address": address,
-            "breakpoints": s.machine.breakpoints(),
-        }))
+        Ok(BreakpointSet {
+            status: if added {
+                BreakpointStatus::Set
+            } else {
+                BreakpointStatus::AlreadySet
+            },
+            address,
+            breakpoints: s.machine.breakpoints(),
+        })
     }
 
     pub fn clear_breakpoint(
         &mut self,
         session_id: Option<&str>,
         address: Option<u16>,
-    ) -> ToolResult {
+    ) -> ToolResult<BreakpointsCleared> {
         let (_, s) = self.get(session_id)?;
         let cleared = match address {
             Some(a) => {
@@ -1088,12 +1105,17 @@ impl Sessions {
             }
             None => s.machine.clear_all_breakpoints(),
         };
-        Ok(json!({ "cleared": cleared, "breakpoints": s.machine.breakpoints() }))
+        Ok(BreakpointsCleared {
+            cleared: cleared as u32,
+            breakpoints: s.machine.breakpoints(),
+        })
     }
 
-    pub fn list_breakpoints(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn list_breakpoints(&mut self, session_id: Option<&str>) -> ToolResult<BreakpointList> {
         let (_, s) = self.get(session_id)?;
-        Ok(json!({ "breakpoints": s.machine.breakpoints() }))
+        Ok(BreakpointList {
+            breakpoints: s.machine.breakpoints(),
+        })
     }
 
     pub fn configure_trace(
@@ -1101,7 +1123,7 @@ impl Sessions {
         session_id: Option<&str>,
         enabled: bool,
         capacity: Option<u32>,
-    ) -> ToolResult {
+    ) -> ToolResult<TraceSettings> {
         let (_, s) = self.get(session_id)?;
         if capacity == Some(0) || capacity.is_some_and(|c| c as usize > TRACE_MAX) {
             return Err(ToolError::invalid(format!(
@@ -1110,11 +1132,11 @@ impl Sessions {
         }
         s.machine
             .configure_trace(enabled, capacity.map(|c| c as usize));
-        Ok(json!({
-            "tracing": s.machine.tracing(),
-            "capacity": s.machine.trace_capacity(),
-            "entries": s.machine.trace().len(),
-        }))
+        Ok(TraceSettings {
+            tracing: s.machine.tracing(),
+            capacity: s.machine.trace_capacity() as u32,
+            entries: s.machine.trace().len() as u32,
+        })
     }
 
     pub fn get_trace(
@@ -1122,7 +1144,7 @@ impl Sessions {
         session_id: Option<&str>,
         count: Option<u32>,
         offset: Option<u32>,
-    ) -> ToolResult {
+    ) -> ToolResult<TracePage> {
         let (_, s) = self.get(session_id)?;
         let want = count.unwrap_or(TRACE_DEFAULT_COUNT);
         if want == 0 || want > TRACE_PAGE_MAX {
@@ -1137,7 +1159,7 @@ impl Sessions {
         let hi = len - skip;
         let lo = hi.saturating_sub(want as usize);
         let mut prev_sdbd = lo > 0 && trace[lo - 1].words[0] & 0x3FF == 1;
-        let entries: Vec<Value> = trace
+        let entries = trace
             .range(lo..hi)
             .map(|t| {
                 let ins = disassemble(
@@ -1146,36 +1168,35 @@ impl Sessions {
                     prev_sdbd,
                 );
                 prev_sdbd = ins.mnemonic == "SDBD";
-                json!({
-                    "step": t.before.instructions,
-                    "pc": t.before.r[7],
-                    "r": t.before.r,
-                    "flags": flags_compact(&t.before),
-                    "cycles": t.before.cycles,
-                    "text": ins.text(),
-                })
+                TraceEntry {
+                    step: t.before.instructions,
+                    pc: t.before.r[7],
+                    r: t.before.r,
+                    flags: flags_compact(&t.before),
+                    cycles: t.before.cycles,
+                    text: ins.text(),
+                }
             })
             .collect();
-        let mut out = json!({
-            "trace": entries,
-            "tracing": s.machine.tracing(),
-            "buffered": len,
-        });
-        if lo > 0 {
-            out["next_offset"] = json!(len - lo);
-        }
-        if !s.machine.tracing() && len == 0 {
-            out["note"] =
-                json!("tracing is off; enable it with cp1600_configure_trace, then step or run");
+        let note = if !s.machine.tracing() && len == 0 {
+            Some("tracing is off; enable it with cp1600_configure_trace, then step or run".into())
         } else if lo > 0 {
-            out["note"] = json!(format!(
+            Some(format!(
                 "entries {} to {} (newest = 1) of {len} buffered instructions, state before each; pass offset {} for older ones",
                 skip + 1,
                 len - lo,
                 len - lo
-            ));
-        }
-        Ok(out)
+            ))
+        } else {
+            None
+        };
+        Ok(TracePage {
+            trace: entries,
+            tracing: s.machine.tracing(),
+            buffered: len as u32,
+            next_offset: (lo > 0).then_some((len - lo) as u32),
+            note,
+        })
     }
 
     pub fn write_memory(
@@ -1183,7 +1204,7 @@ impl Sessions {
         session_id: Option<&str>,
         address: u16,
         values: &[u16],
-    ) -> ToolResult {
+    ) -> ToolResult<MemoryWritten> {
         let (_, s) = self.get(session_id)?;
         if values.is_empty() {
             return Err(ToolError::invalid(
@@ -1213,10 +1234,18 @@ impl Sessions {
         let read_back: Vec<u16> = (0..values.len())
             .map(|i| mem.read(address + i as u16))
             .collect();
-        Ok(json!({ "written": values.len(), "address": address, "values": read_back }))
+        Ok(MemoryWritten {
+            written: values.len() as u32,
+            address,
+            values: read_back,
+        })
     }
 
-    pub fn write_registers(&mut self, session_id: Option<&str>, w: &RegisterWrite) -> ToolResult {
+    pub fn write_registers(
+        &mut self,
+        session_id: Option<&str>,
+        w: &RegisterWrite,
+    ) -> ToolResult<CpuSnapshot> {
         let (_, s) = self.get(session_id)?;
         let st = &mut s.machine.cpu.st;
         for (i, v) in w.r.iter().enumerate() {
@@ -1238,21 +1267,17 @@ impl Sessions {
         self.get_state(session_id)
     }
 
-    pub fn interrupt(&mut self, session_id: Option<&str>) -> ToolResult {
+    pub fn interrupt(&mut self, session_id: Option<&str>) -> ToolResult<InterruptRaised> {
         let (_, s) = self.get(session_id)?;
         s.machine.cpu.irq = true;
         let i = s.machine.cpu.st.i;
         let mem = &s.machine.cpu.mem;
         let sp = s.machine.cpu.st.r[6];
-        let mut out = json!({
-            "status": "pending",
-            "interrupts_enabled": i,
-            "note": if i {
-                "taken after the next interruptible instruction: pushes the PC and jumps to $1004"
-            } else {
-                "interrupts are disabled (EIS enables them); the request stays pending"
-            },
-        });
+        let note = if i {
+            "taken after the next interruptible instruction: pushes the PC and jumps to $1004"
+        } else {
+            "interrupts are disabled (EIS enables them); the request stays pending"
+        };
         // Say now what the next run would stop on.
         let mut warnings = Vec::new();
         if mem.region(crate::cpu::INTERRUPT_VECTOR) == Region::Unmapped {
@@ -1263,10 +1288,12 @@ impl Sessions {
                 "R6 = ${sp:04X} is not RAM, so the PC cannot be pushed: the run will stop (stack_outside_ram) with the interrupt pending"
             ));
         }
-        if !warnings.is_empty() {
-            out["warnings"] = json!(warnings);
-        }
-        Ok(out)
+        Ok(InterruptRaised {
+            status: "pending",
+            interrupts_enabled: i,
+            note,
+            warnings: (!warnings.is_empty()).then_some(warnings),
+        })
     }
 }
 
@@ -1279,38 +1306,42 @@ fn apply_start(m: &mut Machine, start: &Start) {
     }
 }
 
-fn run_json(id: &str, s: &Session, r: &RunResult) -> Value {
+fn run_outcome(id: &str, s: &Session, r: &RunResult) -> RunOutcome {
     let st = &s.machine.cpu.st;
-    let mut out = json!({
-        "halted": st.halted,
-        "reason": r.reason.as_str(),
-        "cycles": st.cycles,
-        "pc": st.r[7],
-        "executed": r.executed,
-        "cycles_run": r.cycles_run,
-        "session_id": id,
-    });
-    match r.reason {
+    let note = match r.reason {
         StopReason::Cancelled => {
-            out["note"] =
-                json!("cancelled by the client; the session is intact, run again to continue")
+            Some("cancelled by the client; the session is intact, run again to continue".to_owned())
         }
-        StopReason::TimeLimit => {
-            out["note"] = json!(format!(
-                "stopped after {}s of wall time to stay within the call deadline; run again to continue",
-                CALL_TIME_LIMIT.as_secs()
-            ))
-        }
-        _ => {}
-    }
-    out["stop"] = match &r.diagnosis {
+        StopReason::TimeLimit => Some(format!(
+            "stopped after {}s of wall time to stay within the call deadline; run again to continue",
+            CALL_TIME_LIMIT.as_secs()
+        )),
+        _ => None,
+    };
+    let stop = match &r.diagnosis {
         Some(d) => describe_diagnosis(&s.machine, d),
         None => {
             let pc = st.r[7];
-            json!({ "address": pc, "instruction": instruction_at(&s.machine, pc) })
+            Stop {
+                address: pc,
+                instruction: Some(instruction_at(&s.machine, pc)),
+                message: None,
+                target: None,
+                idle_loop: None,
+            }
         }
     };
-    out
+    RunOutcome {
+        halted: st.halted,
+        reason: r.reason,
+        cycles: st.cycles,
+        pc: st.r[7],
+        executed: r.executed,
+        cycles_run: r.cycles_run,
+        session_id: id.to_owned(),
+        note,
+        stop,
+    }
 }
 
 /// The instruction at `pc` as text.
@@ -1328,7 +1359,16 @@ fn place(m: &Machine, addr: u16) -> String {
 }
 
 /// A check's stop as {address, instruction, message} (+ target or loop).
-fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
+fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Stop {
+    // Every stop names its address, instruction and message; a jump also
+    // its target, a loop its range.
+    let stop = |address: u16, instruction: Option<String>, message: String| Stop {
+        address,
+        instruction,
+        message: Some(message),
+        target: None,
+        idle_loop: None,
+    };
     let st = &m.cpu.st;
     match *d {
         Diagnosis::NoCode {
@@ -1343,11 +1383,14 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
                 ""
             };
             let Some(from) = from else {
-                return json!({
-                    "address": at,
-                    "instruction": null,
-                    "message": format!("the PC is at {}: there is no code to run. Set R7 with cp1600_write_registers or reload.{exec_hint}", place(m, at)),
-                });
+                return stop(
+                    at,
+                    None,
+                    format!(
+                        "the PC is at {}: there is no code to run. Set R7 with cp1600_write_registers or reload.{exec_hint}",
+                        place(m, at)
+                    ),
+                );
             };
             let text = instruction_at(m, from);
             let message = if interrupt {
@@ -1370,40 +1413,45 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
                     place(m, at)
                 )
             };
-            json!({ "address": from, "instruction": text, "target": at, "message": message })
+            Stop {
+                target: Some(at),
+                ..stop(from, Some(text), message)
+            }
         }
         Diagnosis::Stack { pc, addr, push } => {
             let text = instruction_at(m, pc);
-            json!({
-                "address": pc,
-                "instruction": text,
-                "message": format!(
+            stop(
+                pc,
+                Some(text.clone()),
+                format!(
                     "`{text}` would {} {} through R6 = ${:04X}, which is not RAM: the stack pointer was never set (the EXEC sets R6 = $02F1 before a cartridge runs) or went astray. Not executed; set R6 with cp1600_write_registers, or load with start \"header\".",
                     if push { "push to" } else { "pull from" },
                     place(m, addr),
                     st.r[6],
                 ),
-            })
+            )
         }
-        Diagnosis::InterruptStack { pc, addr } => json!({
-            "address": pc,
-            "instruction": instruction_at(m, pc),
-            "message": format!(
+        Diagnosis::InterruptStack { pc, addr } => stop(
+            pc,
+            Some(instruction_at(m, pc)),
+            format!(
                 "an interrupt is due but pushing the PC would write to {}, which is not RAM (R6 = ${:04X}); it stays pending. Set R6 with cp1600_write_registers.",
                 place(m, addr),
                 st.r[6]
             ),
-        }),
+        ),
         Diagnosis::Spin { start, end, cycles } => {
             let text = instruction_at(m, end);
-            json!({
-                "address": end,
-                "instruction": text,
-                "loop": { "start": start, "end": end },
-                "message": format!(
-                    "the loop ${start:04X}-${end:04X} has gone round for {cycles} cycles (over a second of console time) with interrupts on: it is waiting for the VBLANK interrupt, which the STIC raises 60 times a second on a console and nothing raises here. Raise one with cp1600_interrupt (it enters $1004, the EXEC's handler), or pass checks false to keep spinning."
-                ),
-            })
+            Stop {
+                idle_loop: Some(Span { start, end }),
+                ..stop(
+                    end,
+                    Some(text),
+                    format!(
+                        "the loop ${start:04X}-${end:04X} has gone round for {cycles} cycles (over a second of console time) with interrupts on: it is waiting for the VBLANK interrupt, which the STIC raises 60 times a second on a console and nothing raises here. Raise one with cp1600_interrupt (it enters $1004, the EXEC's handler), or pass checks false to keep spinning."
+                    ),
+                )
+            }
         }
         Diagnosis::Idle { start, end } => {
             let text = instruction_at(m, end);
@@ -1429,14 +1477,16 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
             } else {
                 "interrupts are off, so on a console only a hardware register this emulator does not model could end it"
             };
-            json!({
-                "address": end,
-                "instruction": text,
-                "loop": { "start": start, "end": end },
-                "message": format!(
-                    "the loop ${start:04X}-${end:04X} came round with every register and all memory unchanged: {waits}; {interrupts}. Pass checks false to run it anyway."
-                ),
-            })
+            Stop {
+                idle_loop: Some(Span { start, end }),
+                ..stop(
+                    end,
+                    Some(text),
+                    format!(
+                        "the loop ${start:04X}-${end:04X} came round with every register and all memory unchanged: {waits}; {interrupts}. Pass checks false to run it anyway."
+                    ),
+                )
+            }
         }
     }
 }
@@ -1444,8 +1494,9 @@ fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Value {
 #[cfg(test)]
 mod client_tests {
     use super::*;
+    use serde_json::json;
 
-    fn code(r: ToolResult) -> (String, String) {
+    fn code<T: std::fmt::Debug>(r: ToolResult<T>) -> (String, String) {
         let e = r.expect_err("an error");
         (e.code.to_string(), e.message)
     }
@@ -1453,11 +1504,11 @@ mod client_tests {
     #[test]
     fn minted_ids_are_64_random_bits() {
         let mut s = Sessions::new();
-        let a = s.create_session(None).unwrap()["session_id"]
+        let a = s.create_session(None).unwrap().json()["session_id"]
             .as_str()
             .unwrap()
             .to_owned();
-        let b = s.create_session(None).unwrap()["session_id"]
+        let b = s.create_session(None).unwrap().json()["session_id"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -1472,12 +1523,12 @@ mod client_tests {
     #[test]
     fn another_clients_session_answers_like_an_unknown_one() {
         let mut all = Clients::new();
-        let id = all.with("a", |s| s.create_session(None)).unwrap()["session_id"]
+        let id = all.with("a", |s| s.create_session(None)).unwrap().json()["session_id"]
             .as_str()
             .unwrap()
             .to_owned();
         all.with("b", |s| {
-            assert_eq!(s.list_sessions().unwrap(), json!({ "sessions": [] }));
+            assert_eq!(s.list_sessions().unwrap().json(), json!({ "sessions": [] }));
             // The same answer as for an id nobody has, with the id swapped.
             let (c, unknown) = code(s.get_state(Some("session_0000000000000000")));
             let (c2, theirs) = code(s.get_state(Some(&id)));
@@ -1496,9 +1547,9 @@ mod client_tests {
             s.create_session(Some(&id)).unwrap();
         });
         all.with("a", |s| {
-            assert_eq!(s.get_state(None).unwrap()["session_id"], id.as_str());
+            assert_eq!(s.get_state(None).unwrap().json()["session_id"], id.as_str());
             assert_eq!(
-                s.list_sessions().unwrap()["sessions"]
+                s.list_sessions().unwrap().json()["sessions"]
                     .as_array()
                     .unwrap()
                     .len(),
@@ -1532,7 +1583,7 @@ mod client_tests {
         assert!(m.contains("of all its clients"), "{m}");
         // One session freed anywhere makes room again.
         all.with("c0", |s| {
-            let id = s.list_sessions().unwrap()["sessions"][0]["session_id"]
+            let id = s.list_sessions().unwrap().json()["sessions"][0]["session_id"]
                 .as_str()
                 .unwrap()
                 .to_owned();
@@ -1574,16 +1625,16 @@ mod client_tests {
             .0
             .with_at("new", at(30), |s| s.create_session(None))
             .unwrap();
-        assert_eq!(v["status"], "created");
+        assert_eq!(v.status, "created");
         assert_eq!(
-            v["note"],
+            v.note.unwrap(),
             format!(
                 "closed {MAX_SESSIONS_PER_CLIENT} sessions of another client, idle for 30 min, to make room under the plugin's limit"
             )
         );
         all.0.with_at("gone0", at(31), |s| {
-            assert_eq!(s.list_sessions().unwrap(), json!({ "sessions": [] }));
-            assert!(s.create_session(None).unwrap().get("note").is_none());
+            assert_eq!(s.list_sessions().unwrap().json(), json!({ "sessions": [] }));
+            assert!(s.create_session(None).unwrap().note.is_none());
         });
     }
 }

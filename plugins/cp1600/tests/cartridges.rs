@@ -3,6 +3,7 @@
 //! run without the EXEC meets. Images are assembled here by `cp1600::asm`.
 
 use cp1600::asm::assemble;
+use cp1600::results::Json;
 use cp1600::rom::{Segment, encode_rom};
 use cp1600::tools::{LoadOptions, Sessions};
 use serde_json::{Value, json};
@@ -46,11 +47,11 @@ fn bytes(words: &[u16]) -> Vec<u8> {
 }
 
 fn load(s: &mut Sessions, path: &str, opts: LoadOptions) -> Value {
-    s.load_rom(None, path, &opts).unwrap()
+    s.load_rom(None, path, &opts).unwrap().json()
 }
 
 fn run(s: &mut Sessions) -> Value {
-    s.run(None, Some(100_000), None, &mut ok).unwrap()
+    s.run(None, Some(100_000), None, &mut ok).unwrap().json()
 }
 
 #[test]
@@ -78,11 +79,11 @@ fn the_header_is_read_and_the_program_starts_where_it_says() {
     assert_eq!(r["reason"], "halted", "{r}");
     assert_eq!(r["stop"]["instruction"], "HLT");
     assert_eq!(
-        s.examine_memory(None, 0x0200, Some(1)).unwrap()["memory"][0]["value"],
+        s.examine_memory(None, 0x0200, Some(1)).unwrap().json()["memory"][0]["value"],
         0x42
     );
     // Reset starts there again.
-    assert_eq!(s.reset(None, None).unwrap()["pc"], 0x501A);
+    assert_eq!(s.reset(None, None).unwrap().json()["pc"], 0x501A);
     // start load_address keeps the old behaviour, and says where the program is.
     let l = load(
         &mut s,
@@ -122,13 +123,13 @@ fn code_after_the_title_returns_into_the_program_start() {
     let l = load(&mut s, &rom, LoadOptions::default());
     assert_eq!(l["header"]["code_after_title"], 0x501A);
     assert_ne!(l["header"]["start"], 0x501A);
-    let st = s.get_state(None).unwrap();
+    let st = s.get_state(None).unwrap().json();
     assert_eq!(st["registers"]["R5"], l["header"]["start"]);
     assert_eq!(st["registers"]["R6"], 0x02F2);
     // The program's own PULR R7 then returns through the stacked start
     // again: a loop, nothing changes... so the first pass writes both words.
-    let r = s.run(None, Some(200), None, &mut ok).unwrap();
-    let m = s.examine_memory(None, 0x0201, Some(2)).unwrap();
+    let r = s.run(None, Some(200), None, &mut ok).unwrap().json();
+    let m = s.examine_memory(None, 0x0201, Some(2)).unwrap().json();
     assert_eq!(
         (
             m["memory"][0]["value"].clone(),
@@ -160,10 +161,12 @@ fn a_bin_with_cfg_and_a_rom_of_one_program_load_identically() {
     s.create_session(Some("rom")).unwrap();
     let a = s
         .load_rom(Some("bin"), &bin, &LoadOptions::default())
-        .unwrap();
+        .unwrap()
+        .json();
     let b = s
         .load_rom(Some("rom"), &rom, &LoadOptions::default())
-        .unwrap();
+        .unwrap()
+        .json();
     assert_eq!(
         (a["format"].clone(), b["format"].clone()),
         (json!("bin+cfg"), json!("rom"))
@@ -173,17 +176,21 @@ fn a_bin_with_cfg_and_a_rom_of_one_program_load_identically() {
     }
     assert_eq!(a["start"], "header");
     assert_eq!(
-        s.memory_map(Some("bin")).unwrap(),
-        s.memory_map(Some("rom")).unwrap()
+        s.memory_map(Some("bin")).unwrap().json(),
+        s.memory_map(Some("rom")).unwrap().json()
     );
     for start in (0x5000u16..0x5100).step_by(64) {
         assert_eq!(
-            s.examine_memory(Some("bin"), start, Some(64)).unwrap(),
-            s.examine_memory(Some("rom"), start, Some(64)).unwrap()
+            s.examine_memory(Some("bin"), start, Some(64))
+                .unwrap()
+                .json(),
+            s.examine_memory(Some("rom"), start, Some(64))
+                .unwrap()
+                .json()
         );
     }
-    let ra = s.run(Some("bin"), None, None, &mut ok).unwrap();
-    let rb = s.run(Some("rom"), None, None, &mut ok).unwrap();
+    let ra = s.run(Some("bin"), None, None, &mut ok).unwrap().json();
+    let rb = s.run(Some("rom"), None, None, &mut ok).unwrap().json();
     assert_eq!(ra["reason"], "halted");
     assert_eq!(
         (ra["cycles"].clone(), ra["pc"].clone()),
@@ -205,11 +212,18 @@ fn jlp_ram_comes_from_the_cfg_vars() {
     let mut s = Sessions::new();
     s.create_session(None).unwrap();
     let l = load(&mut s, &bin, LoadOptions::default());
-    assert_eq!(l["cfg_vars"], json!({"name": "JLP test", "jlp": "1"}));
+    // In name order: WIT has no map type, so the vars are a list.
+    assert_eq!(
+        l["cfg_vars"],
+        json!([{"name": "jlp", "value": "1"}, {"name": "name", "value": "JLP test"}])
+    );
     assert!(l["jlp"].as_str().unwrap().contains("$8040-$9F7F"));
     assert_eq!(run(&mut s)["reason"], "halted");
-    assert_eq!(s.get_registers(None).unwrap()["registers"]["R1"], 0x1234);
-    let map = s.memory_map(None).unwrap();
+    assert_eq!(
+        s.get_registers(None).unwrap().json()["registers"]["R1"],
+        0x1234
+    );
+    let map = s.memory_map(None).unwrap().json();
     assert!(
         map["regions"]
             .as_array()
@@ -222,7 +236,10 @@ fn jlp_ram_comes_from_the_cfg_vars() {
     write("jlp.cfg", b"[mapping]\n$0000 - $0008 = $5000\n");
     load(&mut s, &bin, LoadOptions::default());
     run(&mut s);
-    assert_eq!(s.get_registers(None).unwrap()["registers"]["R1"], 0xFFFF);
+    assert_eq!(
+        s.get_registers(None).unwrap().json()["registers"]["R1"],
+        0xFFFF
+    );
 }
 
 #[test]
@@ -337,13 +354,13 @@ fn stops_are_reported_with_address_instruction_and_advice() {
         "{r}"
     );
     // Stepping stops there too.
-    let st = s.step(None, Some(10), None, &mut ok).unwrap();
+    let st = s.step(None, Some(10), None, &mut ok).unwrap().json();
     assert_eq!(
         (st["executed"].clone(), st["reason"].clone()),
         (json!(0), json!("stack_outside_ram"))
     );
     // Unless the checks are off.
-    let st = s.step(None, Some(10), Some(false), &mut ok).unwrap();
+    let st = s.step(None, Some(10), Some(false), &mut ok).unwrap().json();
     assert_eq!(st["executed"], 10);
     // Waiting for VBLANK with interrupts on.
     let p =
@@ -363,7 +380,7 @@ fn stops_are_reported_with_address_instruction_and_advice() {
         "{msg}"
     );
     // The interrupt then goes to $1004, where no EXEC is.
-    let i = s.interrupt(None).unwrap();
+    let i = s.interrupt(None).unwrap().json();
     assert!(
         i["warnings"][0].as_str().unwrap().contains("no EXEC"),
         "{i}"
@@ -424,10 +441,10 @@ fn an_exec_image_makes_reset_go_through_it() {
         (json!("halted"), json!(0x5001))
     );
     assert_eq!(
-        s.examine_memory(None, 0x02F1, Some(1)).unwrap()["memory"][0]["value"],
+        s.examine_memory(None, 0x02F1, Some(1)).unwrap().json()["memory"][0]["value"],
         0x02F1
     );
-    assert_eq!(s.reset(None, None).unwrap()["pc"], 0x1000);
+    assert_eq!(s.reset(None, None).unwrap().json()["pc"], 0x1000);
     // A file of the wrong size is not taken for an EXEC.
     let e = s
         .load_rom(
@@ -463,7 +480,7 @@ fn the_trace_pages_within_the_result_limit() {
     load(&mut s, &rom, LoadOptions::default());
     s.configure_trace(None, true, Some(65536)).unwrap();
     s.step(None, Some(70_000), None, &mut ok).unwrap();
-    let page = s.get_trace(None, Some(4096), None).unwrap();
+    let page = s.get_trace(None, Some(4096), None).unwrap().json();
     assert!(
         page.to_string().len() < 1 << 20,
         "a full page is well under the 8 MiB limit"
@@ -472,7 +489,7 @@ fn the_trace_pages_within_the_result_limit() {
     assert_eq!(page["next_offset"], 4096);
     let newest = &page["trace"][4095];
     assert_eq!(newest["step"], 69_999);
-    let older = s.get_trace(None, Some(3), Some(4096)).unwrap();
+    let older = s.get_trace(None, Some(3), Some(4096)).unwrap().json();
     let steps: Vec<u64> = older["trace"]
         .as_array()
         .unwrap()
@@ -481,7 +498,7 @@ fn the_trace_pages_within_the_result_limit() {
         .collect();
     assert_eq!(steps, [69_999 - 4098, 69_999 - 4097, 69_999 - 4096]);
     // The oldest page has no next_offset.
-    let last = s.get_trace(None, Some(10), Some(65530)).unwrap();
+    let last = s.get_trace(None, Some(10), Some(65530)).unwrap().json();
     assert_eq!(last["trace"].as_array().unwrap().len(), 6);
     assert!(last.get("next_offset").is_none());
     assert_eq!(
@@ -523,7 +540,7 @@ fn quick_boot_code_at_4800_starts_alone_and_yields_to_a_header() {
         (l["start"].clone(), l["entry_point"].clone()),
         (json!("quick_boot"), json!(0x4800))
     );
-    let regs = &s.get_registers(None).unwrap()["registers"];
+    let regs = &s.get_registers(None).unwrap().json()["registers"];
     assert_eq!(
         (regs["R1"].clone(), regs["R5"].clone(), regs["R6"].clone()),
         (json!(0x4800), json!(0x1041), json!(0x02F1))

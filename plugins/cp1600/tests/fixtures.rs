@@ -2,6 +2,7 @@
 
 use cp1600::cpu::Cpu;
 use cp1600::disasm::disassemble;
+use cp1600::results::Json;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -178,10 +179,11 @@ fn shared_every_fixture_final_state_through_tools() {
         .unwrap();
         let run = s
             .run(Some(&name), Some(1_000_000), None, &mut |_, _, _| true)
-            .unwrap();
+            .unwrap()
+            .json();
         assert_eq!(run["reason"], "halted", "{name}: {run}");
         assert_eq!(run["executed"], fin["instructions"], "{name}");
-        let st = s.get_state(Some(&name)).unwrap();
+        let st = s.get_state(Some(&name)).unwrap().json();
         for i in 0..8 {
             assert_eq!(
                 st["registers"][format!("R{i}")],
@@ -195,7 +197,7 @@ fn shared_every_fixture_final_state_through_tools() {
         assert_eq!(st["cycles"], fin["cycles"], "{name}: cycles");
         assert_eq!(st["halted"], true);
         for (lo, n) in [(0x0100u16, 0xF0u32), (0x0200, 0x160)] {
-            let mem = s.examine_memory(Some(&name), lo, Some(n)).unwrap();
+            let mem = s.examine_memory(Some(&name), lo, Some(n)).unwrap().json();
             for cell in mem["memory"].as_array().unwrap() {
                 let a = cell["address"].as_u64().unwrap();
                 let want = fin["ram"]
@@ -211,7 +213,7 @@ fn shared_every_fixture_final_state_through_tools() {
         }
     }
     assert_eq!(
-        s.list_sessions().unwrap()["sessions"]
+        s.list_sessions().unwrap().json()["sessions"]
             .as_array()
             .unwrap()
             .len(),

@@ -3,6 +3,7 @@
 //! Set CP1600_WRITE_SAMPLES=1 to (re)write the `.bin` files.
 
 use cp1600::asm::{Program, assemble};
+use cp1600::results::Json;
 use cp1600::tools::Sessions;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -39,17 +40,21 @@ fn run_sample(name: &str) -> (Sessions, Value, Program) {
     s.create_session(Some(name)).unwrap();
     let loaded = s
         .load_rom(None, bin.to_str().unwrap(), &Default::default())
-        .unwrap();
+        .unwrap()
+        .json();
     assert_eq!(loaded["entry_point"], 0x5000);
     assert_eq!(loaded["rom_size"], prog.words.len() * 2);
-    let run = s.run(None, Some(100_000), None, &mut no_progress).unwrap();
+    let run = s
+        .run(None, Some(100_000), None, &mut no_progress)
+        .unwrap()
+        .json();
     assert_eq!(run["reason"], "halted", "{name}: {run}");
-    let state = s.get_state(None).unwrap();
+    let state = s.get_state(None).unwrap().json();
     (s, state, prog)
 }
 
 fn ram(s: &mut Sessions, addr: u16) -> u64 {
-    s.examine_memory(None, addr, Some(1)).unwrap()["memory"][0]["value"]
+    s.examine_memory(None, addr, Some(1)).unwrap().json()["memory"][0]["value"]
         .as_u64()
         .unwrap()
 }
@@ -131,7 +136,10 @@ fn bench_loop_sample_runs_without_halting() {
     s.create_session(None).unwrap();
     s.load_rom(None, bin.to_str().unwrap(), &Default::default())
         .unwrap();
-    let r = s.step(None, Some(100_000), None, &mut no_progress).unwrap();
+    let r = s
+        .step(None, Some(100_000), None, &mut no_progress)
+        .unwrap()
+        .json();
     assert_eq!(r["executed"], 100_000);
     assert_eq!(r["halted"], false);
 }

@@ -1,6 +1,7 @@
 //! The tool layer: JSON shapes, defaults, errors, ROM formats and the
 //! debugging tools, without fixtures.
 
+use cp1600::results::Json;
 use cp1600::rom::{Segment, encode_rom};
 use cp1600::tools::{LoadOptions, RegisterWrite, Sessions, UntilOptions};
 use serde_json::json;
@@ -32,7 +33,7 @@ fn session_lifecycle_and_errors() {
     let mut s = Sessions::new();
     let e = s.get_state(None).unwrap_err();
     assert_eq!(e.code, "SESSION_NOT_FOUND");
-    let c = s.create_session(None).unwrap();
+    let c = s.create_session(None).unwrap().json();
     assert_eq!(c["status"], "created");
     let id = c["session_id"].as_str().unwrap().to_string();
     assert!(id.starts_with("session_"));
@@ -41,7 +42,7 @@ fn session_lifecycle_and_errors() {
         s.create_session(Some("b")).unwrap_err().code,
         "SESSION_EXISTS"
     );
-    let list = s.list_sessions().unwrap();
+    let list = s.list_sessions().unwrap().json();
     assert_eq!(list["sessions"].as_array().unwrap().len(), 2);
     assert_eq!(list["sessions"][0]["state"], "idle");
     assert_eq!(list["sessions"][0]["rom_loaded"], false);
@@ -60,8 +61,11 @@ fn session_lifecycle_and_errors() {
         "NO_ROM_LOADED"
     );
     s.switch_session(&id).unwrap();
-    assert_eq!(s.get_state(None).unwrap()["session_id"], id.as_str());
-    assert_eq!(s.destroy_session("b").unwrap()["status"], "destroyed");
+    assert_eq!(s.get_state(None).unwrap().json()["session_id"], id.as_str());
+    assert_eq!(
+        s.destroy_session("b").unwrap().json()["status"],
+        "destroyed"
+    );
     assert_eq!(
         s.destroy_session("b").unwrap_err().code,
         "SESSION_NOT_FOUND"
@@ -73,7 +77,10 @@ fn load_step_run_reset_and_inspect() {
     let mut s = Sessions::new();
     s.create_session(None).unwrap();
     let path = temp("short.bin", &words(&SHORT));
-    let l = s.load_rom(None, &path, &LoadOptions::default()).unwrap();
+    let l = s
+        .load_rom(None, &path, &LoadOptions::default())
+        .unwrap()
+        .json();
     assert_eq!(l["status"], "loaded");
     assert_eq!(
         (
@@ -83,26 +90,29 @@ fn load_step_run_reset_and_inspect() {
         ),
         (json!(10), json!(0x5000), json!(0x5000))
     );
-    let st = s.step(None, None, None, &mut ok).unwrap();
+    let st = s.step(None, None, None, &mut ok).unwrap().json();
     assert_eq!(
         st,
         json!({"executed": 1, "halted": false, "pc": 0x5002, "cycles": 8, "session_id": st["session_id"]})
     );
-    let r = s.run(None, None, None, &mut ok).unwrap();
+    let r = s.run(None, None, None, &mut ok).unwrap().json();
     assert_eq!(
         (r["halted"].clone(), r["reason"].clone(), r["pc"].clone()),
         (json!(true), json!("halted"), json!(0x5004))
     );
-    assert_eq!(s.get_registers(None).unwrap()["registers"]["R1"], 0x42);
     assert_eq!(
-        s.get_flags(None).unwrap(),
+        s.get_registers(None).unwrap().json()["registers"]["R1"],
+        0x42
+    );
+    assert_eq!(
+        s.get_flags(None).unwrap().json(),
         json!({"flags": {"C": false, "OV": false, "Z": false, "S": false}})
     );
     assert_eq!(
-        s.examine_memory(None, 0x0200, Some(2)).unwrap(),
+        s.examine_memory(None, 0x0200, Some(2)).unwrap().json(),
         json!({"memory": [{"address": 512, "value": 66}, {"address": 513, "value": 0}]})
     );
-    let d = s.disassemble(None, 0x5000, Some(0x5004)).unwrap();
+    let d = s.disassemble(None, 0x5000, Some(0x5004)).unwrap().json();
     let ops: Vec<&str> = d["disassembly"]
         .as_array()
         .unwrap()
@@ -113,14 +123,17 @@ fn load_step_run_reset_and_inspect() {
     assert_eq!(d["disassembly"][0]["operands"], "#$0042, R1");
     assert_eq!(d["disassembly"][0]["raw"], 0x02B9);
     // Stepping a halted CPU executes nothing.
-    assert_eq!(s.step(None, Some(5), None, &mut ok).unwrap()["executed"], 0);
-    let r = s.reset(None, None).unwrap();
+    assert_eq!(
+        s.step(None, Some(5), None, &mut ok).unwrap().json()["executed"],
+        0
+    );
+    let r = s.reset(None, None).unwrap().json();
     assert_eq!(
         (r["status"].clone(), r["pc"].clone()),
         (json!("reset"), json!(0x5000))
     );
     assert_eq!(
-        s.examine_memory(None, 0x0200, Some(1)).unwrap()["memory"][0]["value"],
+        s.examine_memory(None, 0x0200, Some(1)).unwrap().json()["memory"][0]["value"],
         0
     );
     s.reset(None, Some(false)).unwrap();
@@ -192,25 +205,31 @@ fn rom_and_cfg_formats_load() {
             words: SHORT.to_vec(),
         }]),
     );
-    let l = s.load_rom(None, &rom, &LoadOptions::default()).unwrap();
+    let l = s
+        .load_rom(None, &rom, &LoadOptions::default())
+        .unwrap()
+        .json();
     assert_eq!(
         (l["format"].clone(), l["entry_point"].clone()),
         (json!("rom"), json!(0x5000))
     );
     assert_eq!(
-        s.run(None, None, None, &mut ok).unwrap()["reason"],
+        s.run(None, None, None, &mut ok).unwrap().json()["reason"],
         "halted"
     );
     // A .bin whose .cfg places it at $6000.
     let bin = temp("cfgprog.bin", &words(&SHORT));
     temp("cfgprog.cfg", b"[mapping]\n$0000 - $0004 = $6000\n");
-    let l = s.load_rom(None, &bin, &LoadOptions::default()).unwrap();
+    let l = s
+        .load_rom(None, &bin, &LoadOptions::default())
+        .unwrap()
+        .json();
     assert_eq!(
         (l["format"].clone(), l["entry_point"].clone()),
         (json!("bin+cfg"), json!(0x6000))
     );
     assert_eq!(
-        s.examine_memory(None, 0x5000, Some(1)).unwrap()["memory"][0]["value"],
+        s.examine_memory(None, 0x5000, Some(1)).unwrap().json()["memory"][0]["value"],
         0xFFFF
     );
     // An explicit load address wins over the .cfg.
@@ -223,7 +242,8 @@ fn rom_and_cfg_formats_load() {
                 ..Default::default()
             },
         )
-        .unwrap();
+        .unwrap()
+        .json();
     assert_eq!(
         (l["format"].clone(), l["entry_point"].clone()),
         (json!("bin"), json!(0x7000))
@@ -251,20 +271,20 @@ fn breakpoints_run_until_trace_and_writes() {
     s.load_rom(None, &path, &LoadOptions::default()).unwrap();
     s.set_breakpoint(None, 0x5003).unwrap();
     assert_eq!(
-        s.list_breakpoints(None).unwrap()["breakpoints"],
+        s.list_breakpoints(None).unwrap().json()["breakpoints"],
         json!([0x5003])
     );
-    let r = s.run(None, Some(1000), None, &mut ok).unwrap();
+    let r = s.run(None, Some(1000), None, &mut ok).unwrap().json();
     assert_eq!(
         (r["reason"].clone(), r["pc"].clone()),
         (json!("breakpoint"), json!(0x5003))
     );
-    assert_eq!(s.clear_breakpoint(None, None).unwrap()["cleared"], 1);
+    assert_eq!(s.clear_breakpoint(None, None).unwrap().json()["cleared"], 1);
     assert_eq!(
         s.clear_breakpoint(None, Some(1)).unwrap_err().code,
         "BREAKPOINT_NOT_FOUND"
     );
-    let r = s.run(None, Some(90), None, &mut ok).unwrap();
+    let r = s.run(None, Some(90), None, &mut ok).unwrap().json();
     assert_eq!(r["reason"], "max_cycles_reached");
     s.configure_trace(None, true, Some(8)).unwrap();
     let u = UntilOptions {
@@ -272,10 +292,13 @@ fn breakpoints_run_until_trace_and_writes() {
         register_value: Some(100),
         ..Default::default()
     };
-    let r = s.run_until(None, &u, &mut ok).unwrap();
+    let r = s.run_until(None, &u, &mut ok).unwrap().json();
     assert_eq!(r["reason"], "register_match");
-    assert_eq!(s.get_registers(None).unwrap()["registers"]["R0"], 100);
-    let t = s.get_trace(None, Some(2), None).unwrap();
+    assert_eq!(
+        s.get_registers(None).unwrap().json()["registers"]["R0"],
+        100
+    );
+    let t = s.get_trace(None, Some(2), None).unwrap().json();
     assert_eq!(t["trace"].as_array().unwrap().len(), 2);
     assert_eq!(t["trace"][1]["text"], "INCR R0");
     assert_eq!(t["trace"][1]["r"][0], 99);
@@ -284,7 +307,7 @@ fn breakpoints_run_until_trace_and_writes() {
         ..Default::default()
     };
     assert_eq!(
-        s.run_until(None, &u, &mut ok).unwrap()["reason"],
+        s.run_until(None, &u, &mut ok).unwrap().json()["reason"],
         "pc_reached"
     );
     let u = UntilOptions {
@@ -300,20 +323,20 @@ fn breakpoints_run_until_trace_and_writes() {
     let w = s.write_memory(None, 0x01EF, &[0x1234, 0x5678]).unwrap_err();
     assert_eq!(w.code, "UNMAPPED_ADDRESS");
     assert_eq!(
-        s.write_memory(None, 0x0100, &[0x1234]).unwrap()["values"],
+        s.write_memory(None, 0x0100, &[0x1234]).unwrap().json()["values"],
         json!([0x34])
     );
     s.write_memory(None, 0x5002, &[0x0000]).unwrap(); // patch INCR into HLT
     let mut w = RegisterWrite::default();
     w.r[7] = Some(0x5002);
     w.c = Some(true);
-    let st = s.write_registers(None, &w).unwrap();
+    let st = s.write_registers(None, &w).unwrap().json();
     assert_eq!(
         (st["pc"].clone(), st["flags"]["C"].clone()),
         (json!(0x5002), json!(true))
     );
     assert_eq!(
-        s.run(None, None, None, &mut ok).unwrap()["reason"],
+        s.run(None, None, None, &mut ok).unwrap().json()["reason"],
         "halted"
     );
 }
@@ -334,20 +357,24 @@ fn cancellation_stops_cleanly() {
             calls += 1;
             false
         })
-        .unwrap();
+        .unwrap()
+        .json();
     assert_eq!(r["reason"], "cancelled");
     assert_eq!(calls, 1);
-    assert_eq!(s.step(None, Some(1), None, &mut ok).unwrap()["executed"], 1);
+    assert_eq!(
+        s.step(None, Some(1), None, &mut ok).unwrap().json()["executed"],
+        1
+    );
 }
 
 #[test]
 fn output_is_bounded() {
     let mut s = Sessions::new();
     s.create_session(None).unwrap();
-    let m = s.examine_memory(None, 0, Some(5000)).unwrap();
+    let m = s.examine_memory(None, 0, Some(5000)).unwrap().json();
     assert_eq!(m["memory"].as_array().unwrap().len(), 1024);
     assert!(m["note"].as_str().unwrap().contains("1024"));
-    let d = s.disassemble(None, 0x0000, Some(0xFFFF)).unwrap();
+    let d = s.disassemble(None, 0x0000, Some(0xFFFF)).unwrap().json();
     assert_eq!(d["disassembly"].as_array().unwrap().len(), 256);
     assert!(d["note"].is_string());
     assert_eq!(
