@@ -7,8 +7,11 @@ use std::collections::HashMap;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// An assembly error, with the source line it is on (1-based).
 pub struct AsmError {
+    /// The line, counted from 1.
     pub line: usize,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -23,8 +26,11 @@ impl std::error::Error for AsmError {}
 /// The assembled program: words from `origin` on (gaps filled with 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
+    /// The address of the first word.
     pub origin: u16,
+    /// The words from `origin` on.
     pub words: Vec<u16>,
+    /// Every label and `EQU` name with its value, for tests that check addresses.
     pub labels: HashMap<String, u16>,
 }
 

@@ -30,22 +30,27 @@ use crate::memory::{Memory, Region};
 pub const EXEC_STACK: u16 = 0x02F1;
 /// The EXEC ROM's place and size in words.
 pub const EXEC_BASE: u16 = 0x1000;
+/// The EXEC ROM's size in words (8192 bytes).
 pub const EXEC_WORDS: usize = 4096;
 /// The GROM (character ROM): 2048 bytes, one per word, at $3000.
 pub const GROM_BASE: u16 = 0x3000;
+/// The GROM image's size in bytes (one byte per word).
 pub const GROM_BYTES: usize = 2048;
 
 /// A decoded cartridge header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The title string the EXEC shows.
     pub title: String,
     /// 1900 + the title block's first word.
     pub year: u16,
     /// The program start address (what the EXEC calls after its title screen).
     pub start: u16,
+    /// Where the title block (year word, then the string) is.
     pub title_address: u16,
     /// First word after the title's terminating 0.
     pub after_title: u16,
+    /// The flags word; bit 7 has the EXEC run the code after the title.
     pub flags: u16,
 }
 
@@ -103,15 +108,18 @@ pub fn read_header(mem: &Memory) -> Option<Header> {
 /// Registers to start a cartridge with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Start {
+    /// Where execution starts (R7).
     pub pc: u16,
     /// R0-R6 (R7 is `pc`).
     pub r: [u16; 7],
     /// A word to place on the stack below R6 (a return address).
     pub stacked: Option<(u16, u16)>,
+    /// How the start was chosen, for the load result and its note.
     pub how: StartKind,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a load chose its start (shown to agents as `start`).
 pub enum StartKind {
     /// At the load address (or `entry_point`), every register 0.
     Plain,
@@ -124,6 +132,7 @@ pub enum StartKind {
 }
 
 impl StartKind {
+    /// The name agents see: `load_address`, `exec`, `quick_boot` or `header`.
     pub fn name(self) -> &'static str {
         match self {
             StartKind::Plain => "load_address",
@@ -135,6 +144,7 @@ impl StartKind {
 }
 
 impl Start {
+    /// A start at `pc` with every other register 0 (a bare load).
     pub fn plain(pc: u16) -> Start {
         Start {
             pc,

@@ -22,29 +22,50 @@ pub const FAULT: u32 = 1 << 31;
 pub enum Fault {
     /// The opcode fetch at `pc` found nothing mapped: the PC left the
     /// program. The instruction is not executed; the PC stays at `pc`.
-    Unmapped { pc: u16 },
+    Unmapped {
+        /// Where the fetch was.
+        pc: u16,
+    },
     /// The instruction at `pc` would push to (`push`) or pull from `addr`
     /// through R6, and `addr` is not RAM. Not executed.
-    Stack { pc: u16, addr: u16, push: bool },
+    Stack {
+        /// The instruction refused.
+        pc: u16,
+        /// The stack address it would use.
+        addr: u16,
+        /// A push (else a pull).
+        push: bool,
+    },
     /// An interrupt was due but its push of the PC would go to `addr`,
     /// outside RAM; it stays pending. The instruction before it executed.
-    InterruptStack { addr: u16 },
+    InterruptStack {
+        /// Where the PC would be pushed.
+        addr: u16,
+    },
 }
 
 /// Registers, flags and counters: everything but memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuState {
+    /// R0-R7; R6 is the stack pointer, R7 the program counter.
     pub r: [u16; 8],
+    /// Sign flag.
     pub s: bool,
+    /// Zero flag.
     pub z: bool,
+    /// Overflow flag.
     pub ov: bool,
+    /// Carry flag.
     pub c: bool,
     /// Interrupts enabled.
     pub i: bool,
     /// The next instruction is prefixed by SDBD.
     pub d: bool,
+    /// Stopped by HLT: nothing executes until the state is changed.
     pub halted: bool,
+    /// Cycles since the reset, with jzIntv's counts.
     pub cycles: u64,
+    /// Instructions executed since the reset.
     pub instructions: u64,
 }
 
@@ -59,7 +80,9 @@ impl CpuState {
 /// A CPU attached to its memory.
 #[derive(Clone)]
 pub struct Cpu {
+    /// Registers, flags and counters.
     pub st: CpuState,
+    /// The memory map and its contents.
     pub mem: Memory,
     /// A pending INTRM request, taken after the next interruptible
     /// instruction once interrupts are enabled.
@@ -82,6 +105,8 @@ impl Default for Cpu {
 }
 
 impl Cpu {
+    /// A CPU with registers 0 (PC 0), the standard memory map (both RAMs,
+    /// nothing loaded) and the checks on.
     pub fn new() -> Self {
         Cpu {
             st: CpuState::default(),

@@ -5,10 +5,13 @@
 /// One decoded instruction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Instr {
+    /// The address of the first word.
     pub address: u16,
     /// Words the instruction occupies (SDBD immediates take one extra).
     pub len: u16,
+    /// The as1600 mnemonic (aliases such as TSTR and PSHR where as1600 uses them).
     pub mnemonic: &'static str,
+    /// The operands in as1600 syntax, source first (empty when none).
     pub operands: String,
     /// Raw words, first the opcode.
     pub words: Vec<u16>,

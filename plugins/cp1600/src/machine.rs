@@ -14,11 +14,13 @@ pub const SLICE: u64 = 1 << 20;
 
 /// Default and maximum trace buffer sizes.
 pub const TRACE_DEFAULT: usize = 1024;
+/// The most entries a trace keeps (each costs about 64 bytes).
 pub const TRACE_MAX: usize = 65536;
 
 /// The state before one executed instruction.
 #[derive(Clone, Debug)]
 pub struct TraceEntry {
+    /// Registers, flags and counters before the instruction executed.
     pub before: CpuState,
     /// The instruction's words as they were when it executed.
     pub words: [u16; 3],
@@ -27,14 +29,21 @@ pub struct TraceEntry {
 /// Why a run stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
+    /// HLT executed.
     Halted,
+    /// The cycle budget was used up.
     MaxCycles,
     /// The instruction count asked for was executed (`step`).
     Count,
+    /// A breakpoint's address was reached (before executing it).
     Breakpoint,
+    /// `run_until`'s PC was reached.
     PcReached,
+    /// `run_until`'s register holds its value.
     RegisterMatch,
+    /// `run_until`'s memory word holds its value.
     MemoryMatch,
+    /// The progress callback asked to stop (the client cancelled).
     Cancelled,
     /// The caller's wall-clock allowance ran out (set by the tool layer).
     TimeLimit,
@@ -50,6 +59,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// The name agents see in `reason` (snake_case, stable).
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Halted => "halted",
@@ -93,7 +103,9 @@ impl StopWhen {
 /// How far a run may go (both bounds apply; counted from the run's start).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// At most this many instructions.
     pub instructions: u64,
+    /// At most this many cycles.
     pub cycles: u64,
 }
 
@@ -104,21 +116,49 @@ pub enum Diagnosis {
     /// instruction executed just before (None when the run began there);
     /// `interrupt` when an interrupt entry jumped there.
     NoCode {
+        /// The address with nothing mapped.
         at: u16,
+        /// The instruction executed just before, if any.
         from: Option<u16>,
+        /// An interrupt entry jumped there.
         interrupt: bool,
+        /// Execution ran on sequentially into it (not a jump).
         fell_through: bool,
     },
     /// The instruction at `pc` would push to or pull from `addr`, not RAM.
-    Stack { pc: u16, addr: u16, push: bool },
+    Stack {
+        /// The instruction not executed.
+        pc: u16,
+        /// The stack address it would use.
+        addr: u16,
+        /// A push (else a pull).
+        push: bool,
+    },
     /// An interrupt before the instruction at `pc` would push to `addr`.
-    InterruptStack { pc: u16, addr: u16 },
+    InterruptStack {
+        /// The instruction the interrupt came before.
+        pc: u16,
+        /// Where the PC would be pushed.
+        addr: u16,
+    },
     /// The loop from `start` to the backward jump at `end` repeats itself.
-    Idle { start: u16, end: u16 },
+    Idle {
+        /// The loop's first address (the backward jump's target).
+        start: u16,
+        /// The backward jump's address.
+        end: u16,
+    },
     /// The loop from `start` to `end` has gone round for `cycles` (over
     /// [`SPIN_CYCLES`]) with interrupts on: it changes something each pass
     /// (a random seed, a counter) but can only be waiting for an interrupt.
-    Spin { start: u16, end: u16, cycles: u64 },
+    Spin {
+        /// The loop's first address.
+        start: u16,
+        /// The backward jump's address.
+        end: u16,
+        /// Cycles spent in the loop so far.
+        cycles: u64,
+    },
 }
 
 /// A second of console time: a loop with interrupts on that spins this long
@@ -127,6 +167,7 @@ pub enum Diagnosis {
 pub const SPIN_CYCLES: u64 = 894_886;
 
 impl Diagnosis {
+    /// The reason a run reports for this diagnosis.
     pub fn reason(&self) -> StopReason {
         match self {
             Diagnosis::NoCode {
@@ -144,8 +185,11 @@ impl Diagnosis {
 /// What a run did.
 #[derive(Clone, Copy, Debug)]
 pub struct RunResult {
+    /// Why it stopped.
     pub reason: StopReason,
+    /// Instructions executed by this run.
     pub executed: u64,
+    /// Cycles spent by this run.
     pub cycles_run: u64,
     /// Set when a check stopped the run.
     pub diagnosis: Option<Diagnosis>,
@@ -230,6 +274,7 @@ impl IdleWatch {
 /// A CPU under a debugger.
 #[derive(Clone)]
 pub struct Machine {
+    /// The CPU and its memory.
     pub cpu: Cpu,
     breakpoints: Box<[u64; 1024]>,
     breakpoint_count: usize,
@@ -245,6 +290,7 @@ impl Default for Machine {
 }
 
 impl Machine {
+    /// A machine at reset with no breakpoints and tracing off.
     pub fn new() -> Self {
         Machine {
             cpu: Cpu::new(),
@@ -277,6 +323,7 @@ impl Machine {
         had
     }
 
+    /// Removes every breakpoint; returns how many there were.
     pub fn clear_all_breakpoints(&mut self) -> usize {
         let n = self.breakpoint_count;
         *self.breakpoints = [0; 1024];
@@ -285,10 +332,12 @@ impl Machine {
     }
 
     #[inline(always)]
+    /// Whether a breakpoint is set at `addr` (checked before every instruction, hence inline).
     pub fn has_breakpoint(&self, addr: u16) -> bool {
         self.breakpoints[(addr >> 6) as usize] >> (addr & 63) & 1 != 0
     }
 
+    /// Every breakpoint address, ascending.
     pub fn breakpoints(&self) -> Vec<u16> {
         (0..=u16::MAX).filter(|a| self.has_breakpoint(*a)).collect()
     }
@@ -304,10 +353,12 @@ impl Machine {
         }
     }
 
+    /// Whether executed instructions are being recorded.
     pub fn tracing(&self) -> bool {
         self.tracing
     }
 
+    /// How many entries the trace keeps.
     pub fn trace_capacity(&self) -> usize {
         self.trace_capacity
     }
@@ -317,6 +368,7 @@ impl Machine {
         &self.trace
     }
 
+    /// Empties the trace (on load and reset, whose history no longer applies).
     pub fn clear_trace(&mut self) {
         self.trace.clear();
     }

@@ -20,13 +20,18 @@ pub const RAM16: (u16, u16) = (0x0200, 0x035F);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Region {
+    /// Nothing: reads give $FFFF, writes are ignored.
     Unmapped = 0,
+    /// Loaded image: writes from the CPU are ignored.
     Rom = 1,
+    /// 8-bit RAM: a write keeps the low byte.
     Ram8 = 2,
+    /// 16-bit RAM.
     Ram16 = 3,
 }
 
 impl Region {
+    /// The name agents see in a memory map's `kind`.
     pub fn name(self) -> &'static str {
         match self {
             Region::Unmapped => "unmapped",
@@ -119,6 +124,7 @@ impl Memory {
     }
 
     #[inline(always)]
+    /// The word at `addr` ($FFFF where nothing is mapped); inline because every fetch goes through it.
     pub fn read(&self, addr: u16) -> u16 {
         self.data[addr as usize]
     }
@@ -175,6 +181,7 @@ impl Memory {
         }
     }
 
+    /// What is mapped at `addr`.
     pub fn region(&self, addr: u16) -> Region {
         self.region[addr as usize]
     }

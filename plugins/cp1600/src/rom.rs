@@ -7,11 +7,14 @@ use std::fmt;
 /// Words placed at consecutive addresses from `addr`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The address of the first word.
     pub addr: u16,
+    /// The words, in address order.
     pub words: Vec<u16>,
 }
 
 impl Segment {
+    /// The last address the segment fills (wrapping at $FFFF).
     pub fn end(&self) -> u16 {
         self.addr
             .wrapping_add(self.words.len() as u16)
@@ -22,7 +25,9 @@ impl Segment {
 /// A decoded image: ROM segments plus RAM the image asks for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Image {
+    /// The file's format as agents see it: `bin`, `bin+cfg` or `rom`.
     pub format: &'static str,
+    /// The ROM segments to load.
     pub segments: Vec<Segment>,
     /// Extra RAM ranges (`[memattr]` in a CFG, writable banks in a .ROM).
     pub ram: Vec<(u16, u16, Region)>,
@@ -38,25 +43,42 @@ pub const MAX_VARS: usize = 32;
 pub const JLP_RAM: (u16, u16) = (0x8040, 0x9F7F);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// Why an image could not be read; each says what was found and what to do.
 pub enum RomError {
+    /// The file is empty.
     Empty,
+    /// A raw image with an odd number of bytes (its byte count).
     OddSize(usize),
+    /// The image does not fit between its load address and $FFFF.
     TooLarge {
+        /// Words in the image.
         words: usize,
+        /// Where it was to load.
         load_address: u16,
     },
+    /// Two segments claim the same address.
     Overlap {
+        /// The first address claimed twice.
         addr: u16,
     },
+    /// A `.rom` header that is not one (what is wrong).
     BadHeader(String),
+    /// The file ends inside a part (which).
     Truncated(String),
+    /// A `.rom` CRC-16 does not match: the file is damaged.
     BadCrc {
+        /// Which part the CRC covers.
         what: String,
+        /// The CRC in the file.
         stored: u16,
+        /// The CRC of the data.
         computed: u16,
     },
+    /// A `.cfg` line that cannot be used.
     Cfg {
+        /// The line, counted from 1.
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
 }

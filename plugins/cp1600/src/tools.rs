@@ -1,6 +1,7 @@
 //! The MCP tools as plain Rust: sessions of emulated machines, and one
-//! method per tool returning the spec's JSON document or a coded error.
-//! The wit-bindgen glue in `component.rs` only converts arguments.
+//! method per tool returning its document ([`crate::results`], the spec's
+//! JSON shape) or a coded error. The wit-bindgen glue in `component.rs`
+//! only converts arguments and results.
 
 use crate::cart::{self, Header, Start, StartKind};
 use crate::cpu::CpuState;
@@ -23,12 +24,17 @@ pub const MAX_SESSIONS: usize = 64;
 pub const MAX_SESSIONS_PER_CLIENT: usize = 24;
 /// Default `cp1600_run` budget (spec) and `cp1600_run_until` budget.
 pub const RUN_DEFAULT_CYCLES: u64 = 10_000;
+/// Default `cp1600_run_until` budget: large, as a condition usually stops it first.
 pub const RUN_UNTIL_DEFAULT_CYCLES: u64 = 100_000_000;
 /// Output bounds.
 pub const DISASM_DEFAULT_SPAN: u16 = 16;
+/// Most instructions one disassembly returns; the note says where to go on.
 pub const DISASM_MAX: usize = 256;
+/// Words `cp1600_examine_memory` reads by default.
 pub const MEMORY_DEFAULT_COUNT: u32 = 16;
+/// Most words one memory read returns (tool and resource).
 pub const MEMORY_MAX: u32 = 1024;
+/// Trace entries `cp1600_get_trace` returns by default.
 pub const TRACE_DEFAULT_COUNT: u32 = 32;
 /// Most trace entries per call: each is under 200 bytes of JSON, so a page
 /// stays far below the host's 8 MiB result limit (the whole 65536-entry
@@ -90,7 +96,9 @@ impl Session {
 /// length and newest entry for `…/trace`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Look {
+    /// CPU state, pending interrupt, memory edits and whether a ROM is loaded.
     pub state: (CpuState, bool, u64, bool),
+    /// Tracing on, capacity, length and the newest entry's step.
     pub trace: (bool, usize, usize, Option<u64>),
 }
 
@@ -119,6 +127,7 @@ impl plugin_kit::clients::Holdings for Sessions {
 pub struct Clients(plugin_kit::clients::PerClient<Sessions>);
 
 impl Clients {
+    /// No client has sessions yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -195,8 +204,11 @@ pub fn parse_register(name: &str) -> Result<usize, ToolError> {
 /// Options for `load_rom` beyond the spec's path and load address.
 #[derive(Default, Clone)]
 pub struct LoadOptions {
+    /// Load a raw image here instead of $5000 or its `.cfg` mapping.
     pub load_address: Option<u16>,
+    /// The `.cfg` to place a `.bin` by (default: the one beside it).
     pub cfg_path: Option<String>,
+    /// PC after loading, other registers 0 (overrides `start`).
     pub entry_point: Option<u16>,
     /// Keep what is already loaded and add this image (default: replace).
     pub keep_existing: bool,
@@ -235,12 +247,19 @@ fn parse_start(v: Option<&str>) -> Result<StartChoice, ToolError> {
 /// Condition set for `run_until`.
 #[derive(Default, Clone)]
 pub struct UntilOptions {
+    /// Stop when the PC reaches this address.
     pub pc: Option<u16>,
+    /// Register to watch (R0-R7, PC, SP), with `register_value`.
     pub register: Option<String>,
+    /// The value that stops the run.
     pub register_value: Option<u16>,
+    /// Memory word to watch, with `memory_value`.
     pub address: Option<u16>,
+    /// The value that stops the run.
     pub memory_value: Option<u16>,
+    /// Stop at breakpoints (default true).
     pub stop_on_breakpoint: Option<bool>,
+    /// Cycle budget (default [`RUN_UNTIL_DEFAULT_CYCLES`]).
     pub max_cycles: Option<u64>,
     /// Stop on the checks (default true): see `Machine::run`.
     pub checks: Option<bool>,
@@ -249,12 +268,19 @@ pub struct UntilOptions {
 /// New register and flag values for `write_registers`; `None` keeps one.
 #[derive(Default, Clone)]
 pub struct RegisterWrite {
+    /// New R0-R7.
     pub r: [Option<u16>; 8],
+    /// New sign flag.
     pub s: Option<bool>,
+    /// New zero flag.
     pub z: Option<bool>,
+    /// New overflow flag.
     pub ov: Option<bool>,
+    /// New carry flag.
     pub c: Option<bool>,
+    /// New interrupt enable.
     pub i: Option<bool>,
+    /// New halted state (false resumes after HLT).
     pub halted: Option<bool>,
 }
 
@@ -317,6 +343,7 @@ fn has_ext(path: &Path, ext: &str) -> bool {
 }
 
 impl Sessions {
+    /// A client with no sessions.
     pub fn new() -> Self {
         Self::default()
     }
@@ -369,6 +396,7 @@ impl Sessions {
         Ok((id, s))
     }
 
+    /// `cp1600_create_session`: a session at $5000 with no ROM, made active; refused past the per-client or global cap (closing a departed client's idle sessions to make room first).
     pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult<SessionCreated> {
         use plugin_kit::clients::{Full, hex64, mint};
         let freed = match self.room.admit(
@@ -449,6 +477,8 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_list_sessions`: this client's sessions with their ROM and
+    /// CPU status, by id.
     pub fn list_sessions(&self) -> ToolResult<SessionList> {
         let sessions = self
             .sessions
@@ -466,6 +496,7 @@ impl Sessions {
         Ok(SessionList { sessions })
     }
 
+    /// `cp1600_switch_session`: the session used when an id is omitted.
     pub fn switch_session(&mut self, session_id: &str) -> ToolResult<SessionSwitched> {
         let id = self.resolve_id(Some(session_id))?;
         self.active = Some(id.clone());
@@ -475,6 +506,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_destroy_session`; the active session is unset when it was this one.
     pub fn destroy_session(&mut self, session_id: &str) -> ToolResult<SessionDestroyed> {
         let id = self.resolve_id(Some(session_id))?;
         self.sessions.remove(&id);
@@ -488,6 +520,8 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_load_rom`: reads and checks the image (and an EXEC or GROM),
+    /// maps it, and resets the CPU to the chosen start.
     pub fn load_rom(
         &mut self,
         session_id: Option<&str>,
@@ -775,6 +809,7 @@ impl Sessions {
         r
     }
 
+    /// `cp1600_step`: `count` instructions, ignoring breakpoints, stopping early at HLT or a check.
     pub fn step(
         &mut self,
         session_id: Option<&str>,
@@ -816,6 +851,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_run`: until HLT, a breakpoint, a check, the budget or the time limit.
     pub fn run(
         &mut self,
         session_id: Option<&str>,
@@ -843,6 +879,7 @@ impl Sessions {
         Ok(run_outcome(&id, s, &r))
     }
 
+    /// `cp1600_run_until`: `cp1600_run` plus PC, register and memory conditions.
     pub fn run_until(
         &mut self,
         session_id: Option<&str>,
@@ -889,6 +926,7 @@ impl Sessions {
         Ok(run_outcome(&id, s, &r))
     }
 
+    /// `cp1600_reset`: back to the load's start with RAM cleared; `preserve_rom` false also unloads.
     pub fn reset(
         &mut self,
         session_id: Option<&str>,
@@ -917,6 +955,8 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_get_state`: registers, flags and counters of the session
+    /// (the active one when `session_id` is None).
     pub fn get_state(&mut self, session_id: Option<&str>) -> ToolResult<CpuSnapshot> {
         let (id, s) = self.get(session_id)?;
         Ok(CpuSnapshot::new(&id, &s.machine.cpu.st))
@@ -974,6 +1014,7 @@ impl Sessions {
             .collect())
     }
 
+    /// `cp1600_get_registers`: R0-R7 alone, a smaller answer than the state.
     pub fn get_registers(&mut self, session_id: Option<&str>) -> ToolResult<RegisterValues> {
         let (_, s) = self.get(session_id)?;
         Ok(RegisterValues {
@@ -981,6 +1022,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_get_flags`: C, OV, Z and S alone.
     pub fn get_flags(&mut self, session_id: Option<&str>) -> ToolResult<FlagValues> {
         let (_, s) = self.get(session_id)?;
         Ok(FlagValues {
@@ -988,6 +1030,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_disassemble`: from `start` to `end` (default start + 16), at most [`DISASM_MAX`] instructions.
     pub fn disassemble(
         &mut self,
         session_id: Option<&str>,
@@ -1017,6 +1060,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_examine_memory`: `count` words (default 16, at most [`MEMORY_MAX`]), stopping at $FFFF.
     pub fn examine_memory(
         &mut self,
         session_id: Option<&str>,
@@ -1053,6 +1097,7 @@ impl Sessions {
         Ok(MemoryWords { memory, note })
     }
 
+    /// `cp1600_memory_map`: the mapped ranges.
     pub fn memory_map(&mut self, session_id: Option<&str>) -> ToolResult<MemoryMap> {
         let (_, s) = self.get(session_id)?;
         let regions = s
@@ -1069,6 +1114,8 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_set_breakpoint`: runs stop before executing `address`; setting
+    /// one twice is not an error (status `already_set`).
     pub fn set_breakpoint(
         &mut self,
         session_id: Option<&str>,
@@ -1087,6 +1134,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_clear_breakpoint`: one (an error when none is there) or all.
     pub fn clear_breakpoint(
         &mut self,
         session_id: Option<&str>,
@@ -1111,6 +1159,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_list_breakpoints`: every breakpoint, ascending.
     pub fn list_breakpoints(&mut self, session_id: Option<&str>) -> ToolResult<BreakpointList> {
         let (_, s) = self.get(session_id)?;
         Ok(BreakpointList {
@@ -1118,6 +1167,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_configure_trace`: on or off, and the number of entries kept.
     pub fn configure_trace(
         &mut self,
         session_id: Option<&str>,
@@ -1139,6 +1189,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_get_trace`: a page of `count` entries, `offset` back from the newest.
     pub fn get_trace(
         &mut self,
         session_id: Option<&str>,
@@ -1199,6 +1250,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_write_memory`: to RAM or loaded ROM, never to unmapped addresses; answers with the words as read back.
     pub fn write_memory(
         &mut self,
         session_id: Option<&str>,
@@ -1241,6 +1293,7 @@ impl Sessions {
         })
     }
 
+    /// `cp1600_write_registers`: the given registers and flags; answers with the new state.
     pub fn write_registers(
         &mut self,
         session_id: Option<&str>,
@@ -1267,6 +1320,7 @@ impl Sessions {
         self.get_state(session_id)
     }
 
+    /// `cp1600_interrupt`: raises the interrupt request and warns when the next run would stop on it.
     pub fn interrupt(&mut self, session_id: Option<&str>) -> ToolResult<InterruptRaised> {
         let (_, s) = self.get(session_id)?;
         s.machine.cpu.irq = true;
