@@ -13,7 +13,11 @@ const SUBARUDBW_ENTRIES: usize = 17;
 /// A checksum module we can validate and fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Module {
+    /// Mitsubishi CAN-era ECUs (1 MiB SH7058 images): one correction word
+    /// makes the sum of every word a constant.
     MitsuCan,
+    /// Subaru drive-by-wire ECUs: a table of 17 (start, end, checksum)
+    /// entries near the end of the image.
     SubaruDbw,
 }
 
@@ -23,27 +27,43 @@ pub enum ChecksumError {
     #[error(
         "checksum module `{0}` is not supported (known: mitsucan, subarudbw); the checksum cannot be verified or updated"
     )]
+    /// The definition names a module this plugin does not know (its name).
     Unknown(String),
+    /// The image is not the size the module sums over.
     #[error("{module} expects a {expected}-byte image, this one has {actual} bytes")]
     Size {
+        /// The module's name.
         module: &'static str,
+        /// The size it needs, in bytes.
         expected: usize,
+        /// The image's size in bytes.
         actual: usize,
     },
+    /// A subarudbw entry covers addresses past the end of the image.
     #[error(
         "subarudbw table entry {index} at 0x{offset:X} covers 0x{start:X}..=0x{end:X}, past the end of the {len}-byte image; is this image complete?"
     )]
     BadRange {
+        /// The entry's index in the table, 0-based.
         index: usize,
+        /// File offset of the entry.
         offset: usize,
+        /// First address the entry sums.
         start: u32,
+        /// End of the range the entry sums (words start below it).
         end: u32,
+        /// The image's size in bytes.
         len: usize,
     },
+    /// The image has none of the sizes whose checksum table position is
+    /// known.
     #[error(
         "subarudbw checksums live at 0x7FB80 (SH7055, 512 KiB), 0xFFB80 (SH7058, 1 MiB) or 0x17FB80 (SH7059, 1.5 MiB); this image has {actual} bytes, so it is not a complete Subaru ROM read"
     )]
-    SubaruSize { actual: usize },
+    SubaruSize {
+        /// The image's size in bytes.
+        actual: usize,
+    },
 }
 
 impl Module {
@@ -56,6 +76,7 @@ impl Module {
         }
     }
 
+    /// The module's name as definitions spell it (`checksummodule`).
     pub fn name(self) -> &'static str {
         match self {
             Module::MitsuCan => "mitsucan",

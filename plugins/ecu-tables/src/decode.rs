@@ -27,17 +27,25 @@ pub enum Cell {
 /// A decoded table: `rows × cols` cells, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableData {
+    /// Rows shown (the row axis's length, 1 without one).
     pub rows: usize,
+    /// Columns shown (the column axis's length, 1 without one).
     pub cols: usize,
+    /// The cells in physical units, row-major, `rows × cols`.
     pub cells: Vec<Cell>,
     /// Raw stored numbers (NaN for blob cells).
     pub raw: Vec<f64>,
+    /// The row axis's breakpoints, when the table has one.
     pub row_axis: Option<AxisData>,
+    /// The column axis's breakpoints, when the table has one.
     pub col_axis: Option<AxisData>,
+    /// The scaling the cells were decoded with (for formatting them).
     pub scaling: Arc<Scaling>,
 }
 
 impl TableData {
+    /// The cell at `row`, `col` (0-based; panics outside the table, like
+    /// indexing).
     pub fn cell(&self, row: usize, col: usize) -> &Cell {
         &self.cells[row * self.cols + col]
     }
@@ -69,9 +77,13 @@ pub fn display_cell(scaling: &Scaling, cell: &Cell) -> String {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{what} at 0x{address:X} needs {len} bytes but the ROM is only {rom_len} bytes")]
 pub struct OutOfRom {
+    /// What did not fit, e.g. "table `Fuel Map`" or its axis.
     pub what: String,
+    /// ECU address it starts at.
     pub address: usize,
+    /// Bytes it needs.
     pub len: usize,
+    /// Bytes the image has.
     pub rom_len: usize,
 }
 

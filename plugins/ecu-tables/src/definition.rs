@@ -25,6 +25,7 @@ pub enum TableType {
 }
 
 impl TableType {
+    /// ECUFlash's name for the type: "1D", "2D" or "3D".
     pub fn xml_name(self) -> &'static str {
         match self {
             TableType::Scalar => "1D",
@@ -41,8 +42,11 @@ pub enum AxisSource {
     Static(Vec<String>),
     /// Values stored in the ROM.
     Dynamic {
+        /// ECU address of the first breakpoint.
         address: u32,
+        /// Breakpoints stored.
         elements: usize,
+        /// How the stored breakpoints become physical values.
         scaling: Arc<Scaling>,
     },
 }
@@ -50,9 +54,12 @@ pub enum AxisSource {
 /// A resolved axis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
+    /// The axis's name, e.g. "Engine Speed"; none when the definition gives
+    /// none.
     pub name: Option<String>,
     /// `X Axis`, `Y Axis`, `Static X Axis`, `Static Y Axis` (as given).
     pub xml_type: String,
+    /// Static labels or stored breakpoints.
     pub source: AxisSource,
     /// `flipx`/`flipy` on the axis: its stored breakpoints run the other
     /// way round (static labels are always in display order).
@@ -60,6 +67,7 @@ pub struct Axis {
 }
 
 impl Axis {
+    /// Breakpoints on the axis (labels or stored values).
     pub fn len(&self) -> usize {
         match &self.source {
             AxisSource::Static(labels) => labels.len(),
@@ -67,10 +75,12 @@ impl Axis {
         }
     }
 
+    /// True for an axis without breakpoints.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The breakpoints' unit; none for static labels.
     pub fn unit(&self) -> Option<&str> {
         match &self.source {
             AxisSource::Dynamic { scaling, .. } => scaling.units.as_deref(),
@@ -91,17 +101,26 @@ impl Axis {
 /// A resolved, readable table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
+    /// The name as the definition gives it (not unique: variants share names).
     pub name: String,
     /// Unique key: the name, or `name @0xADDR` when names collide.
     pub id: String,
+    /// ECUFlash category, e.g. "Fuel" or "Timing - High Octane".
     pub category: Option<String>,
+    /// Scalar, one axis or grid.
     pub table_type: TableType,
+    /// ECU address of the first cell.
     pub address: u32,
+    /// How stored cells become physical values and back.
     pub scaling: Arc<Scaling>,
+    /// Cells are stored column by column (each stored row is a display column).
     pub swapxy: bool,
     /// Rows (`flipy`) or columns (`flipx`) are stored last first.
     pub flipy: bool,
+    /// Columns are stored last first.
     pub flipx: bool,
+    /// ECUFlash user level, 1 (everyone) to 5 (developers): how advanced or
+    /// risky the table is.
     pub level: Option<u32>,
     /// Rows: the Y axis of a grid, or the only axis of a one-axis table.
     pub row_axis: Option<Axis>,
@@ -110,10 +129,12 @@ pub struct Table {
 }
 
 impl Table {
+    /// Cells per column: the row axis's length, 1 without one.
     pub fn rows(&self) -> usize {
         self.row_axis.as_ref().map_or(1, Axis::len)
     }
 
+    /// Cells per row: the column axis's length, 1 without one.
     pub fn cols(&self) -> usize {
         self.col_axis.as_ref().map_or(1, Axis::len)
     }
@@ -123,6 +144,8 @@ impl Table {
         format!("{}x{}", self.cols(), self.rows())
     }
 
+    /// The cells' unit; none for switch (bloblist) and bit tables, whose cells
+    /// are names.
     pub fn unit(&self) -> Option<&str> {
         match self.scaling.storage {
             Storage::Blob(_) | Storage::Bits => None,
@@ -167,11 +190,13 @@ impl Table {
 pub struct Definition {
     /// The file that carries the ROM id.
     pub file: PathBuf,
+    /// The ROM id that matched: xmlid, internal id address and bytes.
     pub romid: RomId,
     /// Merged `<romid>` fields, later files winning (checksum module, make…).
     pub fields: HashMap<String, String>,
     /// xmlids (or file names) of the chain, parents first.
     pub chain: Vec<String>,
+    /// Every readable table of the merged chain, in definition order.
     pub tables: Vec<Table>,
     /// Addressed tables that cannot be read, with the reason.
     pub unresolvable: Vec<(String, String)>,
@@ -212,6 +237,8 @@ impl Definition {
         (!parts.is_empty()).then(|| parts.join(" "))
     }
 
+    /// The ROM id the definition matches on: the internal id in hex, or the id
+    /// string.
     pub fn ecu_id(&self) -> Option<String> {
         self.romid
             .internal_id_hex
@@ -219,10 +246,13 @@ impl Definition {
             .or_else(|| self.romid.internal_id_string.clone())
     }
 
+    /// The memory model (CPU), e.g. SH7058 or H8/539F.
     pub fn memmodel(&self) -> Option<&str> {
         self.field("memmodel")
     }
 
+    /// The checksum module named in the definition, e.g. "subarudbw"; none when
+    /// the ROM has no known checksum.
     pub fn checksum_module(&self) -> Option<&str> {
         self.field("checksummodule")
     }
@@ -272,8 +302,12 @@ impl Definition {
 /// Result of a table lookup.
 #[derive(Debug)]
 pub enum Lookup<'a> {
+    /// Exactly one table has this id or name.
     Found(&'a Table),
+    /// Several tables share the name: their ids (`NAME @0xADDRESS`), to pass
+    /// instead.
     Ambiguous(Vec<String>),
+    /// No table: the closest names, best first (maybe none).
     Missing(Vec<String>),
 }
 
@@ -290,7 +324,9 @@ fn word_overlap_distance(query: &str, hay: &str) -> usize {
 
 /// One file of a chain: its label (xmlid or file name) and parsed content.
 pub struct ChainFile<'a> {
+    /// The file's xmlid, or its file name when it has none.
     pub label: String,
+    /// The parsed file.
     pub raw: &'a RawDefinition,
 }
 

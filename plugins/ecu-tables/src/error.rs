@@ -6,69 +6,115 @@ use crate::patch::PatchError;
 use std::io;
 use std::path::PathBuf;
 
+/// Why an ECU tool failed. The message (Display) is written for the agent;
+/// [`Error::code`] is the stable code it can branch on.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Neither the flag, the environment nor the workspace settings name a
+    /// definitions directory.
     #[error(
         "no definitions directory is configured: start benchtop with --definitions-path DIR, set ECU_DEFINITIONS_PATH, or set ecuExplorer.definitionsPath in .vscode/settings.json"
     )]
     NoDefinitionsPath,
 
+    /// The definitions directory exists in the settings but cannot be read.
     #[error(
         "cannot read the definitions directory {path}: {source}; check --definitions-path / ECU_DEFINITIONS_PATH"
     )]
-    DefinitionsDir { path: PathBuf, source: io::Error },
+    DefinitionsDir {
+        /// The directory as configured.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
 
+    /// The ROM file could not be read (see [`Error::rom_read`]).
     #[error("cannot read ROM: {explanation}")]
     RomRead {
+        /// The ROM path as given.
         path: PathBuf,
+        /// What the OS said.
         source: io::Error,
+        /// The path and the OS error in words, including whether the path
+        /// lies outside the directories the host grants.
         explanation: String,
     },
 
+    /// No definition's ROM id matches the bytes at its internal id address.
     #[error(
         "no definition matches ROM {rom}: tried {tried}. Add the ROM's ECUFlash definition to {dir}, or check that the file is a raw ROM image"
     )]
     UnknownRom {
+        /// The ROM path.
         rom: PathBuf,
+        /// The definitions directory searched.
         dir: PathBuf,
+        /// Each definition tried and what the ROM held at its id address,
+        /// joined with "; ".
         tried: String,
     },
 
+    /// A definition file is malformed or its include chain is broken.
     #[error("definition {file}: {message}")]
-    Definition { file: PathBuf, message: String },
+    Definition {
+        /// The definition file at fault.
+        file: PathBuf,
+        /// What is wrong in it.
+        message: String,
+    },
 
+    /// The definition has no table of that name.
     #[error("no table named `{table}` in {definition}.{hint} Call list_tables to see the names")]
     UnknownTable {
+        /// The name asked for.
         table: String,
+        /// The matched definition: its xmlid with year, market and model.
         definition: String,
+        /// " Did you mean …?" with the closest names, or empty.
         hint: String,
     },
 
+    /// The name fits several tables at different addresses.
     #[error("`{table}` names {n} tables at different addresses: pass one of {list}", n = candidates.len(), list = candidates.join(" | "))]
     AmbiguousTable {
+        /// The name asked for.
         table: String,
+        /// The tables' unique ids (`NAME @0xADDRESS`), to pass back.
         candidates: Vec<String>,
     },
 
+    /// An argument is malformed or out of range (the message says which).
     #[error("{0}")]
     InvalidArgument(String),
 
+    /// A patch was refused before anything was written.
     #[error(transparent)]
     Patch(#[from] PatchError),
 
+    /// A table reaches past the end of the ROM image.
     #[error("{0}; the definition does not fit this ROM image")]
     OutOfRom(#[from] OutOfRom),
 
+    /// The ROM's checksum module cannot be verified or repaired, so a
+    /// patch would leave the ROM unbootable.
     #[error("{0}")]
     Checksum(#[from] ChecksumError),
 
+    /// The user declined or dismissed the confirmation (which of the two).
     #[error(
         "the user {0} the patch; nothing was written. Ask what to change, or patch again with other values"
     )]
     NotConfirmed(&'static str),
 
+    /// Writing the patched ROM failed; the write is atomic, so the file on
+    /// disk is as it was.
     #[error("cannot write ROM {path}: {message}. The ROM on disk was not changed")]
-    Write { path: PathBuf, message: String },
+    Write {
+        /// The ROM path.
+        path: PathBuf,
+        /// What the OS said.
+        message: String,
+    },
 }
 
 impl Error {

@@ -33,8 +33,11 @@ enum Op {
     plugin_kit::text::clip(text)
 )]
 pub struct ExprError {
+    /// The expression as written.
     pub text: String,
+    /// What is wrong, e.g. "unexpected character".
     pub reason: String,
+    /// 1-based character position of the fault in `text`.
     pub position: usize,
 }
 

@@ -19,7 +19,9 @@ pub struct Layout {
 /// The parts of an EcuFlash `.srf` file around the image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Srf {
+    /// The header bytes before the image, written back unchanged.
     pub head: Vec<u8>,
+    /// The bytes after the image, written back unchanged.
     pub tail: Vec<u8>,
 }
 

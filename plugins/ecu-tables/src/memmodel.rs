@@ -4,6 +4,7 @@
 /// A memory model whose full-read size is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemModel {
+    /// ECUFlash's name for the model, e.g. "SH7058".
     pub name: &'static str,
     /// Bytes in a complete read.
     pub size: usize,

@@ -7,19 +7,28 @@ use crate::scaling::Kind;
 /// The operation to apply.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
+    /// Replace each cell with this physical value.
     Set(f64),
+    /// Add this physical value (negative to subtract).
     Add(f64),
+    /// Multiply by this factor.
     Multiply(f64),
+    /// Limit each cell to `min..=max`, physical units.
     Clamp {
+        /// Lowest value kept.
         min: f64,
+        /// Highest value kept.
         max: f64,
     },
+    /// Average each cell with its neighbours (3×3 box, edges use those they
+    /// have).
     Smooth,
     /// Bloblist tables: select a named choice.
     Choose(String),
 }
 
 impl Op {
+    /// A short form for messages and confirmations, e.g. "add -1.5".
     pub fn describe(&self) -> String {
         match self {
             Op::Set(v) => format!("set {v}"),
@@ -35,18 +44,27 @@ impl Op {
 /// Which cells an operation targets (0-based; None = every row/column).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Target {
+    /// 0-based row; none means every row.
     pub row: Option<usize>,
+    /// 0-based column; none means every column.
     pub col: Option<usize>,
 }
 
 /// One written cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangedCell {
+    /// 0-based row of the cell.
     pub row: usize,
+    /// 0-based column of the cell.
     pub col: usize,
+    /// The physical value before, as read_table prints it.
     pub before: String,
+    /// The physical value after, as read_table prints it.
     pub after: String,
+    /// The stored number before (after the storage type's decoding, before
+    /// scaling).
     pub raw_before: f64,
+    /// The stored number written.
     pub raw_after: f64,
     /// The physical value asked for before rounding and limiting.
     pub requested: f64,
@@ -57,6 +75,7 @@ pub struct ChangedCell {
 /// What a patch did to the image.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PatchEffect {
+    /// Cells the operation applied to.
     pub targeted: usize,
     /// Cells whose stored bytes changed.
     pub changed: Vec<ChangedCell>,
@@ -69,16 +88,25 @@ pub struct PatchEffect {
 /// Why a patch was refused; the image is untouched.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PatchError {
+    /// A row or column index past the table's end.
     #[error(
         "{axis} {index} is out of range: table `{table}` has {len} {axis}s (valid indices 0..={max}); take indices from read_table",
         max = len - 1
     )]
     OutOfRange {
+        /// The table's id (its name, or `NAME @0xADDRESS` when names
+        /// collide).
         table: String,
+        /// "row" or "column".
         axis: &'static str,
+        /// The index given.
         index: usize,
+        /// Rows or columns the table has.
         len: usize,
     },
+    /// An operation the table cannot take: a choice on a numeric table, a
+    /// value on a switch table, smoothing a single value, a bit other than
+    /// 0 or 1, a table whose scaling cannot be inverted.
     #[error("{0}")]
     Invalid(String),
     /// A value that frexpr cannot turn into a stored number (message says which).
@@ -90,9 +118,14 @@ pub enum PatchError {
         "refused: {count} cell(s) of `{table}` would leave the safe range: {cells}{more}. Nothing was written. Check the value (a timing map at the storage limit is almost never meant), or pass force: true to write it anyway"
     )]
     Unsafe {
+        /// The table's id (its name, or `NAME @0xADDRESS` when names
+        /// collide).
         table: String,
+        /// Cells that would leave the safe range.
         count: usize,
+        /// The first of them with their values before and after.
         cells: String,
+        /// " (and N more)" when not all are listed, else empty.
         more: String,
     },
 }

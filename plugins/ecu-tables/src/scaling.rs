@@ -7,19 +7,29 @@ use crate::xml::RawScaling;
 /// Byte order of a stored value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endian {
+    /// Most significant byte first (ECUFlash's default, used by SH and H8
+    /// ECUs).
     Big,
+    /// Least significant byte first.
     Little,
 }
 
 /// How one cell is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Storage {
+    /// Unsigned byte (`uint8`).
     U8,
+    /// Signed byte (`int8`).
     I8,
+    /// Unsigned 16-bit word (`uint16`).
     U16,
+    /// Signed 16-bit word (`int16`).
     I16,
+    /// Unsigned 32-bit word (`uint32`).
     U32,
+    /// Signed 32-bit word (`int32`).
     I32,
+    /// IEEE 754 single-precision float (`float`).
     F32,
     /// A byte string of this length whose meaning is a named choice.
     Blob(usize),
@@ -120,7 +130,13 @@ impl Storage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     /// A number through `toexpr`/`frexpr`.
-    Numeric { to: Expr, from: Option<Expr> },
+    Numeric {
+        /// `toexpr`: raw stored number `x` to physical value.
+        to: Expr,
+        /// `frexpr`: physical value `x` back to the raw number; none makes
+        /// the table read-only.
+        from: Option<Expr>,
+    },
     /// A named byte pattern.
     Blobs(Vec<(String, Vec<u8>)>),
     /// A single bit, 0 or 1.
@@ -130,14 +146,24 @@ pub enum Kind {
 /// A resolved `<scaling>`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scaling {
+    /// The scaling's name, as tables refer to it.
     pub name: String,
+    /// Unit of the physical values, e.g. "°C" or "psi".
     pub units: Option<String>,
+    /// The definition's printf-style `format`, e.g. "%0.2f", as written.
     pub format_text: Option<String>,
+    /// `format_text` parsed: how values are printed.
     pub format: Format,
+    /// Soft lower bound of the physical value: patches below it are refused
+    /// unless forced.
     pub min: Option<f64>,
+    /// Soft upper bound of the physical value.
     pub max: Option<f64>,
+    /// How a cell is stored.
     pub storage: Storage,
+    /// Byte order of multi-byte cells.
     pub endian: Endian,
+    /// What a cell means: a number, a named choice or a bit.
     pub kind: Kind,
 }
 

@@ -20,7 +20,9 @@ use std::time::SystemTime;
 /// Size + modification time: a file is re-read when either changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
+    /// File size in bytes.
     pub len: u64,
+    /// Modification time, when the filesystem keeps one.
     pub mtime: Option<SystemTime>,
 }
 
@@ -52,16 +54,19 @@ struct CachedRom {
 /// A ROM image and the definition that matched it (if any).
 #[derive(Debug, Clone)]
 pub struct OpenedRom {
+    /// The ROM file as given (resolved against the workspace).
     pub path: PathBuf,
     /// The image as the definition addresses it (see [`crate::image`]).
     pub bytes: Arc<Vec<u8>>,
     /// How `bytes` maps back to the file (container, base address).
     pub layout: crate::image::Layout,
+    /// The matched definition; none when no definition's id matches.
     pub definition: Option<Arc<Definition>>,
     /// `xmlid @address` ids tried, with what the ROM holds there.
     pub tried: Vec<String>,
     /// Notes such as "several definitions match".
     pub warnings: Vec<String>,
+    /// The definitions directory searched.
     pub definitions_dir: PathBuf,
 }
 
@@ -84,10 +89,14 @@ impl OpenedRom {
 /// Checksum state of an image under its definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChecksumState {
+    /// The checksum module the definition names (`checksummodule`), even when
+    /// unsupported.
     pub algorithm: Option<String>,
+    /// The module, when it is one this plugin can verify and fix.
     pub module: Option<Module>,
     /// None: no module, unknown module, or the image does not fit it.
     pub valid: Option<bool>,
+    /// Why the checksum is unknown or wrong, in a sentence for the agent.
     pub note: Option<String>,
 }
 
@@ -155,6 +164,7 @@ const MAX_CACHED_ROMS: usize = 8;
 const MAX_ROM: u64 = 16 << 20;
 
 impl Explorer {
+    /// An explorer with empty caches.
     pub fn new() -> Self {
         Self::default()
     }

@@ -17,6 +17,8 @@ pub const DEFINITIONS_VAR: &str = "ECU_DEFINITIONS_PATH";
 /// Where the tools find definitions.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
+    /// The definitions directory; none until one is configured (then every tool
+    /// fails with NO_DEFINITIONS_PATH).
     pub definitions: Option<PathBuf>,
 }
 
@@ -31,6 +33,8 @@ impl Config {
         }
     }
 
+    /// A configuration with `dir` as the definitions directory, for tests and
+    /// benchmarks.
     pub fn with_definitions(dir: impl Into<PathBuf>) -> Self {
         Self {
             definitions: Some(dir.into()),
@@ -44,55 +48,87 @@ impl Config {
 
 /// Default and maximum rows/columns shown by read_table.
 pub const DEFAULT_ROWS: usize = 64;
+/// Columns read_table shows when `col_count` is not given.
 pub const DEFAULT_COLS: usize = 32;
+/// Most rows one read_table call shows.
 pub const MAX_ROWS: usize = 256;
+/// Most columns one read_table call shows.
 pub const MAX_COLS: usize = 128;
 /// Default and maximum entries listed by list_tables.
 pub const DEFAULT_LIST: usize = 150;
+/// Most tables one list_tables call lists.
 pub const MAX_LIST: usize = 1000;
 
 /// `list_tables` arguments.
 #[derive(Debug, Clone, Default)]
 pub struct ListTables {
+    /// Absolute or workspace-relative path to the ROM image.
     pub rom: String,
+    /// Only tables whose category contains this text (case-insensitive), e.g.
+    /// "Fuel".
     pub category: Option<String>,
+    /// Only tables whose name contains this text (case-insensitive).
     pub search: Option<String>,
+    /// Matching tables to skip first (paging).
     pub offset: Option<u32>,
+    /// Tables to list, 1..=[`MAX_LIST`] (default [`DEFAULT_LIST`]).
     pub limit: Option<u32>,
 }
 
 /// `read_table` arguments.
 #[derive(Debug, Clone, Default)]
 pub struct ReadTable {
+    /// Absolute or workspace-relative path to the ROM image.
     pub rom: String,
+    /// Exact table name (or `NAME @0xADDRESS` id) from list_tables.
     pub table: String,
+    /// First row shown, 0-based.
     pub row_start: Option<u32>,
+    /// Rows shown, 1..=[`MAX_ROWS`] (default [`DEFAULT_ROWS`]).
     pub row_count: Option<u32>,
+    /// First column shown, 0-based.
     pub col_start: Option<u32>,
+    /// Columns shown, 1..=[`MAX_COLS`] (default [`DEFAULT_COLS`]).
     pub col_count: Option<u32>,
 }
 
 /// The operation names of `patch_table`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpKind {
+    /// Replace cells with `value` (or a switch table's `choice`).
     Set,
+    /// Add `value` (negative to subtract).
     Add,
+    /// Multiply by `value`.
     Multiply,
+    /// Limit cells to `min..=max`.
     Clamp,
+    /// Average each cell with its neighbours (3×3 box).
     Smooth,
 }
 
 /// `patch_table` arguments.
 #[derive(Debug, Clone)]
 pub struct PatchTable {
+    /// Absolute or workspace-relative path to the ROM image; rewritten in
+    /// place.
     pub rom: String,
+    /// Exact table name from list_tables.
     pub table: String,
+    /// What to do to the cells.
     pub op: OpKind,
+    /// Operand in physical units; required for set, add and multiply.
     pub value: Option<f64>,
+    /// Lower bound in physical units; required for clamp.
     pub min: Option<f64>,
+    /// Upper bound in physical units; required for clamp.
     pub max: Option<f64>,
+    /// 0-based row from read_table; none patches every row.
     pub row: Option<u32>,
+    /// 0-based column from read_table; none patches every column.
     pub col: Option<u32>,
+    /// For switch (bloblist) tables, with set: the option name to write instead
+    /// of a value.
     pub choice: Option<String>,
     /// Write even when cells leave the scaling's min/max or hit the
     /// storage limit (refused otherwise).
@@ -136,40 +172,74 @@ impl PatchTable {
 /// `diff_tables` arguments.
 #[derive(Debug, Clone, Default)]
 pub struct DiffTables {
+    /// Path to the first ROM, e.g. the stock one.
     pub rom: String,
+    /// Path to the second ROM, e.g. the tuned one (same definition).
     pub other: String,
+    /// One table to compare cell by cell; none summarises every table that
+    /// differs.
     pub table: Option<String>,
+    /// Output rows, at most 2000 (default 200).
     pub limit: Option<u32>,
 }
 
 /// The spec's `rom_info` fields plus where the definition came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RomInfo {
+    /// The ROM's file name.
     pub file: String,
+    /// Image size in KiB (without a leading header the layout skips).
     pub size_kb: f64,
+    /// The matched definition: xmlid with year, market and model; none when no
+    /// definition matches.
     pub definition: Option<String>,
+    /// Year, make, model, submodel and transmission, as far as the definition
+    /// says.
     pub vehicle: Option<String>,
+    /// The ROM id the definition matched on (its internal id in hex, or the
+    /// id string).
     pub ecu_id: Option<String>,
+    /// The definition's memory model (the CPU, e.g. SH7058), which fixes the
+    /// expected image size.
     pub memmodel: Option<String>,
+    /// True when the ROM's checksums are correct, false when not; none when the
+    /// algorithm is not supported.
     pub checksum_valid: Option<bool>,
+    /// The checksum module in use, e.g. "subarudbw".
     pub checksum_algorithm: Option<String>,
+    /// The definition file matched (the leaf of its include chain).
     pub definition_file: Option<String>,
+    /// xmlids (or file names) of the include chain, parents first.
     pub include_chain: Vec<String>,
+    /// What the answer alone cannot say: why nothing matched, checksum and
+    /// layout notes, tables past the image.
     pub notes: Vec<String>,
 }
 
 /// What a patch did, for callers that want data rather than text.
 #[derive(Debug, Clone)]
 pub struct PatchOutcome {
+    /// The ROM written.
     pub path: PathBuf,
+    /// The definition it was patched under.
     pub definition: Arc<Definition>,
+    /// The table patched.
     pub table: Table,
+    /// The table's cells before the patch.
     pub before: TableData,
+    /// The table's cells after it, as read back.
     pub after: TableData,
+    /// The operation and operands applied.
     pub op: Op,
+    /// The cells it applied to.
     pub target: Target,
+    /// Cells targeted, changed, limited to the storage range, and left
+    /// outside the scaling's soft min/max.
     pub effect: PatchEffect,
+    /// The checksum state after the write (repaired when the module is known).
     pub checksum: ChecksumState,
+    /// What the agent should know: layout notes of the ROM, a checksum that
+    /// was already wrong or could not be updated.
     pub warnings: Vec<String>,
     /// The image now on disk.
     pub bytes: Arc<Vec<u8>>,
@@ -501,7 +571,7 @@ pub fn list_tables(ex: &mut Explorer, cfg: &Config, args: &ListTables) -> Result
 
 /// A window of rows and columns to render.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Window {
+pub(crate) struct Window {
     pub row_start: usize,
     pub row_count: usize,
     pub col_start: usize,
@@ -584,7 +654,7 @@ fn axis_label(t: &Table, rows: bool) -> Option<String> {
 }
 
 /// The spec's table document; `extra` lines go after the standard fields.
-pub fn render_table(t: &Table, data: &TableData, w: Window, extra: Frontmatter) -> String {
+pub(crate) fn render_table(t: &Table, data: &TableData, w: Window, extra: Frontmatter) -> String {
     let mut fm = Frontmatter::new()
         .text("table", &t.id)
         .opt_text("category", t.category.as_ref())

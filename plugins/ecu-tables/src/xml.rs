@@ -9,15 +9,20 @@ use std::collections::BTreeMap;
 /// The `<romid>` block.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RomId {
+    /// The definition's id, e.g. "56890009"; children include parents by it.
     pub xmlid: Option<String>,
+    /// Where the ROM keeps its id, as hex text, e.g. "5002A".
     pub internal_id_address: Option<String>,
+    /// The id bytes expected there, as hex text; matched against the ROM.
     pub internal_id_hex: Option<String>,
+    /// The id as text expected there (older definitions), instead of hex.
     pub internal_id_string: Option<String>,
     /// Every child element of `<romid>` by tag name (make, model, year, …).
     pub fields: BTreeMap<String, String>,
 }
 
 impl RomId {
+    /// A non-empty child of `<romid>` by tag name, e.g. "make".
     pub fn field(&self, key: &str) -> Option<&str> {
         self.fields
             .get(key)
@@ -29,7 +34,10 @@ impl RomId {
 /// A `<scaling>` element.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawScaling {
+    /// The `name` attribute, as tables refer to it.
     pub name: String,
+    /// Every other attribute as written (toexpr, frexpr, storagetype, units,
+    /// …).
     pub attrs: BTreeMap<String, String>,
     /// `<data name value>` children of a bloblist scaling.
     pub blobs: Vec<(String, String)>,
@@ -38,14 +46,18 @@ pub struct RawScaling {
 /// A `<table>` element, or one of its axis children (same shape, one level).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawTable {
+    /// The `name` attribute; axes may lack one.
     pub name: Option<String>,
+    /// Every attribute as written (address, type, scaling, category, …).
     pub attrs: BTreeMap<String, String>,
     /// `<data>` texts (static axis labels).
     pub labels: Vec<String>,
+    /// Axis children (`X Axis`, `Y Axis`, static ones) of a table.
     pub axes: Vec<RawTable>,
 }
 
 impl RawTable {
+    /// The attribute `key` as written, if given.
     pub fn attr(&self, key: &str) -> Option<&str> {
         self.attrs.get(key).map(String::as_str)
     }
@@ -54,9 +66,13 @@ impl RawTable {
 /// A parsed definition file.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawDefinition {
+    /// The `<romid>` block; without internal id only an include parent.
     pub romid: RomId,
+    /// xmlids of the `<include>`d parent definitions, in order.
     pub includes: Vec<String>,
+    /// Every `<scaling>` element, in order.
     pub scalings: Vec<RawScaling>,
+    /// Every `<table>` element, in order.
     pub tables: Vec<RawTable>,
 }
 
