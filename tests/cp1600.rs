@@ -1127,7 +1127,7 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
         );
     }
 
-    // Completion: the caller's own ids by prefix, for templates and the prompt.
+    // Completion: the caller's own ids, prefixes first, for templates and the prompt.
     for id in ["lobby", "other"] {
         cp.ok("cp1600_create_session", json!({"session_id": id}))
             .await;
@@ -1149,6 +1149,10 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
         .await
         .unwrap();
     assert_eq!(c.completion.values, ["lobby", "loop", "other"]);
+    let c = complete(Reference::for_prompt("cp1600_debug"), "O")
+        .await
+        .unwrap();
+    assert_eq!(c.completion.values, ["other", "lobby", "loop"]);
     let c = complete(Reference::for_prompt("cp1600_debug"), "x")
         .await
         .unwrap();

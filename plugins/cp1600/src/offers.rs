@@ -12,8 +12,6 @@ use std::fmt::Write as _;
 pub const TRACE_ENTRIES: u32 = 64;
 /// Words per hex dump line.
 const WORDS_PER_LINE: usize = 8;
-/// Completion answers at most this many ids (the host's cap too).
-const COMPLETION_MAX: usize = 100;
 /// The prompt quotes at most this many characters of the symptom, so a
 /// pasted log cannot make the prompt unbounded.
 const SYMPTOM_MAX: usize = 2000;
@@ -154,18 +152,15 @@ pub fn changed_uris(before: &[(String, Look)], after: &[(String, Look)]) -> Vec<
     uris
 }
 
-/// Completion: the caller's own session ids starting with `value`, for any
-/// `session_id`; nothing for other arguments (symptoms and addresses are
-/// the user's to type).
+/// Completion: the caller's own session ids matching `value` as every
+/// plugin matches ([`plugin_kit::suggest::completions`]: prefix first, then
+/// containing, case-insensitive, bounded), for any `session_id`; nothing
+/// for other arguments (symptoms and addresses are the user's to type).
 pub fn complete(s: &Sessions, argument: &str, value: &str) -> Vec<String> {
     if argument != "session_id" {
         return Vec::new();
     }
-    s.session_ids()
-        .filter(|id| id.starts_with(value))
-        .take(COMPLETION_MAX)
-        .map(str::to_owned)
-        .collect()
+    plugin_kit::suggest::completions(s.session_ids().map(str::to_owned), value)
 }
 
 /// The `cp1600_debug` prompt: a method of investigation with the real tool
@@ -343,13 +338,20 @@ mod tests {
     }
 
     #[test]
-    fn completion_is_a_prefix_match_on_session_ids_only() {
+    fn completion_matches_session_ids_only_prefixes_first() {
         let mut s = Sessions::new();
-        for id in ["game", "gamma", "test"] {
+        for id in ["game", "gamma", "test", "endgame"] {
             s.create_session(Some(id)).unwrap();
         }
-        assert_eq!(complete(&s, "session_id", "ga"), ["game", "gamma"]);
-        assert_eq!(complete(&s, "session_id", ""), ["game", "gamma", "test"]);
+        // Prefixes, then ids containing the value, case-insensitively.
+        assert_eq!(
+            complete(&s, "session_id", "GA"),
+            ["game", "gamma", "endgame"]
+        );
+        assert_eq!(
+            complete(&s, "session_id", ""),
+            ["endgame", "game", "gamma", "test"]
+        );
         assert!(complete(&s, "session_id", "x").is_empty());
         assert!(complete(&s, "symptom", "").is_empty());
     }
