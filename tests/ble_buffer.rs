@@ -149,6 +149,63 @@ async fn the_buffer_keeps_exactly_the_newest_10000_of_25000_packets() {
     ble.server.stop().await;
 }
 
+/// Every ble-buffer tool returns a record: each lists an outputSchema taken
+/// from the WIT (record docs as descriptions, options not required), and a
+/// call's text block is its structured content as JSON.
+async fn typed_results_have_schemas_and_text(ble: &Ble) {
+    let tools = ble.server.tools().await;
+    for name in [
+        "get_logs",
+        "search_packets",
+        "get_connection_state",
+        "status",
+        "scan_devices",
+        "import_btsnoop",
+        "get_metrics",
+    ] {
+        let tool = tools.iter().find(|t| t.name == name).expect(name);
+        let schema = tool
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no outputSchema"));
+        assert_eq!(
+            schema.get("type"),
+            Some(&json!("object")),
+            "{name}: {schema:?}"
+        );
+    }
+    let logs = tools.iter().find(|t| t.name == "get_logs").unwrap();
+    let schema = Value::Object((**logs.output_schema.as_ref().unwrap()).clone());
+    let entry = &schema["properties"]["logs"]["items"];
+    let required: Vec<&str> = entry["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        required.contains(&"hex") && !required.contains(&"att"),
+        "{entry}"
+    );
+    assert!(
+        entry["properties"]["size"]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("bytes")),
+        "field docs are the descriptions: {entry}"
+    );
+
+    let r = ble
+        .server
+        .ok("get_logs", json!({"since": "all", "limit": 3}))
+        .await;
+    let text: Value = serde_json::from_str(&e2e::text(&r)).expect("the text is JSON");
+    assert_eq!(
+        Some(text),
+        r.structured_content,
+        "text and structured content agree"
+    );
+}
+
 #[tokio::test]
 async fn search_correlates_replies_and_scanning_is_refused_while_connected() {
     let port = free_port();
@@ -166,6 +223,9 @@ async fn search_correlates_replies_and_scanning_is_refused_while_connected() {
         .await;
     let hex = tx["logs"][0]["hex"].as_str().unwrap().to_owned();
     assert!(hex.len() >= 4, "{hex}");
+    // A live packet has no ATT details: the field is left out, not null.
+    assert!(tx["logs"][0].get("att").is_none(), "{tx}");
+    typed_results_have_schemas_and_text(&ble).await;
     // The first byte, then any byte: the pattern is hex with a wildcard.
     let pattern = format!("{} ??", &hex[..2]);
     let found = ble
