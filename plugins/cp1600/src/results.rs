@@ -594,3 +594,72 @@ pub struct InterruptRaised {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// serde spells the documents as the host spells their WIT records:
+    /// `@key` names, enum cases in snake_case, an absent option left out.
+    #[test]
+    fn json_follows_the_hosts_rules_for_the_wit_records() {
+        let st = CpuState {
+            r: [1, 2, 3, 4, 5, 6, 0x02F1, 0x5000],
+            ov: true,
+            ..CpuState::default()
+        };
+        let snap = CpuSnapshot::new("a", &st).json();
+        assert_eq!(snap["registers"]["R6"], 0x02F1);
+        assert_eq!(
+            snap["flags"],
+            json!({"C": false, "OV": true, "Z": false, "S": false})
+        );
+        let step = Stepped {
+            executed: 1,
+            halted: false,
+            pc: 0x5001,
+            cycles: 6,
+            session_id: "a".into(),
+            reason: None,
+            stop: None,
+        };
+        assert_eq!(
+            step.json().to_string(),
+            r#"{"cycles":6,"executed":1,"halted":false,"pc":20481,"session_id":"a"}"#
+        );
+        let stop = Stop {
+            address: 0x5006,
+            instruction: Some("B $5003".into()),
+            message: None,
+            target: None,
+            idle_loop: Some(Span {
+                start: 0x5003,
+                end: 0x5006,
+            }),
+        };
+        let stepped = Stepped {
+            reason: Some(StopReason::IdleLoop),
+            stop: Some(stop),
+            ..step
+        }
+        .json();
+        assert_eq!(stepped["reason"], "idle_loop");
+        assert_eq!(
+            stepped["stop"]["loop"],
+            json!({"start": 0x5003, "end": 0x5006})
+        );
+        assert!(stepped["stop"].get("message").is_none());
+        let set = BreakpointSet {
+            status: BreakpointStatus::AlreadySet,
+            address: 1,
+            breakpoints: vec![1],
+        };
+        assert_eq!(set.json()["status"], "already_set");
+        let kinds: Vec<Value> = [Region::Ram8, Region::Ram16, Region::Rom]
+            .iter()
+            .map(Json::json)
+            .collect();
+        assert_eq!(kinds, [json!("ram8"), json!("ram16"), json!("rom")]);
+    }
+}
