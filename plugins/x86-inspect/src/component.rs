@@ -1,9 +1,13 @@
-//! wit-bindgen glue: argument records in, JSON strings out.
+//! wit-bindgen glue: argument records in, the tools' [`crate::results`]
+//! out as their WIT records (the registers resource as JSON text).
 
 use std::cell::RefCell;
 
 use crate::cpu::Model;
+use crate::dos::Format;
+use crate::machine::StopReason;
 use crate::offers;
+use crate::results as r;
 use crate::tools::{Clients, LoadOptions, RegisterWrite, Session, ToolError as DomainError};
 
 wit_bindgen::generate!({
@@ -52,7 +56,7 @@ fn tool<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, 
 struct Plugin;
 
 impl Guest for Plugin {
-    fn x86_load_program(a: wit::LoadProgramArgs) -> Result<String, ToolError> {
+    fn x86_load_program(a: wit::LoadProgramArgs) -> Result<wit::Loaded, ToolError> {
         let path = plugin_kit::paths::resolve(&a.path);
         let model = match a.cpu {
             Some(CpuModel::I8086) => Model::I8086,
@@ -69,30 +73,30 @@ impl Guest for Plugin {
             console_kib: a.console_kib,
             write_limit_kib: a.write_limit_kib,
         };
-        tool(|s| s.load(&path, &o))
+        tool(|s| s.load(&path, &o)).map(Into::into)
     }
 
-    fn x86_list_machines() -> Result<String, ToolError> {
-        tool(|s| Ok(s.list_machines()))
+    fn x86_list_machines() -> Result<wit::MachineList, ToolError> {
+        tool(|s| Ok(s.list_machines())).map(Into::into)
     }
 
-    fn x86_remove_machine(a: wit::RemoveMachineArgs) -> Result<String, ToolError> {
-        tool(|s| s.remove_machine(a.machine))
+    fn x86_remove_machine(a: wit::RemoveMachineArgs) -> Result<wit::MachineRemoved, ToolError> {
+        tool(|s| s.remove_machine(a.machine)).map(Into::into)
     }
 
-    fn read_cpu_registers(a: wit::MachineArgs) -> Result<String, ToolError> {
-        tool(|s| s.read_cpu_registers(a.machine))
+    fn read_cpu_registers(a: wit::MachineArgs) -> Result<wit::Registers, ToolError> {
+        tool(|s| s.read_cpu_registers(a.machine)).map(Into::into)
     }
 
-    fn read_memory(a: wit::ReadMemoryArgs) -> Result<String, ToolError> {
-        tool(|s| s.read_memory(a.address, a.length, a.machine))
+    fn read_memory(a: wit::ReadMemoryArgs) -> Result<wit::MemoryRead, ToolError> {
+        tool(|s| s.read_memory(a.address, a.length, a.machine)).map(Into::into)
     }
 
-    fn x86_write_memory(a: wit::WriteMemoryArgs) -> Result<String, ToolError> {
-        tool(|s| s.write_memory(a.address, &a.data, a.machine))
+    fn x86_write_memory(a: wit::WriteMemoryArgs) -> Result<wit::MemoryWritten, ToolError> {
+        tool(|s| s.write_memory(a.address, &a.data, a.machine)).map(Into::into)
     }
 
-    fn x86_write_registers(a: wit::WriteRegistersArgs) -> Result<String, ToolError> {
+    fn x86_write_registers(a: wit::WriteRegistersArgs) -> Result<wit::Registers, ToolError> {
         let w = RegisterWrite {
             ax: a.ax,
             bx: a.bx,
@@ -109,49 +113,54 @@ impl Guest for Plugin {
             ip: a.ip,
             flags: a.flags,
         };
-        tool(|s| s.write_registers(w, a.machine))
+        tool(|s| s.write_registers(w, a.machine)).map(Into::into)
     }
 
-    fn list_functions(a: wit::ListFunctionsArgs) -> Result<String, ToolError> {
-        tool(|s| s.list_functions(a.limit, a.machine))
+    fn list_functions(a: wit::ListFunctionsArgs) -> Result<wit::FunctionCatalogue, ToolError> {
+        tool(|s| s.list_functions(a.limit, a.machine)).map(Into::into)
     }
 
-    fn read_cfg_cpu_graph(a: wit::ReadCfgCpuGraphArgs) -> Result<String, ToolError> {
-        tool(|s| s.read_cfg_cpu_graph(a.node_limit, a.machine))
+    fn read_cfg_cpu_graph(a: wit::ReadCfgCpuGraphArgs) -> Result<wit::CfgGraph, ToolError> {
+        tool(|s| s.read_cfg_cpu_graph(a.node_limit, a.machine)).map(Into::into)
     }
 
-    fn x86_run(a: wit::RunArgs) -> Result<String, ToolError> {
+    fn x86_run(a: wit::RunArgs) -> Result<wit::RunResult, ToolError> {
         let mut report =
             |done: u64, total: u64| progress::report(done, total, &format!("{done} instructions"));
-        tool(|s| s.run(a.max_instructions, a.machine, &mut report))
+        tool(|s| s.run(a.max_instructions, a.machine, &mut report)).map(Into::into)
     }
 
-    fn x86_step(a: wit::StepArgs) -> Result<String, ToolError> {
-        tool(|s| s.step(a.count, a.machine))
+    fn x86_step(a: wit::StepArgs) -> Result<wit::StepResult, ToolError> {
+        tool(|s| s.step(a.count, a.machine)).map(Into::into)
     }
 
-    fn x86_add_breakpoint(a: wit::AddBreakpointArgs) -> Result<String, ToolError> {
-        tool(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine))
+    fn x86_add_breakpoint(a: wit::AddBreakpointArgs) -> Result<wit::BreakpointAdded, ToolError> {
+        tool(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine)).map(Into::into)
     }
 
-    fn x86_remove_breakpoint(a: wit::RemoveBreakpointArgs) -> Result<String, ToolError> {
-        tool(|s| s.remove_breakpoint(a.id, a.machine))
+    fn x86_remove_breakpoint(
+        a: wit::RemoveBreakpointArgs,
+    ) -> Result<wit::BreakpointRemoved, ToolError> {
+        tool(|s| s.remove_breakpoint(a.id, a.machine)).map(Into::into)
     }
 
-    fn x86_list_breakpoints(a: wit::MachineArgs) -> Result<String, ToolError> {
-        tool(|s| s.list_breakpoints(a.machine))
+    fn x86_list_breakpoints(a: wit::MachineArgs) -> Result<wit::BreakpointList, ToolError> {
+        tool(|s| s.list_breakpoints(a.machine)).map(Into::into)
     }
 
-    fn x86_read_disassembly(a: wit::ReadDisassemblyArgs) -> Result<String, ToolError> {
+    fn x86_read_disassembly(a: wit::ReadDisassemblyArgs) -> Result<wit::Disassembly, ToolError> {
         tool(|s| s.read_disassembly(a.segment, a.offset, a.instruction_count, a.machine))
+            .map(Into::into)
     }
 
-    fn x86_read_console(a: wit::ReadConsoleArgs) -> Result<String, ToolError> {
-        tool(|s| s.read_console(a.offset, a.max_bytes, a.machine))
+    fn x86_read_console(a: wit::ReadConsoleArgs) -> Result<wit::ConsoleRead, ToolError> {
+        tool(|s| s.read_console(a.offset, a.max_bytes, a.machine)).map(Into::into)
     }
 
-    fn x86_write_console_input(a: wit::WriteConsoleInputArgs) -> Result<String, ToolError> {
-        tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine))
+    fn x86_write_console_input(
+        a: wit::WriteConsoleInputArgs,
+    ) -> Result<wit::InputQueued, ToolError> {
+        tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine)).map(Into::into)
     }
 }
 
@@ -186,5 +195,347 @@ impl exports::benchtop::x86_inspect::offers::Guest for Plugin {
             s.borrow_mut()
                 .with(&caller, |s| offers::complete(s, &argument, &value))
         })
+    }
+}
+
+// The tools' results as their WIT records. Field for field: the WIT's
+// `@key` tags give the records the keys serde gives the results.
+
+impl From<r::Registers> for wit::Registers {
+    fn from(v: r::Registers) -> Self {
+        let (g, s, f) = (v.general_purpose, v.segments, v.flags);
+        wit::Registers {
+            general_purpose: wit::GeneralPurposeRegisters {
+                eax: g.EAX,
+                ebx: g.EBX,
+                ecx: g.ECX,
+                edx: g.EDX,
+                esi: g.ESI,
+                edi: g.EDI,
+                esp: g.ESP,
+                ebp: g.EBP,
+            },
+            segments: wit::SegmentRegisters {
+                cs: s.CS,
+                ds: s.DS,
+                es: s.ES,
+                fs: s.FS,
+                gs: s.GS,
+                ss: s.SS,
+            },
+            instruction_pointer: wit::InstructionPointer {
+                ip: v.instruction_pointer.IP,
+            },
+            flags: wit::CpuFlags {
+                carry_flag: f.CarryFlag,
+                parity_flag: f.ParityFlag,
+                auxiliary_flag: f.AuxiliaryFlag,
+                zero_flag: f.ZeroFlag,
+                sign_flag: f.SignFlag,
+                direction_flag: f.DirectionFlag,
+                overflow_flag: f.OverflowFlag,
+                interrupt_flag: f.InterruptFlag,
+            },
+        }
+    }
+}
+
+impl From<r::Loaded> for wit::Loaded {
+    fn from(v: r::Loaded) -> Self {
+        wit::Loaded {
+            machine: v.machine,
+            program: v.program,
+            format: match v.format {
+                Format::Com => wit::ProgramFormat::Com,
+                Format::Exe => wit::ProgramFormat::Exe,
+            },
+            cpu: v.cpu.into(),
+            size: v.size,
+            psp_segment: v.psp_segment,
+            load_segment: v.load_segment,
+            entry_point: v.entry_point,
+            stack: v.stack,
+            tracking: v.tracking,
+            stdin: v.stdin,
+            stdout: v.stdout,
+            console_kib: v.console_kib,
+            write_limit_kib: v.write_limit_kib,
+            next: v.next.into(),
+            note: v.note,
+        }
+    }
+}
+
+impl From<r::MachineList> for wit::MachineList {
+    fn from(v: r::MachineList) -> Self {
+        let row = |m: r::MachineRow| wit::MachineRow {
+            machine: m.machine,
+            program: m.program,
+            cpu: m.cpu.into(),
+            address: m.address,
+            instructions: m.instructions,
+            state: match m.state {
+                r::MachineState::Ready => wit::MachineState::Ready,
+                r::MachineState::Halted => wit::MachineState::Halted,
+                r::MachineState::Exited => wit::MachineState::Exited,
+            },
+            exit_code: m.exit_code,
+            tracking: m.tracking,
+        };
+        wit::MachineList {
+            machines: v.machines.into_iter().map(row).collect(),
+            default: v.default,
+        }
+    }
+}
+
+impl From<r::MachineRemoved> for wit::MachineRemoved {
+    fn from(v: r::MachineRemoved) -> Self {
+        wit::MachineRemoved {
+            removed: v.removed,
+            remaining: v.remaining,
+        }
+    }
+}
+
+impl From<r::MemoryRead> for wit::MemoryRead {
+    fn from(v: r::MemoryRead) -> Self {
+        wit::MemoryRead {
+            address: v.address,
+            length: v.length,
+            data: v.data,
+        }
+    }
+}
+
+impl From<r::MemoryWritten> for wit::MemoryWritten {
+    fn from(v: r::MemoryWritten) -> Self {
+        wit::MemoryWritten {
+            address: v.address,
+            length: v.length,
+            wrapped: v.wrapped,
+        }
+    }
+}
+
+impl From<r::FunctionCatalogue> for wit::FunctionCatalogue {
+    fn from(v: r::FunctionCatalogue) -> Self {
+        let function = |f: r::FunctionInfo| wit::FunctionInfo {
+            address: f.address,
+            name: f.name,
+            called_count: f.called_count,
+            has_override: f.has_override,
+            callers: f.callers,
+        };
+        wit::FunctionCatalogue {
+            functions: v.functions.into_iter().map(function).collect(),
+            total_count: v.total_count,
+            dropped_calls: v.dropped_calls,
+            limit_note: v.limit_note,
+            note: v.note,
+        }
+    }
+}
+
+impl From<r::CfgGraph> for wit::CfgGraph {
+    fn from(v: r::CfgGraph) -> Self {
+        let context = |c: r::CfgContext| wit::CfgContext {
+            depth: c.depth,
+            context_entry_point: c.entry_point,
+            last_executed_address: c.last_executed_address,
+        };
+        let node = |n: r::CfgNode| wit::CfgNode {
+            id: n.id,
+            address: n.address,
+            asm: n.asm,
+            successors: n.successors,
+            predecessors: n.predecessors,
+            executions: n.executions,
+        };
+        wit::CfgGraph {
+            current_context_depth: v.current_context_depth,
+            current_context_entry_point: v.current_context_entry_point,
+            total_entry_points: v.total_entry_points,
+            entry_point_addresses: v.entry_point_addresses,
+            last_executed_address: v.last_executed_address,
+            node_count: v.node_count,
+            edge_count: v.edge_count,
+            self_modified_addresses: v.self_modified_addresses,
+            contexts: v.contexts.into_iter().map(context).collect(),
+            nodes: v.nodes.into_iter().map(node).collect(),
+            truncated: v.truncated,
+            dropped: v.dropped.map(|d| wit::CfgDropped {
+                instructions: d.instructions,
+                edges: d.edges,
+                contexts: d.contexts,
+                note: d.note,
+            }),
+            note: v.note,
+        }
+    }
+}
+
+fn stop_reason(s: StopReason) -> wit::StopReason {
+    match s {
+        StopReason::Exited(_) => wit::StopReason::Exited,
+        StopReason::Breakpoint(_) => wit::StopReason::Breakpoint,
+        StopReason::Budget => wit::StopReason::Budget,
+        StopReason::Halted => wit::StopReason::Halted,
+        StopReason::Cancelled => wit::StopReason::Cancelled,
+        StopReason::TimeLimit => wit::StopReason::TimeLimit,
+        StopReason::WaitingForInput => wit::StopReason::WaitingForInput,
+    }
+}
+
+impl From<r::RunResult> for wit::RunResult {
+    fn from(v: r::RunResult) -> Self {
+        wit::RunResult {
+            machine: v.machine,
+            stop_reason: stop_reason(v.stop_reason),
+            exit_code: v.exit_code,
+            breakpoint: v.breakpoint,
+            instructions: v.instructions,
+            total_instructions: v.total_instructions,
+            address: v.address,
+            output: v.output,
+            output_note: v.output_note,
+            unsupported_services: v.unsupported_services,
+        }
+    }
+}
+
+impl From<r::DisasmLine> for wit::DisasmLine {
+    fn from(v: r::DisasmLine) -> Self {
+        wit::DisasmLine {
+            address: v.address,
+            linear: v.linear,
+            bytes: v.bytes,
+            asm: v.asm,
+        }
+    }
+}
+
+impl From<r::StepResult> for wit::StepResult {
+    fn from(v: r::StepResult) -> Self {
+        let run = v.run;
+        wit::StepResult {
+            machine: run.machine,
+            stop_reason: stop_reason(run.stop_reason),
+            exit_code: run.exit_code,
+            breakpoint: run.breakpoint,
+            instructions: run.instructions,
+            total_instructions: run.total_instructions,
+            address: run.address,
+            output: run.output,
+            output_note: run.output_note,
+            unsupported_services: run.unsupported_services,
+            executed: v.executed.into_iter().map(Into::into).collect(),
+            note: v.note,
+            registers: v.registers.into(),
+            next_instruction: v.next_instruction.into(),
+        }
+    }
+}
+
+fn breakpoint_kind(k: r::BreakpointKind) -> wit::BreakpointKind {
+    match k {
+        r::BreakpointKind::Execution => wit::BreakpointKind::Execution,
+    }
+}
+
+impl From<r::BreakpointAdded> for wit::BreakpointAdded {
+    fn from(v: r::BreakpointAdded) -> Self {
+        wit::BreakpointAdded {
+            id: v.breakpoint.id,
+            linear: v.breakpoint.linear,
+            type_: breakpoint_kind(v.breakpoint.kind),
+            machine: v.machine,
+        }
+    }
+}
+
+impl From<r::BreakpointRemoved> for wit::BreakpointRemoved {
+    fn from(v: r::BreakpointRemoved) -> Self {
+        wit::BreakpointRemoved {
+            removed: v.removed,
+            remaining: v.remaining,
+        }
+    }
+}
+
+impl From<r::BreakpointList> for wit::BreakpointList {
+    fn from(v: r::BreakpointList) -> Self {
+        let breakpoint = |b: r::Breakpoint| wit::Breakpoint {
+            id: b.id,
+            linear: b.linear,
+            type_: breakpoint_kind(b.kind),
+        };
+        wit::BreakpointList {
+            machine: v.machine,
+            breakpoints: v.breakpoints.into_iter().map(breakpoint).collect(),
+        }
+    }
+}
+
+impl From<r::Disassembly> for wit::Disassembly {
+    fn from(v: r::Disassembly) -> Self {
+        wit::Disassembly {
+            machine: v.machine,
+            cpu: v.cpu.into(),
+            instructions: v.instructions.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+fn service_counts(v: Vec<r::ServiceCount>) -> Vec<wit::ServiceCount> {
+    v.into_iter()
+        .map(|c| wit::ServiceCount {
+            service: c.service,
+            calls: c.calls,
+        })
+        .collect()
+}
+
+impl From<r::ConsoleRead> for wit::ConsoleRead {
+    fn from(v: r::ConsoleRead) -> Self {
+        wit::ConsoleRead {
+            machine: v.machine,
+            stdout: v.stdout,
+            stdout_bytes: v.stdout_bytes,
+            stdout_dropped: v.stdout_dropped,
+            stderr: v.stderr,
+            stderr_bytes: v.stderr_bytes,
+            stderr_dropped: v.stderr_dropped,
+            screen: v.screen,
+            screen_bytes: v.screen_bytes,
+            screen_dropped: v.screen_dropped,
+            int21_calls: service_counts(v.int21_calls),
+            input: wit::InputState {
+                stdin: v.input.stdin,
+                pending: v.input.pending,
+                consumed: v.input.consumed,
+                ended: v.input.ended,
+            },
+            files: v.files.map(|f| wit::FileWrites {
+                bytes_written: f.bytes_written,
+                write_limit: f.write_limit,
+                file_size_limit: f.file_size_limit,
+                disk_full: f.disk_full,
+            }),
+            note: v.note,
+            unsupported_services: v.unsupported_services.map(service_counts),
+        }
+    }
+}
+
+impl From<r::InputQueued> for wit::InputQueued {
+    fn from(v: r::InputQueued) -> Self {
+        wit::InputQueued {
+            machine: v.machine,
+            queued: v.queued,
+            pending: v.pending,
+            ended: v.ended,
+            next: v.next.into(),
+        }
     }
 }

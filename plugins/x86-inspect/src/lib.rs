@@ -8,6 +8,7 @@ pub mod disasm;
 pub mod dos;
 pub mod machine;
 pub mod offers;
+pub mod results;
 pub mod tools;
 pub mod tracking;
 

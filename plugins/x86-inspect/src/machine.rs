@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::cpu::{CS, Cpu, Exit, Model};
 use crate::dos::{Dos, Flow, Limits, LoadError, Program};
+use crate::results::MachineState;
 use crate::tracking::{SegOff, Tracker};
 
 /// Why a run or step stopped.
@@ -115,14 +116,23 @@ impl Machine {
         })
     }
 
-    /// `exited`, `halted` or `ready`, as x86_list_machines shows it.
-    pub fn state_name(&self) -> &'static str {
+    /// Whether the machine can run on, as x86_list_machines shows it.
+    pub fn state(&self) -> MachineState {
         if self.exit_code.is_some() {
-            "exited"
+            MachineState::Exited
         } else if self.halted {
-            "halted"
+            MachineState::Halted
         } else {
-            "ready"
+            MachineState::Ready
+        }
+    }
+
+    /// [`Machine::state`] in words: `exited`, `halted` or `ready`.
+    pub fn state_name(&self) -> &'static str {
+        match self.state() {
+            MachineState::Exited => "exited",
+            MachineState::Halted => "halted",
+            MachineState::Ready => "ready",
         }
     }
 

@@ -62,7 +62,8 @@ pub fn parse_hex16(what: &str, text: &str) -> Result<u16, ToolError> {
 /// `x86://machines/{machine}/registers`.
 pub fn registers(s: &mut Session, id: &str) -> Result<String, ToolError> {
     let m = machine(s, id)?.id;
-    s.read_cpu_registers(Some(m))
+    let regs = s.read_cpu_registers(Some(m))?;
+    Ok(serde_json::to_string(&regs).expect("registers always serialize"))
 }
 
 /// `x86://machines/{machine}/memory/{segment}/{offset}/{length}`.
@@ -291,7 +292,7 @@ mod tests {
         let p = dir.join("HELLO.COM");
         std::fs::write(&p, HELLO).unwrap();
         let v: serde_json::Value =
-            serde_json::from_str(&s.load_program(&p, None, Model::I80186, true, None).unwrap())
+            serde_json::to_value(s.load_program(&p, None, Model::I80186, true, None).unwrap())
                 .unwrap();
         v["machine"].as_u64().unwrap().to_string()
     }

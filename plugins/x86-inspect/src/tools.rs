@@ -1,18 +1,15 @@
-//! The tools' logic and JSON shapes, independent of wit-bindgen so that it
-//! is tested natively. The four Spice86 tools keep Spice86's key names
-//! (`generalPurpose`, `EAX`, `calledCount`, ...); benchtop's own tools use
-//! snake_case keys.
+//! The tools' logic, independent of wit-bindgen so that it is tested
+//! natively; each returns a value of [`crate::results`].
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use serde::Serialize;
 
 use crate::console::{MAX_CONSOLE_KIB, MAX_PENDING_INPUT};
 use crate::cpu::{self, Cpu, Model};
 use crate::disasm;
 use crate::dos::{self, Limits};
 use crate::machine::{MAX_BREAKPOINTS, Machine, MachineId, StopReason};
+use crate::results::*;
 use crate::tracking::SegOff;
 
 pub use plugin_kit::ToolError;
@@ -122,63 +119,8 @@ fn latin1(bytes: &[u8]) -> String {
     bytes.iter().map(|&b| b as char).collect()
 }
 
-fn to_json<T: Serialize>(v: &T) -> String {
-    serde_json::to_string(v).expect("tool results always serialize")
-}
-
-#[derive(Serialize)]
-#[allow(non_snake_case)]
-struct GeneralPurpose {
-    EAX: u32,
-    EBX: u32,
-    ECX: u32,
-    EDX: u32,
-    ESI: u32,
-    EDI: u32,
-    ESP: u32,
-    EBP: u32,
-}
-
-#[derive(Serialize)]
-#[allow(non_snake_case)]
-struct Segments {
-    CS: u16,
-    DS: u16,
-    ES: u16,
-    FS: u16,
-    GS: u16,
-    SS: u16,
-}
-
-#[derive(Serialize)]
-#[allow(non_snake_case)]
-struct InstructionPointer {
-    IP: u16,
-}
-
-#[derive(Serialize)]
-#[allow(non_snake_case)]
-struct Flags {
-    CarryFlag: bool,
-    ParityFlag: bool,
-    AuxiliaryFlag: bool,
-    ZeroFlag: bool,
-    SignFlag: bool,
-    DirectionFlag: bool,
-    OverflowFlag: bool,
-    InterruptFlag: bool,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Registers {
-    general_purpose: GeneralPurpose,
-    segments: Segments,
-    instruction_pointer: InstructionPointer,
-    flags: Flags,
-}
-
-fn registers(c: &Cpu) -> Registers {
+/// The registers of `c` in Spice86's shape.
+pub fn registers(c: &Cpu) -> Registers {
     use cpu::*;
     let r = |i: usize| c.regs[i] as u32;
     let f = |b: u16| c.flags & b != 0;
@@ -215,29 +157,28 @@ fn registers(c: &Cpu) -> Registers {
     }
 }
 
-#[derive(Serialize)]
-struct DisasmLine {
-    address: String,
-    linear: u32,
-    bytes: String,
-    asm: String,
+/// The instruction at `seg:off`, and its length.
+fn disasm_line(m: &Machine, seg: u16, off: u16) -> (DisasmLine, u16) {
+    let read = |o: u16| m.cpu.rb(Cpu::lin(seg, o));
+    let insn = disasm::decode(&read, off, m.cpu.model);
+    let bytes: String = (0..insn.len)
+        .map(|i| format!("{:02X}", read(off.wrapping_add(i as u16))))
+        .collect();
+    let line = DisasmLine {
+        address: addr(SegOff(seg, off)),
+        linear: Cpu::lin(seg, off),
+        bytes,
+        asm: insn.text,
+    };
+    (line, insn.len as u16)
 }
 
 fn disassemble(m: &Machine, seg: u16, mut off: u16, count: usize) -> Vec<DisasmLine> {
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
-        let read = |o: u16| m.cpu.rb(Cpu::lin(seg, o));
-        let insn = disasm::decode(&read, off, m.cpu.model);
-        let bytes: String = (0..insn.len)
-            .map(|i| format!("{:02X}", read(off.wrapping_add(i as u16))))
-            .collect();
-        out.push(DisasmLine {
-            address: addr(SegOff(seg, off)),
-            linear: Cpu::lin(seg, off),
-            bytes,
-            asm: insn.text,
-        });
-        off = off.wrapping_add(insn.len as u16);
+        let (line, len) = disasm_line(m, seg, off);
+        out.push(line);
+        off = off.wrapping_add(len);
     }
     out
 }
@@ -365,7 +306,7 @@ impl Session {
         model: Model,
         tracking: bool,
         replace: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<Loaded, ToolError> {
         self.load(
             path,
             &LoadOptions {
@@ -379,7 +320,7 @@ impl Session {
     }
 
     /// Loads a program with every option of the x86_load_program tool.
-    pub fn load(&mut self, path: &Path, o: &LoadOptions) -> Result<String, ToolError> {
+    pub fn load(&mut self, path: &Path, o: &LoadOptions) -> Result<Loaded, ToolError> {
         let model = o.model.unwrap_or_else(dos::default_model);
         let tracking = o.tracking.unwrap_or(true);
         let replace = o.machine;
@@ -519,34 +460,12 @@ impl Session {
             let _ = m.dos.input.add(t);
         }
         m.dos.input.closed = stdin_text.is_some() && !o.stdin_open.unwrap_or(false);
-        #[derive(Serialize)]
-        struct Loaded {
-            machine: MachineId,
-            program: String,
-            format: &'static str,
-            cpu: &'static str,
-            size: usize,
-            psp_segment: String,
-            load_segment: String,
-            entry_point: String,
-            stack: String,
-            tracking: bool,
-            stdin: String,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            stdout: Option<String>,
-            console_kib: u32,
-            write_limit_kib: u32,
-            next: &'static str,
-            /// Another client's idle machines removed to make room.
-            #[serde(skip_serializing_if = "Option::is_none")]
-            note: Option<String>,
-        }
         let out = Loaded {
             machine: id,
             program: path.display().to_string(),
-            format: m.program.format.name(),
+            format: m.program.format,
             cpu: m.cpu.model.name(),
-            size: m.program.size,
+            size: m.program.size as u64,
             psp_segment: format!("{:04X}", m.program.psp),
             load_segment: format!("{:04X}", m.program.load_segment),
             entry_point: addr(SegOff(m.program.entry.0, m.program.entry.1)),
@@ -573,52 +492,42 @@ impl Session {
             }
             None => self.machines.push(m),
         }
-        Ok(to_json(&out))
+        Ok(out)
     }
 
-    pub fn list_machines(&self) -> String {
-        #[derive(Serialize)]
-        struct Row {
-            machine: MachineId,
-            program: String,
-            cpu: &'static str,
-            address: String,
-            instructions: u64,
-            state: &'static str,
-            exit_code: Option<u8>,
-            tracking: bool,
-        }
-        let rows: Vec<Row> = self
+    pub fn list_machines(&self) -> MachineList {
+        let machines = self
             .machines
             .iter()
-            .map(|m| Row {
+            .map(|m| MachineRow {
                 machine: m.id,
                 program: m.program.path.display().to_string(),
                 cpu: m.cpu.model.name(),
                 address: addr(m.cs_ip()),
                 instructions: m.cpu.instructions,
-                state: m.state_name(),
+                state: m.state(),
                 exit_code: m.exit_code,
                 tracking: m.tracker.is_some(),
             })
             .collect();
-        to_json(&serde_json::json!({
-            "machines": rows,
-            "default": self.machines.last().map(|m| m.id),
-        }))
+        MachineList {
+            machines,
+            default: self.machines.last().map(|m| m.id),
+        }
     }
 
-    pub fn remove_machine(&mut self, id: MachineId) -> Result<String, ToolError> {
+    pub fn remove_machine(&mut self, id: MachineId) -> Result<MachineRemoved, ToolError> {
         let i = self.index(Some(id))?;
         self.machines.remove(i);
-        Ok(to_json(
-            &serde_json::json!({ "removed": id, "remaining": self.machines.len() }),
-        ))
+        Ok(MachineRemoved {
+            removed: id,
+            remaining: self.machines.len() as u32,
+        })
     }
 
-    pub fn read_cpu_registers(&mut self, id: Option<MachineId>) -> Result<String, ToolError> {
+    pub fn read_cpu_registers(&mut self, id: Option<MachineId>) -> Result<Registers, ToolError> {
         let m = self.machine(id)?;
-        Ok(to_json(&registers(&m.cpu)))
+        Ok(registers(&m.cpu))
     }
 
     pub fn read_memory(
@@ -626,7 +535,7 @@ impl Session {
         address: u32,
         length: u32,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<MemoryRead, ToolError> {
         if !(1..=4096).contains(&length) {
             return err("INVALID_ARGUMENT", "Length must be between 1 and 4096");
         }
@@ -640,17 +549,11 @@ impl Session {
         let data: String = (0..length)
             .map(|i| format!("{:02X}", m.cpu.rb(address + i)))
             .collect();
-        #[derive(Serialize)]
-        struct Mem {
-            address: u32,
-            length: u32,
-            data: String,
-        }
-        Ok(to_json(&Mem {
+        Ok(MemoryRead {
             address,
             length,
             data,
-        }))
+        })
     }
 
     pub fn write_memory(
@@ -658,7 +561,7 @@ impl Session {
         address: u32,
         data: &str,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<MemoryWritten, ToolError> {
         let bytes = parse_hex(data)?;
         if bytes.is_empty() || bytes.len() > 4096 {
             return err("INVALID_ARGUMENT", "data must hold 1 to 4096 bytes of hex");
@@ -674,16 +577,18 @@ impl Session {
             m.cpu.wb(address + i as u32, *b);
         }
         m.edits = m.edits.wrapping_add(1);
-        Ok(to_json(
-            &serde_json::json!({ "address": address, "length": bytes.len(), "wrapped": address as usize + bytes.len() > 0x100000 }),
-        ))
+        Ok(MemoryWritten {
+            address,
+            length: bytes.len() as u32,
+            wrapped: address as usize + bytes.len() > 0x100000,
+        })
     }
 
     pub fn write_registers(
         &mut self,
         w: RegisterWrite,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<Registers, ToolError> {
         use cpu::*;
         let m = self.machine(id)?;
         let c = &mut m.cpu;
@@ -715,14 +620,14 @@ impl Session {
         if w.cs.is_some() || w.ip.is_some() {
             m.halted = false;
         }
-        Ok(to_json(&registers(&m.cpu)))
+        Ok(registers(&m.cpu))
     }
 
     pub fn list_functions(
         &mut self,
         limit: Option<u32>,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<FunctionCatalogue, ToolError> {
         let limit = limit.unwrap_or(100) as usize;
         let m = self.machine(id)?;
         let mid = m.id;
@@ -740,19 +645,10 @@ impl Session {
                 .cmp(&a.called_count)
                 .then(a.address.cmp(&b.address))
         });
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct F {
-            address: String,
-            name: String,
-            called_count: u64,
-            has_override: bool,
-            callers: Vec<String>,
-        }
-        let functions: Vec<F> = fs
+        let functions = fs
             .iter()
             .take(limit)
-            .map(|f| F {
+            .map(|f| FunctionInfo {
                 address: addr(f.address),
                 name: f.name.clone(),
                 called_count: f.called_count,
@@ -760,30 +656,31 @@ impl Session {
                 callers: f.callers.iter().take(8).map(|a| addr(*a)).collect(),
             })
             .collect();
-        let mut v = serde_json::json!({ "functions": functions, "totalCount": fs.len() });
-        if t.dropped.calls > 0 {
-            v["droppedCalls"] = t.dropped.calls.into();
-            v["limitNote"] = format!(
-                "the catalogue holds at most {} functions; calls to further ones are counted in droppedCalls",
-                crate::tracking::MAX_FUNCTIONS
-            )
-            .into();
-        }
-        if fs.len() > limit {
-            v["note"] = format!(
-                "showing {limit} of {}; pass a larger limit for more",
-                fs.len()
-            )
-            .into();
-        }
-        Ok(to_json(&v))
+        let dropped = t.dropped.calls > 0;
+        Ok(FunctionCatalogue {
+            functions,
+            total_count: fs.len() as u32,
+            dropped_calls: dropped.then_some(t.dropped.calls),
+            limit_note: dropped.then(|| {
+                format!(
+                    "the catalogue holds at most {} functions; calls to further ones are counted in droppedCalls",
+                    crate::tracking::MAX_FUNCTIONS
+                )
+            }),
+            note: (fs.len() > limit).then(|| {
+                format!(
+                    "showing {limit} of {}; pass a larger limit for more",
+                    fs.len()
+                )
+            }),
+        })
     }
 
     pub fn read_cfg_cpu_graph(
         &mut self,
         node_limit: Option<u32>,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<CfgGraph, ToolError> {
         let limit = node_limit.unwrap_or(50).min(2000) as usize;
         let m = self.machine(id)?;
         let mid = m.id;
@@ -796,25 +693,16 @@ impl Session {
             );
         };
         let ctx = t.current_context();
-        let mut v = serde_json::json!({
-            "currentContextDepth": ctx.depth,
-            "currentContextEntryPoint": addr(ctx.entry_point),
-            "totalEntryPoints": t.entry_points.len(),
-            "entryPointAddresses": t.entry_points.iter().map(|a| addr(*a)).collect::<Vec<_>>(),
-            "lastExecutedAddress": t.last_executed().map(addr).unwrap_or_else(|| "None".into()),
-        });
-        let contexts: Vec<_> = t
+        let contexts = t
             .contexts
             .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "depth": c.depth,
-                    "entryPoint": addr(c.entry_point),
-                    "lastExecutedAddress": c.last_executed.map(|i| addr(t.nodes[i as usize].address)),
-                })
+            .map(|c| CfgContext {
+                depth: c.depth,
+                entry_point: addr(c.entry_point),
+                last_executed_address: c.last_executed.map(|i| addr(t.nodes[i as usize].address)),
             })
             .collect();
-        let nodes: Vec<_> = t
+        let nodes = t
             .nodes
             .iter()
             .enumerate()
@@ -838,35 +726,48 @@ impl Session {
                     m.cpu.model,
                 )
                 .text;
-                serde_json::json!({
-                    "id": i,
-                    "address": addr(n.address),
-                    "asm": format!("{bytes}|{text}"),
-                    "successors": n.successors,
-                    "predecessors": n.predecessors,
-                    "executions": n.executions,
-                })
+                CfgNode {
+                    id: i as u32,
+                    address: addr(n.address),
+                    asm: format!("{bytes}|{text}"),
+                    successors: n.successors.clone(),
+                    predecessors: n.predecessors,
+                    executions: n.executions,
+                }
             })
             .collect();
-        v["nodeCount"] = t.nodes.len().into();
-        v["edgeCount"] = t.edges.into();
-        v["selfModifiedAddresses"] = t.variant_addresses.into();
-        v["contexts"] = contexts.into();
-        v["nodes"] = nodes.into();
-        v["truncated"] = (t.nodes.len() > limit).into();
-        if t.dropped.any() {
+        let dropped = t.dropped.any().then(|| {
             use crate::tracking::*;
-            v["dropped"] = serde_json::json!({
-                "instructions": t.dropped.instructions,
-                "edges": t.dropped.edges,
-                "contexts": t.dropped.contexts,
-                "note": format!("tracking keeps at most {MAX_NODES} nodes, {MAX_VARIANTS} self-modified variants per address, {MAX_SUCCESSORS} successors per node and {MAX_CONTEXTS} nested contexts; executions past those bounds are counted here, not recorded"),
-            });
-        }
-        if t.nodes.len() > limit {
-            v["note"] = format!("showing {limit} of {} nodes in discovery order; pass node_limit (max 2000) for more", t.nodes.len()).into();
-        }
-        Ok(to_json(&v))
+            CfgDropped {
+                instructions: t.dropped.instructions,
+                edges: t.dropped.edges,
+                contexts: t.dropped.contexts,
+                note: format!("tracking keeps at most {MAX_NODES} nodes, {MAX_VARIANTS} self-modified variants per address, {MAX_SUCCESSORS} successors per node and {MAX_CONTEXTS} nested contexts; executions past those bounds are counted here, not recorded"),
+            }
+        });
+        Ok(CfgGraph {
+            current_context_depth: ctx.depth,
+            current_context_entry_point: addr(ctx.entry_point),
+            total_entry_points: t.entry_points.len() as u32,
+            entry_point_addresses: t.entry_points.iter().map(|a| addr(*a)).collect(),
+            last_executed_address: t
+                .last_executed()
+                .map(addr)
+                .unwrap_or_else(|| "None".into()),
+            node_count: t.nodes.len() as u32,
+            edge_count: t.edges,
+            self_modified_addresses: t.variant_addresses,
+            contexts,
+            nodes,
+            truncated: t.nodes.len() > limit,
+            dropped,
+            note: (t.nodes.len() > limit).then(|| {
+                format!(
+                    "showing {limit} of {} nodes in discovery order; pass node_limit (max 2000) for more",
+                    t.nodes.len()
+                )
+            }),
+        })
     }
 
     pub fn run(
@@ -874,7 +775,7 @@ impl Session {
         max_instructions: Option<u64>,
         id: Option<MachineId>,
         progress: &mut dyn FnMut(u64, u64) -> bool,
-    ) -> Result<String, ToolError> {
+    ) -> Result<RunResult, ToolError> {
         let budget = max_instructions.unwrap_or(DEFAULT_BUDGET);
         if budget == 0 {
             return err("INVALID_ARGUMENT", "max_instructions must be at least 1");
@@ -898,10 +799,14 @@ impl Session {
         if timed_out && reason == StopReason::Cancelled {
             reason = StopReason::TimeLimit;
         }
-        Ok(to_json(&run_result(m, n, reason, out_before)))
+        Ok(run_result(m, n, reason, out_before))
     }
 
-    pub fn step(&mut self, count: Option<u32>, id: Option<MachineId>) -> Result<String, ToolError> {
+    pub fn step(
+        &mut self,
+        count: Option<u32>,
+        id: Option<MachineId>,
+    ) -> Result<StepResult, ToolError> {
         let count = count.unwrap_or(1);
         if !(1..=10_000).contains(&count) {
             return err(
@@ -933,18 +838,15 @@ impl Session {
                 break;
             }
         }
-        let mut v = serde_json::to_value(run_result(m, done as u64, reason, out_before))
-            .expect("serializable");
-        v["executed"] = serde_json::to_value(&executed).expect("serializable");
-        if done > 20 {
-            v["note"] = format!("executed lists the last 20 of {done} instructions").into();
-        }
-        v["registers"] = serde_json::to_value(registers(&m.cpu)).expect("serializable");
-        v["next_instruction"] =
-            serde_json::to_value(disassemble(m, m.cpu.sregs[cpu::CS], m.cpu.ip, 1))
-                .expect("serializable")[0]
-                .take();
-        Ok(to_json(&v))
+        let run = run_result(m, done as u64, reason, out_before);
+        let (cs, ip) = (m.cpu.sregs[cpu::CS], m.cpu.ip);
+        Ok(StepResult {
+            run,
+            executed,
+            note: (done > 20).then(|| format!("executed lists the last 20 of {done} instructions")),
+            registers: registers(&m.cpu),
+            next_instruction: disasm_line(m, cs, ip).0,
+        })
     }
 
     pub fn add_breakpoint(
@@ -953,7 +855,7 @@ impl Session {
         segment: Option<u16>,
         offset: Option<u16>,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<BreakpointAdded, ToolError> {
         let linear = match (address, segment, offset) {
             (Some(a), None, None) if a <= 0xFFFFF => a,
             (Some(a), None, None) => {
@@ -980,16 +882,21 @@ impl Session {
                 ),
             );
         };
-        Ok(to_json(
-            &serde_json::json!({ "id": bid, "linear": linear, "machine": m.id, "type": "execution" }),
-        ))
+        Ok(BreakpointAdded {
+            breakpoint: Breakpoint {
+                id: bid,
+                linear,
+                kind: BreakpointKind::Execution,
+            },
+            machine: m.id,
+        })
     }
 
     pub fn remove_breakpoint(
         &mut self,
         bp: u32,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<BreakpointRemoved, ToolError> {
         let m = self.machine(id)?;
         if !m.remove_breakpoint(bp) {
             return err(
@@ -1000,21 +907,27 @@ impl Session {
                 ),
             );
         }
-        Ok(to_json(
-            &serde_json::json!({ "removed": bp, "remaining": m.breakpoints.len() }),
-        ))
+        Ok(BreakpointRemoved {
+            removed: bp,
+            remaining: m.breakpoints.len() as u32,
+        })
     }
 
-    pub fn list_breakpoints(&mut self, id: Option<MachineId>) -> Result<String, ToolError> {
+    pub fn list_breakpoints(&mut self, id: Option<MachineId>) -> Result<BreakpointList, ToolError> {
         let m = self.machine(id)?;
-        let list: Vec<_> = m
+        let breakpoints = m
             .breakpoints
             .iter()
-            .map(|(id, a)| serde_json::json!({ "id": id, "linear": a, "type": "execution" }))
+            .map(|(&id, &linear)| Breakpoint {
+                id,
+                linear,
+                kind: BreakpointKind::Execution,
+            })
             .collect();
-        Ok(to_json(
-            &serde_json::json!({ "machine": m.id, "breakpoints": list }),
-        ))
+        Ok(BreakpointList {
+            machine: m.id,
+            breakpoints,
+        })
     }
 
     pub fn read_disassembly(
@@ -1023,7 +936,7 @@ impl Session {
         offset: Option<u16>,
         count: Option<u32>,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<Disassembly, ToolError> {
         let count = count.unwrap_or(20);
         if !(1..=500).contains(&count) {
             return err("INVALID_ARGUMENT", "count must be between 1 and 500");
@@ -1031,10 +944,11 @@ impl Session {
         let m = self.machine(id)?;
         let seg = segment.unwrap_or(m.cpu.sregs[cpu::CS]);
         let off = offset.unwrap_or(if segment.is_some() { 0 } else { m.cpu.ip });
-        let lines = disassemble(m, seg, off, count as usize);
-        Ok(to_json(
-            &serde_json::json!({ "machine": m.id, "cpu": m.cpu.model.name(), "instructions": lines }),
-        ))
+        Ok(Disassembly {
+            machine: m.id,
+            cpu: m.cpu.model.name(),
+            instructions: disassemble(m, seg, off, count as usize),
+        })
     }
 
     pub fn read_console(
@@ -1042,30 +956,21 @@ impl Session {
         offset: Option<u32>,
         max_bytes: Option<u32>,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ConsoleRead, ToolError> {
         let offset = offset.unwrap_or(0) as u64;
         let max = max_bytes.unwrap_or(8192).clamp(1, 65536) as usize;
         let m = self.machine(id)?;
         let mut notes = Vec::new();
-        let mut v = serde_json::json!({ "machine": m.id });
-        for (name, s) in [
-            ("stdout", &m.dos.stdout),
-            ("stderr", &m.dos.stderr),
-            ("screen", &m.dos.screen),
-        ] {
+        // A stream's text from offset, bytes ever written and bytes dropped.
+        let console_kib = m.dos.limits.console_bytes / 1024;
+        let mut stream = |name: &str, s: &crate::console::Stream| {
             let (bytes, start) = s.read(offset, max);
-            v[name] = latin1(&bytes).into();
-            v[format!("{name}_bytes")] = s.total().into();
-            if s.dropped() > 0 {
-                v[format!("{name}_dropped")] = s.dropped().into();
-                if offset < s.dropped() {
-                    notes.push(format!(
-                        "{name}: the first {} of {} bytes were dropped (the console keeps the last {} KiB; set console_kib in x86_load_program); showing from offset {start}",
-                        s.dropped(),
-                        s.total(),
-                        m.dos.limits.console_bytes / 1024
-                    ));
-                }
+            if s.dropped() > 0 && offset < s.dropped() {
+                notes.push(format!(
+                    "{name}: the first {} of {} bytes were dropped (the console keeps the last {console_kib} KiB; set console_kib in x86_load_program); showing from offset {start}",
+                    s.dropped(),
+                    s.total(),
+                ));
             }
             if start + (bytes.len() as u64) < s.total() {
                 notes.push(format!(
@@ -1074,29 +979,12 @@ impl Session {
                     start + bytes.len() as u64
                 ));
             }
-        }
-        v["int21_calls"] = serde_json::to_value(
-            m.dos
-                .int21_calls
-                .iter()
-                .map(|(k, v)| (format!("21h/{k:02X}h"), *v))
-                .collect::<std::collections::BTreeMap<_, _>>(),
-        )
-        .expect("serializable");
-        v["input"] = serde_json::json!({
-            "stdin": m.dos.stdin_description(),
-            "pending": m.dos.input.pending(),
-            "consumed": m.dos.input.consumed,
-            "ended": m.dos.input.closed,
-        });
-        if m.dos.file_bytes_written > 0 || m.dos.disk_full > 0 {
-            v["files"] = serde_json::json!({
-                "bytes_written": m.dos.file_bytes_written,
-                "write_limit": m.dos.limits.write_bytes,
-                "file_size_limit": m.dos.limits.file_bytes,
-                "disk_full": m.dos.disk_full,
-            });
-        }
+            let dropped = (s.dropped() > 0).then(|| s.dropped());
+            (latin1(&bytes), s.total(), dropped)
+        };
+        let (stdout, stdout_bytes, stdout_dropped) = stream("stdout", &m.dos.stdout);
+        let (stderr, stderr_bytes, stderr_dropped) = stream("stderr", &m.dos.stderr);
+        let (screen, screen_bytes, screen_dropped) = stream("screen", &m.dos.screen);
         if m.dos.disk_full > 0 {
             notes.push(format!(
                 "{} write(s) were cut short as on a full disk (write_limit_kib in x86_load_program; files at most {} MiB)",
@@ -1104,14 +992,44 @@ impl Session {
                 m.dos.limits.file_bytes >> 20
             ));
         }
-        if !notes.is_empty() {
-            v["note"] = notes.join("; ").into();
-        }
-        if !m.dos.unsupported.is_empty() {
-            v["unsupported_services"] =
-                serde_json::to_value(&m.dos.unsupported).expect("serializable");
-        }
-        Ok(to_json(&v))
+        let counts = |it: &mut dyn Iterator<Item = (String, u64)>| -> Vec<ServiceCount> {
+            it.map(|(service, calls)| ServiceCount { service, calls })
+                .collect()
+        };
+        Ok(ConsoleRead {
+            machine: m.id,
+            stdout,
+            stdout_bytes,
+            stdout_dropped,
+            stderr,
+            stderr_bytes,
+            stderr_dropped,
+            screen,
+            screen_bytes,
+            screen_dropped,
+            int21_calls: counts(
+                &mut m
+                    .dos
+                    .int21_calls
+                    .iter()
+                    .map(|(k, v)| (format!("21h/{k:02X}h"), *v)),
+            ),
+            input: InputState {
+                stdin: m.dos.stdin_description(),
+                pending: m.dos.input.pending() as u64,
+                consumed: m.dos.input.consumed,
+                ended: m.dos.input.closed,
+            },
+            files: (m.dos.file_bytes_written > 0 || m.dos.disk_full > 0).then(|| FileWrites {
+                bytes_written: m.dos.file_bytes_written,
+                write_limit: m.dos.limits.write_bytes,
+                file_size_limit: m.dos.limits.file_bytes,
+                disk_full: m.dos.disk_full,
+            }),
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+            unsupported_services: (!m.dos.unsupported.is_empty())
+                .then(|| counts(&mut m.dos.unsupported.iter().map(|(k, v)| (k.clone(), *v)))),
+        })
     }
 
     /// Queues keyboard input for a machine (and, with `end`, ends it).
@@ -1120,7 +1038,7 @@ impl Session {
         text: Option<&str>,
         end: Option<bool>,
         id: Option<MachineId>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<InputQueued, ToolError> {
         let bytes = match text {
             Some(t) => dos::keyboard_text(&latin1_bytes(t)?),
             None => Vec::new(),
@@ -1148,13 +1066,13 @@ impl Session {
         if end == Some(true) {
             m.dos.input.closed = true;
         }
-        Ok(to_json(&serde_json::json!({
-            "machine": m.id,
-            "queued": bytes.len(),
-            "pending": m.dos.input.pending(),
-            "ended": m.dos.input.closed,
-            "next": "x86_run to continue the program",
-        })))
+        Ok(InputQueued {
+            machine: m.id,
+            queued: bytes.len() as u64,
+            pending: m.dos.input.pending() as u64,
+            ended: m.dos.input.closed,
+            next: "x86_run to continue the program",
+        })
     }
 }
 
@@ -1192,24 +1110,6 @@ fn open_input_file(p: &Path) -> Result<std::fs::File, ToolError> {
     std::fs::File::open(p).map_err(fail)
 }
 
-#[derive(Serialize)]
-struct RunResult {
-    machine: MachineId,
-    stop_reason: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    exit_code: Option<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    breakpoint: Option<u32>,
-    instructions: u64,
-    total_instructions: u64,
-    address: String,
-    output: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_note: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    unsupported_services: Vec<String>,
-}
-
 fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunResult {
     let out = &m.dos.stdout;
     let (new, start) = out.read(out_before, OUTPUT_PREVIEW);
@@ -1243,7 +1143,7 @@ fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunRe
     let output_note = (!notes.is_empty()).then(|| notes.join("; "));
     RunResult {
         machine: m.id,
-        stop_reason: reason.name(),
+        stop_reason: reason,
         exit_code: match reason {
             StopReason::Exited(c) => Some(c),
             _ => None,
@@ -1257,12 +1157,13 @@ fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunRe
         address: addr(m.cs_ip()),
         output,
         output_note,
-        unsupported_services: m
-            .dos
-            .unsupported
-            .iter()
-            .map(|(k, v)| format!("{k} x{v}"))
-            .collect(),
+        unsupported_services: (!m.dos.unsupported.is_empty()).then(|| {
+            m.dos
+                .unsupported
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect()
+        }),
     }
 }
 
@@ -1294,7 +1195,7 @@ mod tests {
     #[test]
     fn registers_have_spice86_keys() {
         let mut s = session_with(&PROG);
-        let v: Value = serde_json::from_str(&s.read_cpu_registers(None).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(s.read_cpu_registers(None).unwrap()).unwrap();
         assert_eq!(v["generalPurpose"]["ESP"], 0xFFFE);
         assert_eq!(v["segments"]["CS"], 0x87);
         assert_eq!(v["segments"]["FS"], 0);
@@ -1307,7 +1208,7 @@ mod tests {
     #[test]
     fn read_memory_validates_and_reads() {
         let mut s = session_with(&PROG);
-        let v: Value = serde_json::from_str(&s.read_memory(0x970, 3, None).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(s.read_memory(0x970, 3, None).unwrap()).unwrap();
         assert_eq!(v["data"], "E80500");
         assert_eq!(v["length"], 3);
         assert_eq!(
@@ -1323,11 +1224,11 @@ mod tests {
     #[test]
     fn run_reports_exit_and_functions() {
         let mut s = session_with(&PROG);
-        let v: Value = serde_json::from_str(&s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
         assert_eq!(v["stop_reason"], "exited");
         assert_eq!(v["exit_code"], 3);
         assert_eq!(v["output"], "A");
-        let f: Value = serde_json::from_str(&s.list_functions(None, None).unwrap()).unwrap();
+        let f: Value = serde_json::to_value(s.list_functions(None, None).unwrap()).unwrap();
         let names: Vec<&str> = f["functions"]
             .as_array()
             .unwrap()
@@ -1336,12 +1237,12 @@ mod tests {
             .collect();
         assert!(names.contains(&"interrupt_handler_21"));
         assert_eq!(f["functions"][0]["calledCount"], 2);
-        let g: Value = serde_json::from_str(&s.read_cfg_cpu_graph(None, None).unwrap()).unwrap();
+        let g: Value = serde_json::to_value(s.read_cfg_cpu_graph(None, None).unwrap()).unwrap();
         assert_eq!(g["currentContextDepth"], 0);
         assert_eq!(g["currentContextEntryPoint"], "0087:0100");
         assert_eq!(g["lastExecutedAddress"], "0087:0106");
         assert!(g["nodeCount"].as_u64().unwrap() >= 7);
-        let c: Value = serde_json::from_str(&s.read_console(None, None, None).unwrap()).unwrap();
+        let c: Value = serde_json::to_value(s.read_console(None, None, None).unwrap()).unwrap();
         assert_eq!(c["stdout"], "A");
         assert_eq!(
             s.run(None, None, &mut |_, _| true).unwrap_err().code,
@@ -1352,15 +1253,16 @@ mod tests {
     #[test]
     fn step_breakpoints_and_writes() {
         let mut s = session_with(&PROG);
-        let v: Value = serde_json::from_str(&s.step(Some(1), None).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(s.step(Some(1), None).unwrap()).unwrap();
         assert_eq!(v["executed"][0]["asm"], "call 0x0108");
         assert_eq!(v["registers"]["instructionPointer"]["IP"], 0x108);
-        let b: Value = serde_json::from_str(
-            &s.add_breakpoint(None, Some(0x87), Some(0x103), None)
+        let b: Value = serde_json::to_value(
+            s.add_breakpoint(None, Some(0x87), Some(0x103), None)
                 .unwrap(),
         )
         .unwrap();
-        let v: Value = serde_json::from_str(&s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        assert_eq!(b["type"], "execution");
+        let v: Value = serde_json::to_value(s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
         assert_eq!(v["stop_reason"], "breakpoint");
         assert_eq!(v["breakpoint"], b["id"]);
         s.write_registers(
@@ -1372,14 +1274,13 @@ mod tests {
         )
         .unwrap();
         s.write_memory(0x973, "90 90 90", None).unwrap();
-        let v: Value = serde_json::from_str(&s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
         assert_eq!(v["exit_code"], 9);
         assert!(s.remove_breakpoint(99, None).is_err());
-        assert!(
-            s.read_disassembly(Some(0x87), Some(0x100), Some(3), None)
-                .unwrap()
-                .contains("call 0x0108")
-        );
+        let d = s
+            .read_disassembly(Some(0x87), Some(0x100), Some(3), None)
+            .unwrap();
+        assert_eq!(d.instructions[0].asm, "call 0x0108");
     }
 
     #[test]
@@ -1387,7 +1288,7 @@ mod tests {
         // jmp $ (an endless loop)
         let mut s = session_with(&[0xEB, 0xFE]);
         let v: Value =
-            serde_json::from_str(&s.run(Some(5 << 20), None, &mut |_, _| false).unwrap()).unwrap();
+            serde_json::to_value(s.run(Some(5 << 20), None, &mut |_, _| false).unwrap()).unwrap();
         assert_eq!(v["stop_reason"], "cancelled");
         assert_eq!(v["address"], "0087:0100");
         assert!(s.step(Some(1), None).is_ok());
@@ -1423,13 +1324,14 @@ mod tests {
         let prog = dir.join("T.COM");
         let mut all = Clients::default();
         let load = |s: &mut Session| s.load_program(&prog, None, Model::I80186, false, None);
-        let a: Value = serde_json::from_str(&all.with("a", load).unwrap()).unwrap();
+        let a: Value = serde_json::to_value(all.with("a", load).unwrap()).unwrap();
         let ma = a["machine"].as_u64().unwrap();
         let ma_text = ma.to_string();
         assert!((1..1 << 53).contains(&ma), "a minted id: {ma}");
         all.with("b", |s| {
-            let list: Value = serde_json::from_str(&s.list_machines()).unwrap();
-            assert_eq!(list, serde_json::json!({ "machines": [], "default": null }));
+            let list: Value = serde_json::to_value(s.list_machines()).unwrap();
+            // No machine, no default: the field is left out, not null.
+            assert_eq!(list, serde_json::json!({ "machines": [] }));
             // No default: A's machine is not B's.
             assert_eq!(s.read_cpu_registers(None).unwrap_err().code, "NO_MACHINE");
             // The same answer as for a machine nobody has, with the id swapped.
@@ -1447,11 +1349,11 @@ mod tests {
             assert_eq!(s.remove_machine(ma).unwrap_err().code, "UNKNOWN_MACHINE");
             assert!(s.run(Some(10), Some(ma), &mut |_, _| true).is_err());
             // B's own machine gets an id of its own, without touching A's.
-            let b: Value = serde_json::from_str(&load(s).unwrap()).unwrap();
+            let b: Value = serde_json::to_value(load(s).unwrap()).unwrap();
             assert_ne!(b["machine"], ma);
         });
         all.with("a", |s| {
-            let list: Value = serde_json::from_str(&s.list_machines()).unwrap();
+            let list: Value = serde_json::to_value(s.list_machines()).unwrap();
             assert_eq!(list["machines"].as_array().unwrap().len(), 1);
             assert_eq!(
                 list["machines"][0]["instructions"], 0,
@@ -1507,7 +1409,7 @@ mod tests {
         assert!(e.message.contains("idle for 15 min"), "{}", e.message);
         // Past the idle time the first one's machines go, and the answer
         // says so.
-        let v: Value = serde_json::from_str(&all.0.with_at("new", at(20), load).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(all.0.with_at("new", at(20), load).unwrap()).unwrap();
         assert_eq!(
             v["note"],
             format!(
@@ -1518,7 +1420,7 @@ mod tests {
         // The gone client finds nothing; a later load has no note.
         all.0.with_at("gone0", at(21), |s| {
             assert_eq!(s.read_cpu_registers(None).unwrap_err().code, "NO_MACHINE");
-            let v: Value = serde_json::from_str(&load(s).unwrap()).unwrap();
+            let v: Value = serde_json::to_value(load(s).unwrap()).unwrap();
             assert!(v.get("note").is_none(), "{v}");
         });
         let _ = std::fs::remove_dir_all(&dir);
@@ -1540,11 +1442,11 @@ mod tests {
     }
 
     fn run_json(s: &mut Session, budget: u64) -> Value {
-        serde_json::from_str(&s.run(Some(budget), None, &mut |_, _| true).unwrap()).unwrap()
+        serde_json::to_value(s.run(Some(budget), None, &mut |_, _| true).unwrap()).unwrap()
     }
 
     fn console(s: &mut Session) -> Value {
-        serde_json::from_str(&s.read_console(None, Some(65536), None).unwrap()).unwrap()
+        serde_json::to_value(s.read_console(None, Some(65536), None).unwrap()).unwrap()
     }
 
     // l: mov dl,'x' ; mov ah,2 ; int 21h ; jmp l
@@ -1632,7 +1534,13 @@ mod tests {
         assert_eq!(v["exit_code"], 9);
         assert_eq!(v["output"], "hello wor\r");
         let c = console(&mut s);
-        assert_eq!(c["int21_calls"]["21h/0Ah"], 1);
+        assert!(
+            c["int21_calls"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!({"service": "21h/0Ah", "calls": 1})),
+            "{c}"
+        );
         assert_eq!(c["input"]["pending"], 0);
         assert!(s.write_console_input(None, None, None).is_err());
     }
@@ -1694,7 +1602,7 @@ mod tests {
         run_json(&mut s, 10_000);
         assert_eq!(std::fs::read(dir.join("OUT.TXT")).unwrap().len(), 32);
         let tail = s.read_memory(0x870 + 0x80, 5, None).unwrap();
-        assert!(tail.contains("\"data\":\"03202F780D"), "{tail}");
+        assert_eq!(tail.data, "03202F780D");
         let missing = Session::default()
             .load(
                 &dir.join("T.COM"),

@@ -12,8 +12,9 @@ fn sample(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn json(s: String) -> Value {
-    serde_json::from_str(&s).unwrap()
+/// A tool's result as the JSON an agent reads.
+fn json(v: impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap()
 }
 
 #[test]
