@@ -119,8 +119,8 @@ pub struct Table {
     pub flipy: bool,
     /// Columns are stored last first.
     pub flipx: bool,
-    /// ECUFlash user level, 1 (everyone) to 5 (developers): how advanced or
-    /// risky the table is.
+    /// ECUFlash user level, 1 (beginner) to 5 (debug): how advanced or risky
+    /// the table is to change.
     pub level: Option<u32>,
     /// Rows: the Y axis of a grid, or the only axis of a one-axis table.
     pub row_axis: Option<Axis>,

@@ -188,7 +188,8 @@ pub struct DiffTables {
 pub struct RomInfo {
     /// The ROM's file name.
     pub file: String,
-    /// Image size in KiB (without a leading header the layout skips).
+    /// Size of the ROM image itself in KiB: no `.srf` container, no
+    /// padding up to the H8/539F base address.
     pub size_kb: f64,
     /// The matched definition: xmlid with year, market and model; none when no
     /// definition matches.
