@@ -12,8 +12,8 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-/// The bridge address used when BLE_BRIDGE_URL is not set (web-ble-bridge's
-/// default port).
+/// The bridge address used when BLE_BRIDGE_URL is not set: a bridge on this
+/// machine.
 pub const DEFAULT_URL: &str = "ws://127.0.0.1:8080";
 
 /// Where the bridge is and how patiently to talk to it.

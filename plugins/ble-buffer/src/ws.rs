@@ -34,7 +34,7 @@ impl fmt::Display for WsError {
     }
 }
 
-/// A parsed `ws://` URL (no TLS: the bridge runs on the local network).
+/// A parsed `ws://` URL (`wss://` is refused: the guest speaks no TLS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsUrl {
     /// Host name or IP address (an IPv6 literal keeps its brackets).
