@@ -248,6 +248,41 @@ async fn http_malformed_bodies_get_json_rpc_errors_and_wildcard_accept_works() {
 }
 
 #[tokio::test]
+async fn methods_2026_07_28_removed_are_not_found_for_its_clients_only() {
+    let _serial = serial().await;
+    let (_child, url, _dir) = bare_http("").await;
+    let version = ("MCP-Protocol-Version", "2026-07-28");
+    for method in [
+        "initialize",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{{}}}}"#);
+        let (status, _, answer) =
+            http(&url, "POST", &[JSON_AND_SSE, JSON_BODY, version], &body).await;
+        assert_eq!(status, 404, "{method}: {answer}");
+        let answer: Value = serde_json::from_str(&answer).expect("a JSON-RPC error body");
+        assert_eq!(answer["id"], 7, "{answer}");
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("removed in MCP 2026-07-28"),
+            "{answer}"
+        );
+    }
+    // The version may ride in the request's `_meta` instead of a header.
+    let body = r#"{"jsonrpc":"2.0","id":8,"method":"resources/subscribe","params":{"uri":"x://y","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let (status, _, answer) = http(&url, "POST", &[JSON_AND_SSE, JSON_BODY], body).await;
+    assert_eq!(status, 404, "{answer}");
+    // Clients of earlier revisions still initialize.
+    let (status, _, answer) = http(&url, "POST", &[JSON_AND_SSE, JSON_BODY], INITIALIZE).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+#[tokio::test]
 async fn http_sessions_are_capped_and_idle_ones_closed() {
     let _serial = serial().await;
     let (_child, url, _dir) = bare_http("max_sessions = 3\nsession_idle_secs = 2").await;

@@ -404,6 +404,9 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
             _ => None,
         },
     };
+    if let Some(answer) = removed_in_2026(&parts.headers, &bytes) {
+        return rpc_error(StatusCode::NOT_FOUND, answer);
+    }
     let req = Request::from_parts(parts, Body::from(without_bom(bytes)));
     let (Some(id), None) = (initialize, &session) else {
         return next.run(req).await;
@@ -444,6 +447,54 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
             .insert(id.to_owned(), Instant::now());
     }
     response
+}
+
+/// Methods MCP 2026-07-28 removed: the lifecycle moved into each request's
+/// `_meta`, the log level too, and resource subscriptions into
+/// `subscriptions/listen`.
+const REMOVED_IN_2026: [&str; 4] = [
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The answer to a request for a method its own protocol revision removed:
+/// the specification wants it treated like any unknown method (HTTP 404,
+/// -32601), which rmcp, serving every revision on one endpoint, does not do.
+/// The revision is the `MCP-Protocol-Version` header or the request's
+/// `_meta`; older clients still get these methods.
+fn removed_in_2026(headers: &axum::http::HeaderMap, body: &[u8]) -> Option<Value> {
+    let message: Value = serde_json::from_slice(body).ok()?;
+    let method = message.get("method")?.as_str()?;
+    if !REMOVED_IN_2026.contains(&method) {
+        return None;
+    }
+    let version = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| {
+            let meta = message.get("params")?.get("_meta")?;
+            Some(
+                meta.get("io.modelcontextprotocol/protocolVersion")?
+                    .as_str()?
+                    .to_owned(),
+            )
+        })?;
+    if version.as_str() < "2026-07-28" {
+        return None;
+    }
+    let instead = match method {
+        "initialize" => "send requests directly, each with its `_meta` (or call `server/discover`)",
+        "logging/setLevel" => "set `_meta.io.modelcontextprotocol/logLevel` on each request",
+        _ => "open `subscriptions/listen` instead",
+    };
+    Some(error_response(
+        message.get("id").cloned().unwrap_or(Value::Null),
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("Method not found: `{method}` was removed in MCP {version}; {instead}"),
+    ))
 }
 
 #[cfg(test)]
