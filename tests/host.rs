@@ -164,10 +164,7 @@ async fn every_type_round_trips() {
         structured(&r)
     );
     let r = s.call("read_sensor", json!({"knock": false})).await;
-    assert_eq!(
-        structured(&r),
-        json!({"RPM": 3000, "source_name": "bench"})
-    );
+    assert_eq!(structured(&r), json!({"RPM": 3000, "source_name": "bench"}));
     let tools = s.client.list_all_tools().await.unwrap();
     let sensor = tools.iter().find(|t| t.name == "read_sensor").unwrap();
     let schema = Value::Object((*sensor.output_schema.clone().expect("an output schema")).clone());

@@ -210,7 +210,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// HMAC-SHA256 (RFC 2104) of the concatenated `parts`.
-fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+pub(crate) fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut block = [0u8; 64];
     if key.len() > 64 {
         block[..32].copy_from_slice(&Sha256::digest(key));

@@ -45,9 +45,20 @@ pub enum Elicited {
     Unsupported(String),
 }
 
-/// Asks the client's user `message` with a form `schema` (a JSON Schema object).
+/// A question for the client's user (`benchtop:host/elicit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// The plugin's name for it (`ask-keyed`), if it gave one.
+    pub key: Option<String>,
+    /// What to ask.
+    pub message: String,
+    /// The form: a JSON Schema object of flat properties.
+    pub schema: Value,
+}
+
+/// Asks the client's user a [`Question`].
 pub type Elicitor = Arc<
-    dyn Fn(String, Value) -> std::pin::Pin<Box<dyn std::future::Future<Output = Elicited> + Send>>
+    dyn Fn(Question) -> std::pin::Pin<Box<dyn std::future::Future<Output = Elicited> + Send>>
         + Send
         + Sync,
 >;

@@ -17,7 +17,10 @@ mod bindings {
         path: "../wit/host",
         world: "imports",
         // Waiting for the user must not block a runtime thread.
-        imports: { "benchtop:host/elicit.ask": async },
+        imports: {
+            "benchtop:host/elicit.ask": async,
+            "benchtop:host/elicit.ask-keyed": async,
+        },
     });
 }
 
@@ -174,7 +177,32 @@ impl bindings::benchtop::host::elicit::Host for PluginState {
         message: String,
         schema: String,
     ) -> bindings::benchtop::host::elicit::Answer {
-        use crate::call::Elicited;
+        self.question(None, message, schema).await
+    }
+
+    async fn ask_keyed(
+        &mut self,
+        key: String,
+        message: String,
+        schema: String,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        if let Err(why) = crate::names::check_tool_name(&key) {
+            tracing::warn!(plugin = %self.plugin, "elicit.ask-keyed: {}; not asking", why.replace("tool name", "question key"));
+            return bindings::benchtop::host::elicit::Answer::Unsupported;
+        }
+        self.question(Some(key), message, schema).await
+    }
+}
+
+impl PluginState {
+    /// Asks the calling client's user, when there is one who can be asked.
+    async fn question(
+        &mut self,
+        key: Option<String>,
+        message: String,
+        schema: String,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        use crate::call::{Elicited, Question};
         use bindings::benchtop::host::elicit::Answer;
         let Some(call) = &mut self.call else {
             return Answer::Unsupported;
@@ -194,7 +222,12 @@ impl bindings::benchtop::host::elicit::Host for PluginState {
             }
         };
         let started = Instant::now();
-        let outcome = tokio::time::timeout(MAX_QUESTION, elicit(message, schema)).await;
+        let question = Question {
+            key,
+            message,
+            schema,
+        };
+        let outcome = tokio::time::timeout(MAX_QUESTION, elicit(question)).await;
         // The user's thinking time is not the plugin's: move the deadline on.
         let waited = started.elapsed();
         call.deadline += waited;

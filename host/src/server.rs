@@ -93,7 +93,9 @@ fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::call::Elicitor> {
     }
     let peer = peer.clone();
     Some(Arc::new(
-        move |message: String, schema: serde_json::Value| {
+        move |crate::call::Question {
+                  message, schema, ..
+              }| {
             let peer = peer.clone();
             Box::pin(async move {
                 let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
@@ -163,16 +165,47 @@ impl Server {
 }
 
 impl Server {
-    /// The context of a request that reports no progress: who asks, and
-    /// the request's cancellation.
-    fn context(&self, context: &RequestContext<RoleServer>) -> CallContext {
+    /// The context of a request that reports no progress: who asks, the
+    /// request's cancellation, and how to ask the user (in `rounds` for a
+    /// 2026-07-28 client).
+    fn context(
+        &self,
+        context: &RequestContext<RoleServer>,
+        rounds: Option<&Arc<Rounds>>,
+    ) -> CallContext {
         CallContext {
             cancel: context.ct.clone(),
             progress: None,
             caller: caller_of(&context.extensions, &self.anonymous),
-            elicit: elicitor(&context.peer),
+            elicit: match rounds {
+                Some(rounds) => Some(rounds.elicitor()),
+                None => elicitor(&context.peer),
+            },
         }
     }
+}
+
+/// The questions and answers of a `tools/call`, `prompts/get` or
+/// `resources/read` from a client that speaks 2026-07-28 and can be asked:
+/// its questions go back as an `input_required` result and the request runs
+/// again with the answers (`rounds.rs`). `None` for other clients.
+fn rounds_of(
+    context: &RequestContext<RoleServer>,
+    state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<Option<Arc<Rounds>>, ErrorData> {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize());
+    let asks = context
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some());
+    if !(modern && asks) {
+        return Ok(None);
+    }
+    Rounds::new(state, responses)
+        .map(|r| Some(Arc::new(r)))
+        .map_err(|why| ErrorData::invalid_params(why, None))
 }
 
 impl ServerHandler for Server {
@@ -402,11 +435,21 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let rounds = rounds_of(
+            &context,
+            request.request_state.as_deref(),
+            request.input_responses.as_ref(),
+        )?;
         let catalog = self.registry.snapshot();
         let args = request.arguments.unwrap_or_default();
-        crate::primitives::get_prompt(&catalog, &request.name, args, self.context(&context))
-            .await
-            .map(GetPromptResponse::Complete)
+        let ctx = self.context(&context, rounds.as_ref());
+        let prompt = crate::primitives::get_prompt(&catalog, &request.name, args, ctx).await;
+        // Unanswered questions come first: the prompt's own answer to a
+        // question not yet put to the user means nothing.
+        if let Some(questions) = rounds.and_then(|r| r.input_required()) {
+            return Ok(questions.into());
+        }
+        prompt.map(GetPromptResponse::Complete)
     }
 
     async fn list_resources(
@@ -434,10 +477,18 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let rounds = rounds_of(
+            &context,
+            request.request_state.as_deref(),
+            request.input_responses.as_ref(),
+        )?;
         let catalog = self.registry.snapshot();
-        crate::primitives::read_resource(&catalog, &request.uri, self.context(&context))
-            .await
-            .map(ReadResourceResponse::Complete)
+        let ctx = self.context(&context, rounds.as_ref());
+        let contents = crate::primitives::read_resource(&catalog, &request.uri, ctx).await;
+        if let Some(questions) = rounds.and_then(|r| r.input_required()) {
+            return Ok(questions.into());
+        }
+        contents.map(ReadResourceResponse::Complete)
     }
 
     async fn complete(
@@ -451,7 +502,7 @@ impl ServerHandler for Server {
             &request.r#ref,
             &request.argument.name,
             &request.argument.value,
-            self.context(&context),
+            self.context(&context, None),
         )
         .await
     }
@@ -504,28 +555,14 @@ impl ServerHandler for Server {
             });
             sink
         });
-        // From 2026-07-28 questions go back as an `input_required` result
-        // and the call runs again with the answers (`rounds.rs`).
-        let rounds = (context
-            .protocol_version()
-            .is_some_and(|v| !v.has_initialize())
-            && context
-                .client_capabilities()
-                .is_some_and(|c| c.elicitation.is_some()))
-        .then(|| {
-            Arc::new(Rounds::new(
-                request.request_state.as_deref(),
-                request.input_responses.as_ref(),
-            ))
-        });
+        let rounds = rounds_of(
+            &context,
+            request.request_state.as_deref(),
+            request.input_responses.as_ref(),
+        )?;
         let ctx = CallContext {
-            cancel: context.ct.clone(),
             progress,
-            caller: caller_of(&context.extensions, &self.anonymous),
-            elicit: match &rounds {
-                Some(rounds) => Some(rounds.elicitor()),
-                None => elicitor(&context.peer),
-            },
+            ..self.context(&context, rounds.as_ref())
         };
         let args = request.arguments.unwrap_or_default();
         // The snapshot is taken now: a hot swap during the call does not

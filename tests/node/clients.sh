@@ -3,7 +3,8 @@
 #  1. the MCP Inspector CLI over stdio: tools/list (--strict schema checks) and
 #     one tool of each plugin;
 #  2. the Python MCP SDK over stdio: every schema valid, results validating;
-#  3. the official conformance suite over streamable HTTP, with the
+#  3. the official conformance suite (all scenarios, 2026-07-28 ones too)
+#     over streamable HTTP, with the
 #     checked-in baseline of scenarios that need features benchtop lacks.
 # `clients.sh inspector|python|conformance` runs only that step.
 # Installs its tools on first use: Node 22, the Inspector and the suite into
@@ -84,7 +85,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -n "$url" ] || { echo "benchtop did not start serving HTTP"; cat "$work/server.err"; exit 1; }
-if npx --no-install @modelcontextprotocol/conformance server --url "$url" --suite active \
+if npx --no-install @modelcontextprotocol/conformance server --url "$url" --suite all \
     --expected-failures "$here/conformance-baseline.yml" -o "$work/conformance" > "$work/conformance.log" 2>&1; then
     passed=$((passed + 1)); echo "ok   conformance: $(grep -E '^Total' "$work/conformance.log")"
 else

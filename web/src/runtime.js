@@ -82,6 +82,7 @@ const resources = {
 // The page asks no one during a call: plugins fall back to their argument.
 const elicit = {
     ask: (_message, _schema) => ({ tag: "unsupported" }),
+    askKeyed: (_key, _message, _schema) => ({ tag: "unsupported" }),
 };
 
 const imports = {

@@ -106,6 +106,70 @@ impl fixtures::Guest for Fixtures {
             ENUMS_FORM,
         )
     }
+
+    fn test_input_required_result_elicitation() -> Result<String, String> {
+        let name = ask_field("user_name", "What is your name?", "name")?;
+        Ok(format!("Hello, {name}!"))
+    }
+
+    fn test_input_required_result_request_state() -> Result<String, String> {
+        confirm().map(|ok| format!("state-ok: confirmed={ok}"))
+    }
+
+    fn test_input_required_result_multi_round() -> Result<String, String> {
+        let name = ask_field("step1", "Step 1: What is your name?", "name")?;
+        let color = ask_field("step2", "Step 2: What is your favorite color?", "color")?;
+        Ok(format!("Hello, {name}! Your favorite color is {color}."))
+    }
+
+    fn test_input_required_result_tampered_state() -> Result<String, String> {
+        confirm().map(|ok| format!("confirmed={ok}"))
+    }
+
+    fn test_input_required_result_capabilities() -> String {
+        match ask_field("user_name", "What is your name?", "name") {
+            Ok(name) => format!("Hello, {name}!"),
+            Err(why) => format!("No name: {why}."),
+        }
+    }
+}
+
+/// Asks the keyed question `confirm` with a boolean `ok` and returns it.
+fn confirm() -> Result<bool, String> {
+    use benchtop::host::elicit::{self, Answer};
+    let form = r#"{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}"#;
+    match elicit::ask_keyed("confirm", "Please confirm", form) {
+        Answer::Accepted(json) => Ok(json.replace(' ', "").contains("\"ok\":true")),
+        Answer::Declined => Err("the user declined".into()),
+        Answer::Cancelled => Err("the user dismissed the question".into()),
+        Answer::Unsupported => Err("the client cannot ask its user".into()),
+    }
+}
+
+/// Asks the keyed question `key` with a one-string-field `form` and returns
+/// that field's value; `Err` says why there is none.
+fn ask_field(key: &str, message: &str, field: &str) -> Result<String, String> {
+    use benchtop::host::elicit::{self, Answer};
+    let form = format!(
+        r#"{{"type":"object","properties":{{"{field}":{{"type":"string"}}}},"required":["{field}"]}}"#
+    );
+    match elicit::ask_keyed(key, message, &form) {
+        Answer::Accepted(json) => Ok(field_of(&json, field)),
+        Answer::Declined => Err("the user declined".into()),
+        Answer::Cancelled => Err("the user dismissed the question".into()),
+        Answer::Unsupported => Err("the client cannot ask its user".into()),
+    }
+}
+
+/// The string value of `field` in a JSON object, without a JSON parser:
+/// the fixture forms have one flat string field.
+fn field_of(json: &str, field: &str) -> String {
+    let needle = format!("\"{field}\":");
+    json.split_once(&needle)
+        .map(|(_, rest)| rest.trim_start().trim_start_matches('"'))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("")
+        .to_owned()
 }
 
 /// The form `test_elicitation` asks for.
@@ -193,6 +257,15 @@ impl offers::Guest for Fixtures {
 
     fn test_prompt_with_arguments(arg1: String, arg2: String) -> String {
         format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")
+    }
+
+    fn test_input_required_result_prompt() -> Result<String, String> {
+        let context = ask_field(
+            "user_context",
+            "What context should the prompt use?",
+            "context",
+        )?;
+        Ok(format!("Answer with this context in mind: {context}"))
     }
 
     fn complete(target: String, argument: String, value: String) -> Vec<String> {
