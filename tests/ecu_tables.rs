@@ -1655,7 +1655,11 @@ async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
         panic!("expected input_required, got {first:?}");
     };
     let requests = questions.input_requests.expect("a question");
-    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        requests.keys().collect::<Vec<_>>(),
+        ["confirm_patch"],
+        "{requests:?}"
+    );
     assert!(questions.request_state.is_some());
     assert_eq!(
         std::fs::read(&rom).unwrap(),

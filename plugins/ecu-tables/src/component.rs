@@ -46,7 +46,7 @@ const CONFIRM_VAR: &str = "ECU_CONFIRM_PATCHES";
 /// that cannot ask gets the patch as before: the agent's call is the
 /// confirmation, and `diff_tables` shows what changed.
 fn confirm_patch(args: &tools::PatchTable) -> Result<(), Error> {
-    use benchtop::host::elicit::{Answer, ask};
+    use benchtop::host::elicit::{Answer, ask_keyed};
     let off = std::env::var(CONFIRM_VAR).is_ok_and(|v| {
         matches!(
             v.trim().to_ascii_lowercase().as_str(),
@@ -56,7 +56,8 @@ fn confirm_patch(args: &tools::PatchTable) -> Result<(), Error> {
     if off {
         return Ok(());
     }
-    match ask(&args.describe(), "") {
+    // Keyed, so a 2026-07-28 client sees what it is asked to answer.
+    match ask_keyed("confirm_patch", &args.describe(), "") {
         Answer::Accepted(_) | Answer::Unsupported => Ok(()),
         Answer::Declined => Err(Error::NotConfirmed("declined")),
         Answer::Cancelled => Err(Error::NotConfirmed("dismissed")),
