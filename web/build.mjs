@@ -48,8 +48,20 @@ for (const name of components) {
     writeFileSync(join(dist, "gen", name, "keys.json"), JSON.stringify(witKeys(wit, name)) + "\n");
 }
 
-/** `@key` tags of a WIT file: snake_case field name → key (see host/src/shape.rs). */
+/**
+ * What the page needs to spell a WIT file's values as the host does (see
+ * host/src/shape.rs): `keys`, each `@key` tag by snake_case field name, and
+ * `enums`, the kebab-case enum cases (jco gives them as they are; the host
+ * writes them in snake_case).
+ */
 function witKeys(wit, name) {
+    const enums = new Set();
+    for (const m of wit.matchAll(/\benum\s+[a-z0-9-]+\s*\{([^}]*)\}/g)) {
+        for (const raw of m[1].replace(/\/\/.*$/gm, "").split(",")) {
+            const c = raw.trim().replace(/^%/, "");
+            if (c.includes("-")) enums.add(c);
+        }
+    }
     const keys = {};
     let pending = null;
     for (const line of wit.split("\n")) {
@@ -66,7 +78,7 @@ function witKeys(wit, name) {
         }
         pending = null;
     }
-    return keys;
+    return { keys, enums: [...enums].sort() };
 }
 
 // 2. The WASI shim's browser build (plain ES modules, no bare imports).

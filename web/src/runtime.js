@@ -141,7 +141,8 @@ const keyMaps = {};
 async function keysOf(name) {
     keyMaps[name] ??= fetch(new URL(`./gen/${name}/keys.json`, import.meta.url))
         .then((r) => (r.ok ? r.json() : {}))
-        .catch(() => ({}));
+        .catch(() => ({}))
+        .then(({ keys = {}, enums = [] }) => ({ keys, enums: new Set(enums) }));
     return keyMaps[name];
 }
 
@@ -151,20 +152,22 @@ async function keysOf(name) {
  * snake_case, a `none` field left out, a variant as `"case"` or
  * `{"case": payload}`, 64-bit integers as numbers, byte lists as arrays.
  */
-export function toJson(value, keys = {}) {
+export function toJson(value, spelling = { keys: {}, enums: new Set() }) {
+    const { keys, enums } = spelling;
     if (value === undefined || value === null) return null;
     if (typeof value === "bigint") return Number(value);
-    if (Array.isArray(value) || ArrayBuffer.isView(value)) return Array.from(value, (v) => toJson(v, keys));
+    if (typeof value === "string") return enums.has(value) ? snake(value) : value;
+    if (Array.isArray(value) || ArrayBuffer.isView(value)) return Array.from(value, (v) => toJson(v, spelling));
     if (typeof value !== "object") return value;
     const fields = Object.keys(value);
     if (typeof value.tag === "string" && fields.every((k) => k === "tag" || k === "val")) {
         const tag = snake(value.tag);
-        return value.val === undefined ? tag : { [tag]: toJson(value.val, keys) };
+        return value.val === undefined ? tag : { [tag]: toJson(value.val, spelling) };
     }
     const out = {};
     for (const k of fields) {
         if (value[k] === undefined) continue;
-        out[keys[snake(k)] ?? snake(k)] = toJson(value[k], keys);
+        out[keys[snake(k)] ?? snake(k)] = toJson(value[k], spelling);
     }
     return out;
 }
