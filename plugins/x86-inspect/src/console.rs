@@ -15,6 +15,8 @@ pub const MAX_CONSOLE_KIB: u32 = 16 * 1024;
 /// Most input bytes that may wait unread (client-supplied; bounded too).
 pub const MAX_PENDING_INPUT: usize = 1 << 20;
 
+/// One output stream (stdout, stderr or the screen): the last `cap` bytes
+/// kept, every byte counted, so offsets stay absolute after older bytes drop.
 pub struct Stream {
     buf: VecDeque<u8>,
     total: u64,
@@ -22,6 +24,7 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// An empty stream keeping at most `cap` bytes (at least 1).
     pub fn new(cap: usize) -> Self {
         Stream {
             buf: VecDeque::new(),
@@ -30,6 +33,7 @@ impl Stream {
         }
     }
 
+    /// Appends one byte, dropping the oldest when full.
     pub fn push(&mut self, b: u8) {
         if self.buf.len() == self.cap {
             self.buf.pop_front();
@@ -38,6 +42,7 @@ impl Stream {
         self.total += 1;
     }
 
+    /// Appends bytes, keeping only the last `cap`.
     pub fn extend(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let keep = &bytes[bytes.len().saturating_sub(self.cap)..];
@@ -84,6 +89,7 @@ pub struct Input {
 /// What a read of stdin found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read {
+    /// The next byte.
     Byte(u8),
     /// Input is closed and empty.
     Eof,
@@ -101,10 +107,12 @@ impl Input {
         Ok(())
     }
 
+    /// Bytes queued and not yet read.
     pub fn pending(&self) -> usize {
         self.pending.len()
     }
 
+    /// What the next read would get, without consuming it.
     pub fn peek(&self) -> Read {
         match self.pending.front() {
             Some(&b) => Read::Byte(b),
@@ -113,6 +121,7 @@ impl Input {
         }
     }
 
+    /// Reads the next byte (or finds the end, or that the run must wait).
     pub fn take(&mut self) -> Read {
         let r = self.peek();
         if matches!(r, Read::Byte(_)) {

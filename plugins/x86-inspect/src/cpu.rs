@@ -9,32 +9,51 @@
 
 /// Flag bits.
 pub const CF: u16 = 0x0001;
+/// Parity flag.
 pub const PF: u16 = 0x0004;
+/// Auxiliary (BCD half) carry flag.
 pub const AF: u16 = 0x0010;
+/// Zero flag.
 pub const ZF: u16 = 0x0040;
+/// Sign flag.
 pub const SF: u16 = 0x0080;
+/// Trap (single-step) flag.
 pub const TF: u16 = 0x0100;
+/// Interrupt-enable flag.
 pub const IF: u16 = 0x0200;
+/// Direction flag (string ops count down).
 pub const DF: u16 = 0x0400;
+/// Overflow flag.
 pub const OF: u16 = 0x0800;
 const ARITH: u16 = CF | PF | AF | ZF | SF | OF;
 
 /// Register indices in ModR/M encoding order.
 pub const AX: usize = 0;
+/// CX (CL/CH).
 pub const CX: usize = 1;
+/// DX (DL/DH).
 pub const DX: usize = 2;
+/// BX (BL/BH).
 pub const BX: usize = 3;
+/// SP.
 pub const SP: usize = 4;
+/// BP.
 pub const BP: usize = 5;
+/// SI.
 pub const SI: usize = 6;
+/// DI.
 pub const DI: usize = 7;
 
 /// Segment register indices in encoding order.
 pub const ES: usize = 0;
+/// CS.
 pub const CS: usize = 1;
+/// SS.
 pub const SS: usize = 2;
+/// DS.
 pub const DS: usize = 3;
 
+/// The real-mode address space: 1 MiB (addresses wrap at 20 bits, no A20).
 pub const MEM_SIZE: usize = 1 << 20;
 const MEM_MASK: u32 = (MEM_SIZE as u32) - 1;
 
@@ -56,6 +75,7 @@ pub enum Model {
 }
 
 impl Model {
+    /// The model's name as results print it: `8086` or `80186`.
     pub fn name(self) -> &'static str {
         match self {
             Model::I8086 => "8086",
@@ -78,12 +98,19 @@ pub enum Exit {
     Breakpoint,
 }
 
+/// An 8086/80186 CPU and its 1 MiB of memory.
 pub struct Cpu {
+    /// General registers, indexed by [`AX`]..[`DI`].
     pub regs: [u16; 8],
+    /// Segment registers, indexed by [`ES`]..[`DS`].
     pub sregs: [u16; 4],
+    /// Instruction pointer.
     pub ip: u16,
+    /// FLAGS ([`CF`] and the other bits).
     pub flags: u16,
+    /// The memory, one byte per linear address.
     pub mem: Box<[u8; MEM_SIZE]>,
+    /// What it decodes: 8086 aliases or 80186 instructions.
     pub model: Model,
     /// Total instructions executed (a REP string op counts once).
     pub instructions: u64,
@@ -92,6 +119,7 @@ pub struct Cpu {
     pub services: bool,
     /// Address of the instruction being executed (start, prefixes included).
     pub insn_cs: u16,
+    /// Offset of the instruction being executed (with `insn_cs`).
     pub insn_ip: u16,
     /// Set by control transfers that the tracker cares about.
     pub last_event: Event,
@@ -103,6 +131,7 @@ pub struct Cpu {
 /// the start of every instruction (one store), filled only by CALL/INT/RET.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Event {
+    /// No control transfer the tracker records.
     #[default]
     None,
     /// A CALL to the new CS:IP.
@@ -154,6 +183,7 @@ impl Default for Cpu {
 }
 
 impl Cpu {
+    /// A CPU in reset state (all registers 0) with zeroed memory.
     pub fn new(model: Model) -> Self {
         Cpu {
             regs: [0; 8],
@@ -177,16 +207,19 @@ impl Cpu {
 
     // ----- memory -------------------------------------------------------
 
+    /// The linear address of `seg:off`, wrapped at 1 MiB.
     #[inline(always)]
     pub fn lin(seg: u16, off: u16) -> u32 {
         ((seg as u32) << 4).wrapping_add(off as u32) & MEM_MASK
     }
 
+    /// Reads the byte at a linear address.
     #[inline(always)]
     pub fn rb(&self, addr: u32) -> u8 {
         self.mem[(addr & MEM_MASK) as usize]
     }
 
+    /// Writes the byte at a linear address.
     #[inline(always)]
     pub fn wb(&mut self, addr: u32, v: u8) {
         self.mem[(addr & MEM_MASK) as usize] = v;
@@ -223,6 +256,7 @@ impl Cpu {
         self.rw_at((seg as u32) << 4, off)
     }
 
+    /// Writes a word at seg:off with 64 KiB offset wrap.
     pub fn write_word(&mut self, seg: u16, off: u16, v: u16) {
         self.ww_at((seg as u32) << 4, off, v)
     }
@@ -250,12 +284,14 @@ impl Cpu {
 
     // ----- registers ----------------------------------------------------
 
+    /// An 8-bit register by ModR/M number (AL, CL, DL, BL, AH, CH, DH, BH).
     #[inline(always)]
     pub fn r8(&self, r: usize) -> u8 {
         let v = self.regs[r & 3];
         if r & 4 == 0 { v as u8 } else { (v >> 8) as u8 }
     }
 
+    /// Sets an 8-bit register by ModR/M number.
     #[inline(always)]
     pub fn set_r8(&mut self, r: usize, v: u8) {
         let x = &mut self.regs[r & 3];
@@ -289,6 +325,7 @@ impl Cpu {
 
     // ----- stack --------------------------------------------------------
 
+    /// Pushes a word at SS:SP-2.
     #[inline(always)]
     pub fn push(&mut self, v: u16) {
         let sp = self.regs[SP].wrapping_sub(2);
@@ -296,6 +333,7 @@ impl Cpu {
         self.ww_at(self.base(SS), sp, v);
     }
 
+    /// Pops the word at SS:SP.
     #[inline(always)]
     pub fn pop(&mut self) -> u16 {
         let sp = self.regs[SP];

@@ -16,27 +16,38 @@ use crate::cpu::{AX, BX, CF, CS, CX, Cpu, DS, DX, ES, Model, SI, SP, SS, STUB_SE
 
 /// Where things live in the 1 MiB address space.
 pub const ENV_SEGMENT: u16 = 0x0070;
+/// Segment of the program's PSP (the program follows it).
 pub const PSP_SEGMENT: u16 = 0x0087;
+/// First segment past conventional memory (the PSP's memory-top field).
 pub const MEMORY_TOP: u16 = 0xA000;
 
+/// Why a program could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The path as given.
         path: String,
+        /// What the OS said.
         source: std::io::Error,
     },
+    /// The file is no valid .COM or MZ .EXE (the text says what is wrong).
     #[error("{0}")]
     Format(String),
 }
 
+/// Executable format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// A flat image loaded at PSP:0100.
     Com,
+    /// An MZ executable with a header and relocations.
     Exe,
 }
 
 impl Format {
+    /// The format's name as results print it: `com` or `exe`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Com => "com",
@@ -48,19 +59,26 @@ impl Format {
 /// Facts about the loaded program.
 #[derive(Clone, Debug)]
 pub struct Program {
+    /// Path of the program file.
     pub path: PathBuf,
+    /// Its format.
     pub format: Format,
+    /// Segment of its PSP.
     pub psp: u16,
     /// Segment that .EXE relocations are relative to (PSP for .COM).
     pub load_segment: u16,
+    /// Entry point (CS, IP).
     pub entry: (u16, u16),
+    /// File size in bytes.
     pub size: usize,
 }
 
 /// What a service asks the run loop to do next.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Flow {
+    /// The service is done; run on.
     Continue,
+    /// The program terminated with this exit code.
     Exit(u8),
     /// A blocking read of the keyboard found no input: the service was not
     /// performed and must be retried once input is added.
@@ -105,8 +123,11 @@ enum Handle {
 pub struct Dos {
     /// Directory mapped to drive C:.
     pub root: PathBuf,
+    /// What this machine may keep and write.
     pub limits: Limits,
+    /// Standard output (handle 1 and the character services).
     pub stdout: Stream,
+    /// Standard error (handle 2).
     pub stderr: Stream,
     /// Characters written through INT 10h (teletype and write-char).
     pub screen: Stream,
@@ -116,6 +137,7 @@ pub struct Dos {
     pub file_bytes_written: u64,
     /// Writes cut short because a limit was reached (DOS "disk full").
     pub disk_full: u64,
+    /// INT 21h calls by function (AH).
     pub int21_calls: BTreeMap<u8, u64>,
     /// Service calls that are not implemented (vector/function → count).
     pub unsupported: BTreeMap<String, u64>,
@@ -155,10 +177,12 @@ fn io_error_code(e: &std::io::Error) -> u16 {
 }
 
 impl Dos {
+    /// DOS state with drive C: at `root` and the default limits.
     pub fn new(root: PathBuf) -> Self {
         Self::with_limits(root, Limits::default())
     }
 
+    /// DOS state with drive C: at `root` and the given limits.
     pub fn with_limits(root: PathBuf, limits: Limits) -> Self {
         Dos {
             root,
@@ -1264,9 +1288,13 @@ fn quota_write(
 /// A command tail with COMMAND.COM's redirections taken out.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Redirections {
+    /// The tail without the redirections.
     pub tail: String,
+    /// The file of `< FILE`.
     pub input: Option<String>,
+    /// The file of `> FILE` or `>> FILE`.
     pub output: Option<String>,
+    /// Whether the output redirection appends (`>>`).
     pub append: bool,
 }
 

@@ -13,10 +13,13 @@ use crate::tracking::{SegOff, Tracker};
 pub enum StopReason {
     /// The program terminated (INT 20h, INT 21h AH=00h/4Ch).
     Exited(u8),
+    /// An execution breakpoint (its id) is at CS:IP.
     Breakpoint(u32),
     /// The instruction budget (or the step count) was used up.
     Budget,
+    /// HLT with no interrupt source.
     Halted,
+    /// The client cancelled the call (or progress asked to stop).
     Cancelled,
     /// The call's wall-time budget ran out (the machine is intact).
     TimeLimit,
@@ -26,6 +29,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// The reason as results print it (`exited`, `time_limit`, ...).
     pub fn name(self) -> &'static str {
         match self {
             StopReason::Exited(_) => "exited",
@@ -39,13 +43,16 @@ impl StopReason {
     }
 }
 
+/// Why a machine cannot run.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RunError {
+    /// The program exited with this code.
     #[error("the program has exited with code {0}; call x86_load_program to start it again")]
     AlreadyExited(u8),
     #[error(
         "the CPU is halted (HLT with no interrupt source); call x86_load_program or x86_write_registers to continue"
     )]
+    /// The CPU halted with no interrupt source.
     Halted,
 }
 
@@ -57,16 +64,26 @@ pub const MAX_BREAKPOINTS: usize = 1024;
 /// A machine's handle: random, minted by the server (see `tools::Session`).
 pub type MachineId = u64;
 
+/// One emulated PC: CPU, DOS state, the loaded program, its breakpoints
+/// and, with tracking, its function catalogue and control-flow graph.
 pub struct Machine {
+    /// Its handle.
     pub id: MachineId,
+    /// The CPU and memory.
     pub cpu: Cpu,
+    /// DOS and BIOS state.
     pub dos: Dos,
+    /// The loaded program.
     pub program: Program,
+    /// Function and CFG tracking, when on.
     pub tracker: Option<Tracker>,
+    /// Breakpoints: id → linear address.
     pub breakpoints: BTreeMap<u32, u32>,
     next_breakpoint: u32,
     bp_bitmap: Vec<u64>,
+    /// The exit code, once the program exited.
     pub exit_code: Option<u8>,
+    /// Whether HLT stopped the CPU with no interrupt source.
     pub halted: bool,
     /// Counts loads and `x86_write_memory` calls into this machine id, so a
     /// change the registers do not show is still seen by `tools::Look`.
@@ -136,6 +153,7 @@ impl Machine {
         }
     }
 
+    /// Where the CPU stands.
     pub fn cs_ip(&self) -> SegOff {
         SegOff(self.cpu.sregs[CS], self.cpu.ip)
     }
@@ -153,6 +171,7 @@ impl Machine {
         Some(id)
     }
 
+    /// Removes a breakpoint; false when there is no such id.
     pub fn remove_breakpoint(&mut self, id: u32) -> bool {
         let removed = self.breakpoints.remove(&id).is_some();
         self.rebuild_bitmap();

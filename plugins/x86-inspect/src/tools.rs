@@ -27,6 +27,7 @@ pub const MAX_MACHINES: usize = 8;
 /// others. The global cap stays at 8 because a machine may hold a 16 MiB
 /// console and 1 MiB of pending input besides its 1 MiB of memory.
 pub const MAX_MACHINES_PER_CLIENT: usize = 5;
+/// Instructions one `x86_run` executes at most when the client names no budget.
 pub const DEFAULT_BUDGET: u64 = 200_000_000;
 const OUTPUT_PREVIEW: usize = 2000;
 /// A run stops by itself after this long (reason `time_limit`, machine
@@ -39,8 +40,11 @@ pub const MAX_WRITE_LIMIT_KIB: u32 = 256 * 1024;
 /// Everything x86_load_program accepts besides the path.
 #[derive(Clone, Default)]
 pub struct LoadOptions {
+    /// The command tail (with `<`, `>` and `>>` redirections).
     pub command_tail: Option<String>,
+    /// CPU model; default [`dos::default_model`].
     pub model: Option<Model>,
+    /// Record functions and the CFG; default on.
     pub tracking: Option<bool>,
     /// Reload into this machine.
     pub machine: Option<MachineId>,
@@ -51,7 +55,9 @@ pub struct LoadOptions {
     /// Keep the keyboard open after `stdin`: the program waits for
     /// x86_write_console_input instead of reading end-of-input.
     pub stdin_open: Option<bool>,
+    /// KiB kept per console stream.
     pub console_kib: Option<u32>,
+    /// KiB the machine may write to files.
     pub write_limit_kib: Option<u32>,
 }
 
@@ -64,7 +70,9 @@ type Status = (Option<u8>, bool, u16, u16, u64);
 /// queue for `…/console`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Look {
+    /// What `…/registers` shows: registers, segments, IP, status, memory edits.
     pub registers: ([u16; 8], [u16; 4], u16, Status, u64),
+    /// What `…/console` shows: status, stream totals, input queue.
     pub console: (Status, [u64; 3], (usize, u64, bool)),
 }
 
@@ -211,19 +219,33 @@ fn parse_hex(data: &str) -> Result<Vec<u8>, ToolError> {
 /// Registers to change; `None` leaves a register as it is.
 #[derive(Default, Clone, Copy)]
 pub struct RegisterWrite {
+    /// AX.
     pub ax: Option<u16>,
+    /// BX.
     pub bx: Option<u16>,
+    /// CX.
     pub cx: Option<u16>,
+    /// DX.
     pub dx: Option<u16>,
+    /// SI.
     pub si: Option<u16>,
+    /// DI.
     pub di: Option<u16>,
+    /// SP.
     pub sp: Option<u16>,
+    /// BP.
     pub bp: Option<u16>,
+    /// CS.
     pub cs: Option<u16>,
+    /// DS.
     pub ds: Option<u16>,
+    /// ES.
     pub es: Option<u16>,
+    /// SS.
     pub ss: Option<u16>,
+    /// IP.
     pub ip: Option<u16>,
+    /// The FLAGS word.
     pub flags: Option<u16>,
 }
 
@@ -495,6 +517,7 @@ impl Session {
         Ok(out)
     }
 
+    /// `x86_list_machines`: the caller's machines, the default last.
     pub fn list_machines(&self) -> MachineList {
         let machines = self
             .machines
@@ -516,6 +539,7 @@ impl Session {
         }
     }
 
+    /// `x86_remove_machine`.
     pub fn remove_machine(&mut self, id: MachineId) -> Result<MachineRemoved, ToolError> {
         let i = self.index(Some(id))?;
         self.machines.remove(i);
@@ -525,11 +549,13 @@ impl Session {
         })
     }
 
+    /// `read_cpu_registers`, in Spice86's shape.
     pub fn read_cpu_registers(&mut self, id: Option<MachineId>) -> Result<Registers, ToolError> {
         let m = self.machine(id)?;
         Ok(registers(&m.cpu))
     }
 
+    /// `read_memory`: `length` (1..=4096) bytes from a linear address, as hex.
     pub fn read_memory(
         &mut self,
         address: u32,
@@ -556,6 +582,7 @@ impl Session {
         })
     }
 
+    /// `x86_write_memory`: hex bytes to a linear address (wrapping at 1 MiB).
     pub fn write_memory(
         &mut self,
         address: u32,
@@ -584,6 +611,7 @@ impl Session {
         })
     }
 
+    /// `x86_write_registers`: sets the given registers; returns all of them.
     pub fn write_registers(
         &mut self,
         w: RegisterWrite,
@@ -623,6 +651,8 @@ impl Session {
         Ok(registers(&m.cpu))
     }
 
+    /// `list_functions`: the catalogue, most called first, at most `limit`
+    /// (default 100).
     pub fn list_functions(
         &mut self,
         limit: Option<u32>,
@@ -676,6 +706,8 @@ impl Session {
         })
     }
 
+    /// `read_cfg_cpu_graph`: Spice86's context fields and up to `node_limit`
+    /// (default 50, at most 2000) nodes in discovery order.
     pub fn read_cfg_cpu_graph(
         &mut self,
         node_limit: Option<u32>,
@@ -770,6 +802,8 @@ impl Session {
         })
     }
 
+    /// `x86_run`: runs until exit, a breakpoint, HLT, waiting for input, the
+    /// budget, cancellation through `progress`, or the time limit.
     pub fn run(
         &mut self,
         max_instructions: Option<u64>,
@@ -802,6 +836,7 @@ impl Session {
         Ok(run_result(m, n, reason, out_before))
     }
 
+    /// `x86_step`: `count` (1..=10000) instructions; breakpoints do not stop it.
     pub fn step(
         &mut self,
         count: Option<u32>,
@@ -849,6 +884,7 @@ impl Session {
         })
     }
 
+    /// `x86_add_breakpoint` at a linear address or at `segment:offset`.
     pub fn add_breakpoint(
         &mut self,
         address: Option<u32>,
@@ -892,6 +928,7 @@ impl Session {
         })
     }
 
+    /// `x86_remove_breakpoint`.
     pub fn remove_breakpoint(
         &mut self,
         bp: u32,
@@ -913,6 +950,7 @@ impl Session {
         })
     }
 
+    /// `x86_list_breakpoints`.
     pub fn list_breakpoints(&mut self, id: Option<MachineId>) -> Result<BreakpointList, ToolError> {
         let m = self.machine(id)?;
         let breakpoints = m
@@ -930,6 +968,8 @@ impl Session {
         })
     }
 
+    /// `x86_read_disassembly`: `count` (1..=500, default 20) instructions from
+    /// `segment:offset`, by default from CS:IP.
     pub fn read_disassembly(
         &mut self,
         segment: Option<u16>,
@@ -951,6 +991,8 @@ impl Session {
         })
     }
 
+    /// `x86_read_console`: each stream from absolute `offset`, at most
+    /// `max_bytes`, with totals, the input state and call counts.
     pub fn read_console(
         &mut self,
         offset: Option<u32>,
@@ -1020,7 +1062,7 @@ impl Session {
                 consumed: m.dos.input.consumed,
                 ended: m.dos.input.closed,
             },
-            files: (m.dos.file_bytes_written > 0 || m.dos.disk_full > 0).then(|| FileWrites {
+            files: (m.dos.file_bytes_written > 0 || m.dos.disk_full > 0).then_some(FileWrites {
                 bytes_written: m.dos.file_bytes_written,
                 write_limit: m.dos.limits.write_bytes,
                 file_size_limit: m.dos.limits.file_bytes,

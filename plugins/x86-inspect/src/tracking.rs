@@ -20,31 +20,44 @@ impl std::fmt::Display for SegOff {
     }
 }
 
+/// One function of the catalogue.
 pub struct FunctionInfo {
+    /// Its entry address.
     pub address: SegOff,
+    /// A name made from how it was reached (the entry, or the target's address).
     pub name: String,
     /// CALL/INT instructions that targeted this entry.
     pub called_count: u64,
+    /// Call sites, at most [`MAX_CALLERS`].
     pub callers: BTreeSet<SegOff>,
 }
 
 /// One instruction node. Self-modifying code yields several nodes at one
 /// address (variants), distinguished by their byte signature.
 pub struct Node {
+    /// Where the instruction starts.
     pub address: SegOff,
+    /// Its length in bytes.
     pub len: u8,
     /// Up to the first 8 instruction bytes, little-endian.
     pub signature: u64,
+    /// Nodes executed right after it, at most [`MAX_SUCCESSORS`].
     pub successors: Vec<u32>,
+    /// Number of nodes that lead here.
     pub predecessors: u32,
     /// Next variant at the same linear address (u32::MAX: none).
     next_variant: u32,
+    /// Times it executed.
     pub executions: u64,
 }
 
+/// An execution context: the program, or a CPU-fault handler it entered.
 pub struct Context {
+    /// Nesting depth (0: the program).
     pub depth: u32,
+    /// Where the context began.
     pub entry_point: SegOff,
+    /// The node it executed last.
     pub last_executed: Option<u32>,
 }
 
@@ -60,11 +73,13 @@ pub const MAX_NODES: usize = 200_000;
 pub const MAX_VARIANTS: usize = 16;
 /// Successor edges recorded per node.
 pub const MAX_SUCCESSORS: usize = 16;
+/// Functions kept in the catalogue.
 pub const MAX_FUNCTIONS: usize = 65_536;
 /// Distinct callers remembered per function (the count stays exact).
 pub const MAX_CALLERS: usize = 16;
 /// Nested fault contexts (a fault inside a handler, and so on).
 pub const MAX_CONTEXTS: usize = 64;
+/// Entry points kept.
 pub const MAX_ENTRY_POINTS: usize = 4096;
 
 /// What tracking left out because a bound was reached.
@@ -72,30 +87,40 @@ pub const MAX_ENTRY_POINTS: usize = 4096;
 pub struct Dropped {
     /// Executions of instructions that got no node (node or variant bound).
     pub instructions: u64,
+    /// Successor edges not recorded (per-node bound).
     pub edges: u64,
     /// Calls to functions past the catalogue bound.
     pub calls: u64,
+    /// Fault contexts not recorded (nesting bound).
     pub contexts: u64,
 }
 
 impl Dropped {
+    /// Whether anything was left out.
     pub fn any(&self) -> bool {
         self.instructions + self.edges + self.calls + self.contexts > 0
     }
 }
 
+/// The function catalogue and dynamic control-flow graph of a machine.
 pub struct Tracker {
+    /// Functions by entry address.
     pub functions: HashMap<SegOff, FunctionInfo>,
+    /// Instruction nodes in discovery order.
     pub nodes: Vec<Node>,
     /// First node per linear address.
     by_addr: Vec<u32>,
+    /// The context stack; the last is the current one.
     pub contexts: Vec<Context>,
     /// Entry points of every context ever entered.
     pub entry_points: BTreeSet<SegOff>,
+    /// Distinct edges recorded.
     pub edges: u64,
+    /// Addresses holding more than one variant (self-modified code).
     pub variant_addresses: u64,
     pending_entry: bool,
     current: u32,
+    /// What bounds left out.
     pub dropped: Dropped,
     /// Fault contexts entered past [`MAX_CONTEXTS`] and not yet left.
     unrecorded_depth: u32,
@@ -308,10 +333,12 @@ impl Tracker {
         }
     }
 
+    /// The context executing now.
     pub fn current_context(&self) -> &Context {
         self.contexts.last().expect("context stack is never empty")
     }
 
+    /// The address of the last executed instruction, once one ran.
     pub fn last_executed(&self) -> Option<SegOff> {
         (self.current != NONE).then(|| self.nodes[self.current as usize].address)
     }
