@@ -113,18 +113,9 @@ impl Rounds {
                 "the call asked more than {MAX_ANSWERS} questions"
             ));
         }
-        let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
-            Ok(s) => s,
-            Err(e) => {
-                return Elicited::Unsupported(format!(
-                    "the plugin's form is not an elicitation schema: {e}"
-                ));
-            }
-        };
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema,
+        let params = match form_request(message, schema) {
+            Ok(params) => params,
+            Err(unsupported) => return unsupported,
         };
         asked
             .pending
@@ -183,16 +174,39 @@ fn open(state: &str) -> Option<Map<String, Value>> {
     serde_json::from_str(json).ok()
 }
 
-/// An `ElicitResult` (as JSON) as the plugin's answer.
+/// The elicitation form request for a plugin's question, in either form of
+/// elicitation; a schema MCP cannot carry makes the question unsupported.
+pub(crate) fn form_request(
+    message: String,
+    schema: Value,
+) -> Result<ElicitRequestParams, Elicited> {
+    let requested_schema: ElicitationSchema = serde_json::from_value(schema).map_err(|e| {
+        Elicited::Unsupported(format!(
+            "the plugin's form is not an elicitation schema: {e}"
+        ))
+    })?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    })
+}
+
+/// What the client's `ElicitResult` tells the plugin.
+pub(crate) fn answer_of(result: rmcp::model::ElicitResult) -> Elicited {
+    match result.action {
+        ElicitationAction::Accept => {
+            Elicited::Accepted(result.content.unwrap_or_else(|| Value::Object(Map::new())))
+        }
+        ElicitationAction::Decline => Elicited::Declined,
+        _ => Elicited::Cancelled,
+    }
+}
+
+/// An `ElicitResult` (as JSON, checked when it arrived) as the plugin's answer.
 fn read_answer(answer: &Value) -> Elicited {
     match serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()) {
-        Ok(r) => match r.action {
-            ElicitationAction::Accept => {
-                Elicited::Accepted(r.content.unwrap_or_else(|| Value::Object(Map::new())))
-            }
-            ElicitationAction::Decline => Elicited::Declined,
-            _ => Elicited::Cancelled,
-        },
+        Ok(r) => answer_of(r),
         Err(e) => Elicited::Unsupported(format!(
             "the client's answer is not an elicitation result: {e}"
         )),

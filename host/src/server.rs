@@ -98,27 +98,12 @@ fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::call::Elicitor> {
               }| {
             let peer = peer.clone();
             Box::pin(async move {
-                let requested_schema: ElicitationSchema = match serde_json::from_value(schema) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        return Elicited::Unsupported(format!(
-                            "the plugin's form is not an elicitation schema: {e}"
-                        ));
-                    }
-                };
-                let params = ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message,
-                    requested_schema,
+                let params = match crate::rounds::form_request(message, schema) {
+                    Ok(params) => params,
+                    Err(unsupported) => return unsupported,
                 };
                 match peer.create_elicitation(params).await {
-                    Ok(r) => match r.action {
-                        ElicitationAction::Accept => {
-                            Elicited::Accepted(r.content.unwrap_or_else(|| serde_json::json!({})))
-                        }
-                        ElicitationAction::Decline => Elicited::Declined,
-                        _ => Elicited::Cancelled,
-                    },
+                    Ok(r) => crate::rounds::answer_of(r),
                     Err(e) => Elicited::Unsupported(e.to_string()),
                 }
             })

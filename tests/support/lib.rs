@@ -698,23 +698,11 @@ impl Asker {
         action: rmcp::model::ElicitationAction,
         content: Option<Value>,
     ) -> (RunningService<RoleClient, Asker>, Asked) {
-        let mut cmd = Command::new(bin());
-        cmd.args(args).kill_on_drop(true);
-        let transport = TokioChildProcess::new(cmd).expect("starting benchtop");
-        let asked: Asked = Arc::default();
-        let client = Asker {
-            action,
-            content,
-            asked: asked.clone(),
-        }
-        .serve(transport)
-        .await
-        .expect("MCP initialize");
-        (client, asked)
+        let (client, transport, asked) = Self::start(args, action, content);
+        let running = client.serve(transport).await.expect("MCP initialize");
+        (running, asked)
     }
-}
 
-impl Asker {
     /// Like [`Asker::connect`], but speaking MCP 2026-07-28 without an
     /// `initialize` handshake: every request carries the client's version
     /// and capabilities, and questions come back as `input_required`
@@ -724,6 +712,22 @@ impl Asker {
         action: rmcp::model::ElicitationAction,
         content: Option<Value>,
     ) -> (RunningService<RoleClient, Asker>, Asked) {
+        let (client, transport, asked) = Self::start(args, action, content);
+        let mut server = rmcp::model::InitializeResult::new(Default::default());
+        server.protocol_version = rmcp::model::ProtocolVersion::V_2026_07_28;
+        let running = rmcp::service::serve_directly::<RoleClient, _, _, _, _>(
+            client,
+            transport,
+            Some(server.into()),
+        );
+        (running, asked)
+    }
+
+    fn start(
+        args: &[&str],
+        action: rmcp::model::ElicitationAction,
+        content: Option<Value>,
+    ) -> (Asker, TokioChildProcess, Asked) {
         let mut cmd = Command::new(bin());
         cmd.args(args).kill_on_drop(true);
         let transport = TokioChildProcess::new(cmd).expect("starting benchtop");
@@ -733,14 +737,7 @@ impl Asker {
             content,
             asked: asked.clone(),
         };
-        let mut server = rmcp::model::InitializeResult::new(Default::default());
-        server.protocol_version = rmcp::model::ProtocolVersion::V_2026_07_28;
-        let running = rmcp::service::serve_directly::<RoleClient, _, _, _, _>(
-            client,
-            transport,
-            Some(server.into()),
-        );
-        (running, asked)
+        (client, transport, asked)
     }
 }
 
