@@ -326,9 +326,13 @@ impl Cache {
 
     /// Logs cached now (parsed logs, not remembered failures): what the
     /// tests check the read budget against.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// True when no parsed log is cached.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 

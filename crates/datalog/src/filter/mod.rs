@@ -277,7 +277,7 @@ pub fn compile_regex(pattern: &str) -> Result<regex_lite::Regex, String> {
 /// The channel an agent most likely meant by `name`: a case-insensitive
 /// match, else the nearest within about a third of the name's length in
 /// edits, else one containing the other (for "did you mean" hints).
-pub(crate) fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     // No channel name is this long: comparing it with every channel of a
     // wide log would cost seconds for a suggestion nobody needs.
     if name.len() > 200 {
