@@ -149,7 +149,7 @@ async function keysOf(name) {
 /**
  * A typed result as jco gives it, spelled the way benchtop's host spells it
  * in JSON (docs/design.md, Contract 1): record fields by their `@key` or in
- * snake_case, a `none` field left out, a variant as `"case"` or
+ * snake_case and sorted, a `none` field left out, a variant as `"case"` or
  * `{"case": payload}`, 64-bit integers as numbers, byte lists as arrays.
  */
 export function toJson(value, spelling = { keys: {}, enums: new Set() }) {
@@ -164,12 +164,12 @@ export function toJson(value, spelling = { keys: {}, enums: new Set() }) {
         const tag = snake(value.tag);
         return value.val === undefined ? tag : { [tag]: toJson(value.val, spelling) };
     }
-    const out = {};
-    for (const k of fields) {
-        if (value[k] === undefined) continue;
-        out[keys[snake(k)] ?? snake(k)] = toJson(value[k], spelling);
-    }
-    return out;
+    // Keys sorted, as the host's JSON has them.
+    const entries = fields
+        .filter((k) => value[k] !== undefined)
+        .map((k) => [keys[snake(k)] ?? snake(k), toJson(value[k], spelling)])
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return Object.fromEntries(entries);
 }
 
 /**
