@@ -973,39 +973,13 @@ async fn text_files_and_unreadable_or_ungranted_cfgs_are_reported() {
 
 // ------------------------------------------------- resources, prompt, completion
 
-/// A resource's text and MIME type, or the error's text.
-async fn read(server: &Server, uri: &str) -> Result<(String, String), String> {
-    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
-    let r = server
-        .client
-        .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
-        .await
-        .map_err(|e| e.to_string())?;
-    match &r.contents[..] {
-        [
-            ResourceContents::TextResourceContents {
-                text, mime_type, ..
-            },
-        ] => Ok((text.clone(), mime_type.clone().unwrap_or_default())),
-        other => panic!("{uri}: one text expected, got {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn resources_prompt_and_completion_show_the_callers_sessions() {
     use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
     let cp = Cp::samples().await;
     let client = &cp.server.client;
-    let mut templates: Vec<String> = client
-        .list_all_resource_templates()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.uri_template.clone())
-        .collect();
-    templates.sort();
     assert_eq!(
-        templates,
+        cp.server.template_uris().await,
         [
             "cp1600://sessions/{session_id}/disassembly/{address}",
             "cp1600://sessions/{session_id}/memory/{start}/{end}",
@@ -1013,13 +987,7 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
             "cp1600://sessions/{session_id}/trace",
         ]
     );
-    let tools: Vec<String> = cp
-        .server
-        .tools()
-        .await
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = cp.server.tool_names().await;
     assert!(
         !tools
             .iter()
@@ -1033,7 +1001,9 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
     let run = cp.ok("cp1600_run", json!({})).await;
     assert_eq!(run["halted"], true, "{run}");
 
-    let (state, mime) = read(&cp.server, "cp1600://sessions/loop/state")
+    let (state, mime) = cp
+        .server
+        .read_text("cp1600://sessions/loop/state")
         .await
         .unwrap();
     assert_eq!(mime, "application/json");
@@ -1055,7 +1025,9 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
     );
 
     // The counter the program stored at $0200, and INCR R0 at $5003.
-    let (dump, mime) = read(&cp.server, "cp1600://sessions/loop/memory/$0200/513")
+    let (dump, mime) = cp
+        .server
+        .read_text("cp1600://sessions/loop/memory/$0200/513")
         .await
         .unwrap();
     assert_eq!(mime, "text/plain");
@@ -1066,7 +1038,9 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
             "$0200: 000A 0000"
         ]
     );
-    let (dump, _) = read(&cp.server, "cp1600://sessions/loop/memory/0x5000/20490")
+    let (dump, _) = cp
+        .server
+        .read_text("cp1600://sessions/loop/memory/0x5000/20490")
         .await
         .unwrap();
     assert!(
@@ -1083,14 +1057,16 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
         ("cp1600://sessions/loop/memory/$5010/$5000", "below"),
         ("cp1600://sessions/loop/memory/ten/20", "start `ten`"),
     ] {
-        let e = read(&cp.server, uri).await.unwrap_err();
+        let e = cp.server.read_text(uri).await.unwrap_err();
         assert!(
             e.contains("INVALID_ARGUMENT") && e.contains(needle),
             "{uri}: {e}"
         );
     }
 
-    let (d, _) = read(&cp.server, "cp1600://sessions/loop/disassembly/$5000")
+    let (d, _) = cp
+        .server
+        .read_text("cp1600://sessions/loop/disassembly/$5000")
         .await
         .unwrap();
     let d: Value = serde_json::from_str(&d).unwrap();
@@ -1105,7 +1081,9 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
         ["CLRR", "MVII", "INCR", "DECR", "BNEQ", "MVO", "HLT"]
     );
 
-    let (t, _) = read(&cp.server, "cp1600://sessions/loop/trace")
+    let (t, _) = cp
+        .server
+        .read_text("cp1600://sessions/loop/trace")
         .await
         .unwrap();
     let t: Value = serde_json::from_str(&t).unwrap();
@@ -1120,7 +1098,7 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
         "cp1600://sessions/nope/memory/0/1",
         "cp1600://sessions/nope/trace",
     ] {
-        let e = read(&cp.server, uri).await.unwrap_err();
+        let e = cp.server.read_text(uri).await.unwrap_err();
         assert!(
             e.contains("SESSION_NOT_FOUND") && e.contains("cp1600_create_session"),
             "{e}"

@@ -805,52 +805,20 @@ async fn shared_every_dos_program_matches_its_reference_run() {
 
 // ------------------------------------------------- resources, prompt, completion
 
-/// A resource's text and MIME type, or the error's text.
-async fn read(server: &Server, uri: &str) -> Result<(String, String), String> {
-    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
-    let r = server
-        .client
-        .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
-        .await
-        .map_err(|e| e.to_string())?;
-    match &r.contents[..] {
-        [
-            ResourceContents::TextResourceContents {
-                text, mime_type, ..
-            },
-        ] => Ok((text.clone(), mime_type.clone().unwrap_or_default())),
-        other => panic!("{uri}: one text expected, got {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn resources_prompt_and_completion_show_the_callers_machines() {
     use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
     let x = X86::samples().await;
     let client = &x.server.client;
-    let mut templates: Vec<String> = client
-        .list_all_resource_templates()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.uri_template.clone())
-        .collect();
-    templates.sort();
     assert_eq!(
-        templates,
+        x.server.template_uris().await,
         [
             "x86://machines/{machine}/console",
             "x86://machines/{machine}/memory/{segment}/{offset}/{length}",
             "x86://machines/{machine}/registers",
         ]
     );
-    let tools: Vec<String> = x
-        .server
-        .tools()
-        .await
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = x.server.tool_names().await;
     assert!(
         !tools
             .iter()
@@ -868,7 +836,11 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
     let run = x.ok("x86_run", json!({})).await;
     assert_eq!(run["stop_reason"], "exited");
 
-    let (regs, mime) = read(&x.server, &format!("{base}/registers")).await.unwrap();
+    let (regs, mime) = x
+        .server
+        .read_text(&format!("{base}/registers"))
+        .await
+        .unwrap();
     assert_eq!(mime, "application/json");
     let regs: Value = serde_json::from_str(&regs).unwrap();
     assert_eq!(
@@ -877,7 +849,9 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
     );
 
     // The program's first bytes, as read_memory reads them at 0087:0100.
-    let (dump, mime) = read(&x.server, &format!("{base}/memory/0087/0100/16"))
+    let (dump, mime) = x
+        .server
+        .read_text(&format!("{base}/memory/0087/0100/16"))
         .await
         .unwrap();
     assert_eq!(mime, "text/plain");
@@ -903,7 +877,9 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
         ("memory/87G/0100/1", "segment `87G`"),
         ("memory/0087/10000/1", "offset `10000`"),
     ] {
-        let e = read(&x.server, &format!("{base}/{tail}"))
+        let e = x
+            .server
+            .read_text(&format!("{base}/{tail}"))
             .await
             .unwrap_err();
         assert!(
@@ -912,7 +888,11 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
         );
     }
 
-    let (console, mime) = read(&x.server, &format!("{base}/console")).await.unwrap();
+    let (console, mime) = x
+        .server
+        .read_text(&format!("{base}/console"))
+        .await
+        .unwrap();
     assert_eq!(mime, "text/plain");
     let out = "Hello from benchtop x86-inspect!\r\nCommand tail:[ abc]\r\n";
     assert!(console.starts_with(&format!("machine {m} (")), "{console}");
@@ -928,7 +908,7 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
         "x86://machines/12345/console".to_owned(),
         "x86://machines/notanumber/memory/0/0/1".to_owned(),
     ] {
-        let e = read(&x.server, &uri).await.unwrap_err();
+        let e = x.server.read_text(&uri).await.unwrap_err();
         assert!(
             e.contains("UNKNOWN_MACHINE") && e.contains("x86_list_machines"),
             "{e}"

@@ -190,6 +190,48 @@ impl Server {
         self.client.list_all_tools().await.expect("tools/list")
     }
 
+    /// The names of the tools, in the server's order.
+    pub async fn tool_names(&self) -> Vec<String> {
+        self.tools()
+            .await
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// The URI templates of `resources/templates/list`, sorted.
+    pub async fn template_uris(&self) -> Vec<String> {
+        let mut uris: Vec<String> = self
+            .client
+            .list_all_resource_templates()
+            .await
+            .expect("resources/templates/list")
+            .into_iter()
+            .map(|t| t.uri_template.clone())
+            .collect();
+        uris.sort();
+        uris
+    }
+
+    /// `resources/read` of a resource with one text: its text and MIME
+    /// type, or the protocol error's text.
+    pub async fn read_text(&self, uri: &str) -> Result<(String, String), String> {
+        use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+        let r = self
+            .client
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+            .await
+            .map_err(|e| e.to_string())?;
+        match &r.contents[..] {
+            [
+                ResourceContents::TextResourceContents {
+                    text, mime_type, ..
+                },
+            ] => Ok((text.clone(), mime_type.clone().unwrap_or_default())),
+            other => panic!("{uri}: one text expected, got {other:?}"),
+        }
+    }
+
     /// `tools/call`, panicking on a protocol error.
     pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
         self.try_call(name, args)
