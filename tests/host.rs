@@ -752,6 +752,45 @@ async fn unbounded_recursion_and_huge_results_are_contained() {
 }
 
 #[tokio::test]
+async fn a_tool_names_its_view_and_the_view_is_a_ui_resource() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let sb = sandbox("");
+    let s = start(&sb).await;
+    let info = s.client.peer_info().expect("server info");
+    let ui =
+        &info.capabilities.extensions.as_ref().expect("extensions")["io.modelcontextprotocol/ui"];
+    assert_eq!(ui["mimeTypes"], json!(["text/html;profile=mcp-app"]));
+    let tools = s.tools().await;
+    let show = tools.iter().find(|t| t.name == "show_item").unwrap();
+    let meta = serde_json::to_value(show.meta.as_ref().expect("_meta")).unwrap();
+    assert_eq!(meta["ui"]["resourceUri"], "ui://kitchen/item", "{meta}");
+    assert_eq!(meta["ui/resourceUri"], "ui://kitchen/item", "{meta}");
+    // Tools without a view carry no view metadata.
+    let hello = tools.iter().find(|t| t.name == "hello").unwrap();
+    assert!(hello.meta.is_none(), "{:?}", hello.meta);
+    // The view is served with the MCP Apps MIME type; the tool still
+    // answers in text for clients that show no views.
+    let r = s
+        .client
+        .read_resource(ReadResourceRequestParams::new("ui://kitchen/item"))
+        .await
+        .unwrap();
+    match &r.contents[..] {
+        [
+            ResourceContents::TextResourceContents {
+                text, mime_type, ..
+            },
+        ] => {
+            assert!(text.starts_with("<!doctype html>"), "{text}");
+            assert_eq!(mime_type.as_deref(), Some("text/html;profile=mcp-app"));
+        }
+        other => panic!("one text expected, got {other:?}"),
+    }
+    let r = s.call("show_item", json!({"id": "7"})).await;
+    assert_eq!(text(&r), "item 7");
+}
+
+#[tokio::test]
 async fn resources_prompts_and_completions_come_from_tags() {
     use rmcp::model::{
         ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams,
@@ -772,7 +811,10 @@ async fn resources_prompts_and_completions_come_from_tags() {
 
     let resources = s.client.list_all_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["kitchen://bytes", "kitchen://greeting"]);
+    assert_eq!(
+        uris,
+        ["kitchen://bytes", "kitchen://greeting", "ui://kitchen/item"]
+    );
     assert_eq!(
         resources[1].description.as_deref(),
         Some("A fixed greeting.")

@@ -2,7 +2,7 @@
 //!
 //! The plugin build injects the WIT docs into the component (see the
 //! `wit-docs` crate); here we copy them onto the decoded [`Resolve`] and
-//! split doc-comment tags (`@read-only`, `@json`, `@setting …`) from the prose.
+//! split doc-comment tags (`@read-only`, `@json`, `@ui`, `@setting …`) from the prose.
 
 use serde_json::Value;
 use wit_parser::{Resolve, TypeDefKind};

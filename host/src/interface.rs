@@ -120,7 +120,13 @@ pub struct ToolDef {
     pub input_schema: Value,
     /// JSON Schema of the structured result, when there is one.
     pub output_schema: Option<Value>,
+    /// `@ui ui://…`: the view (MCP Apps) a client that renders views shows
+    /// for this tool's results; served as a resource by any plugin.
+    pub view: Option<String>,
 }
+
+/// The MIME type of an MCP Apps view (`io.modelcontextprotocol/ui`).
+pub const VIEW_MIME: &str = "text/html;profile=mcp-app";
 
 /// A setting a plugin declares with `@setting ENV flag=--x vscode=a.b access=ro`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,6 +379,22 @@ fn tool_def(
     if let Role::Resource { .. } | Role::Prompt | Role::Completion = role {
         check_non_tool_result(resolve, &role, &name, func.result.as_ref(), &output)?;
     }
+    let view = match tagged.arg("ui") {
+        None => None,
+        Some(uri)
+            if role == Role::Tool
+                && uri.starts_with("ui://")
+                && !uri.contains(char::is_whitespace) =>
+        {
+            Some(uri.to_owned())
+        }
+        Some(uri) if role != Role::Tool => {
+            bail!("`{name}`: @ui {uri} names a view, which only a tool has; drop the tag")
+        }
+        Some(uri) => {
+            bail!("`{name}`: @ui needs one `ui://` URI (the view's resource), not `{uri}`")
+        }
+    };
     Ok(ToolDef {
         role,
         name,
@@ -386,6 +408,7 @@ fn tool_def(
         annotations,
         input_schema,
         output_schema,
+        view,
     })
 }
 
@@ -615,4 +638,38 @@ fn is_content_block(resolve: &Resolve, ty: &Type) -> bool {
     def.name.as_deref() == Some("block")
         && iface.name.as_deref() == Some("content")
         && is_host_package(resolve, iface.package)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tool definition of `f` in a one-function interface with `docs`.
+    fn def(docs: &str, signature: &str) -> Result<ToolDef> {
+        let docs: String = docs.lines().map(|l| format!("    /// {l}\n")).collect();
+        let wit = format!("package t:t;\ninterface i {{\n{docs}    f: {signature};\n}}\n");
+        let mut resolve = Resolve::default();
+        let pkg = resolve.push_str("t.wit", &wit)?;
+        let iface = resolve.packages[pkg].interfaces["i"];
+        let func = resolve.interfaces[iface].functions["f"].clone();
+        tool_def(&resolve, Some("t:t/i"), &func, &mut Vec::new())
+    }
+
+    #[test]
+    fn a_tool_names_its_view_with_ui() {
+        let d = def("Shows a table.\n@ui ui://ecu/table", "func() -> string").unwrap();
+        assert_eq!(d.view.as_deref(), Some("ui://ecu/table"));
+        assert_eq!(d.description, "Shows a table.");
+        assert_eq!(def("No view.", "func() -> string").unwrap().view, None);
+    }
+
+    #[test]
+    fn a_view_must_be_one_ui_uri_on_a_tool() {
+        let e = def("@ui https://x", "func() -> string").unwrap_err();
+        assert!(e.to_string().contains("one `ui://` URI"), "{e}");
+        let e = def("@ui", "func() -> string").unwrap_err();
+        assert!(e.to_string().contains("one `ui://` URI"), "{e}");
+        let e = def("@resource ui://a\n@ui ui://b", "func() -> string").unwrap_err();
+        assert!(e.to_string().contains("only a tool has"), "{e}");
+    }
 }

@@ -32,6 +32,9 @@ pub fn mime_of(def: &ToolDef) -> String {
     {
         return mime.clone();
     }
+    if def.resource_uri().starts_with("ui://") {
+        return crate::interface::VIEW_MIME.to_owned();
+    }
     let ok = match &def.output {
         Output::Result { ok, .. } => ok.as_ref(),
         other => other,

@@ -134,6 +134,17 @@ impl Catalog {
                 );
             }
         }
+        // A view may come from another plugin (a companion whose only job
+        // is views), so a missing one is a warning, not a refusal.
+        for (name, (plugin, i)) in &catalog.tools {
+            if let Some(view) = &plugin.interface.tools[*i].view
+                && catalog.resource(view).is_none()
+            {
+                tracing::warn!(
+                    "tool `{name}` names the view {view}, which no loaded plugin serves; clients that render views will show nothing for it"
+                );
+            }
+        }
         (catalog, refusals)
     }
 
@@ -240,6 +251,17 @@ fn mcp_tool(name: &str, plugin: &Plugin, index: usize) -> Tool {
         }
         ann = ann.open_world(a.open_world);
         tool = tool.with_annotations(ann);
+    }
+    if let Some(view) = &def.view {
+        // MCP Apps (SEP-1865): `ui.resourceUri`, and the flat key its
+        // first clients read.
+        let meta = serde_json::json!({
+            "ui": { "resourceUri": view },
+            "ui/resourceUri": view,
+        });
+        if let serde_json::Value::Object(meta) = meta {
+            tool.meta = Some(rmcp::model::MetaObject(meta));
+        }
     }
     tool
 }

@@ -195,24 +195,30 @@ fn rounds_of(
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_prompts()
-                .enable_prompts_list_changed()
-                .enable_resources()
-                .enable_resources_list_changed()
-                .enable_resources_subscribe()
-                .enable_completions()
-                .enable_logging()
-                .build(),
-        )
-        .with_server_info(Implementation::new("benchtop", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "benchtop serves tools from WebAssembly plugins. Call tools/list to see them; \
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_completions()
+            .enable_logging()
+            .build();
+        // Views (MCP Apps): tools may name a `ui://` resource to render.
+        let mut ui = serde_json::Map::new();
+        ui.insert(
+            "mimeTypes".into(),
+            serde_json::json!([crate::interface::VIEW_MIME]),
+        );
+        capabilities.extensions = Some([("io.modelcontextprotocol/ui".to_owned(), ui)].into());
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("benchtop", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "benchtop serves tools from WebAssembly plugins. Call tools/list to see them; \
              the list can change while serving (notifications/tools/list_changed).",
-        )
+            )
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -262,6 +262,14 @@ impl offers::Guest for KitchenSink {
         "hello from a resource".into()
     }
 
+    fn item_view() -> String {
+        "<!doctype html><title>item</title><pre id=item></pre>".into()
+    }
+
+    fn show_item(id: String) -> String {
+        format!("item {id}")
+    }
+
     fn raw_bytes() -> Vec<u8> {
         vec![0, 1, 254, 255]
     }
