@@ -94,7 +94,10 @@ for t in "${targets[@]}"; do
     what="for $seconds s"
     if [[ -n $runs ]]; then
         limit+=(-runs="$runs")
-        what="to $runs executions$([[ $seconds -gt 0 ]] && echo " (at most $seconds s)")"
+        what="to $runs executions"
+        # (An `&&` inside $(…) would end the script under `set -e` when
+        # there is no cap, the `make fuzz` default.)
+        if [[ $seconds -gt 0 ]]; then what+=" (at most $seconds s)"; fi
     fi
     mapfile -t flags < <(target_flags "$t")
     echo "fuzz/run.sh: $t $what ${flags[*]}" >&2
