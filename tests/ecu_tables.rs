@@ -8,9 +8,10 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
-const TOOLS: [&str; 5] = [
+const TOOLS: [&str; 6] = [
     "diff_tables",
     "list_tables",
+    "overlay_log",
     "patch_table",
     "read_table",
     "rom_info",
@@ -195,7 +196,7 @@ fn check_axis(labels: &[String], axis: &Value, ctx: &str) {
 // ---------------------------------------------------------------- samples
 
 #[tokio::test]
-async fn serves_exactly_the_five_ecu_tools_with_annotations() {
+async fn serves_exactly_the_six_ecu_tools_with_annotations() {
     let ecu = Ecu::sample(None).await;
     let tools = ecu.server.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -215,6 +216,190 @@ async fn serves_exactly_the_five_ecu_tools_with_annotations() {
         schema["properties"]["op"]["enum"],
         json!(["set", "add", "multiply", "clamp", "smooth"])
     );
+    ecu.server.stop().await;
+}
+
+// ------------------------------------------------------------- overlay_log
+
+/// Samples placed by hand on Ignition Timing Base Map (Load 20..200 % in
+/// steps of 20 across, RPM ..4000, 4500, 5000, 6000, 7000 down): on
+/// breakpoints (4000/100 twice), RPM midway 4000..4500 (→ 4500), Load
+/// midway 80..100 (→ 100), RPM exactly half a step past 7000 (outside),
+/// Load exactly half a step past 200 (outside), on 2000/20.
+const DRIVE: &str = "Time,RPM,Load,Knock\n\
+0.0,4000,100,2\n0.1,4000,100,4\n0.2,4250,100,1\n0.3,4000,90,3\n\
+0.4,7500,100,9\n0.5,4000,210,0\n0.6,2000,20,0\n";
+
+/// A RomRaider log (semicolons, decimal commas, units in the names): two
+/// samples on 4000/100.
+const ROMRAIDER: &str = "Time (msec);Engine Speed (rpm);Engine Load (%);Knock Count (count)\n\
+0;4000;100,0;0\n20;4000;100,0;1\n";
+
+/// The section of an overlay answer under `## heading`.
+fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
+    let start = doc
+        .find(&format!("## {heading}\n"))
+        .unwrap_or_else(|| panic!("no `## {heading}` in\n{doc}"));
+    let rest = &doc[start + heading.len() + 4..];
+    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+/// The cell at row label `y`, column label `x` of a grid.
+fn at(g: &Grid, y: &str, x: &str) -> String {
+    let c = g
+        .col_labels
+        .iter()
+        .position(|l| l == x)
+        .unwrap_or_else(|| panic!("{x}: {g:?}"));
+    let r = g
+        .row_labels
+        .iter()
+        .position(|l| l == y)
+        .unwrap_or_else(|| panic!("{y}: {g:?}"));
+    g.cells[r][c].clone()
+}
+
+#[tokio::test]
+async fn overlay_log_counts_and_summarises_hand_placed_samples() {
+    let logs = tempfile::tempdir().unwrap();
+    std::fs::write(logs.path().join("drive.csv"), DRIVE).unwrap();
+    std::fs::write(
+        logs.path().join("romraiderlog_20260221_180000.csv"),
+        ROMRAIDER,
+    )
+    .unwrap();
+    std::fs::write(
+        logs.path().join("nospeed.csv"),
+        "Time,Speed,Load\n0,50,60\n",
+    )
+    .unwrap();
+    let plugins = only_plugin("ecu_tables.wasm");
+    let defs = samples().join("definitions");
+    let args = [
+        "--plugins",
+        &plugins.path().to_string_lossy(),
+        "--definitions-path",
+        &defs.to_string_lossy(),
+        "--logs-dir",
+        &logs.path().to_string_lossy(),
+        "--allow",
+        &format!("{}:ro", samples().display()),
+    ]
+    .map(|a| a.to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ecu = Ecu {
+        server: Server::start(&args).await,
+        _plugins: plugins,
+    };
+    let tools = ecu.server.tools().await;
+    let overlay = tools.iter().find(|t| t.name == "overlay_log").unwrap();
+    assert_eq!(
+        overlay.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    let rom = sample_rom();
+    let table = "Ignition Timing Base Map";
+
+    let out = ecu
+        .ok(
+            "overlay_log",
+            json!({"rom": rom, "table": table, "file": "drive.csv", "channels": ["Knock"]}),
+        )
+        .await;
+    for (k, v) in [
+        ("samples", "7"),
+        ("in_cells", "5"),
+        ("outside", "2"),
+        ("x_channel", "Load (same name as the axis)"),
+        ("y_channel", "RPM (same name as the axis)"),
+    ] {
+        assert_eq!(val(&out, k), v, "{out}");
+    }
+    assert!(val(&out, "cells").contains("midway between neighbouring breakpoints"));
+    let n = grid(section(&out, "Samples per cell"));
+    assert_eq!(at(&n, "4000", "100"), "3");
+    assert_eq!(at(&n, "4500", "100"), "1");
+    assert_eq!(at(&n, "2000", "20"), "1");
+    assert_eq!(at(&n, "7000", "100"), "0");
+    // Knock at 4000/100: 2, 4, 3.
+    assert_eq!(
+        at(&grid(section(&out, "Knock: mean")), "4000", "100"),
+        "3.0"
+    );
+    assert_eq!(at(&grid(section(&out, "Knock: min")), "4000", "100"), "2");
+    assert_eq!(at(&grid(section(&out, "Knock: max")), "4000", "100"), "4");
+    assert_eq!(at(&grid(section(&out, "Knock: p90")), "4000", "100"), "3.8");
+    assert_eq!(at(&grid(section(&out, "Knock: mean")), "2000", "100"), "-");
+
+    // A filter in query_logs' language, and another percentile.
+    let out = ecu
+        .ok(
+            "overlay_log",
+            json!({"rom": rom, "table": table, "file": "drive.csv", "filter": "Knock >= 3",
+                   "channels": ["Knock"], "stats": ["mean", "percentile"], "percentile": 50}),
+        )
+        .await;
+    assert_eq!(
+        (val(&out, "selected"), val(&out, "in_cells")),
+        ("3".into(), "2".into())
+    );
+    assert_eq!(
+        at(&grid(section(&out, "Knock: mean")), "4000", "100"),
+        "3.5"
+    );
+    assert_eq!(at(&grid(section(&out, "Knock: p50")), "4000", "100"), "3.5");
+    assert!(!out.contains("Knock: max"), "{out}");
+
+    // Every log: the RomRaider names match by synonym; the log without a
+    // speed channel is skipped, saying why.
+    let out = ecu
+        .ok("overlay_log", json!({"rom": rom, "table": table}))
+        .await;
+    assert_eq!(val(&out, "in_cells"), "7", "{out}");
+    assert_eq!(
+        at(&grid(section(&out, "Samples per cell")), "4000", "100"),
+        "5"
+    );
+    assert!(
+        out.contains("Engine Speed (rpm) (`Engine Speed (rpm)` is a name for engine speed)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 logs skipped") && out.contains("nospeed.csv"),
+        "{out}"
+    );
+
+    // One log missing the axis channel: the error lists its channels; named
+    // explicitly, the channel is used.
+    let err = ecu
+        .err(
+            "overlay_log",
+            json!({"rom": rom, "table": table, "file": "nospeed.csv"}),
+        )
+        .await;
+    assert!(err.starts_with("UNKNOWN_CHANNEL"), "{err}");
+    assert!(
+        err.contains("RPM (rpm)") && err.contains("Time, Speed, Load") && err.contains("y_channel"),
+        "{err}"
+    );
+    let out = ecu
+        .ok(
+            "overlay_log",
+            json!({"rom": rom, "table": table, "file": "nospeed.csv", "y_channel": "Speed"}),
+        )
+        .await;
+    assert_eq!(val(&out, "y_channel"), "Speed (given as y_channel)");
+    let err = ecu
+        .err(
+            "overlay_log",
+            json!({"rom": rom, "table": table, "filter": "Knock >"}),
+        )
+        .await;
+    assert!(err.starts_with("BAD_FILTER"), "{err}");
+    let err = ecu
+        .err("overlay_log", json!({"rom": rom, "table": "Boost Target"}))
+        .await;
+    assert!(err.contains("text labels"), "{err}");
     ecu.server.stop().await;
 }
 
@@ -1209,7 +1394,7 @@ mod offers {
                 && part.contains('_')
                 && part.chars().all(|c| c.is_ascii_lowercase() || c == '_')
                 && [
-                    "rom_", "list_", "read_", "patch_", "diff_", "query_", "plot_",
+                    "rom_", "list_", "read_", "patch_", "diff_", "query_", "plot_", "overlay_",
                 ]
                 .iter()
                 .any(|p| part.starts_with(p));

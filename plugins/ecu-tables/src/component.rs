@@ -142,6 +142,41 @@ impl wit::Guest for Component {
         };
         with_explorer(|ex, cfg| tools::diff_tables(ex, cfg, &args))
     }
+
+    fn overlay_log(args: wit::OverlayLogArgs) -> Result<String, wit::ToolError> {
+        use crate::overlay::{OverlayLog, Stat, overlay_log};
+        let args = OverlayLog {
+            rom: args.rom,
+            table: args.table,
+            file: args.file,
+            filter: args.filter,
+            channels: args.channels.unwrap_or_default(),
+            stats: args
+                .stats
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| match s {
+                    wit::Stat::Mean => Stat::Mean,
+                    wit::Stat::Min => Stat::Min,
+                    wit::Stat::Max => Stat::Max,
+                    wit::Stat::Percentile => Stat::Percentile,
+                })
+                .collect(),
+            percentile: args.percentile,
+            x_channel: args.x_channel,
+            y_channel: args.y_channel,
+        };
+        with_explorer(|ex, cfg| {
+            let dir = datalog::logs::logs_dir().map_err(Error::Log)?;
+            // The same cache type log-query keeps; this plugin's own copy.
+            let mut cache = datalog::logs::cache()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            overlay_log(ex, cfg, &dir, &mut cache, &args, &mut |done, total, msg| {
+                benchtop::host::progress::report(done, total, msg)
+            })
+        })
+    }
 }
 
 impl wit_offers::Guest for Component {

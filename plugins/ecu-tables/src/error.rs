@@ -106,6 +106,11 @@ pub enum Error {
     )]
     NotConfirmed(&'static str),
 
+    /// Reading a log or applying a filter failed (overlay_log): the shared
+    /// log reader's code (`UNKNOWN_FILE`, `BAD_FILTER`, `UNKNOWN_CHANNEL`, …).
+    #[error("{}", .0.message)]
+    Log(datalog::ToolError),
+
     /// Writing the patched ROM failed; the write is atomic, so the file on
     /// disk is as it was.
     #[error("cannot write ROM {path}: {message}. The ROM on disk was not changed")]
@@ -139,6 +144,7 @@ impl Error {
             Error::Checksum(_) => "CHECKSUM_UNSUPPORTED",
             Error::Write { .. } => "WRITE_FAILED",
             Error::NotConfirmed(_) => "PATCH_NOT_CONFIRMED",
+            Error::Log(e) => e.code,
         }
     }
 

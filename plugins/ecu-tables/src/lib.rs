@@ -13,6 +13,7 @@ pub mod expr;
 pub mod image;
 pub mod memmodel;
 pub mod offers;
+pub mod overlay;
 pub mod patch;
 pub mod printf;
 pub mod sample;

@@ -580,6 +580,16 @@ pub(crate) struct Window {
 }
 
 impl Window {
+    /// The whole table.
+    pub(crate) fn whole(rows: usize, cols: usize) -> Self {
+        Self {
+            row_start: 0,
+            row_count: rows,
+            col_start: 0,
+            col_count: cols,
+        }
+    }
+
     fn new(
         rows: usize,
         cols: usize,
@@ -720,6 +730,19 @@ fn render_grid(t: &Table, data: &TableData, w: Window) -> String {
         Some(u) if !u.is_empty() => format!("Value ({u})"),
         _ => "Value".to_string(),
     };
+    render_layout(t, data, w, value_header, &|r, c| data.display(r, c))
+}
+
+/// The table's markdown layout (the spec's 1D/2D shapes, axis breakpoints
+/// as headers) with `cell` giving each shown cell's text: read_table shows
+/// the values, overlay_log its figures in the same layout.
+pub(crate) fn render_layout(
+    t: &Table,
+    data: &TableData,
+    w: Window,
+    value_header: String,
+    cell: &dyn Fn(usize, usize) -> String,
+) -> String {
     let rows = w.row_start..w.row_start + w.row_count;
     let cols = w.col_start..w.col_start + w.col_count;
     match t.table_type {
@@ -735,7 +758,7 @@ fn render_grid(t: &Table, data: &TableData, w: Window) -> String {
             for r in rows {
                 let mut row = Vec::with_capacity(w.col_count + 1);
                 row.push(y.map_or(r.to_string(), |l| l[r].clone()));
-                row.extend(cols.clone().map(|c| data.display(r, c)));
+                row.extend(cols.clone().map(|c| cell(r, c)));
                 md.row(row);
             }
             md.render()
@@ -745,16 +768,13 @@ fn render_grid(t: &Table, data: &TableData, w: Window) -> String {
             let labels = data.row_axis.as_ref().map(|a| &a.labels);
             let mut md = MarkdownTable::new([axis, value_header]);
             for r in rows {
-                md.row([
-                    labels.map_or(r.to_string(), |l| l[r].clone()),
-                    data.display(r, 0),
-                ]);
+                md.row([labels.map_or(r.to_string(), |l| l[r].clone()), cell(r, 0)]);
             }
             md.render()
         }
         TableType::Scalar => {
             let mut md = MarkdownTable::new([value_header]);
-            md.row([data.display(0, 0)]);
+            md.row([cell(0, 0)]);
             md.render()
         }
     }

@@ -1,0 +1,1297 @@
+//! overlay_log: a datalog laid over a table of a ROM. Each sample falls in
+//! the cell whose breakpoints are nearest to its axis channels' values; per
+//! cell the tool counts samples and summarises the channels the user names
+//! (mean, min, max, a percentile), in the table's own markdown layout.
+//!
+//! Logs are read with the shared `datalog` crate, the same reader and
+//! filter language log-query uses, so a filter that works in query_logs
+//! selects the same samples here.
+
+use crate::decode::TableData;
+use crate::definition::{Axis, Table, TableType};
+use crate::error::Error;
+use crate::store::Explorer;
+use crate::tools::{Config, Window, render_layout, table_data};
+use datalog::column::{Column, format_number};
+use datalog::filter::{self, Filter};
+use datalog::logs::{Cache, Listing};
+use datalog::reader::{Log, Need};
+use datalog::{ToolError, error as log_error};
+use plugin_kit::Frontmatter;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Channels summarised per cell at most: each adds up to four grids.
+pub const MAX_CHANNELS: usize = 3;
+/// Cells rendered at most over all grids, so the answer stays readable.
+pub const MAX_CELLS: usize = 6000;
+/// Logs listed by name in the answer; the rest are counted.
+const MAX_LISTED_LOGS: usize = 20;
+/// The percentile when none is asked for.
+pub const DEFAULT_PERCENTILE: f64 = 90.0;
+
+/// What the answer's frontmatter says about the cells, word for word.
+pub const CELLS_NOTE: &str = "each cell is centred on its breakpoint, its edges midway between \
+     neighbouring breakpoints; a sample exactly on an edge counts in the cell of the higher \
+     breakpoint; the outer cells reach half a step beyond the first and last breakpoints, and \
+     samples further out are counted as outside";
+
+/// A per-cell figure of a named channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// Arithmetic mean.
+    Mean,
+    /// Smallest value.
+    Min,
+    /// Largest value.
+    Max,
+    /// The chosen percentile, linear between the closest ranks.
+    Percentile,
+}
+
+/// Every figure, in the order the grids are shown.
+pub const ALL_STATS: [Stat; 4] = [Stat::Mean, Stat::Min, Stat::Max, Stat::Percentile];
+
+/// Arguments of overlay_log.
+#[derive(Debug, Clone, Default)]
+pub struct OverlayLog {
+    /// ROM path (absolute or workspace-relative).
+    pub rom: String,
+    /// Exact table name from list_tables.
+    pub table: String,
+    /// Log file name from list_logs; none for every log of the directory.
+    pub file: Option<String>,
+    /// filtrex expression selecting samples; none for all.
+    pub filter: Option<String>,
+    /// Channels to summarise per cell (at most [`MAX_CHANNELS`]).
+    pub channels: Vec<String>,
+    /// Figures per channel; empty for all of [`ALL_STATS`].
+    pub stats: Vec<Stat>,
+    /// Percentile (0..=100) for [`Stat::Percentile`]; default 90.
+    pub percentile: Option<f64>,
+    /// Log channel for the X axis (the columns of a 3D table, the only
+    /// axis of a 2D one), when it cannot be matched by name.
+    pub x_channel: Option<String>,
+    /// Log channel for the Y axis (the rows of a 3D table).
+    pub y_channel: Option<String>,
+}
+
+/// How one axis splits values into cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisBins {
+    /// Breakpoint indices in ascending order of value.
+    order: Vec<usize>,
+    /// Edges between neighbours (ascending), one fewer than breakpoints.
+    mids: Vec<f64>,
+    /// Lowest value inside the outer cell (inclusive).
+    lo: f64,
+    /// Value past the top outer cell (exclusive).
+    hi: f64,
+}
+
+impl AxisBins {
+    /// Cells centred on `breakpoints` (any order, distinct, finite). A
+    /// single breakpoint takes every sample (there is no step to halve).
+    pub fn new(breakpoints: &[f64]) -> Result<AxisBins, String> {
+        if breakpoints.is_empty() {
+            return Err("the axis has no breakpoints".into());
+        }
+        if let Some(v) = breakpoints.iter().find(|v| !v.is_finite()) {
+            return Err(format!(
+                "the axis has a breakpoint that is not a number ({v})"
+            ));
+        }
+        let mut order: Vec<usize> = (0..breakpoints.len()).collect();
+        order.sort_by(|&a, &b| breakpoints[a].total_cmp(&breakpoints[b]));
+        let sorted: Vec<f64> = order.iter().map(|&i| breakpoints[i]).collect();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "the axis repeats the breakpoint {}, so its cells are not defined",
+                w[0]
+            ));
+        }
+        let mids: Vec<f64> = sorted
+            .windows(2)
+            .map(|w| w[0] + (w[1] - w[0]) / 2.0)
+            .collect();
+        let (lo, hi) = match sorted.len() {
+            1 => (f64::NEG_INFINITY, f64::INFINITY),
+            n => (
+                sorted[0] - (sorted[1] - sorted[0]) / 2.0,
+                sorted[n - 1] + (sorted[n - 1] - sorted[n - 2]) / 2.0,
+            ),
+        };
+        Ok(AxisBins {
+            order,
+            mids,
+            lo,
+            hi,
+        })
+    }
+
+    /// The breakpoint index whose cell holds `v`; none outside the outer
+    /// cells (and for NaN).
+    pub fn cell(&self, v: f64) -> Option<usize> {
+        if !(v >= self.lo && v < self.hi) {
+            return None;
+        }
+        // Edges belong to the cell above them.
+        let k = self.mids.partition_point(|&m| m <= v);
+        Some(self.order[k])
+    }
+}
+
+/// Physical breakpoints of a table axis, or why it cannot be overlaid.
+fn breakpoints(axis: &Axis, data: Option<&crate::decode::AxisData>) -> Result<Vec<f64>, Error> {
+    match data.and_then(|d| d.values.clone()) {
+        Some(v) => Ok(v),
+        None => Err(Error::InvalidArgument(format!(
+            "axis `{}` has text labels ({}), not values, so log samples cannot be placed on it; \
+             overlay_log needs tables whose axes are stored breakpoints",
+            axis.label(),
+            data.map(|d| d.labels.join(", ")).unwrap_or_default()
+        ))),
+    }
+}
+
+/// Lowercase, without a trailing `(unit)`/`[unit]`, `_` as space, single
+/// spaces: how channel and axis names are compared.
+fn base_name(name: &str) -> String {
+    let mut s = name.trim();
+    for (open, close) in [('(', ')'), ('[', ']')] {
+        if s.ends_with(close)
+            && let Some(i) = s.rfind(open)
+            && i > 0
+        {
+            s = s[..i].trim_end();
+        }
+    }
+    s.to_lowercase()
+        .replace('_', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The unit a channel's name carries (`Engine Speed (rpm)`), else its
+/// units row's text, lowercase.
+fn channel_unit(c: &Column) -> Option<String> {
+    let n = c.name.trim();
+    let from_name = [('(', ')'), ('[', ']')].iter().find_map(|&(o, e)| {
+        n.strip_suffix(e)
+            .and_then(|s| s.rfind(o).map(|i| s[i + 1..].trim().to_lowercase()))
+    });
+    from_name
+        .or_else(|| (!c.unit.trim().is_empty()).then(|| c.unit.trim().to_lowercase()))
+        .filter(|u| !u.is_empty())
+}
+
+/// What the common loggers and definitions call the same quantity. An axis
+/// name in a group matches a channel named by any other name of it.
+const SYNONYMS: &[(&str, &[&str])] = &[
+    (
+        "engine speed",
+        &[
+            "rpm",
+            "engine speed",
+            "engine rpm",
+            "enginespeed",
+            "engine revs",
+            "revs",
+        ],
+    ),
+    (
+        "engine load",
+        &[
+            "load",
+            "engine load",
+            "calculated load",
+            "calc load",
+            "absolute load",
+            "engineload",
+        ],
+    ),
+    (
+        "coolant temperature",
+        &[
+            "coolant temp",
+            "coolant temperature",
+            "coolanttemp",
+            "ect",
+            "engine coolant temp",
+            "engine coolant temperature",
+            "water temp",
+        ],
+    ),
+    (
+        "intake air temperature",
+        &[
+            "iat",
+            "intake air temp",
+            "intake air temperature",
+            "intake temp",
+            "air temp",
+        ],
+    ),
+    (
+        "throttle",
+        &[
+            "tps",
+            "throttle",
+            "throttle position",
+            "throttle opening angle",
+            "throttle angle",
+        ],
+    ),
+    (
+        "manifold pressure",
+        &[
+            "map",
+            "manifold absolute pressure",
+            "manifold pressure",
+            "boost",
+            "manifold relative pressure",
+        ],
+    ),
+    ("gear", &["gear", "current gear", "gear position"]),
+    ("vehicle speed", &["speed", "vehicle speed", "vss"]),
+    (
+        "mass airflow",
+        &["maf", "mass airflow", "mass air flow", "airflow"],
+    ),
+];
+
+/// Axis units that name one quantity on their own.
+const TELLING_UNITS: &[(&str, &str)] = &[("rpm", "engine speed"), ("g/rev", "engine load")];
+
+/// The synonym group of an axis (by name, else by unit).
+fn group_of(axis: &Axis) -> Option<(&'static str, &'static [&'static str])> {
+    let name = base_name(axis.name.as_deref().unwrap_or(""));
+    SYNONYMS
+        .iter()
+        .find(|(_, names)| names.contains(&name.as_str()))
+        .or_else(|| {
+            let unit = axis.unit()?.trim().to_lowercase();
+            let (_, group) = TELLING_UNITS.iter().find(|(u, _)| *u == unit)?;
+            SYNONYMS.iter().find(|(g, _)| g == group)
+        })
+        .copied()
+}
+
+/// The log channel chosen for an axis and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matched {
+    /// Index of the column in the log.
+    pub column: usize,
+    /// How it was chosen, for the answer.
+    pub how: String,
+}
+
+/// Channels of a log an agent may name (hidden columns excluded).
+fn channel_list(log: &Log) -> String {
+    let names: Vec<&str> = log
+        .columns
+        .iter()
+        .filter(|c| !c.hidden)
+        .map(|c| c.name.as_str())
+        .collect();
+    let shown = names.len().min(40);
+    let mut s = names[..shown].join(", ");
+    if names.len() > shown {
+        s.push_str(&format!(" … ({} more)", names.len() - shown));
+    }
+    s
+}
+
+/// Finds the log channel for `axis`: `explicit` when given (exact, then
+/// case-insensitive), else by the axis's name, its synonyms, or its unit.
+pub fn match_axis(
+    log: &Log,
+    axis: &Axis,
+    explicit: Option<&str>,
+    arg: &str,
+) -> Result<Matched, String> {
+    let cols: Vec<(usize, &Column)> = log
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.hidden)
+        .collect();
+    if let Some(want) = explicit {
+        let found = cols.iter().find(|(_, c)| c.name == want).or_else(|| {
+            cols.iter()
+                .find(|(_, c)| c.name.eq_ignore_ascii_case(want.trim()))
+        });
+        return match found {
+            Some((i, _)) => Ok(Matched {
+                column: *i,
+                how: format!("given as {arg}"),
+            }),
+            None => {
+                let names: Vec<&str> = cols.iter().map(|(_, c)| c.name.as_str()).collect();
+                let hint = filter::closest(want, &names)
+                    .map(|b| format!(" Did you mean `{b}`?"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "{arg} `{}` is not a channel of this log.{hint} Its channels: {}",
+                    plugin_kit::text::clip(want),
+                    channel_list(log)
+                ))
+            }
+        };
+    }
+    let axis_name = axis.name.as_deref().unwrap_or("");
+    let axis_base = base_name(axis_name);
+    let axis_unit = axis.unit().map(|u| u.trim().to_lowercase());
+    // 1. The axis's own name.
+    if !axis_base.is_empty()
+        && let Some((i, _)) = cols.iter().find(|(_, c)| base_name(&c.name) == axis_base)
+    {
+        return Ok(Matched {
+            column: *i,
+            how: "same name as the axis".into(),
+        });
+    }
+    // 2. A synonym of the axis's quantity; a unit like the axis's settles a tie.
+    if let Some((group, names)) = group_of(axis) {
+        let found: Vec<(usize, &Column)> = cols
+            .iter()
+            .filter(|(_, c)| names.contains(&base_name(&c.name).as_str()))
+            .copied()
+            .collect();
+        let pick = match found.as_slice() {
+            [one] => Some(*one),
+            [] => None,
+            many => {
+                let same_unit: Vec<&(usize, &Column)> = many
+                    .iter()
+                    .filter(|(_, c)| channel_unit(c).is_some() && channel_unit(c) == axis_unit)
+                    .collect();
+                match same_unit.as_slice() {
+                    [one] => Some(**one),
+                    _ => {
+                        return Err(format!(
+                            "several channels could be the axis `{}` ({group}): {}; pass {arg} \
+                             with one of them",
+                            axis.label(),
+                            many.iter()
+                                .map(|(_, c)| c.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                }
+            }
+        };
+        if let Some((i, c)) = pick {
+            return Ok(Matched {
+                column: i,
+                how: format!("`{}` is a name for {group}", c.name),
+            });
+        }
+    }
+    // 3. The one channel in the axis's unit, when the unit says something.
+    if let Some(u) = &axis_unit
+        && TELLING_UNITS.iter().any(|(t, _)| t == u)
+    {
+        let found: Vec<&(usize, &Column)> = cols
+            .iter()
+            .filter(|(_, c)| channel_unit(c).as_ref() == Some(u))
+            .collect();
+        if let [(i, _)] = found.as_slice() {
+            return Ok(Matched {
+                column: *i,
+                how: format!("the only channel in {u}"),
+            });
+        }
+    }
+    Err(format!(
+        "no channel of this log matches the axis `{}` by name, synonym or unit; pass {arg} with \
+         the channel to use. Its channels: {}",
+        axis.label(),
+        channel_list(log)
+    ))
+}
+
+/// One channel's figures in one cell.
+#[derive(Debug, Clone, Copy)]
+struct CellStats {
+    n: usize,
+    sum: f64,
+    min: f64,
+    max: f64,
+    pct: f64,
+}
+
+/// Values summarised for one channel, gathered cell by cell.
+struct Summary {
+    /// Per cell, the figures of the values present (none without values).
+    cells: Vec<Option<CellStats>>,
+    /// Digits the log prints the channel with.
+    decimals: u8,
+}
+
+/// The percentile `p` (0..=100) of `v`, linear between the closest ranks
+/// (NumPy's default); `v` is reordered.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    debug_assert!(!v.is_empty());
+    let rank = p / 100.0 * (v.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let frac = rank - lo as f64;
+    let (_, &mut a, rest) = v.select_nth_unstable_by(lo, f64::total_cmp);
+    if frac == 0.0 || rest.is_empty() {
+        return a;
+    }
+    let b = rest.iter().copied().fold(f64::INFINITY, f64::min);
+    a + (b - a) * frac
+}
+
+/// One log's contribution: which channels it used and its counts.
+struct LogPart {
+    name: String,
+    x: Option<String>,
+    y: Option<String>,
+    rows: usize,
+    selected: usize,
+}
+
+/// overlay_log: the table's layout with sample counts and the named
+/// channels' figures per cell.
+pub fn overlay_log(
+    ex: &mut Explorer,
+    cfg: &Config,
+    logs_dir: &Path,
+    cache: &mut Cache,
+    args: &OverlayLog,
+    progress: &mut dyn FnMut(u64, u64, &str) -> bool,
+) -> Result<String, Error> {
+    let (_, t, data) = table_data(ex, cfg, &args.rom, &args.table)?;
+    // Axes: (table axis, its data, which argument names its channel).
+    let missing = |which: &str| {
+        Error::InvalidArgument(format!(
+            "`{}` has no {which} axis in its definition, so samples cannot be placed on it",
+            t.id
+        ))
+    };
+    // Axes: (table axis, its data, which argument names its channel).
+    type AxisRef<'a> = (
+        &'a Axis,
+        Option<&'a crate::decode::AxisData>,
+        &'static str,
+        Option<&'a str>,
+    );
+    let axes: Vec<AxisRef> = match t.table_type {
+        TableType::Grid => vec![
+            (
+                t.col_axis.as_ref().ok_or_else(|| missing("X"))?,
+                data.col_axis.as_ref(),
+                "x_channel",
+                args.x_channel.as_deref(),
+            ),
+            (
+                t.row_axis.as_ref().ok_or_else(|| missing("Y"))?,
+                data.row_axis.as_ref(),
+                "y_channel",
+                args.y_channel.as_deref(),
+            ),
+        ],
+        TableType::OneAxis => vec![(
+            t.row_axis.as_ref().ok_or_else(|| missing("X"))?,
+            data.row_axis.as_ref(),
+            "x_channel",
+            args.x_channel.as_deref(),
+        )],
+        TableType::Scalar => {
+            return Err(Error::InvalidArgument(format!(
+                "`{}` is a single value with no axis; overlay_log needs a 2D or 3D table",
+                t.id
+            )));
+        }
+    };
+    if t.table_type == TableType::OneAxis && args.y_channel.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "`{}` has one axis (x_axis {}); pass x_channel, not y_channel",
+            t.id,
+            axes[0].0.label()
+        )));
+    }
+    let bins: Vec<AxisBins> = axes
+        .iter()
+        .map(|(axis, d, _, _)| {
+            let v = breakpoints(axis, *d)?;
+            AxisBins::new(&v)
+                .map_err(|e| Error::InvalidArgument(format!("axis `{}`: {e}", axis.label())))
+        })
+        .collect::<Result<_, _>>()?;
+
+    if args.channels.len() > MAX_CHANNELS {
+        return Err(Error::InvalidArgument(format!(
+            "{} channels named; at most {MAX_CHANNELS} are summarised per call (each adds up to \
+             four grids): split them over several calls",
+            args.channels.len()
+        )));
+    }
+    let stats: Vec<Stat> = if args.stats.is_empty() {
+        ALL_STATS.to_vec()
+    } else {
+        ALL_STATS
+            .iter()
+            .copied()
+            .filter(|s| args.stats.contains(s))
+            .collect()
+    };
+    let p = args.percentile.unwrap_or(DEFAULT_PERCENTILE);
+    if !(0.0..=100.0).contains(&p) {
+        return Err(Error::InvalidArgument(format!(
+            "percentile must be between 0 and 100 (got {p}); 90 is the default"
+        )));
+    }
+    let grids = 1 + args.channels.len() * stats.len();
+    let cells = data.rows * data.cols;
+    if cells * grids > MAX_CELLS {
+        return Err(Error::InvalidArgument(format!(
+            "`{}` has {cells} cells; {grids} grids of it would be {} cells, over the limit of \
+             {MAX_CELLS}: name fewer channels or stats",
+            t.id,
+            cells * grids
+        )));
+    }
+
+    let filter = match args.filter.as_deref().map(str::trim) {
+        Some(f) if !f.is_empty() => {
+            Some(Filter::compile(f).map_err(|e| Error::Log(log_error::bad_filter(e)))?)
+        }
+        _ => None,
+    };
+    let named: Vec<&str> = filter
+        .iter()
+        .flat_map(|f| f.channel_names())
+        .chain(args.channels.iter().map(String::as_str))
+        .collect();
+    let need = Need::named(named.iter().copied());
+    let log_err = Error::Log;
+    let mut listing = Listing::read(
+        logs_dir,
+        cache,
+        args.file.is_none().then_some(&need),
+        progress,
+    )
+    .map_err(log_err)?;
+    let selected: Vec<usize> = match &args.file {
+        Some(f) => vec![listing.find(f).map_err(log_err)?],
+        None => (0..listing.files.len()).collect(),
+    };
+    if selected.is_empty() {
+        return Err(Error::Log(ToolError::new(
+            log_error::NO_LOGS,
+            format!(
+                "the logs directory {} holds no .csv files; nothing to overlay",
+                logs_dir.display()
+            ),
+        )));
+    }
+
+    let mut counts = vec![0usize; cells];
+    // Per named channel, per cell: the values of the samples in the cell.
+    let mut values: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cells]; args.channels.len()];
+    let mut decimals = vec![0u8; args.channels.len()];
+    let mut seen_channel = vec![false; args.channels.len()];
+    let mut parts: Vec<LogPart> = Vec::new();
+    let (mut outside, mut no_axis_value) = (0usize, 0usize);
+    let mut skipped: Vec<String> = Vec::new();
+    let mut unread = 0usize;
+    let mut filter_seen = Vec::new();
+    let total = selected.len() as u64;
+    for (k, &i) in selected.iter().enumerate() {
+        let name = listing.files[i].file.name.clone();
+        if args.file.is_none() && listing.files[i].log.is_none() {
+            unread += 1;
+            continue;
+        }
+        if !progress(k as u64, total, &format!("overlaying {name}")) {
+            return Err(Error::Log(log_error::cancelled()));
+        }
+        let log = match listing.log(i, cache, &need) {
+            Ok(l) => l,
+            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
+            Err(e) => {
+                skipped.push(format!("{name}: {}", e.message));
+                continue;
+            }
+        };
+        let mut matched = Vec::new();
+        let mut failure = None;
+        for (axis, _, arg, explicit) in &axes {
+            match match_axis(&log, axis, *explicit, arg) {
+                Ok(m) => matched.push(m),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            if args.file.is_some() {
+                return Err(Error::Log(ToolError::new(
+                    log_error::UNKNOWN_CHANNEL,
+                    format!("{name}: {e}"),
+                )));
+            }
+            skipped.push(format!("{name}: {e}"));
+            continue;
+        }
+        // Convert the axis channels too (the first read converted only
+        // the named ones).
+        let need_all = Need::named(
+            named
+                .iter()
+                .copied()
+                .chain(matched.iter().map(|m| log.columns[m.column].name.as_str())),
+        );
+        let log: Arc<Log> = if need_all.met_by(&log) {
+            log
+        } else {
+            listing.log(i, cache, &need_all).map_err(log_err)?
+        };
+        for c in filter.iter().flat_map(|f| f.channel_names()) {
+            if log.column(c).is_some() && !filter_seen.contains(&c.to_string()) {
+                filter_seen.push(c.to_string());
+            }
+        }
+        let axis_cols: Vec<&Column> = matched.iter().map(|m| &log.columns[m.column]).collect();
+        let stat_cols: Vec<Option<&Column>> = args
+            .channels
+            .iter()
+            .map(|c| log.column(c).filter(|c| c.loaded))
+            .collect();
+        for (j, c) in stat_cols.iter().enumerate() {
+            if let Some(c) = c {
+                seen_channel[j] = true;
+                decimals[j] = decimals[j].max(c.decimals);
+            }
+        }
+        let mut place = |row: usize| {
+            let mut cell = [0usize; 2];
+            for (a, col) in axis_cols.iter().enumerate() {
+                let Some(v) = col.number(row) else {
+                    no_axis_value += 1;
+                    return;
+                };
+                match bins[a].cell(v) {
+                    Some(c) => cell[a] = c,
+                    None => {
+                        outside += 1;
+                        return;
+                    }
+                }
+            }
+            // X is the column, Y the row; a 2D table's one axis is its rows.
+            let idx = match t.table_type {
+                TableType::Grid => cell[1] * data.cols + cell[0],
+                _ => cell[0] * data.cols,
+            };
+            counts[idx] += 1;
+            for (j, c) in stat_cols.iter().enumerate() {
+                if let Some(v) = c.and_then(|c| c.number(row)) {
+                    values[j][idx].push(v);
+                }
+            }
+        };
+        let rows = log.rows();
+        let mut selected_rows = 0usize;
+        match &filter {
+            Some(f) => {
+                let bound = f.bind(&log.columns);
+                bound.scan(0..rows, |row| {
+                    selected_rows += 1;
+                    place(row);
+                });
+            }
+            None => {
+                for row in 0..rows {
+                    place(row);
+                }
+                selected_rows = rows;
+            }
+        }
+        let chan =
+            |m: Option<&Matched>| m.map(|m| format!("{} ({})", log.columns[m.column].name, m.how));
+        parts.push(LogPart {
+            name,
+            x: chan(matched.first()),
+            y: chan(matched.get(1)),
+            rows,
+            selected: selected_rows,
+        });
+    }
+    if parts.is_empty() {
+        let why = if unread > 0 && skipped.is_empty() {
+            return Err(Error::Log(ToolError::new(
+                log_error::NOT_READ_YET,
+                format!(
+                    "none of the {unread} logs was read within this call's time budget; call \
+                     overlay_log again (what is read is kept), or pass file"
+                ),
+            )));
+        } else {
+            skipped
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        return Err(Error::Log(ToolError::new(
+            log_error::UNKNOWN_CHANNEL,
+            format!("no log could be laid over `{}`:\n{why}", t.id),
+        )));
+    }
+    if let Some(f) = &filter {
+        let all: Vec<&str> = filter_seen.iter().map(String::as_str).collect();
+        f.check_channels(&all).map_err(|e| {
+            Error::Log(ToolError::new(
+                log_error::UNKNOWN_CHANNEL,
+                format!("{e} (in the logs overlaid)"),
+            ))
+        })?;
+    }
+    if let Some(j) = seen_channel.iter().position(|s| !s) {
+        return Err(Error::Log(ToolError::new(
+            log_error::UNKNOWN_CHANNEL,
+            format!(
+                "channel `{}` is in none of the logs overlaid; names are case-sensitive, as \
+                 list_logs shows them",
+                plugin_kit::text::clip(&args.channels[j])
+            ),
+        )));
+    }
+
+    let summaries: Vec<Summary> = values
+        .into_iter()
+        .zip(&decimals)
+        .map(|(per_cell, &d)| Summary {
+            cells: per_cell
+                .into_iter()
+                .map(|mut v| {
+                    if v.is_empty() {
+                        return None;
+                    }
+                    let sum: f64 = v.iter().sum();
+                    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+                    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let n = v.len();
+                    let pv = percentile(&mut v, p);
+                    Some(CellStats {
+                        n,
+                        sum,
+                        min,
+                        max,
+                        pct: pv,
+                    })
+                })
+                .collect(),
+            decimals: d,
+        })
+        .collect();
+
+    Ok(render(
+        &t,
+        &data,
+        args,
+        &stats,
+        p,
+        &counts,
+        &summaries,
+        &parts,
+        outside,
+        no_axis_value,
+        &skipped,
+        unread,
+    ))
+}
+
+/// `90` or `99.5`: a percentile as written in headers.
+fn p_label(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format_number(p, 0)
+    } else {
+        format_number(p, 2)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render(
+    t: &Table,
+    data: &TableData,
+    args: &OverlayLog,
+    stats: &[Stat],
+    p: f64,
+    counts: &[usize],
+    summaries: &[Summary],
+    parts: &[LogPart],
+    outside: usize,
+    no_axis_value: usize,
+    skipped: &[String],
+    unread: usize,
+) -> String {
+    let label = |a: &Option<Axis>| a.as_ref().map(Axis::label);
+    let mut fm = Frontmatter::new().text("table", &t.id);
+    if let Some(u) = t.unit() {
+        fm = fm.text("unit", u);
+    }
+    fm = fm.text("dimensions", t.dimensions());
+    let (x_axis, y_axis) = match t.table_type {
+        TableType::Grid => (label(&t.col_axis), label(&t.row_axis)),
+        _ => (label(&t.row_axis), None),
+    };
+    for (key, v) in [("x_axis", x_axis), ("y_axis", y_axis)] {
+        if let Some(v) = v {
+            fm = fm.text(key, v);
+        }
+    }
+    let first = &parts[0];
+    let same = |f: fn(&LogPart) -> &Option<String>| parts.iter().all(|q| f(q) == f(first));
+    if same(|q| &q.x)
+        && let Some(x) = &first.x
+    {
+        fm = fm.text("x_channel", x);
+    }
+    if same(|q| &q.y)
+        && let Some(y) = &first.y
+    {
+        fm = fm.text("y_channel", y);
+    }
+    let names: Vec<&str> = parts
+        .iter()
+        .take(MAX_LISTED_LOGS)
+        .map(|q| q.name.as_str())
+        .collect();
+    fm = fm.list("logs", &names);
+    if parts.len() > MAX_LISTED_LOGS {
+        fm = fm.raw("more_logs", parts.len() - MAX_LISTED_LOGS);
+    }
+    if let Some(f) = &args.filter
+        && !f.trim().is_empty()
+    {
+        fm = fm.text("filter", f.trim());
+    }
+    let rows: usize = parts.iter().map(|q| q.rows).sum();
+    let selected: usize = parts.iter().map(|q| q.selected).sum();
+    let in_cells: usize = counts.iter().sum();
+    fm = fm
+        .raw("samples", rows)
+        .raw("selected", selected)
+        .raw("in_cells", in_cells)
+        .raw("outside", outside);
+    if no_axis_value > 0 {
+        fm = fm.raw("no_axis_value", no_axis_value);
+    }
+    fm = fm.text("cells", CELLS_NOTE);
+    if !args.channels.is_empty() && stats.contains(&Stat::Percentile) {
+        fm = fm.text(
+            "percentile",
+            format!("p{} (linear between the closest ranks)", p_label(p)),
+        );
+    }
+    let mut notes: Vec<String> = Vec::new();
+    if !same(|q| &q.x) || !same(|q| &q.y) {
+        for q in parts.iter().take(MAX_LISTED_LOGS) {
+            let mut s = format!("{}: x_channel {}", q.name, q.x.as_deref().unwrap_or("-"));
+            if let Some(y) = &q.y {
+                s.push_str(&format!(", y_channel {y}"));
+            }
+            notes.push(s);
+        }
+    }
+    if !skipped.is_empty() {
+        notes.push(format!("{} logs skipped", skipped.len()));
+        notes.extend(skipped.iter().take(5).map(|s| plugin_kit::text::clip(s)));
+    }
+    if unread > 0 {
+        notes.push(format!(
+            "{unread} logs not read within this call's time budget; call again to include them"
+        ));
+    }
+    if !notes.is_empty() {
+        fm = fm.list("notes", &notes);
+    }
+
+    let w = Window::whole(data.rows, data.cols);
+    let mut body = String::from("## Samples per cell\n\n");
+    body.push_str(&render_layout(t, data, w, "Samples".into(), &|r, c| {
+        counts[r * data.cols + c].to_string()
+    }));
+    for (name, s) in args.channels.iter().zip(summaries) {
+        for &stat in stats {
+            let what = match stat {
+                Stat::Mean => "mean".to_string(),
+                Stat::Min => "min".into(),
+                Stat::Max => "max".into(),
+                Stat::Percentile => format!("p{}", p_label(p)),
+            };
+            let digits = match stat {
+                Stat::Min | Stat::Max => s.decimals,
+                _ => (s.decimals + 1).min(6),
+            };
+            body.push_str(&format!("\n## {name}: {what}\n\n"));
+            body.push_str(&render_layout(
+                t,
+                data,
+                w,
+                format!("{name} {what}"),
+                &|r, c| match s.cells[r * data.cols + c] {
+                    None => "-".into(),
+                    Some(CellStats {
+                        n,
+                        sum,
+                        min,
+                        max,
+                        pct: pv,
+                    }) => format_number(
+                        match stat {
+                            Stat::Mean => sum / n as f64,
+                            Stat::Min => min,
+                            Stat::Max => max,
+                            Stat::Percentile => pv,
+                        },
+                        digits,
+                    ),
+                },
+            ));
+        }
+    }
+    fm.with_body(&body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_centred_with_edges_midway() {
+        let b = AxisBins::new(&[1000.0, 2000.0, 3000.0, 5000.0]).unwrap();
+        // On breakpoints.
+        assert_eq!(b.cell(1000.0), Some(0));
+        assert_eq!(b.cell(5000.0), Some(3));
+        // Midway: the higher breakpoint's cell.
+        assert_eq!(b.cell(1500.0), Some(1));
+        assert_eq!(b.cell(1499.9), Some(0));
+        assert_eq!(b.cell(4000.0), Some(3));
+        assert_eq!(b.cell(3999.0), Some(2));
+        // Outer cells reach half a step out (the lower edge inside, the
+        // upper one outside).
+        assert_eq!(b.cell(500.0), Some(0));
+        assert_eq!(b.cell(499.9), None);
+        assert_eq!(b.cell(5999.9), Some(3));
+        assert_eq!(b.cell(6000.0), None);
+        assert_eq!(b.cell(f64::NAN), None);
+    }
+
+    #[test]
+    fn descending_and_single_axes() {
+        let b = AxisBins::new(&[30.0, 20.0, 10.0]).unwrap();
+        assert_eq!(b.cell(10.0), Some(2));
+        assert_eq!(b.cell(15.0), Some(1));
+        assert_eq!(b.cell(34.9), Some(0));
+        assert_eq!(b.cell(35.0), None);
+        let one = AxisBins::new(&[7.0]).unwrap();
+        assert_eq!(one.cell(-1e9), Some(0));
+        assert!(AxisBins::new(&[1.0, 1.0]).unwrap_err().contains("repeats"));
+        assert!(AxisBins::new(&[]).is_err());
+    }
+
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        let mut v = vec![4.0, 1.0, 3.0, 2.0];
+        assert_eq!(percentile(&mut v, 0.0), 1.0);
+        assert_eq!(percentile(&mut v, 100.0), 4.0);
+        assert_eq!(percentile(&mut v, 50.0), 2.5);
+        // rank 0.9 * 3 = 2.7 → 3 + 0.7 × (4 − 3)
+        assert!((percentile(&mut v, 90.0) - 3.7).abs() < 1e-12);
+        assert_eq!(percentile(&mut [5.0], 90.0), 5.0);
+    }
+
+    #[test]
+    fn names_lose_units_case_and_underscores() {
+        assert_eq!(base_name("Engine Speed (rpm)"), "engine speed");
+        assert_eq!(base_name("engine_speed [RPM]"), "engine speed");
+        assert_eq!(base_name("  RPM "), "rpm");
+        assert_eq!(base_name("(x)"), "(x)");
+    }
+
+    /// A logs directory of its own with the given files, removed on drop.
+    struct LogsDir(std::path::PathBuf);
+
+    impl LogsDir {
+        fn new(tag: &str, files: &[(&str, &str)]) -> LogsDir {
+            let dir = std::env::temp_dir().join(format!(
+                "ecu-overlay-{tag}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, text) in files {
+                std::fs::write(dir.join(name), text).unwrap();
+            }
+            LogsDir(dir)
+        }
+    }
+
+    impl Drop for LogsDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Samples placed by hand on Ignition Timing Base Map (Load 20..200 %
+    /// in steps of 20 across, RPM down to 7000): see each row's comment.
+    const LOG: &str = "\
+Time,RPM,Load,Knock,Timing
+0.0,3000,60,1,20
+0.1,3250,60,3,18
+0.2,3249,70,0,19
+0.3,3000,50,2,21
+0.4,7600,100,0,10
+0.5,7499,200,0,11
+0.6,3000,9,0,30
+0.7,3000,10,0,31
+0.8,,60,0,22
+0.9,3000,60,0,23
+";
+    // Row by row: on breakpoints (3000, 60) → cell 3000/60; RPM midway
+    // 3000..3500 → the higher, 3500/60; RPM just under midway and Load
+    // midway 60..80 → 3000/80; Load midway 40..60 → 3000/60; RPM past
+    // 7000 + 500 → outside; just inside the last half step → 7000/200; Load
+    // under 20 − 10 → outside; Load exactly 20 − 10 → 3000/20; no RPM;
+    // on breakpoints again → 3000/60.
+
+    fn sample_root() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/ecu")
+    }
+
+    fn run(dir: &LogsDir, args: OverlayLog) -> Result<String, Error> {
+        let cfg = Config::with_definitions(sample_root().join("definitions"));
+        let mut ex = Explorer::new();
+        let args = OverlayLog {
+            rom: sample_root().join("BT000001.bin").to_string_lossy().into(),
+            ..args
+        };
+        overlay_log(
+            &mut ex,
+            &cfg,
+            &dir.0,
+            &mut Cache::default(),
+            &args,
+            &mut |_, _, _| true,
+        )
+    }
+
+    /// The cell at row label `y`, column label `x` of the grid under `heading`.
+    fn cell(doc: &str, heading: &str, y: &str, x: &str) -> String {
+        let start = doc
+            .find(&format!("## {heading}\n"))
+            .unwrap_or_else(|| panic!("{heading}: {doc}"));
+        let lines: Vec<Vec<String>> = doc[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.trim_matches('|')
+                    .split('|')
+                    .map(|c| c.trim().to_string())
+                    .collect()
+            })
+            .collect();
+        let col = lines[0]
+            .iter()
+            .position(|h| h == x)
+            .unwrap_or_else(|| panic!("{x}: {doc}"));
+        let row = lines
+            .iter()
+            .find(|r| r[0] == y)
+            .unwrap_or_else(|| panic!("{y}: {doc}"));
+        row[col].clone()
+    }
+
+    fn timing(channels: &[&str]) -> OverlayLog {
+        OverlayLog {
+            table: "Ignition Timing Base Map".into(),
+            channels: channels.iter().map(|c| c.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hand_placed_samples_land_in_their_cells() {
+        let dir = LogsDir::new("hand", &[("drive.csv", LOG)]);
+        let out = run(&dir, timing(&["Knock"])).unwrap();
+        for (k, v) in [
+            ("samples", "10"),
+            ("selected", "10"),
+            ("in_cells", "7"),
+            ("outside", "2"),
+            ("no_axis_value", "1"),
+            ("x_channel", "Load (same name as the axis)"),
+            ("y_channel", "RPM (same name as the axis)"),
+        ] {
+            assert!(out.contains(&format!("\n{k}: {v}\n")), "{k}: {out}");
+        }
+        assert!(out.contains("midway"), "{out}");
+        let n = |y, x| cell(&out, "Samples per cell", y, x);
+        assert_eq!(n("3000", "60"), "3");
+        assert_eq!(n("3500", "60"), "1");
+        assert_eq!(n("3000", "80"), "1");
+        assert_eq!(n("7000", "200"), "1");
+        assert_eq!(n("3000", "20"), "1");
+        assert_eq!(n("3000", "40"), "0");
+        // Knock in 3000/60: 1, 2, 0.
+        assert_eq!(cell(&out, "Knock: mean", "3000", "60"), "1.0");
+        assert_eq!(cell(&out, "Knock: min", "3000", "60"), "0");
+        assert_eq!(cell(&out, "Knock: max", "3000", "60"), "2");
+        assert_eq!(cell(&out, "Knock: p90", "3000", "60"), "1.8");
+        assert_eq!(cell(&out, "Knock: mean", "3500", "60"), "3.0");
+        assert_eq!(cell(&out, "Knock: mean", "3000", "40"), "-");
+    }
+
+    #[test]
+    fn a_filter_selects_samples_and_stats_can_be_chosen() {
+        let dir = LogsDir::new("filter", &[("drive.csv", LOG)]);
+        let args = OverlayLog {
+            filter: Some("Knock > 0".into()),
+            stats: vec![Stat::Mean],
+            ..timing(&["Timing"])
+        };
+        let out = run(&dir, args).unwrap();
+        assert!(
+            out.contains("\nselected: 3\n") && out.contains("\nin_cells: 3\n"),
+            "{out}"
+        );
+        assert_eq!(cell(&out, "Samples per cell", "3000", "60"), "2");
+        assert_eq!(cell(&out, "Timing: mean", "3000", "60"), "20.5");
+        assert!(!out.contains("Timing: max"), "{out}");
+        let bad = run(
+            &dir,
+            OverlayLog {
+                filter: Some("Knock >".into()),
+                ..timing(&[])
+            },
+        );
+        assert_eq!(bad.unwrap_err().code(), "BAD_FILTER");
+    }
+
+    #[test]
+    fn logger_names_are_matched_and_missing_channels_listed() {
+        let rr = "Time (msec);Engine Speed (rpm);Engine Load (%);Knock Count (count)\n\
+                  0;4000;100,0;0\n10;4000;100,0;2\n";
+        let dir = LogsDir::new("names", &[("romraiderlog_20260221_180000.csv", rr)]);
+        let out = run(&dir, timing(&[])).unwrap();
+        assert!(
+            out.contains(
+                "y_channel: Engine Speed (rpm) (`Engine Speed (rpm)` is a name for engine speed)"
+            ),
+            "{out}"
+        );
+        assert_eq!(cell(&out, "Samples per cell", "4000", "100"), "2");
+
+        let missing = "Time,Speed,Load\n0,50,60\n";
+        let dir = LogsDir::new("missing", &[("drive.csv", missing)]);
+        let err = run(
+            &dir,
+            OverlayLog {
+                file: Some("drive.csv".into()),
+                ..timing(&[])
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "UNKNOWN_CHANNEL");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("RPM (rpm)") && msg.contains("Time, Speed, Load"),
+            "{msg}"
+        );
+        assert!(msg.contains("y_channel"), "{msg}");
+        // Named explicitly, the channel is used and said to be.
+        let out = run(
+            &dir,
+            OverlayLog {
+                y_channel: Some("Speed".into()),
+                ..timing(&[])
+            },
+        )
+        .unwrap();
+        assert!(
+            out.contains("y_channel: Speed (given as y_channel)"),
+            "{out}"
+        );
+        let err = run(
+            &dir,
+            OverlayLog {
+                y_channel: Some("Sped".into()),
+                ..timing(&[])
+            },
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("Did you mean `Speed`?"), "{err}");
+        let err = run(
+            &dir,
+            OverlayLog {
+                y_channel: Some("Speed".into()),
+                ..timing(&["Knock"])
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "UNKNOWN_CHANNEL", "{err}");
+    }
+
+    #[test]
+    fn bounds_and_unsuitable_tables_are_refused() {
+        let dir = LogsDir::new("bounds", &[("drive.csv", LOG)]);
+        let four = run(&dir, timing(&["Knock", "Timing", "Load", "RPM"])).unwrap_err();
+        assert!(four.to_string().contains("at most 3"), "{four}");
+        let p = run(
+            &dir,
+            OverlayLog {
+                percentile: Some(101.0),
+                ..timing(&["Knock"])
+            },
+        )
+        .unwrap_err();
+        assert_eq!(p.code(), "INVALID_ARGUMENT");
+        let gear = OverlayLog {
+            table: "Boost Target".into(),
+            ..Default::default()
+        };
+        let err = run(&dir, gear).unwrap_err();
+        assert!(err.to_string().contains("text labels (1st, 2nd"), "{err}");
+        let scalar = OverlayLog {
+            table: "Injector Scaling".into(),
+            ..Default::default()
+        };
+        assert_eq!(run(&dir, scalar).unwrap_err().code(), "INVALID_ARGUMENT");
+    }
+
+    #[test]
+    fn a_2d_table_shows_one_column_of_counts() {
+        let log = "Time,Coolant Temp,RPM\n0,20,900\n1,21,950\n2,75,800\n";
+        let dir = LogsDir::new("2d", &[("drive.csv", log)]);
+        let args = OverlayLog {
+            table: "Idle Speed Target".into(),
+            channels: vec!["RPM".into()],
+            stats: vec![Stat::Mean],
+            ..Default::default()
+        };
+        let out = run(&dir, args).unwrap();
+        assert!(
+            out.contains("x_channel: Coolant Temp (same name as the axis)"),
+            "{out}"
+        );
+        assert_eq!(cell(&out, "Samples per cell", "20", "Samples"), "2");
+        assert_eq!(cell(&out, "Samples per cell", "80", "Samples"), "1");
+        assert_eq!(cell(&out, "RPM: mean", "20", "RPM mean"), "925.0");
+        assert_eq!(cell(&out, "RPM: mean", "0", "RPM mean"), "-");
+    }
+}
