@@ -139,7 +139,8 @@ fn confirm() -> Result<bool, String> {
     use benchtop::host::elicit::{self, Answer};
     let form = r#"{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}"#;
     match elicit::ask_keyed("confirm", "Please confirm", form) {
-        Answer::Accepted(json) => Ok(json.replace(' ', "").contains("\"ok\":true")),
+        Answer::Accepted(json) => Ok(serde_json::from_str::<serde_json::Value>(&json)
+            .is_ok_and(|v| v["ok"] == true)),
         Answer::Declined => Err("the user declined".into()),
         Answer::Cancelled => Err("the user dismissed the question".into()),
         Answer::Unsupported => Err("the client cannot ask its user".into()),
@@ -161,15 +162,12 @@ fn ask_field(key: &str, message: &str, field: &str) -> Result<String, String> {
     }
 }
 
-/// The string value of `field` in a JSON object, without a JSON parser:
-/// the fixture forms have one flat string field.
+/// The string value of `field` in a JSON object ("" when it has none).
 fn field_of(json: &str, field: &str) -> String {
-    let needle = format!("\"{field}\":");
-    json.split_once(&needle)
-        .map(|(_, rest)| rest.trim_start().trim_start_matches('"'))
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or("")
-        .to_owned()
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v.get(field)?.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The form `test_elicitation` asks for.
@@ -284,21 +282,7 @@ fn template_json(id: &str) -> String {
 
 /// `text` as a JSON string literal, quotes included.
 fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    serde_json::Value::from(text).to_string()
 }
 
 /// Values of `argument` of `target` (a prompt name or the template) that
