@@ -316,6 +316,10 @@ async fn overlay_log_counts_and_summarises_hand_placed_samples() {
         assert_eq!(val(&out, k), v, "{out}");
     }
     assert!(val(&out, "cells").contains("midway between neighbouring breakpoints"));
+    assert_eq!(
+        val(&out, "outside_by_axis"),
+        r#"["Load (%) at or above 210: 1", "RPM (rpm) at or above 7500: 1"]"#
+    );
     let n = grid(section(&out, "Samples per cell"));
     assert_eq!(at(&n, "4000", "100"), "3");
     assert_eq!(at(&n, "4500", "100"), "1");

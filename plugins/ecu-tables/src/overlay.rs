@@ -597,7 +597,9 @@ pub fn overlay_log(
     let mut decimals = vec![0u8; args.channels.len()];
     let mut seen_channel = vec![false; args.channels.len()];
     let mut parts: Vec<LogPart> = Vec::new();
-    let (mut outside, mut no_axis_value) = (0usize, 0usize);
+    // Per axis: samples below its lowest and above its highest cell.
+    let mut outside = [[0usize; 2]; 2];
+    let mut no_axis_value = 0usize;
     let mut skipped: Vec<String> = Vec::new();
     let mut unread = 0usize;
     let mut filter_seen = Vec::new();
@@ -680,7 +682,8 @@ pub fn overlay_log(
                 match bins[a].cell(v) {
                     Some(c) => cell[a] = c,
                     None => {
-                        outside += 1;
+                        // A sample outside both axes counts under the first.
+                        outside[a][usize::from(v >= bins[a].hi)] += 1;
                         return;
                     }
                 }
@@ -803,11 +806,54 @@ pub fn overlay_log(
         &counts,
         &summaries,
         &parts,
-        outside,
+        &Outside {
+            counts: outside,
+            axes: axes
+                .iter()
+                .zip(&bins)
+                .map(|((axis, ..), b)| (axis.label(), b.lo, b.hi))
+                .collect(),
+        },
         no_axis_value,
         &skipped,
         unread,
     ))
+}
+
+/// Samples outside the outer cells, per axis and side.
+struct Outside {
+    /// Per axis: [below, above].
+    counts: [[usize; 2]; 2],
+    /// Per axis: its label and the outer cells' edges.
+    axes: Vec<(String, f64, f64)>,
+}
+
+impl Outside {
+    /// `Load (%) above 210: 231`, for each side with samples, so an agent
+    /// sees why samples missed the table (a log in other units, a table
+    /// for another range).
+    fn detail(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for ((label, lo, hi), [below, above]) in self.axes.iter().zip(self.counts) {
+            if below > 0 {
+                out.push(format!("{label} below {}: {below}", short(*lo)));
+            }
+            if above > 0 {
+                out.push(format!("{label} at or above {}: {above}", short(*hi)));
+            }
+        }
+        out
+    }
+}
+
+/// A number with at most three decimals and no trailing zeros.
+fn short(v: f64) -> String {
+    let s = format_number(v, 3);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// `90` or `99.5`: a percentile as written in headers.
@@ -832,7 +878,7 @@ fn render(
     counts: &[usize],
     summaries: &[Summary],
     parts: &[LogPart],
-    outside: usize,
+    outside: &Outside,
     no_axis_value: usize,
     skipped: &[String],
     unread: usize,
@@ -885,7 +931,11 @@ fn render(
         .raw("samples", rows)
         .raw("selected", selected)
         .raw("in_cells", in_cells)
-        .raw("outside", outside);
+        .raw("outside", outside.counts.iter().flatten().sum::<usize>());
+    let detail = outside.detail();
+    if !detail.is_empty() {
+        fm = fm.list("outside_by_axis", &detail);
+    }
     if no_axis_value > 0 {
         fm = fm.raw("no_axis_value", no_axis_value);
     }
@@ -1135,6 +1185,10 @@ Time,RPM,Load,Knock,Timing
             ("in_cells", "7"),
             ("outside", "2"),
             ("no_axis_value", "1"),
+            (
+                "outside_by_axis",
+                r#"["Load (%) below 10: 1", "RPM (rpm) at or above 7500: 1"]"#,
+            ),
             ("x_channel", "Load (same name as the axis)"),
             ("y_channel", "RPM (same name as the axis)"),
         ] {
