@@ -304,6 +304,27 @@ impl Cache {
         }
     }
 
+    /// The start of a log (see [`reader::read_head`]): the cached log when
+    /// there is one, else its header and first rows read from the file
+    /// (not cached). Enough to choose channels by name before [`Cache::load`]
+    /// converts exactly those.
+    pub fn head(&self, file: &LogFile) -> Result<Arc<Log>, ToolError> {
+        if let Some(known) = self.peek(file) {
+            return known;
+        }
+        let unreadable = |message| ToolError::new(error::UNREADABLE_LOG, message);
+        let source = std::fs::File::open(&file.path)
+            .map_err(|e| unreadable(format!("cannot read {}: {e}", file.name)))?;
+        reader::read_head(source, &file.name)
+            .map(Arc::new)
+            .map_err(|e| {
+                unreadable(match e {
+                    ReadError::Io(e) => format!("cannot read {}: {e}", file.name),
+                    e => format!("{} is not a log the reader understands: {e}", file.name),
+                })
+            })
+    }
+
     /// The cached log (or why it cannot be read) of an unchanged file,
     /// without reading it.
     pub fn peek(&self, file: &LogFile) -> Option<Result<Arc<Log>, ToolError>> {

@@ -679,12 +679,41 @@ pub fn read_columns(
     read_in_steps(source, size_hint, file_name, need, READ_STEP)
 }
 
+/// Reads only the start of a log: its layout, channel names and units, and
+/// the rows of the first piece, none of them converted but the time axis.
+/// What a caller needs to choose channels by name before paying for
+/// [`read_columns`] once with exactly those (a header change later in the
+/// file is not seen).
+pub fn read_head(source: impl std::io::Read, file_name: &str) -> Result<Log, ReadError> {
+    read_steps(
+        source,
+        0,
+        file_name,
+        &Need::named::<&str>([]),
+        READ_STEP,
+        true,
+    )
+}
+
 fn read_in_steps(
+    source: impl std::io::Read,
+    size_hint: u64,
+    file_name: &str,
+    need: &Need,
+    step: usize,
+) -> Result<Log, ReadError> {
+    read_steps(source, size_hint, file_name, need, step, false)
+}
+
+/// [`read_in_steps`], stopping after the header (and a units row) when
+/// `head_only`.
+fn read_steps(
     mut source: impl std::io::Read,
     size_hint: u64,
     file_name: &str,
     need: &Need,
     step: usize,
+    head_only: bool,
 ) -> Result<Log, ReadError> {
     // The layout is detected once, from the file's first bytes.
     let mut head = Vec::new();
@@ -692,7 +721,7 @@ fn read_in_steps(
     let encoding = detect::sniff_encoding(&head);
     if !encoding.transcodes() {
         return read_detected(
-            source, head, eof, encoding, size_hint, file_name, need, step,
+            source, head, eof, encoding, size_hint, file_name, need, step, head_only,
         );
     }
     let mut text = detect::Transcode::new(
@@ -701,7 +730,9 @@ fn read_in_steps(
     );
     let mut head = Vec::new();
     let eof = read_up_to(&mut text, &mut head, detect::HEAD)?;
-    read_detected(text, head, eof, encoding, size_hint, file_name, need, step)
+    read_detected(
+        text, head, eof, encoding, size_hint, file_name, need, step, head_only,
+    )
 }
 
 /// Appends up to `most` bytes of `source` to `buf`; true at its end.
@@ -737,6 +768,7 @@ fn read_detected(
     file_name: &str,
     need: &Need,
     step: usize,
+    head_only: bool,
 ) -> Result<Log, ReadError> {
     let plan = detect::detect(&buf, eof, file_name).map_err(ReadError::NotALog)?;
     let mut reader = Reader::new(file_name, need.clone(), size_hint);
@@ -764,7 +796,7 @@ fn read_detected(
         // ahead (`plugin_kit::read_ahead`) then fetches the next piece
         // meanwhile.
         let used = reader.feed(&buf, eof)?;
-        if eof {
+        if eof || (head_only && reader.lay.is_some() && !reader.units_row_possible) {
             return reader.finish();
         }
         buf.drain(..used);
@@ -1294,6 +1326,24 @@ const ABSOLUTE_AFTER_S: f64 = 60.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_read_names_the_channels_without_reading_the_file() {
+        let mut csv = String::from("Time,RPM,Engine Load (%)\n");
+        for i in 0..20_000 {
+            csv.push_str(&format!("{}.0,{},{}\n", i, 800 + i % 5000, i % 200));
+        }
+        let whole = parse(csv.as_bytes(), "drive.csv").unwrap();
+        let head = read_head(csv.as_bytes(), "drive.csv").unwrap();
+        let names = |l: &Log| l.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&head), names(&whole));
+        assert!(head.rows() > 0 && head.rows() < whole.rows(), "{}", head.rows());
+        assert!(!head.columns[1].loaded && !head.columns[2].loaded);
+        // A log shorter than one piece is read to its end.
+        let short = read_head(&b"RPM;Load\n1000;20\n"[..], "x.csv").unwrap();
+        assert_eq!((names(&short), short.rows()), (vec!["RPM".into(), "Load".into()], 1));
+        assert!(read_head(&b""[..], "x.csv").is_err());
+    }
     use crate::column::Cell;
 
     /// A fuzzed VCDS-like preamble (kept as a fuzz seed) whose detected

@@ -14,12 +14,11 @@ use crate::store::Explorer;
 use crate::tools::{Config, Window, render_layout, table_data};
 use datalog::column::{Column, format_number};
 use datalog::filter::{self, Filter};
-use datalog::logs::{Cache, Listing};
+use datalog::logs::{Cache, Listing, READ_BUDGET};
 use datalog::reader::{Log, Need};
 use datalog::{ToolError, error as log_error};
 use plugin_kit::Frontmatter;
 use std::path::Path;
-use std::sync::Arc;
 
 /// Channels summarised per cell at most: each adds up to four grids.
 pub const MAX_CHANNELS: usize = 3;
@@ -423,6 +422,22 @@ struct CellStats {
     pct: f64,
 }
 
+/// The log channel of every axis, in the order of `axes`.
+fn match_all(log: &Log, axes: &[AxisRef]) -> Result<Vec<Matched>, String> {
+    axes.iter()
+        .map(|(axis, _, arg, explicit)| match_axis(log, axis, *explicit, arg))
+        .collect()
+}
+
+/// A table axis to place samples on: the axis, its decoded breakpoints,
+/// the argument naming its channel and that argument's value.
+type AxisRef<'a> = (
+    &'a Axis,
+    Option<&'a crate::decode::AxisData>,
+    &'static str,
+    Option<&'a str>,
+);
+
 /// Values summarised for one channel, gathered cell by cell.
 struct Summary {
     /// Per cell, the figures of the values present (none without values).
@@ -473,13 +488,6 @@ pub fn overlay_log(
             t.id
         ))
     };
-    // Axes: (table axis, its data, which argument names its channel).
-    type AxisRef<'a> = (
-        &'a Axis,
-        Option<&'a crate::decode::AxisData>,
-        &'static str,
-        Option<&'a str>,
-    );
     let axes: Vec<AxisRef> = match t.table_type {
         TableType::Grid => vec![
             (
@@ -568,15 +576,10 @@ pub fn overlay_log(
         .flat_map(|f| f.channel_names())
         .chain(args.channels.iter().map(String::as_str))
         .collect();
-    let need = Need::named(named.iter().copied());
     let log_err = Error::Log;
-    let mut listing = Listing::read(
-        logs_dir,
-        cache,
-        args.file.is_none().then_some(&need),
-        progress,
-    )
-    .map_err(log_err)?;
+    // Not parsed up front: each log is read once, after its header has
+    // told which channels the axes are, with exactly those converted.
+    let mut listing = Listing::read(logs_dir, cache, None, progress).map_err(log_err)?;
     let selected: Vec<usize> = match &args.file {
         Some(f) => vec![listing.find(f).map_err(log_err)?],
         None => (0..listing.files.len()).collect(),
@@ -604,35 +607,19 @@ pub fn overlay_log(
     let mut unread = 0usize;
     let mut filter_seen = Vec::new();
     let total = selected.len() as u64;
+    let started = std::time::Instant::now();
     for (k, &i) in selected.iter().enumerate() {
         let name = listing.files[i].file.name.clone();
-        if args.file.is_none() && listing.files[i].log.is_none() {
+        let cached = matches!(listing.files[i].log, Some(Ok(_)));
+        if args.file.is_none() && !cached && started.elapsed() > READ_BUDGET {
+            // Left for a later call, which finds what this one read cached.
             unread += 1;
             continue;
         }
         if !progress(k as u64, total, &format!("overlaying {name}")) {
             return Err(Error::Log(log_error::cancelled()));
         }
-        let log = match listing.log(i, cache, &need) {
-            Ok(l) => l,
-            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
-            Err(e) => {
-                skipped.push(format!("{name}: {}", e.message));
-                continue;
-            }
-        };
-        let mut matched = Vec::new();
-        let mut failure = None;
-        for (axis, _, arg, explicit) in &axes {
-            match match_axis(&log, axis, *explicit, arg) {
-                Ok(m) => matched.push(m),
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
-        }
-        if let Some(e) = failure {
+        let fail = |e: String, skipped: &mut Vec<String>| {
             if args.file.is_some() {
                 return Err(Error::Log(ToolError::new(
                     log_error::UNKNOWN_CHANNEL,
@@ -640,21 +627,61 @@ pub fn overlay_log(
                 )));
             }
             skipped.push(format!("{name}: {e}"));
-            continue;
-        }
-        // Convert the axis channels too (the first read converted only
-        // the named ones).
-        let need_all = Need::named(
+            Ok(())
+        };
+        let head = match cache.head(&listing.files[i].file) {
+            Ok(l) => l,
+            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
+            Err(e) => {
+                skipped.push(format!("{name}: {}", e.message));
+                continue;
+            }
+        };
+        let matched = match match_all(&head, &axes) {
+            Ok(m) => m,
+            Err(e) => {
+                fail(e, &mut skipped)?;
+                continue;
+            }
+        };
+        let mut need = Need::named(
             named
                 .iter()
                 .copied()
-                .chain(matched.iter().map(|m| log.columns[m.column].name.as_str())),
+                .chain(matched.iter().map(|m| head.columns[m.column].name.as_str())),
         );
-        let log: Arc<Log> = if need_all.met_by(&log) {
-            log
-        } else {
-            listing.log(i, cache, &need_all).map_err(log_err)?
+        let mut log = match listing.log(i, cache, &need) {
+            Ok(l) => l,
+            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
+            Err(e) => {
+                skipped.push(format!("{name}: {}", e.message));
+                continue;
+            }
         };
+        // A header change later in the file can rename the channels: match
+        // again on the whole log, and convert what that adds (rare).
+        let mut matched = match match_all(&log, &axes) {
+            Ok(m) => m,
+            Err(e) => {
+                fail(e, &mut skipped)?;
+                continue;
+            }
+        };
+        if matched.iter().any(|m| !log.columns[m.column].loaded) {
+            need = Need::named(
+                named
+                    .iter()
+                    .copied()
+                    .chain(matched.iter().map(|m| log.columns[m.column].name.as_str())),
+            );
+            log = listing.log(i, cache, &need).map_err(log_err)?;
+            matched = match_all(&log, &axes).map_err(|e| {
+                Error::Log(ToolError::new(
+                    log_error::UNKNOWN_CHANNEL,
+                    format!("{name}: {e}"),
+                ))
+            })?;
+        }
         for c in filter.iter().flat_map(|f| f.channel_names()) {
             if log.column(c).is_some() && !filter_seen.contains(&c.to_string()) {
                 filter_seen.push(c.to_string());
