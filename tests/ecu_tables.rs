@@ -578,6 +578,28 @@ async fn read_table_shows_physical_values_with_axes() {
         window.contains("showing rows 10-11 of 12 and columns 8-9 of 10"),
         "{window}"
     );
+    // Cells by axis values: RPM 3000..4500 are rows 5-8, Load 100 column 4.
+    let by_value = ecu
+        .ok(
+            "read_table",
+            json!({"rom": rom, "table": "Ignition Timing Base Map",
+                   "rows_where": "3000..4500", "cols_where": "100"}),
+        )
+        .await;
+    let g = grid(&by_value);
+    assert_eq!(g.row_labels, ["3000", "3500", "4000", "4500"]);
+    assert_eq!(g.col_labels, ["100"]);
+    assert_eq!(
+        val(&by_value, "rows_where"),
+        "3000..4500 (RPM (rpm) → rows 5-8)"
+    );
+    let err = ecu
+        .err(
+            "read_table",
+            json!({"rom": rom, "table": "Fuel Map", "rows_where": "4500..3000"}),
+        )
+        .await;
+    assert!(err.contains("write the lower value first"), "{err}");
     ecu.server.stop().await;
 }
 

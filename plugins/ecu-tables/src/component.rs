@@ -98,6 +98,8 @@ impl wit::Guest for Component {
             row_count: args.row_count,
             col_start: args.col_start,
             col_count: args.col_count,
+            rows_where: args.rows_where,
+            cols_where: args.cols_where,
         };
         with_explorer(|ex, cfg| tools::read_table(ex, cfg, &args))
     }

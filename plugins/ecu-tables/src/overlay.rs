@@ -128,6 +128,24 @@ impl AxisBins {
         })
     }
 
+    /// The breakpoint indices whose cells meet the values `a..=b`
+    /// (ascending by index): a cell spans its lower edge up to, not
+    /// including, its upper one.
+    pub fn meeting(&self, a: f64, b: f64) -> Vec<usize> {
+        let n = self.order.len();
+        let edge = |k: usize| match k {
+            0 => self.lo,
+            k if k == n => self.hi,
+            k => self.mids[k - 1],
+        };
+        let mut out: Vec<usize> = (0..n)
+            .filter(|&k| edge(k) <= b && edge(k + 1) > a)
+            .map(|k| self.order[k])
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     /// The breakpoint index whose cell holds `v`; none outside the outer
     /// cells (and for NaN).
     pub fn cell(&self, v: f64) -> Option<usize> {
@@ -137,6 +155,73 @@ impl AxisBins {
         // Edges belong to the cell above them.
         let k = self.mids.partition_point(|&m| m <= v);
         Some(self.order[k])
+    }
+}
+
+/// Parses an axis-value range: `A..B`, `A..`, `..B` (inclusive) or one
+/// value `A`.
+pub fn parse_range(text: &str) -> Result<(f64, f64), String> {
+    let num = |s: &str, open: f64| -> Result<f64, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(open);
+        }
+        match s.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(format!("`{}` is not a number", plugin_kit::text::clip(s))),
+        }
+    };
+    let (a, b) = match text.split_once("..") {
+        Some((a, b)) => {
+            if a.trim().is_empty() && b.trim().is_empty() {
+                return Err(
+                    "give at least one end, e.g. '3000..4500', '3000..' or '..4500'".into(),
+                );
+            }
+            (num(a, f64::NEG_INFINITY)?, num(b, f64::INFINITY)?)
+        }
+        None if text.trim().is_empty() => {
+            return Err("give a value or a range, e.g. '3000..4500'".into());
+        }
+        None => {
+            let v = num(text, 0.0)?;
+            (v, v)
+        }
+    };
+    if a > b {
+        return Err(format!(
+            "the range starts above its end ({a} > {b}); write the lower value first"
+        ));
+    }
+    Ok((a, b))
+}
+
+/// The first index and count of the contiguous rows (or columns) of `axis`
+/// whose cells meet the range `text`, for read_table's `rows_where` and
+/// `cols_where` (`arg`).
+pub fn axis_window(
+    axis: &Axis,
+    data: Option<&crate::decode::AxisData>,
+    text: &str,
+    arg: &str,
+) -> Result<(usize, usize), Error> {
+    let bad = |e: String| {
+        Error::InvalidArgument(format!("{arg} `{}`: {e}", plugin_kit::text::clip(text)))
+    };
+    let (a, b) = parse_range(text).map_err(bad)?;
+    let values = breakpoints(axis, data)?;
+    let bins = AxisBins::new(&values).map_err(bad)?;
+    let hit = bins.meeting(a, b);
+    match (hit.first(), hit.last()) {
+        (Some(&first), Some(&last)) => Ok((first, last - first + 1)),
+        _ => Err(Error::InvalidArgument(format!(
+            "{arg} `{}` meets no cell of axis `{}`: its cells cover {}..{} (breakpoints {})",
+            plugin_kit::text::clip(text),
+            axis.label(),
+            short(bins.lo),
+            short(bins.hi),
+            data.map(|d| d.labels.join(", ")).unwrap_or_default()
+        ))),
     }
 }
 
@@ -1065,6 +1150,29 @@ mod tests {
         assert_eq!(b.cell(5999.9), Some(3));
         assert_eq!(b.cell(6000.0), None);
         assert_eq!(b.cell(f64::NAN), None);
+    }
+
+    #[test]
+    fn ranges_select_the_cells_they_meet() {
+        let b = AxisBins::new(&[2500.0, 3000.0, 3500.0, 4000.0, 4500.0, 5000.0]).unwrap();
+        assert_eq!(b.meeting(3000.0, 4500.0), [1, 2, 3, 4]);
+        // One value: its cell; an edge belongs to the cell above.
+        assert_eq!(b.meeting(4200.0, 4200.0), [3]);
+        assert_eq!(b.meeting(4250.0, 4250.0), [4]);
+        assert_eq!(b.meeting(f64::NEG_INFINITY, 2300.0), [0]);
+        assert!(b.meeting(f64::NEG_INFINITY, 2000.0).is_empty());
+        assert!(b.meeting(6000.0, f64::INFINITY).is_empty());
+        assert_eq!(parse_range("3000..4500"), Ok((3000.0, 4500.0)));
+        assert_eq!(parse_range(" ..1.6"), Ok((f64::NEG_INFINITY, 1.6)));
+        assert_eq!(parse_range("-10.."), Ok((-10.0, f64::INFINITY)));
+        assert_eq!(parse_range("4000"), Ok((4000.0, 4000.0)));
+        assert!(parse_range("..").is_err());
+        assert!(
+            parse_range("4500..3000")
+                .unwrap_err()
+                .contains("lower value first")
+        );
+        assert!(parse_range("rpm..").unwrap_err().contains("not a number"));
     }
 
     #[test]

@@ -90,6 +90,11 @@ pub struct ReadTable {
     pub col_start: Option<u32>,
     /// Columns shown, 1..=[`MAX_COLS`] (default [`DEFAULT_COLS`]).
     pub col_count: Option<u32>,
+    /// Rows by the row axis's values (`A..B`, `A..`, `..B`, `A`) instead of
+    /// `row_start`/`row_count`.
+    pub rows_where: Option<String>,
+    /// Columns by the column axis's values, as `rows_where`.
+    pub cols_where: Option<String>,
 }
 
 /// The operation names of `patch_table`.
@@ -648,15 +653,69 @@ pub fn table_data(
 /// read_table: frontmatter + the table in physical units.
 pub fn read_table(ex: &mut Explorer, cfg: &Config, args: &ReadTable) -> Result<String, Error> {
     let (_, t, data) = table_data(ex, cfg, &args.rom, &args.table)?;
-    let window = Window::new(
-        data.rows,
-        data.cols,
+    let mut extra = Frontmatter::new();
+    let mut by_value = |text: Option<&String>,
+                        rows: bool,
+                        start: Option<u32>,
+                        count: Option<u32>|
+     -> Result<(Option<u32>, Option<u32>), Error> {
+        let Some(text) = text else {
+            return Ok((start, count));
+        };
+        let (arg, index_args) = if rows {
+            ("rows_where", "row_start/row_count")
+        } else {
+            ("cols_where", "col_start/col_count")
+        };
+        if start.is_some() || count.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "give {arg} or {index_args}, not both"
+            )));
+        }
+        let (axis, axis_data) = match (t.table_type, rows) {
+            (TableType::Grid, true) | (TableType::OneAxis, true) => {
+                (t.row_axis.as_ref(), data.row_axis.as_ref())
+            }
+            (TableType::Grid, false) => (t.col_axis.as_ref(), data.col_axis.as_ref()),
+            _ => (None, None),
+        };
+        let Some(axis) = axis else {
+            return Err(Error::InvalidArgument(format!(
+                "`{}` has no axis for {arg} ({} table); use {}",
+                t.id,
+                t.dimensions(),
+                if rows { "no range" } else { "rows_where" }
+            )));
+        };
+        let (first, n) = crate::overlay::axis_window(axis, axis_data, text, arg)?;
+        let what = if rows { "rows" } else { "columns" };
+        extra = std::mem::take(&mut extra).text(
+            arg,
+            format!(
+                "{} ({} → {what} {first}-{})",
+                text.trim(),
+                axis.label(),
+                first + n - 1
+            ),
+        );
+        Ok((Some(first as u32), Some(n as u32)))
+    };
+    let (row_start, row_count) = by_value(
+        args.rows_where.as_ref(),
+        true,
         args.row_start,
         args.row_count,
+    )?;
+    let (col_start, col_count) = by_value(
+        args.cols_where.as_ref(),
+        false,
         args.col_start,
         args.col_count,
     )?;
-    Ok(render_table(&t, &data, window, Frontmatter::new()))
+    let window = Window::new(
+        data.rows, data.cols, row_start, row_count, col_start, col_count,
+    )?;
+    Ok(render_table(&t, &data, window, extra))
 }
 
 fn axis_label(t: &Table, rows: bool) -> Option<String> {

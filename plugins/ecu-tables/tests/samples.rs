@@ -175,6 +175,7 @@ fn read_table_windows_big_tables() {
         row_count: Some(5),
         col_start: Some(8),
         col_count: None,
+        ..Default::default()
     };
     let text = tools::read_table(&mut ex, &cfg, &args).unwrap();
     assert!(text.contains("first_row: 10\nfirst_col: 8\n"), "{text}");
@@ -194,6 +195,90 @@ fn read_table_windows_big_tables() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("row_start 12 is past the last row"), "{err}");
+}
+
+#[test]
+fn read_table_selects_cells_by_axis_values() {
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let rom = samples()
+        .join("BT000001.bin")
+        .to_string_lossy()
+        .into_owned();
+    let read = |ex: &mut Explorer, rows: Option<&str>, cols: Option<&str>, table: &str| {
+        tools::read_table(
+            ex,
+            &cfg,
+            &ReadTable {
+                rom: rom.clone(),
+                table: table.into(),
+                rows_where: rows.map(String::from),
+                cols_where: cols.map(String::from),
+                ..Default::default()
+            },
+        )
+    };
+    // RPM rows 3000, 3500, 4000, 4500 (rows 5-8); Load 50..70 meets the
+    // cells of 60 (50..70) and 80 (70 is its lower edge): columns 2-3.
+    let text = read(
+        &mut ex,
+        Some("3000..4500"),
+        Some("50..70"),
+        "Ignition Timing Base Map",
+    )
+    .unwrap();
+    assert!(text.contains("first_row: 5\nfirst_col: 2\n"), "{text}");
+    assert!(
+        text.contains("rows_where: 3000..4500 (RPM (rpm) → rows 5-8)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cols_where: 50..70 (Load (%) → columns 2-3)"),
+        "{text}"
+    );
+    assert!(text.contains("| Y\\X  | 60"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("| ")).count(), 5);
+    // One value: the cell holding it; open ranges run to the axis's end.
+    let one = read(&mut ex, Some("4200"), None, "Ignition Timing Base Map").unwrap();
+    assert!(one.contains("rows 7-7"), "{one}");
+    let tail = read(&mut ex, Some("5500.."), None, "Fuel Map").unwrap();
+    assert!(tail.contains("rows 10-11"), "{tail}");
+    // A 2D table's axis is rows_where; errors say what fits.
+    let idle = read(&mut ex, Some("..0"), None, "Idle Speed Target").unwrap();
+    assert!(idle.contains("rows 0-2"), "{idle}");
+    let err = read(&mut ex, None, Some("1..2"), "Idle Speed Target")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no axis for cols_where"), "{err}");
+    let err = read(&mut ex, Some("9000.."), None, "Fuel Map")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("meets no cell") && err.contains("7000"),
+        "{err}"
+    );
+    let err = read(&mut ex, None, Some("1st..2nd"), "Boost Target")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a number"), "{err}");
+    let err = read(&mut ex, None, Some("1..2"), "Boost Target")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("text labels"), "{err}");
+    let both = tools::read_table(
+        &mut ex,
+        &cfg,
+        &ReadTable {
+            rom: rom.clone(),
+            table: "Fuel Map".into(),
+            rows_where: Some("3000..".into()),
+            row_start: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(both.contains("not both"), "{both}");
 }
 
 #[test]
