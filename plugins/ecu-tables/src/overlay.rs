@@ -691,6 +691,8 @@ pub fn overlay_log(
     let mut skipped: Vec<String> = Vec::new();
     let mut unread = 0usize;
     let mut filter_seen = Vec::new();
+    // Channel names of the logs overlaid, for "did you mean" (bounded).
+    let mut known: Vec<String> = Vec::new();
     let total = selected.len() as u64;
     let started = std::time::Instant::now();
     for (k, &i) in selected.iter().enumerate() {
@@ -778,6 +780,11 @@ pub fn overlay_log(
             .iter()
             .map(|c| log.column(c).filter(|c| c.loaded))
             .collect();
+        for c in log.columns.iter().filter(|c| !c.hidden) {
+            if known.len() < 1000 && !known.contains(&c.name) {
+                known.push(c.name.clone());
+            }
+        }
         for (j, c) in stat_cols.iter().enumerate() {
             if let Some(c) = c {
                 seen_channel[j] = true;
@@ -874,9 +881,15 @@ pub fn overlay_log(
         return Err(Error::Log(ToolError::new(
             log_error::UNKNOWN_CHANNEL,
             format!(
-                "channel `{}` is in none of the logs overlaid; names are case-sensitive, as \
+                "channel `{}` is in none of the logs overlaid.{} Names are case-sensitive, as \
                  list_logs shows them",
-                plugin_kit::text::clip(&args.channels[j])
+                plugin_kit::text::clip(&args.channels[j]),
+                filter::closest(
+                    &args.channels[j],
+                    &known.iter().map(String::as_str).collect::<Vec<_>>()
+                )
+                .map(|b| format!(" Did you mean `{b}`?"))
+                .unwrap_or_default()
             ),
         )));
     }
@@ -1429,11 +1442,15 @@ Time,RPM,Load,Knock,Timing
             &dir,
             OverlayLog {
                 y_channel: Some("Speed".into()),
-                ..timing(&["Knock"])
+                ..timing(&["load"])
             },
         )
         .unwrap_err();
         assert_eq!(err.code(), "UNKNOWN_CHANNEL", "{err}");
+        assert!(
+            err.to_string().contains("Did you mean `Load`? Names"),
+            "{err}"
+        );
     }
 
     #[test]
