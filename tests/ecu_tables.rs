@@ -369,7 +369,7 @@ async fn overlay_log_counts_and_summarises_hand_placed_samples() {
         "{out}"
     );
     assert!(
-        out.contains("1 logs skipped") && out.contains("nospeed.csv"),
+        out.contains("logs skipped: 1") && out.contains("nospeed.csv"),
         "{out}"
     );
 

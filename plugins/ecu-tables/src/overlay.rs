@@ -250,12 +250,20 @@ fn base_name(name: &str) -> String {
             s = s[..i].trim_end();
         }
     }
-    s.to_lowercase()
-        .replace('_', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    let lower = s.to_lowercase().replace('_', " ");
+    let mut words: Vec<&str> = lower.split_whitespace().collect();
+    // OpenPort-style names end in their unit: `Load_g/rev`, `Boost_psi`.
+    if words.len() > 1 && words.last().is_some_and(|w| UNIT_WORDS.contains(w)) {
+        words.pop();
+    }
+    words.join(" ")
 }
+
+/// Units loggers append to channel names after an underscore or space.
+const UNIT_WORDS: &[&str] = &[
+    "%", "g/rev", "g/s", "psi", "kpa", "bar", "deg", "degrees", "ms", "v", "f", "c", "rpm", "mph",
+    "km/h", "afr", "lambda",
+];
 
 /// The unit a channel's name carries (`Engine Speed (rpm)`), else its
 /// units row's text, lowercase.
@@ -293,6 +301,11 @@ const SYNONYMS: &[(&str, &[&str])] = &[
             "calc load",
             "absolute load",
             "engineload",
+            "ecu load",
+            "ecuload",
+            "load calc",
+            "loadcalc",
+            "load1b",
         ],
     ),
     (
@@ -1082,7 +1095,7 @@ fn render(
         }
     }
     if !skipped.is_empty() {
-        notes.push(format!("{} logs skipped", skipped.len()));
+        notes.push(format!("logs skipped: {}", skipped.len()));
         notes.extend(skipped.iter().take(5).map(|s| plugin_kit::text::clip(s)));
     }
     if unread > 0 {
@@ -1218,6 +1231,9 @@ mod tests {
         assert_eq!(base_name("engine_speed [RPM]"), "engine speed");
         assert_eq!(base_name("  RPM "), "rpm");
         assert_eq!(base_name("(x)"), "(x)");
+        assert_eq!(base_name("Load_g/rev"), "load");
+        assert_eq!(base_name("Boost_psi"), "boost");
+        assert_eq!(base_name("RPM"), "rpm");
     }
 
     /// A logs directory of its own with the given files, removed on drop.
