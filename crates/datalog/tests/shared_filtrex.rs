@@ -2,9 +2,9 @@
 //! shared/fixtures/filtrex/cases.jsonl, evaluated on the fixture log.
 //! Quirk-tagged cases follow the decisions in the README's filter-language section.
 
-use log_query::column::Cell;
-use log_query::filter::Filter;
-use log_query::reader::{self, Log};
+use datalog::column::Cell;
+use datalog::filter::Filter;
+use datalog::reader::{self, Log};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
