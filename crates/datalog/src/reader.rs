@@ -1326,6 +1326,7 @@ const ABSOLUTE_AFTER_S: f64 = 60.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::column::Cell;
 
     #[test]
     fn a_head_read_names_the_channels_without_reading_the_file() {
@@ -1337,14 +1338,20 @@ mod tests {
         let head = read_head(csv.as_bytes(), "drive.csv").unwrap();
         let names = |l: &Log| l.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&head), names(&whole));
-        assert!(head.rows() > 0 && head.rows() < whole.rows(), "{}", head.rows());
+        assert!(
+            head.rows() > 0 && head.rows() < whole.rows(),
+            "{}",
+            head.rows()
+        );
         assert!(!head.columns[1].loaded && !head.columns[2].loaded);
         // A log shorter than one piece is read to its end.
         let short = read_head(&b"RPM;Load\n1000;20\n"[..], "x.csv").unwrap();
-        assert_eq!((names(&short), short.rows()), (vec!["RPM".into(), "Load".into()], 1));
+        assert_eq!(
+            (names(&short), short.rows()),
+            (vec!["RPM".into(), "Load".into()], 1)
+        );
         assert!(read_head(&b""[..], "x.csv").is_err());
     }
-    use crate::column::Cell;
 
     /// A fuzzed VCDS-like preamble (kept as a fuzz seed) whose detected
     /// header block names no channel: refused as having no header, whole
