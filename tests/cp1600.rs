@@ -1177,34 +1177,15 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
     cp.server.stop().await;
 }
 
-type HttpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
-
-/// Reads a resource as `c`: `Ok` or the error's text.
-async fn read_as(c: &HttpClient, uri: &str) -> Result<(), String> {
-    c.read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
 /// Over HTTP, another client's session id in a URI, the prompt or
 /// completion answers exactly like an unknown one.
 #[tokio::test]
 async fn another_clients_session_is_unknown_to_resources_prompt_and_completion() {
-    use rmcp::ServiceExt;
-    use rmcp::model::{
-        ArgumentInfo, CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams,
-        Reference,
-    };
-    use rmcp::transport::StreamableHttpClientTransport;
+    use e2e::{http_client, prompt_completions, read_as};
+    use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
     let plugins = only_plugin("cp1600.wasm");
     let (_child, url) = e2e::serve_http(&["--plugins", plugins.path().to_str().unwrap()]).await;
-    let connect = || async {
-        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
-            .await
-            .expect("HTTP MCP session")
-    };
-    let (alice, bob) = (connect().await, connect().await);
+    let (alice, bob) = (http_client(&url).await, http_client(&url).await);
     let params = CallToolRequestParams::new("cp1600_create_session")
         .with_arguments(json!({"session_id": "alices"}).as_object().unwrap().clone());
     assert!(!is_error(&alice.call_tool(params).await.unwrap()));
@@ -1226,15 +1207,15 @@ async fn another_clients_session_is_unknown_to_resources_prompt_and_completion()
             unknown.replace("nobodys", "X")
         );
     }
-    let ask = async |c: &HttpClient| {
-        c.complete(CompleteRequestParams::new(
-            Reference::for_prompt("cp1600_debug"),
-            ArgumentInfo::new("session_id", "a"),
-        ))
-        .await
-    };
-    assert_eq!(ask(&alice).await.unwrap().completion.values, ["alices"]);
-    assert!(ask(&bob).await.unwrap().completion.values.is_empty());
+    assert_eq!(
+        prompt_completions(&alice, "cp1600_debug", "session_id", "a").await,
+        ["alices"]
+    );
+    assert!(
+        prompt_completions(&bob, "cp1600_debug", "session_id", "a")
+            .await
+            .is_empty()
+    );
     let mut params = GetPromptRequestParams::new("cp1600_debug");
     params.arguments = json!({"symptom": "x", "session_id": "alices"})
         .as_object()

@@ -981,26 +981,12 @@ async fn resources_prompt_and_completion_show_the_callers_machines() {
     x.server.stop().await;
 }
 
-type HttpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
-
-/// Reads a resource as `c`: `Ok` or the error's text.
-async fn read_as(c: &HttpClient, uri: &str) -> Result<(), String> {
-    c.read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
 /// Over HTTP, another client's machine id in a URI, the prompt or
 /// completion answers exactly like an unknown one.
 #[tokio::test]
 async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion() {
-    use rmcp::ServiceExt;
-    use rmcp::model::{
-        ArgumentInfo, CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams,
-        Reference,
-    };
-    use rmcp::transport::StreamableHttpClientTransport;
+    use e2e::{http_client, prompt_completions, read_as};
+    use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
     let plugins = only_plugin("x86_inspect.wasm");
     let allow = format!("{}:ro", samples().display());
     let (_child, url) = e2e::serve_http(&[
@@ -1010,12 +996,7 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
         &allow,
     ])
     .await;
-    let connect = || async {
-        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
-            .await
-            .expect("HTTP MCP session")
-    };
-    let (alice, bob) = (connect().await, connect().await);
+    let (alice, bob) = (http_client(&url).await, http_client(&url).await);
     let params = CallToolRequestParams::new("x86_load_program").with_arguments(
         json!({"path": sample("greet.com")})
             .as_object()
@@ -1049,18 +1030,15 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
         assert!(theirs.contains("UNKNOWN_MACHINE"), "{theirs}");
         assert_eq!(theirs.replace(&m, "X"), unknown.replace(&nobody, "X"));
     }
-    let ask = async |c: &HttpClient| {
-        c.complete(CompleteRequestParams::new(
-            Reference::for_prompt("x86_debug"),
-            ArgumentInfo::new("machine", ""),
-        ))
-        .await
-    };
     assert_eq!(
-        ask(&alice).await.unwrap().completion.values,
+        prompt_completions(&alice, "x86_debug", "machine", "").await,
         vec![m.clone()]
     );
-    assert!(ask(&bob).await.unwrap().completion.values.is_empty());
+    assert!(
+        prompt_completions(&bob, "x86_debug", "machine", "")
+            .await
+            .is_empty()
+    );
     let mut params = GetPromptRequestParams::new("x86_debug");
     params.arguments = json!({"symptom": "x", "machine": m}).as_object().cloned();
     let e = bob.get_prompt(params).await.unwrap_err().to_string();

@@ -624,6 +624,47 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// An MCP client over streamable HTTP with no handler of its own: one MCP
+/// session, as a second user of a shared server has.
+pub type HttpClient = RunningService<RoleClient, ()>;
+
+/// A new HTTP client (its own MCP session) of the server at `url`.
+pub async fn http_client(url: &str) -> HttpClient {
+    use rmcp::transport::StreamableHttpClientTransport;
+    ().serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
+        .await
+        .expect("HTTP MCP session")
+}
+
+/// Reads a resource as `client`: `Ok`, or the error's text.
+pub async fn read_as(client: &HttpClient, uri: &str) -> Result<(), String> {
+    client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri.to_owned()))
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// What `client` is offered when completing `argument` of `prompt` from
+/// `value`.
+pub async fn prompt_completions(
+    client: &HttpClient,
+    prompt: &str,
+    argument: &str,
+    value: &str,
+) -> Vec<String> {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, Reference};
+    client
+        .complete(CompleteRequestParams::new(
+            Reference::for_prompt(prompt),
+            ArgumentInfo::new(argument, value),
+        ))
+        .await
+        .expect("completion/complete")
+        .completion
+        .values
+}
+
 /// `benchtop serve --http 127.0.0.1:0 ARGS…` on a free port: the child and
 /// the endpoint it announced.
 pub async fn serve_http(args: &[&str]) -> (tokio::process::Child, String) {
