@@ -210,6 +210,7 @@ fn base_arguments(tool: &str) -> Value {
         "read_table" => json!({"rom": rom, "table": "Boost Target"}),
         "patch_table" => json!({"rom": rom, "table": "Boost Target", "op": "add", "value": 0.0}),
         "diff_tables" => json!({"rom": rom, "other": rom}),
+        "overlay_log" => json!({"rom": rom, "table": "Ignition Timing Base Map"}),
         "query_logs" => json!({"filter": "RPM > 3000", "limit": 5}),
         "plot_log" => json!({"width": 320, "height": 200}),
         "cp1600_load_rom" => json!({"rom_path": "cp1600/01-hello-world.bin"}),
