@@ -437,7 +437,7 @@ async fn prompts_and_resources_swap_with_their_plugin_and_never_share_a_uri() {
         s.client.list_all_prompts().await.unwrap().len() == 1
     })
     .await;
-    assert_eq!(s.client.list_all_resources().await.unwrap().len(), 2);
+    assert_eq!(s.client.list_all_resources().await.unwrap().len(), 3);
     std::fs::remove_file(dir.path().join("kitchen.wasm")).unwrap();
     wait_for("the resources to go", async || {
         s.client.list_all_resources().await.unwrap().is_empty()
