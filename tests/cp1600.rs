@@ -1241,6 +1241,9 @@ async fn subscribers_hear_when_a_call_changes_their_session() {
     let cp = Cp::samples().await;
     cp.load("a", &sample("02-counter-loop")).await;
     cp.load("b", &sample("02-counter-loop")).await;
+    // The loads' own notices go out at the end of the host's 250 ms merge
+    // window; let it pass, or a subscription made inside it hears them.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     for uri in [
         "cp1600://sessions/a/state",
         "cp1600://sessions/a/trace",
