@@ -139,8 +139,9 @@ fn confirm() -> Result<bool, String> {
     use benchtop::host::elicit::{self, Answer};
     let form = r#"{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}"#;
     match elicit::ask_keyed("confirm", "Please confirm", form) {
-        Answer::Accepted(json) => Ok(serde_json::from_str::<serde_json::Value>(&json)
-            .is_ok_and(|v| v["ok"] == true)),
+        Answer::Accepted(json) => {
+            Ok(serde_json::from_str::<serde_json::Value>(&json).is_ok_and(|v| v["ok"] == true))
+        }
         Answer::Declined => Err("the user declined".into()),
         Answer::Cancelled => Err("the user dismissed the question".into()),
         Answer::Unsupported => Err("the client cannot ask its user".into()),
