@@ -20,6 +20,10 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         bail!("{} is missing: run `make plugins`", kitchen.display());
     }
     let config = ctx.config("http", &[kitchen])?;
+    // The default cap (64 sessions) is below this bench's 100 clients.
+    let mut toml = std::fs::read_to_string(&config)?;
+    toml.push_str(&format!("\n[http]\nmax_sessions = {}\n", CLIENTS + 8));
+    std::fs::write(&config, toml)?;
     let mut child = tokio::process::Command::new(&ctx.bin)
         .args(["serve", "--no-watch", "--http", "127.0.0.1:0", "--config"])
         .arg(&config)
