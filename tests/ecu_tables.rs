@@ -1775,30 +1775,63 @@ mod offers {
     }
 }
 
+/// A scratch copy of the sample ROM that ecu-tables may patch: the `serve`
+/// arguments for it, the ROM, the timing-map patch both confirmation tests
+/// make, and the directories to keep alive.
+struct PatchScene {
+    args: Vec<String>,
+    rom: PathBuf,
+    patch: rmcp::model::CallToolRequestParams,
+    _dirs: (TempDir, TempDir),
+}
+
+impl PatchScene {
+    fn new() -> Self {
+        let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+        let plugins = only_plugin("ecu_tables.wasm");
+        let args = vec![
+            "serve".to_owned(),
+            "--plugins".to_owned(),
+            plugins.path().display().to_string(),
+            "--definitions-path".to_owned(),
+            samples().join("definitions").display().to_string(),
+            "--allow".to_owned(),
+            format!("{}:rw", dir.path().display()),
+        ];
+        let patch = rmcp::model::CallToolRequestParams::new("patch_table").with_arguments(
+            json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "add", "value": -1.5, "row": 11})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        Self {
+            args,
+            rom,
+            patch,
+            _dirs: (dir, plugins),
+        }
+    }
+
+    /// The `serve` arguments, plus `extra`.
+    fn args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        self.args
+            .iter()
+            .map(String::as_str)
+            .chain(extra.iter().copied())
+            .collect()
+    }
+}
+
 #[tokio::test]
 async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
     use e2e::Asker;
-    use rmcp::model::{CallToolRequestParams, ElicitationAction};
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
-    let plugins = only_plugin("ecu_tables.wasm");
-    let defs = samples().join("definitions");
-    let allow = format!("{}:rw", dir.path().display());
-    let base = [
-        "serve",
-        "--plugins",
-        plugins.path().to_str().unwrap(),
-        "--definitions-path",
-        defs.to_str().unwrap(),
-        "--allow",
-        allow.as_str(),
-    ];
-    let patch = json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "add", "value": -1.5, "row": 11});
+    use rmcp::model::ElicitationAction;
+    let scene = PatchScene::new();
+    let (base, rom) = (scene.args(&[]), &scene.rom);
     let call = async |client: &rmcp::service::RunningService<rmcp::RoleClient, Asker>| {
-        let params = CallToolRequestParams::new("patch_table")
-            .with_arguments(patch.as_object().unwrap().clone());
-        client.call_tool(params).await.unwrap()
+        client.call_tool(scene.patch.clone()).await.unwrap()
     };
-    let before = std::fs::read(&rom).unwrap();
+    let before = std::fs::read(rom).unwrap();
 
     // Declined: nothing is written, and the answer says so with its code.
     let (client, asked) = Asker::connect(&base, ElicitationAction::Decline, None).await;
@@ -1809,7 +1842,7 @@ async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
         "{}",
         text(&r)
     );
-    assert_eq!(std::fs::read(&rom).unwrap(), before, "the ROM is untouched");
+    assert_eq!(std::fs::read(rom).unwrap(), before, "the ROM is untouched");
     let question = asked.lock().unwrap()[0].clone();
     assert!(
         question.contains("Ignition Timing Base Map") && question.contains("add -1.5, row 11"),
@@ -1821,12 +1854,11 @@ async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
     let (client, _) = Asker::connect(&base, ElicitationAction::Accept, Some(json!({}))).await;
     let r = call(&client).await;
     assert!(!is_error(&r), "{}", text(&r));
-    assert_ne!(std::fs::read(&rom).unwrap(), before);
+    assert_ne!(std::fs::read(rom).unwrap(), before);
     client.cancel().await.unwrap();
 
     // Turned off by the setting: no question, the patch is written.
-    let mut off = base.to_vec();
-    off.extend(["--confirm-patches", "off"]);
+    let off = scene.args(&["--confirm-patches", "off"]);
     let (client, asked) = Asker::connect(&off, ElicitationAction::Decline, None).await;
     let r = call(&client).await;
     assert!(!is_error(&r), "{}", text(&r));
@@ -1837,27 +1869,10 @@ async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
 #[tokio::test]
 async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
     use e2e::Asker;
-    use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction};
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
-    let plugins = only_plugin("ecu_tables.wasm");
-    let defs = samples().join("definitions");
-    let allow = format!("{}:rw", dir.path().display());
-    let args = [
-        "serve",
-        "--plugins",
-        plugins.path().to_str().unwrap(),
-        "--definitions-path",
-        defs.to_str().unwrap(),
-        "--allow",
-        allow.as_str(),
-    ];
-    let params = CallToolRequestParams::new("patch_table").with_arguments(
-        json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "add", "value": -1.5, "row": 11})
-            .as_object()
-            .unwrap()
-            .clone(),
-    );
-    let before = std::fs::read(&rom).unwrap();
+    use rmcp::model::{CallToolResponse, ElicitationAction};
+    let scene = PatchScene::new();
+    let (args, rom, params) = (scene.args(&[]), &scene.rom, &scene.patch);
+    let before = std::fs::read(rom).unwrap();
 
     // The first round answers with the question, not a result, and writes nothing.
     let (client, asked) = Asker::connect_2026(&args, ElicitationAction::Decline, None).await;
@@ -1873,7 +1888,7 @@ async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
     );
     assert!(questions.request_state.is_some());
     assert_eq!(
-        std::fs::read(&rom).unwrap(),
+        std::fs::read(rom).unwrap(),
         before,
         "nothing written before an answer"
     );
@@ -1882,7 +1897,7 @@ async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
     let r = client.call_tool(params.clone()).await.unwrap();
     assert!(is_error(&r), "{}", text(&r));
     assert!(text(&r).starts_with("PATCH_NOT_CONFIRMED"), "{}", text(&r));
-    assert_eq!(std::fs::read(&rom).unwrap(), before);
+    assert_eq!(std::fs::read(rom).unwrap(), before);
     assert!(
         asked.lock().unwrap()[0].contains("Ignition Timing Base Map"),
         "{:?}",
@@ -1892,8 +1907,8 @@ async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
 
     // Accepted: the retried call writes the patch.
     let (client, _) = Asker::connect_2026(&args, ElicitationAction::Accept, Some(json!({}))).await;
-    let r = client.call_tool(params).await.unwrap();
+    let r = client.call_tool(params.clone()).await.unwrap();
     assert!(!is_error(&r), "{}", text(&r));
-    assert_ne!(std::fs::read(&rom).unwrap(), before);
+    assert_ne!(std::fs::read(rom).unwrap(), before);
     client.cancel().await.unwrap();
 }

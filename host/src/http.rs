@@ -382,7 +382,7 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
             );
         }
     };
-    let initialize = match judge(&bytes) {
+    let (initialize, removed_method) = match judge(&bytes) {
         Verdict::Answer(answer) => return rpc_error(StatusCode::BAD_REQUEST, answer),
         Verdict::Ignore if bytes.iter().all(u8::is_ascii_whitespace) => {
             return rpc_error(
@@ -396,15 +396,16 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
         }
         Verdict::Ignore => return StatusCode::ACCEPTED.into_response(),
         Verdict::Message(message) => match *message {
-            JsonRpcMessage::Request(r)
-                if matches!(r.request, ClientRequest::InitializeRequest(_)) =>
-            {
-                Some(r.id.into_json_value())
+            JsonRpcMessage::Request(r) => {
+                let removed = REMOVED_IN_2026.contains(&r.request.method());
+                let initialize = matches!(r.request, ClientRequest::InitializeRequest(_));
+                (initialize.then(|| r.id.into_json_value()), removed)
             }
-            _ => None,
+            _ => (None, false),
         },
     };
-    if let Some(answer) = removed_in_2026(&parts.headers, &bytes) {
+    // Only the four removed methods are looked at again, for their version.
+    if removed_method && let Some(answer) = removed_in_2026(&parts.headers, &bytes) {
         return rpc_error(StatusCode::NOT_FOUND, answer);
     }
     let req = Request::from_parts(parts, Body::from(without_bom(bytes)));

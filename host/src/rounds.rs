@@ -242,6 +242,12 @@ mod tests {
         .await
     }
 
+    /// The key of the first question `rounds` collected.
+    fn first_key(rounds: &Rounds) -> String {
+        let r = rounds.input_required().expect("a question");
+        r.input_requests.unwrap().into_keys().next().unwrap()
+    }
+
     fn round(state: Option<&str>, responses: Option<&InputResponses>) -> Arc<Rounds> {
         Arc::new(Rounds::new(state, responses).expect("a sound state"))
     }
@@ -271,14 +277,7 @@ mod tests {
     async fn a_different_question_in_the_same_place_is_asked_anew() {
         let rounds = round(None, None);
         ask(&rounds, "Write 3 cells?").await;
-        let key = rounds
-            .input_required()
-            .unwrap()
-            .input_requests
-            .unwrap()
-            .into_keys()
-            .next()
-            .unwrap();
+        let key = first_key(&rounds);
         let responses: InputResponses = [(key, json!({"action": "accept"}))].into();
         let next = round(None, Some(&responses));
         assert_eq!(ask(&next, "Write 300 cells?").await, Elicited::Cancelled);
@@ -334,14 +333,7 @@ mod tests {
     async fn a_garbled_answer_is_refused() {
         let rounds = round(None, None);
         assert_eq!(ask(&rounds, "one?").await, Elicited::Cancelled);
-        let key = rounds
-            .input_required()
-            .unwrap()
-            .input_requests
-            .unwrap()
-            .into_keys()
-            .next()
-            .unwrap();
+        let key = first_key(&rounds);
         let responses: InputResponses = [(key, json!({"action": 7}))].into();
         let err = Rounds::new(None, Some(&responses)).err().expect("refused");
         assert!(err.contains("not an elicitation result"), "{err}");
