@@ -47,6 +47,28 @@ pub fn mime_of(def: &ToolDef) -> String {
     .to_owned()
 }
 
+/// The `_meta` of a view (an MCP Apps `ui://` resource), for its listing
+/// and its contents: `ui.csp` with no outside domains (a component serves
+/// its views whole and the sandbox gives it no network, so a view has
+/// nothing to fetch: the client may lock the frame down completely) and
+/// `ui.prefersBorder` (an explicit value, as the extension recommends,
+/// since clients' defaults differ). `None` for any other resource.
+pub fn view_meta(uri: &str) -> Option<rmcp::model::MetaObject> {
+    if !uri.starts_with("ui://") {
+        return None;
+    }
+    let meta = serde_json::json!({
+        "ui": {
+            "csp": { "connectDomains": [], "resourceDomains": [] },
+            "prefersBorder": true,
+        }
+    });
+    match meta {
+        Value::Object(m) => Some(rmcp::model::MetaObject(m)),
+        _ => None,
+    }
+}
+
 /// `resources/read`: finds the function behind `uri` (a fixed URI, or a
 /// template's variables) and returns what it returns as text or bytes.
 pub async fn read_resource(
@@ -82,7 +104,11 @@ pub async fn read_resource(
         }
         _ => ResourceContents::text("", uri),
     };
-    Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
+    let mut contents = contents.with_mime_type(mime);
+    if let Some(meta) = view_meta(def.resource_uri()) {
+        contents = contents.with_meta(meta);
+    }
+    Ok(ReadResourceResult::new(vec![contents]))
 }
 
 /// `prompts/get`: the prompt function's text as the user's message.
@@ -203,4 +229,26 @@ async fn invoke(
         Export::Resource(_) => ErrorData::new(RESOURCE_NOT_FOUND, text, None),
         _ => ErrorData::invalid_params(text, None),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::view_meta;
+
+    #[test]
+    fn views_carry_a_closed_csp_and_a_border_preference() {
+        let meta = view_meta("ui://benchtop/ecu-table").expect("a ui:// resource has _meta");
+        let ui = &meta.0["ui"];
+        assert_eq!(ui["csp"]["connectDomains"], serde_json::json!([]));
+        assert_eq!(ui["csp"]["resourceDomains"], serde_json::json!([]));
+        assert_eq!(ui["prefersBorder"], true);
+    }
+
+    #[test]
+    fn other_resources_carry_no_view_meta() {
+        assert!(view_meta("log://x.csv").is_none());
+        assert!(view_meta("kitchen://greeting").is_none());
+        // Only the scheme counts, not a `ui://` further in.
+        assert!(view_meta("app://ui://x").is_none());
+    }
 }

@@ -127,11 +127,11 @@ impl Catalog {
                         .with_mime_type(mime),
                 );
             } else {
-                catalog.resource_listing.push(
-                    Resource::new(t.as_str(), name)
-                        .with_description(description)
-                        .with_mime_type(mime),
-                );
+                let mut resource = Resource::new(t.as_str(), name)
+                    .with_description(description)
+                    .with_mime_type(mime);
+                resource.meta = crate::primitives::view_meta(t.as_str());
+                catalog.resource_listing.push(resource);
             }
         }
         // A view may come from another plugin (a companion whose only job

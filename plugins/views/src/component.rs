@@ -1,0 +1,24 @@
+//! wit-bindgen glue: each `@resource ui://…` function returns its page.
+
+wit_bindgen::generate!({
+    path: "../../wit/views",
+    world: "plugin",
+    generate_all,
+});
+
+use exports::benchtop::views::views;
+
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+struct Component;
+
+impl views::Guest for Component {
+    fn ecu_table() -> String {
+        crate::page(crate::ECU_TABLE)
+    }
+
+    fn log_plot() -> String {
+        crate::page(crate::LOG_PLOT)
+    }
+}
+
+export!(Component);
