@@ -1912,3 +1912,105 @@ async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
     assert_ne!(std::fs::read(rom).unwrap(), before);
     client.cancel().await.unwrap();
 }
+
+/// A CallTool request for `tool` with `args`.
+fn call_params(tool: &'static str, args: Value) -> rmcp::model::CallToolRequestParams {
+    rmcp::model::CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone())
+}
+
+/// patch_table by axis value through MCP: the user is asked (naming the
+/// ranges), declining writes nothing, accepting writes exactly the cells
+/// read_table shows for the same ranges. Rows RPM 3500 and 4000 (6-7) of
+/// Load 100 (column 4): 10.5 and 11.5 before, 9.5 and 10.5 after.
+#[tokio::test]
+async fn patch_table_by_axis_value_is_confirmed_and_writes_those_cells() {
+    use e2e::Asker;
+    use rmcp::model::ElicitationAction;
+    let scene = PatchScene::new();
+    let (base, rom) = (scene.args(&[]), &scene.rom);
+    let table = "Ignition Timing Base Map";
+    let patch = call_params(
+        "patch_table",
+        json!({"rom": rom, "table": table, "op": "add", "value": -1,
+               "rows_where": "3500..4000", "cols_where": "100"}),
+    );
+    let before = std::fs::read(rom).unwrap();
+    let (client, asked) = Asker::connect(&base, ElicitationAction::Decline, None).await;
+    let r = client.call_tool(patch.clone()).await.unwrap();
+    assert!(text(&r).starts_with("PATCH_NOT_CONFIRMED"), "{}", text(&r));
+    assert_eq!(std::fs::read(rom).unwrap(), before, "declined: untouched");
+    let question = asked.lock().unwrap()[0].clone();
+    assert!(
+        question.contains("add -1, rows_where 3500..4000 and cols_where 100?"),
+        "{question}"
+    );
+    client.cancel().await.unwrap();
+
+    let (client, asked) = Asker::connect(&base, ElicitationAction::Accept, Some(json!({}))).await;
+    let r = client.call_tool(patch.clone()).await.unwrap();
+    let out = text(&r);
+    assert!(!is_error(&r), "{out}");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    assert_eq!(val(&out, "operation"), "add -1 on 2 cells [6,4], [7,4]");
+    assert_eq!(val(&out, "cells_changed"), "2");
+    assert_eq!(val(&out, "rows_where"), "3500..4000 (RPM (rpm) → rows 6-7)");
+    assert_eq!(val(&out, "checksum_valid"), "true");
+    let read = client
+        .call_tool(call_params(
+            "read_table",
+            json!({"rom": rom, "table": table, "rows_where": "3500..4000", "cols_where": "80..100"}),
+        ))
+        .await
+        .unwrap();
+    let g = grid(&text(&read));
+    assert_eq!(g.row_labels, ["3500", "4000"]);
+    assert_eq!(g.col_labels, ["80", "100"]);
+    assert_eq!(g.cells, [["12.0", "9.5"], ["13.5", "10.5"]]);
+    let after = std::fs::read(rom).unwrap();
+    assert!(mitsucan_valid(&after));
+    // The map is 120 one-byte cells at 0x51000: two of them change, and
+    // outside it only the checksum word.
+    let map = 0x51000..0x51000 + 120;
+    let changed: Vec<usize> = (0..before.len())
+        .filter(|&i| before[i] != after[i])
+        .collect();
+    assert_eq!(
+        changed.iter().filter(|&&i| map.contains(&i)).count(),
+        2,
+        "{changed:x?}"
+    );
+    assert!(
+        changed.iter().filter(|&&i| !map.contains(&i)).count() <= 4,
+        "{changed:x?}"
+    );
+
+    // A range meeting no cell: the error names the breakpoints; nothing asked.
+    let r = client
+        .call_tool(call_params(
+            "patch_table",
+            json!({"rom": rom, "table": table, "op": "add", "value": -1, "cols_where": "300.."}),
+        ))
+        .await
+        .unwrap();
+    assert!(is_error(&r));
+    assert!(
+        text(&r).contains("meets no cell of axis `Load (%)`")
+            && text(&r).contains("20, 40, 60, 80, 100, 120, 140, 160, 180, 200"),
+        "{}",
+        text(&r)
+    );
+    let r = client
+        .call_tool(call_params(
+            "patch_table",
+            json!({"rom": rom, "table": table, "op": "add", "value": -1, "col": 2, "cols_where": "100"}),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        text(&r).contains("give cols_where or col, not both"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(std::fs::read(rom).unwrap(), after);
+    client.cancel().await.unwrap();
+}

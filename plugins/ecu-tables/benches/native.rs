@@ -86,6 +86,9 @@ fn main() {
                 col: None,
                 choice: None,
                 force: false,
+                rows_where: None,
+                cols_where: None,
+                cells: None,
             };
             let t = Instant::now();
             tools::patch_table(&mut ex, &cfg, &args).unwrap();

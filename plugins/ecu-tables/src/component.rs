@@ -122,6 +122,9 @@ impl wit::Guest for Component {
             col: args.col,
             choice: args.choice,
             force: args.force.unwrap_or(false),
+            rows_where: args.rows_where,
+            cols_where: args.cols_where,
+            cells: args.cells,
         };
         with_explorer(|ex, cfg| {
             confirm_patch(&args)?;

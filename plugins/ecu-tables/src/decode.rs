@@ -357,11 +357,8 @@ pub(crate) mod tests {
         // Patching goes to the same bit: bit.14 of spec 3 is 0x4000 at 0xA.
         let mut image = rom.clone();
         let op = crate::patch::Op::Set(1.0);
-        let target = crate::patch::Target {
-            row: Some(1),
-            col: Some(3),
-        };
-        crate::patch::apply(t, &data, &mut image, &op, target, false).unwrap();
+        let target = crate::patch::Target::cell(1, 3);
+        crate::patch::apply(t, &data, &mut image, &op, &target, false).unwrap();
         assert_eq!(&image[10..12], &[0x40, 0x00]);
     }
 

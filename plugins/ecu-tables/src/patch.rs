@@ -42,12 +42,95 @@ impl Op {
 }
 
 /// Which cells an operation targets (0-based; None = every row/column).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Target {
     /// 0-based row; none means every row.
     pub row: Option<usize>,
     /// 0-based column; none means every column.
     pub col: Option<usize>,
+    /// Exactly these (row, column) cells instead of `row`/`col` (which are
+    /// then none): cells picked by axis values or by a log.
+    pub cells: Option<Vec<(usize, usize)>>,
+}
+
+/// Cells listed by [`Target::describe`]; the rest are counted.
+const CELLS_SHOWN: usize = 8;
+
+impl Target {
+    /// One cell.
+    pub fn cell(row: usize, col: usize) -> Self {
+        Self {
+            row: Some(row),
+            col: Some(col),
+            cells: None,
+        }
+    }
+
+    /// Which cells, in words: "whole table", "row 3", "cell [3,4]",
+    /// "3 cells [1,2], [1,3], [2,2]" (bounded).
+    pub fn describe(&self) -> String {
+        if let Some(cells) = &self.cells {
+            let shown: Vec<String> = cells
+                .iter()
+                .take(CELLS_SHOWN)
+                .map(|(r, c)| format!("[{r},{c}]"))
+                .collect();
+            let more = if cells.len() > CELLS_SHOWN {
+                format!(" and {} more", cells.len() - CELLS_SHOWN)
+            } else {
+                String::new()
+            };
+            return match cells.len() {
+                1 => format!("cell {}", shown[0]),
+                n => format!("{n} cells {}{more}", shown.join(", ")),
+            };
+        }
+        match (self.row, self.col) {
+            (None, None) => "whole table".to_string(),
+            (Some(r), None) => format!("row {r}"),
+            (None, Some(c)) => format!("column {c}"),
+            (Some(r), Some(c)) => format!("cell [{r},{c}]"),
+        }
+    }
+
+    /// The targeted cells in row-major order, each once, or the first
+    /// index past the table's end.
+    fn resolve(
+        &self,
+        table: &Table,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Vec<(usize, usize)>, PatchError> {
+        if let Some(cells) = &self.cells {
+            let mut out = Vec::with_capacity(cells.len());
+            for &(r, c) in cells {
+                if r >= rows {
+                    return Err(out_of_range(table, "row", r, rows));
+                }
+                if c >= cols {
+                    return Err(out_of_range(table, "column", c, cols));
+                }
+                out.push((r, c));
+            }
+            out.sort_unstable();
+            out.dedup();
+            return Ok(out);
+        }
+        if let Some(r) = self.row.filter(|&r| r >= rows) {
+            return Err(out_of_range(table, "row", r, rows));
+        }
+        if let Some(c) = self.col.filter(|&c| c >= cols) {
+            return Err(out_of_range(table, "column", c, cols));
+        }
+        Ok((0..rows)
+            .filter(|r| self.row.is_none_or(|t| t == *r))
+            .flat_map(|r| {
+                (0..cols)
+                    .filter(move |c| self.col.is_none_or(|t| t == *c))
+                    .map(move |c| (r, c))
+            })
+            .collect())
+    }
 }
 
 /// One written cell.
@@ -152,24 +235,11 @@ pub fn apply(
     data: &TableData,
     rom: &mut [u8],
     op: &Op,
-    target: Target,
+    target: &Target,
     force: bool,
 ) -> Result<PatchEffect, PatchError> {
     let (rows, cols) = (data.rows, data.cols);
-    if let Some(r) = target.row.filter(|&r| r >= rows) {
-        return Err(out_of_range(table, "row", r, rows));
-    }
-    if let Some(c) = target.col.filter(|&c| c >= cols) {
-        return Err(out_of_range(table, "column", c, cols));
-    }
-    let cells: Vec<(usize, usize)> = (0..rows)
-        .filter(|r| target.row.is_none_or(|t| t == *r))
-        .flat_map(|r| {
-            (0..cols)
-                .filter(move |c| target.col.is_none_or(|t| t == *c))
-                .map(move |c| (r, c))
-        })
-        .collect();
+    let cells = target.resolve(table, rows, cols)?;
     let scaling = &table.scaling;
     let mut effect = PatchEffect {
         targeted: cells.len(),
@@ -456,17 +526,14 @@ mod tests {
         let t = table(&d, name);
         let mut image = rom();
         let data = read_table(t, &image).unwrap();
-        (apply(t, &data, &mut image, &op, target, force), image)
+        (apply(t, &data, &mut image, &op, &target, force), image)
     }
 
     /// Issue 17 #7: `add 200` on a timing map must not quietly write 127°.
     #[test]
     fn storage_limit_and_scaling_range_need_force() {
-        let cell = Target {
-            row: Some(1),
-            col: Some(2),
-        };
-        let (err, image) = run("RowMajor", Op::Add(200.0), cell);
+        let cell = Target::cell(1, 2);
+        let (err, image) = run("RowMajor", Op::Add(200.0), cell.clone());
         let msg = err.unwrap_err().to_string();
         assert!(
             msg.contains("[1,2] wanted 212.5 but int8 stores at most 63.5 there (storage limit)")
@@ -510,16 +577,7 @@ mod tests {
 
     #[test]
     fn rounding_limiting_and_targets() {
-        let (effect, image) = run_with(
-            XML,
-            "RowMajor",
-            Op::Set(100.0),
-            Target {
-                row: Some(1),
-                col: Some(2),
-            },
-            true,
-        );
+        let (effect, image) = run_with(XML, "RowMajor", Op::Set(100.0), Target::cell(1, 2), true);
         let effect = effect.unwrap();
         assert_eq!(effect.limited.len(), 1);
         assert_eq!(image[25] as i8, 127);
@@ -529,7 +587,7 @@ mod tests {
             Op::Add(-0.25),
             Target {
                 row: Some(0),
-                col: None,
+                ..Default::default()
             },
         );
         // 9.75 → raw 19.5 → 20, 10.25 → 20.5 → 21, 10.75 → 21.5 → 22: half a
@@ -542,7 +600,7 @@ mod tests {
             Op::Set(1.0),
             Target {
                 row: Some(2),
-                col: None,
+                ..Default::default()
             },
         );
         assert!(matches!(
@@ -563,7 +621,7 @@ mod tests {
             Op::Set(1.0),
             Target {
                 row: Some(1),
-                col: None,
+                ..Default::default()
             },
         );
         assert_eq!(effect.unwrap().changed.len(), 1);

@@ -138,7 +138,18 @@ pub struct PatchTable {
     /// Write even when cells leave the scaling's min/max or hit the
     /// storage limit (refused otherwise).
     pub force: bool,
+    /// Rows by the row axis's values (`A..B`, `A..`, `..B`, `A`) instead of
+    /// `row`, as read_table's `rows_where`.
+    pub rows_where: Option<String>,
+    /// Columns by the column axis's values instead of `col`.
+    pub cols_where: Option<String>,
+    /// Exactly these (row, column) cells instead of row/col/rows_where/
+    /// cols_where, e.g. the cells propose_patch found in a log.
+    pub cells: Option<Vec<(u32, u32)>>,
 }
+
+/// Cells one patch_table `cells` list may name (a 64×64 map has 4096).
+pub const MAX_PATCH_CELLS: usize = 4096;
 
 impl PatchTable {
     /// The patch in one sentence, for the user to confirm before it is
@@ -155,11 +166,32 @@ impl PatchTable {
             OpKind::Clamp => format!("clamp to {}..{}", num(self.min), num(self.max)),
             OpKind::Smooth => "smooth".to_owned(),
         };
-        let cells = match (self.row, self.col) {
-            (None, None) => "every cell".to_owned(),
-            (Some(r), None) => format!("row {r}"),
-            (None, Some(c)) => format!("column {c}"),
-            (Some(r), Some(c)) => format!("the cell at row {r}, column {c}"),
+        let by_value = |arg: &str, text: &Option<String>| {
+            text.as_ref()
+                .map(|t| format!("{arg} {}", plugin_kit::text::clip(t.trim())))
+        };
+        let rows = by_value("rows_where", &self.rows_where)
+            .or_else(|| self.row.map(|r| format!("row {r}")));
+        let cols = by_value("cols_where", &self.cols_where)
+            .or_else(|| self.col.map(|c| format!("column {c}")));
+        let cells = match (&self.cells, rows, cols) {
+            (Some(cells), ..) => patch::Target {
+                cells: Some(
+                    cells
+                        .iter()
+                        .map(|&(r, c)| (r as usize, c as usize))
+                        .collect(),
+                ),
+                ..Default::default()
+            }
+            .describe(),
+            (None, None, None) => "every cell".to_owned(),
+            (None, Some(r), None) => r,
+            (None, None, Some(c)) => c,
+            (None, Some(r), Some(c)) => match (self.row, self.col) {
+                (Some(r), Some(c)) => format!("the cell at row {r}, column {c}"),
+                _ => format!("{r} and {c}"),
+            },
         };
         format!(
             "Write `{}` in {}: {how}, {cells}{}? The ROM file is rewritten and its checksum updated.",
@@ -239,6 +271,8 @@ pub struct PatchOutcome {
     pub op: Op,
     /// The cells it applied to.
     pub target: Target,
+    /// How `rows_where`/`cols_where` resolved: (argument, note).
+    pub selection: Vec<(&'static str, String)>,
     /// Cells targeted, changed, limited to the storage range, and left
     /// outside the scaling's soft min/max.
     pub effect: PatchEffect,
@@ -662,42 +696,19 @@ pub fn read_table(ex: &mut Explorer, cfg: &Config, args: &ReadTable) -> Result<S
         let Some(text) = text else {
             return Ok((start, count));
         };
-        let (arg, index_args) = if rows {
-            ("rows_where", "row_start/row_count")
+        let index_args = if rows {
+            "row_start/row_count"
         } else {
-            ("cols_where", "col_start/col_count")
+            "col_start/col_count"
         };
         if start.is_some() || count.is_some() {
             return Err(Error::InvalidArgument(format!(
-                "give {arg} or {index_args}, not both"
+                "give {} or {index_args}, not both",
+                where_arg(rows)
             )));
         }
-        let (axis, axis_data) = match (t.table_type, rows) {
-            (TableType::Grid, true) | (TableType::OneAxis, true) => {
-                (t.row_axis.as_ref(), data.row_axis.as_ref())
-            }
-            (TableType::Grid, false) => (t.col_axis.as_ref(), data.col_axis.as_ref()),
-            _ => (None, None),
-        };
-        let Some(axis) = axis else {
-            return Err(Error::InvalidArgument(format!(
-                "`{}` has no axis for {arg} ({} table); use {}",
-                t.id,
-                t.dimensions(),
-                if rows { "no range" } else { "rows_where" }
-            )));
-        };
-        let (first, n) = crate::overlay::axis_window(axis, axis_data, text, arg)?;
-        let what = if rows { "rows" } else { "columns" };
-        extra = std::mem::take(&mut extra).text(
-            arg,
-            format!(
-                "{} ({} → {what} {first}-{})",
-                text.trim(),
-                axis.label(),
-                first + n - 1
-            ),
-        );
+        let (first, n, note) = axis_span(&t, &data, text, rows)?;
+        extra = std::mem::take(&mut extra).text(where_arg(rows), note);
         Ok((Some(first as u32), Some(n as u32)))
     };
     let (row_start, row_count) = by_value(
@@ -716,6 +727,47 @@ pub fn read_table(ex: &mut Explorer, cfg: &Config, args: &ReadTable) -> Result<S
         data.rows, data.cols, row_start, row_count, col_start, col_count,
     )?;
     Ok(render_table(&t, &data, window, extra))
+}
+
+/// `rows_where` or `cols_where`.
+fn where_arg(rows: bool) -> &'static str {
+    if rows { "rows_where" } else { "cols_where" }
+}
+
+/// The rows (or columns) whose cells meet the axis-value range `text`
+/// (read_table's and patch_table's `rows_where`/`cols_where`): the first
+/// index, how many, and a note for the frontmatter saying which.
+pub(crate) fn axis_span(
+    t: &Table,
+    data: &TableData,
+    text: &str,
+    rows: bool,
+) -> Result<(usize, usize, String), Error> {
+    let arg = where_arg(rows);
+    let (axis, axis_data) = match (t.table_type, rows) {
+        (TableType::Grid, true) | (TableType::OneAxis, true) => {
+            (t.row_axis.as_ref(), data.row_axis.as_ref())
+        }
+        (TableType::Grid, false) => (t.col_axis.as_ref(), data.col_axis.as_ref()),
+        _ => (None, None),
+    };
+    let Some(axis) = axis else {
+        return Err(Error::InvalidArgument(format!(
+            "`{}` has no axis for {arg} ({} table); use {}",
+            t.id,
+            t.dimensions(),
+            if rows { "no range" } else { "rows_where" }
+        )));
+    };
+    let (first, n) = crate::overlay::axis_window(axis, axis_data, text, arg)?;
+    let what = if rows { "rows" } else { "columns" };
+    let note = format!(
+        "{} ({} → {what} {first}-{})",
+        text.trim(),
+        axis.label(),
+        first + n - 1
+    );
+    Ok((first, n, note))
 }
 
 fn axis_label(t: &Table, rows: bool) -> Option<String> {
@@ -907,14 +959,11 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     let table = find_table(&def, &args.table)?.clone();
     require_inside(&table, &opened)?;
     let before = decode_table(&table, &opened.bytes)?;
-    let target = Target {
-        row: args.row.map(|r| r as usize),
-        col: args.col.map(|c| c as usize),
-    };
+    let (target, selection) = patch_target(&table, &before, args)?;
     let mut warnings = opened.warnings.clone();
     let prior = checksum_state(Some(&def), &opened.bytes);
     let mut image = opened.bytes.as_ref().clone();
-    let effect = patch::apply(&table, &before, &mut image, &op, target, args.force)?;
+    let effect = patch::apply(&table, &before, &mut image, &op, &target, args.force)?;
 
     let checksum = match prior.module {
         Some(module) => {
@@ -963,12 +1012,100 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
         after,
         op,
         target,
+        selection,
         effect,
         checksum,
         warnings,
         bytes,
         written,
     })
+}
+
+/// The cells a patch applies to: by index (`row`/`col`), by axis value
+/// (`rows_where`/`cols_where`, the same cells read_table shows for them) or
+/// listed (`cells`); and the frontmatter notes saying how ranges resolved.
+pub(crate) fn patch_target(
+    table: &Table,
+    data: &TableData,
+    args: &PatchTable,
+) -> Result<(Target, Vec<(&'static str, String)>), Error> {
+    if args.rows_where.is_some() && args.row.is_some() {
+        return Err(Error::InvalidArgument(
+            "give rows_where or row, not both: rows_where picks rows by axis value, row by index"
+                .into(),
+        ));
+    }
+    if args.cols_where.is_some() && args.col.is_some() {
+        return Err(Error::InvalidArgument(
+            "give cols_where or col, not both: cols_where picks columns by axis value, col by index"
+                .into(),
+        ));
+    }
+    if let Some(cells) = &args.cells {
+        if args.row.is_some()
+            || args.col.is_some()
+            || args.rows_where.is_some()
+            || args.cols_where.is_some()
+        {
+            return Err(Error::InvalidArgument(
+                "`cells` lists the cells itself: drop row, col, rows_where and cols_where".into(),
+            ));
+        }
+        if cells.is_empty() {
+            return Err(Error::InvalidArgument(
+                "`cells` is empty: list [row, col] pairs (0-based, from read_table), or omit it to patch the whole table".into(),
+            ));
+        }
+        if cells.len() > MAX_PATCH_CELLS {
+            return Err(Error::InvalidArgument(format!(
+                "`cells` lists {} cells; at most {MAX_PATCH_CELLS} per call (omit `cells` to patch the whole table)",
+                cells.len()
+            )));
+        }
+        let mut cells: Vec<(usize, usize)> = cells
+            .iter()
+            .map(|&(r, c)| (r as usize, c as usize))
+            .collect();
+        cells.sort_unstable();
+        cells.dedup();
+        let target = Target {
+            cells: Some(cells),
+            ..Default::default()
+        };
+        return Ok((target, Vec::new()));
+    }
+    let mut notes = Vec::new();
+    let mut span = |text: &Option<String>, rows: bool, index: Option<u32>| match text {
+        Some(text) => {
+            let (first, n, note) = axis_span(table, data, text, rows)?;
+            notes.push((where_arg(rows), note));
+            Ok::<_, Error>(Some(first..first + n))
+        }
+        None => Ok(index.map(|i| i as usize..i as usize + 1)),
+    };
+    let rows = span(&args.rows_where, true, args.row)?;
+    let cols = span(&args.cols_where, false, args.col)?;
+    if args.rows_where.is_none() && args.cols_where.is_none() {
+        let target = Target {
+            row: args.row.map(|r| r as usize),
+            col: args.col.map(|c| c as usize),
+            cells: None,
+        };
+        return Ok((target, notes));
+    }
+    // A block of rows × columns by value: listed cell by cell.
+    let rows = rows.unwrap_or(0..data.rows);
+    let cols = cols.unwrap_or(0..data.cols);
+    let cells = rows
+        .flat_map(|r| cols.clone().map(move |c| (r, c)))
+        .collect();
+    Ok((
+        Target {
+            cells: Some(cells),
+            ..Default::default()
+        },
+        notes,
+    ))
 }
 
 /// patch_table: applies the patch and returns the updated table.
@@ -978,22 +1115,29 @@ pub fn patch_table(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result
     // Show the targeted row/column even when it is outside the default window.
     let start =
         |target: Option<usize>, default: usize| target.filter(|&t| t >= default).map(|t| t as u32);
+    let (first_row, first_col) = match &out.target.cells {
+        Some(cells) => (
+            cells.iter().map(|c| c.0).min(),
+            cells.iter().map(|c| c.1).min(),
+        ),
+        None => (out.target.row, out.target.col),
+    };
     let window = Window::new(
         data.rows,
         data.cols,
-        start(out.target.row, DEFAULT_ROWS),
+        start(first_row, DEFAULT_ROWS),
         None,
-        start(out.target.col, DEFAULT_COLS),
+        start(first_col, DEFAULT_COLS),
         None,
     )?;
-    let where_ = match (out.target.row, out.target.col) {
-        (None, None) => "whole table".to_string(),
-        (Some(r), None) => format!("row {r}"),
-        (None, Some(c)) => format!("column {c}"),
-        (Some(r), Some(c)) => format!("cell [{r},{c}]"),
-    };
-    let mut fm = Frontmatter::new()
-        .text("operation", format!("{} on {where_}", out.op.describe()))
+    let mut fm = Frontmatter::new().text(
+        "operation",
+        format!("{} on {}", out.op.describe(), out.target.describe()),
+    );
+    for (arg, note) in &out.selection {
+        fm = fm.text(arg, note);
+    }
+    fm = fm
         .raw("cells_targeted", out.effect.targeted)
         .raw("cells_changed", out.effect.changed.len())
         .opt_text("checksum_algorithm", out.checksum.algorithm.as_ref())
@@ -1255,6 +1399,9 @@ mod tests {
             col: None,
             choice: None,
             force: false,
+            rows_where: None,
+            cols_where: None,
+            cells: None,
         };
         assert_eq!(
             p.describe(),

@@ -351,6 +351,9 @@ fn shared_patch_scenarios_produce_expected_images() {
                 col: s["col"].as_u64().map(|v| v as u32),
                 choice: None,
                 force: false,
+                rows_where: None,
+                cols_where: None,
+                cells: None,
             };
             let out = tools::patch(&mut ex, &cfg, &args).unwrap();
             let e = &s["expected"];
@@ -416,6 +419,9 @@ fn shared_patch_text_reports_and_bad_checksum_rom() {
         col: Some(0),
         choice: None,
         force: false,
+        rows_where: None,
+        cols_where: None,
+        cells: None,
     };
     // Patching a ROM whose checksum was already wrong repairs it and says so.
     let text = tools::patch_table(&mut ex, &cfg, &base).unwrap();

@@ -109,11 +109,8 @@ fn patch_round_trip(def: &Definition, image: &[u8]) -> Vec<String> {
                 Op::Set(t.scaling.to_physical(new_raw))
             }
         };
-        let target = Target {
-            row: Some(0),
-            col: Some(0),
-        };
-        if let Err(e) = patch::apply(t, &before, &mut patched, &op, target, true) {
+        let target = Target::cell(0, 0);
+        if let Err(e) = patch::apply(t, &before, &mut patched, &op, &target, true) {
             failures.push(format!("{}: patch {op:?}: {e}", t.id));
             continue;
         }
@@ -249,6 +246,9 @@ fn patch_args(rom: &Path, table: &str, value: f64) -> tools::PatchTable {
         col: Some(0),
         choice: None,
         force: false,
+        rows_where: None,
+        cols_where: None,
+        cells: None,
     }
 }
 

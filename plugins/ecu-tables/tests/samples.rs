@@ -43,6 +43,9 @@ fn patch_args(rom: &str, table: &str, op: OpKind, value: Option<f64>) -> PatchTa
         col: None,
         choice: None,
         force: false,
+        rows_where: None,
+        cols_where: None,
+        cells: None,
     }
 }
 
@@ -279,6 +282,141 @@ fn read_table_selects_cells_by_axis_values() {
     .unwrap_err()
     .to_string();
     assert!(both.contains("not both"), "{both}");
+}
+
+/// patch_table by axis value: the cells read_table shows for the same
+/// range, and only those. Ignition Timing Base Map rows are RPM 801, 1199,
+/// 1602, 2000, 2500, 3000, 3500, 4000, …; columns Load 20..200 by 20.
+#[test]
+fn patching_by_axis_value_writes_the_cells_read_table_shows() {
+    let (dir, rom) = workspace("patch-where");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let table = "Ignition Timing Base Map";
+    let before = read(&mut ex, &cfg, &rom, table);
+    assert!(
+        before.contains("| 3500 | 17.0 | 15.5 | 14.0 | 12.0 | 10.5 |"),
+        "{before}"
+    );
+    assert!(
+        before.contains("| 4000 | 18.5 | 16.5 | 15.0 | 13.5 | 11.5 |"),
+        "{before}"
+    );
+    let mut args = patch_args(&rom, table, OpKind::Add, Some(-1.0));
+    // 3500..4000 meets the cells of 3500 and 4000 (rows 6-7); 100 is the
+    // cell of Load 100 (column 4).
+    args.rows_where = Some("3500..4000".into());
+    args.cols_where = Some("100".into());
+    assert_eq!(
+        args.describe(),
+        format!(
+            "Write `{table}` in {rom}: add -1, rows_where 3500..4000 and cols_where 100? The ROM file is rewritten and its checksum updated."
+        )
+    );
+    let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
+    assert!(
+        text.contains("operation: add -1 on 2 cells [6,4], [7,4]\n"),
+        "{text}"
+    );
+    assert!(text.contains("cells_changed: 2\n"), "{text}");
+    assert!(
+        text.contains("rows_where: 3500..4000 (RPM (rpm) → rows 6-7)\n")
+            && text.contains("cols_where: 100 (Load (%) → columns 4-4)\n"),
+        "{text}"
+    );
+    let after = read(&mut ex, &cfg, &rom, table);
+    assert!(
+        after.contains("| 3500 | 17.0 | 15.5 | 14.0 | 12.0 | 9.5  |"),
+        "{after}"
+    );
+    assert!(
+        after.contains("| 4000 | 18.5 | 16.5 | 15.0 | 13.5 | 10.5 |"),
+        "{after}"
+    );
+    // Everything else is as before: 2 of 120 cells differ.
+    let differ = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(differ, 2);
+    assert!(
+        Module::MitsuCan
+            .validate(&std::fs::read(&rom).unwrap())
+            .unwrap()
+    );
+
+    // Only rows by value: the whole rows, every column (with `col`, one).
+    let mut rows = patch_args(&rom, table, OpKind::Add, Some(1.0));
+    rows.rows_where = Some("4500".into());
+    let text = tools::patch_table(&mut ex, &cfg, &rows).unwrap();
+    assert!(text.contains("cells_changed: 10\n"), "{text}");
+    rows.col = Some(0);
+    let text = tools::patch_table(&mut ex, &cfg, &rows).unwrap();
+    assert!(text.contains("operation: add 1 on cell [8,0]\n"), "{text}");
+    assert!(text.contains("| 4500 | 21.5 |"), "{text}");
+
+    // Listed cells, each once.
+    let mut listed = patch_args(&rom, table, OpKind::Set, Some(5.0));
+    listed.cells = Some(vec![(0, 9), (0, 9), (11, 0)]);
+    let text = tools::patch_table(&mut ex, &cfg, &listed).unwrap();
+    assert!(
+        text.contains("on 2 cells [0,9], [11,0]\n") && text.contains("cells_changed: 2\n"),
+        "{text}"
+    );
+
+    // Errors: both ways for one axis, a range meeting no cell (naming the
+    // breakpoints), cells with a range, a cell past the end, an empty list.
+    let written = std::fs::read(&rom).unwrap();
+    let err = |a: &PatchTable| {
+        tools::patch_table(&mut Explorer::new(), &cfg, a)
+            .unwrap_err()
+            .to_string()
+    };
+    let mut both = patch_args(&rom, table, OpKind::Add, Some(1.0));
+    both.rows_where = Some("4000".into());
+    both.row = Some(3);
+    assert!(
+        err(&both).contains("give rows_where or row, not both"),
+        "{}",
+        err(&both)
+    );
+    let mut none = patch_args(&rom, table, OpKind::Add, Some(1.0));
+    none.rows_where = Some("8000..9000".into());
+    let msg = err(&none);
+    assert!(
+        msg.contains("meets no cell of axis `RPM (rpm)`")
+            && msg.contains(
+                "breakpoints 801, 1199, 1602, 2000, 2500, 3000, 3500, 4000, 4500, 5000, 6000, 7000"
+            ),
+        "{msg}"
+    );
+    let mut mixed = patch_args(&rom, table, OpKind::Add, Some(1.0));
+    mixed.cells = Some(vec![(1, 1)]);
+    mixed.cols_where = Some("100".into());
+    assert!(err(&mixed).contains("drop row, col, rows_where and cols_where"));
+    mixed.cols_where = None;
+    mixed.cells = Some(vec![(1, 1), (12, 0)]);
+    assert!(
+        err(&mixed).contains("row 12 is out of range"),
+        "{}",
+        err(&mixed)
+    );
+    mixed.cells = Some(vec![]);
+    assert!(err(&mixed).contains("`cells` is empty"));
+    let mut cols_2d = patch_args(&rom, "Idle Speed Target", OpKind::Add, Some(1.0));
+    cols_2d.cols_where = Some("0..10".into());
+    assert!(
+        err(&cols_2d).contains("no axis for cols_where"),
+        "{}",
+        err(&cols_2d)
+    );
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        written,
+        "refusals write nothing"
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
