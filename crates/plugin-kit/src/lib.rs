@@ -17,8 +17,10 @@
 //!
 //! Small algorithms more than one crate needs live here once too: [`civil`]
 //! turns Unix time into calendar dates and back, [`suggest`] measures how
-//! far a mistyped name is from the real ones.
+//! far a mistyped name is from the real ones, [`blob`] frames the
+//! emulators' session snapshots (base64, versioned, checksummed).
 
+pub mod blob;
 pub mod civil;
 pub mod clients;
 pub mod error;
