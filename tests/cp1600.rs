@@ -322,7 +322,7 @@ async fn every_tool_declares_its_output_schema_with_descriptions() {
     let tools = cp.server.tools().await;
     assert_eq!(
         tools.len(),
-        23,
+        24,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -495,6 +495,105 @@ async fn disassemble_breakpoints_step_and_trace() {
         .await;
     assert_eq!(w["values"], json!([0x34]), "8-bit RAM keeps the low byte");
     cp.server.stop().await;
+}
+
+/// Everything a client sees of a session but its id: state, RAM, the
+/// program, breakpoints, the map.
+async fn observe(cp: &Cp, id: &str) -> Value {
+    let mut state = cp.ok("cp1600_get_state", json!({"session_id": id})).await;
+    state.as_object_mut().unwrap().remove("session_id");
+    let mem = |start: u32, count: u32| {
+        cp.ok(
+            "cp1600_examine_memory",
+            json!({"session_id": id, "start_address": start, "count": count}),
+        )
+    };
+    let (ram, rom) = (mem(0x0100, 0x260).await, mem(0x5000, 32).await);
+    let bps = cp
+        .ok("cp1600_list_breakpoints", json!({"session_id": id}))
+        .await;
+    let map = cp.ok("cp1600_memory_map", json!({"session_id": id})).await;
+    json!([state, ram, rom, bps, map])
+}
+
+#[tokio::test]
+async fn a_snapshot_restores_into_a_session_that_steps_identically() {
+    let cp = Cp::samples().await;
+    cp.load("orig", &sample("06-nested-calls")).await;
+    cp.ok("cp1600_step", json!({"session_id": "orig", "count": 5}))
+        .await;
+    cp.ok(
+        "cp1600_set_breakpoint",
+        json!({"session_id": "orig", "address": 0x5012}),
+    )
+    .await;
+    let snap = cp
+        .ok("cp1600_snapshot", json!({"session_id": "orig"}))
+        .await;
+    let text = snap["snapshot"].as_str().unwrap().to_owned();
+    assert_eq!(snap["format_version"], 1);
+    assert_eq!(snap["size"], text.len());
+    // Only the mapped words travel: RAM and the small program.
+    assert!(text.len() < 2000, "{} characters", text.len());
+    let made = cp
+        .ok(
+            "cp1600_create_session",
+            json!({"session_id": "copy", "snapshot": text}),
+        )
+        .await;
+    assert_eq!(made["restored"]["pc"], snap["pc"]);
+    assert_eq!(made["restored"]["cycles"], snap["cycles"]);
+    assert_eq!(made["restored"]["breakpoints"], 1);
+    assert!(
+        made["restored"]["rom_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("06-nested-calls.bin")
+    );
+    assert_eq!(observe(&cp, "orig").await, observe(&cp, "copy").await);
+    for n in [1, 3, 50] {
+        for id in ["orig", "copy"] {
+            cp.ok("cp1600_step", json!({"session_id": id, "count": n}))
+                .await;
+        }
+        assert_eq!(
+            observe(&cp, "orig").await,
+            observe(&cp, "copy").await,
+            "after {n} more"
+        );
+    }
+    // The copy is its own session: stepping it leaves the original alone.
+    cp.ok("cp1600_reset", json!({"session_id": "copy"})).await;
+    assert_ne!(observe(&cp, "orig").await, observe(&cp, "copy").await);
+
+    // Damaged snapshots are refused and make no session.
+    let before = cp.ok("cp1600_list_sessions", json!({})).await["sessions"]
+        .as_array()
+        .unwrap()
+        .len();
+    let mut flipped = text.clone().into_bytes();
+    let mid = flipped.len() / 2;
+    flipped[mid] = if flipped[mid] == b'Q' { b'R' } else { b'Q' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    for (bad, says) in [
+        (text[..text.len() / 2].to_owned(), "snapshot refused"),
+        (flipped, "checksum"),
+        ("not base64!".to_owned(), "not base64"),
+    ] {
+        let (code, msg) = cp
+            .err(
+                "cp1600_create_session",
+                json!({"session_id": "bad", "snapshot": bad}),
+            )
+            .await;
+        assert_eq!(code, "INVALID_SNAPSHOT", "{msg}");
+        assert!(msg.contains(says), "{msg}");
+    }
+    let after = cp.ok("cp1600_list_sessions", json!({})).await["sessions"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after);
 }
 
 #[tokio::test]

@@ -65,7 +65,11 @@ impl wit::Guest for Plugin {
     fn cp1600_create_session(
         args: wit::CreateSessionArgs,
     ) -> Result<wit::SessionCreated, wit::ToolError> {
-        with(|s| s.create_session(args.session_id.as_deref()))
+        with(|s| s.create_session_from(args.session_id.as_deref(), args.snapshot.as_deref()))
+    }
+
+    fn cp1600_snapshot(args: wit::TargetArgs) -> Result<wit::SnapshotTaken, wit::ToolError> {
+        with(|s| s.snapshot(args.session_id.as_deref()))
     }
 
     fn cp1600_list_sessions() -> Result<wit::SessionList, wit::ToolError> {
@@ -276,6 +280,26 @@ impl From<r::SessionCreated> for wit::SessionCreated {
             status: v.status.into(),
             active: v.active,
             note: v.note,
+            restored: v.restored.map(|r| wit::Restored {
+                pc: r.pc,
+                cycles: r.cycles,
+                instructions: r.instructions,
+                breakpoints: r.breakpoints,
+                rom_path: r.rom_path,
+            }),
+        }
+    }
+}
+
+impl From<r::SnapshotTaken> for wit::SnapshotTaken {
+    fn from(v: r::SnapshotTaken) -> Self {
+        Self {
+            session_id: v.session_id,
+            format_version: v.format_version,
+            size: v.size,
+            pc: v.pc,
+            cycles: v.cycles,
+            snapshot: v.snapshot,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod offers;
 pub mod results;
 pub mod rom;
+pub mod snapshot;
 pub mod tools;
 
 mod component;

@@ -146,6 +146,12 @@ impl Memory {
         self.changes
     }
 
+    /// Sets the change counter (a restored snapshot carries on counting
+    /// where the saved session was).
+    pub fn restore_changes(&mut self, changes: u64) {
+        self.changes = changes;
+    }
+
     /// Whether `addr` is RAM (8- or 16-bit): where a stack may live.
     #[inline(always)]
     pub fn is_ram(&self, addr: u16) -> bool {

@@ -65,6 +65,42 @@ pub struct SessionCreated {
     /// Set when another client's idle sessions were closed to make room.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Set when the session was made from a snapshot: where it stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored: Option<Restored>,
+}
+
+/// Where a session made from a snapshot stands.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Restored {
+    /// The program counter (R7).
+    pub pc: u16,
+    /// Cycles since reset.
+    pub cycles: u64,
+    /// Instructions since reset.
+    pub instructions: u64,
+    /// Breakpoints set.
+    pub breakpoints: u32,
+    /// The ROM the saved session had loaded (a path on the machine that loaded it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rom_path: Option<String>,
+}
+
+/// `cp1600_snapshot`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SnapshotTaken {
+    /// The session saved.
+    pub session_id: String,
+    /// The snapshot's layout version.
+    pub format_version: u16,
+    /// Characters in `snapshot`.
+    pub size: u32,
+    /// The program counter when saved.
+    pub pc: u16,
+    /// Cycles since reset when saved.
+    pub cycles: u64,
+    /// The state: base64 text to pass to `cp1600_create_session`.
+    pub snapshot: String,
 }
 
 /// What a session is doing, from its CPU state.

@@ -398,7 +398,28 @@ impl Sessions {
 
     /// `cp1600_create_session`: a session at $5000 with no ROM, made active; refused past the per-client or global cap (closing a departed client's idle sessions to make room first).
     pub fn create_session(&mut self, session_id: Option<&str>) -> ToolResult<SessionCreated> {
+        self.create_session_from(session_id, None)
+    }
+
+    /// `cp1600_create_session` with its `snapshot`: the new session is the
+    /// one `cp1600_snapshot` saved (checked before any session is made).
+    pub fn create_session_from(
+        &mut self,
+        session_id: Option<&str>,
+        snapshot: Option<&str>,
+    ) -> ToolResult<SessionCreated> {
         use plugin_kit::clients::{Full, hex64, mint};
+        let saved = match snapshot {
+            Some(text) => Some(crate::snapshot::decode(text).map_err(|e| {
+                ToolError::new(
+                    "INVALID_SNAPSHOT",
+                    format!(
+                        "snapshot refused: {e}; pass the `snapshot` text of a cp1600_snapshot result unchanged"
+                    ),
+                )
+            })?),
+            None => None,
+        };
         let freed = match self.room.admit(
             self.sessions.len(),
             MAX_SESSIONS_PER_CLIENT,
@@ -454,26 +475,83 @@ impl Sessions {
                 ))
             })?,
         };
-        let mut machine = Machine::new();
-        machine.cpu.reset_to(0x5000);
-        self.sessions.insert(
-            id.clone(),
-            Session {
+        let session = match saved {
+            None => {
+                let mut machine = Machine::new();
+                machine.cpu.reset_to(0x5000);
+                Session {
+                    created_at: rfc3339(millis),
+                    machine,
+                    rom: None,
+                    image_ram: vec![],
+                    start: Start::plain(0x5000),
+                    poked: false,
+                    edits: 0,
+                }
+            }
+            Some(v) => Session {
                 created_at: rfc3339(millis),
-                machine,
-                rom: None,
-                image_ram: vec![],
-                start: Start::plain(0x5000),
-                poked: false,
+                machine: v.machine,
+                rom: v.rom.map(|r| RomInfo {
+                    path: r.path,
+                    format: r.format,
+                    bytes: r.bytes,
+                    segments: r.segments,
+                    exec: r.exec,
+                }),
+                image_ram: v.image_ram,
+                start: v.start,
+                poked: v.poked,
                 edits: 0,
             },
-        );
+        };
+        let restored = snapshot.is_some().then(|| {
+            let m = &session.machine;
+            Restored {
+                pc: m.cpu.st.r[7],
+                cycles: m.cpu.st.cycles,
+                instructions: m.cpu.st.instructions,
+                breakpoints: m.breakpoints().len() as u32,
+                rom_path: session.rom.as_ref().map(|r| r.path.clone()),
+            }
+        });
+        self.sessions.insert(id.clone(), session);
         self.active = Some(id.clone());
         Ok(SessionCreated {
             session_id: id,
             status: "created",
             active: true,
             note: freed.map(|f| f.note("session")),
+            restored,
+        })
+    }
+
+    /// `cp1600_snapshot`: the session's whole state as one base64 blob
+    /// (layout in [`crate::snapshot`]) that `cp1600_create_session` takes back.
+    pub fn snapshot(&mut self, session_id: Option<&str>) -> ToolResult<SnapshotTaken> {
+        let (id, s) = self.get(session_id)?;
+        let saved = crate::snapshot::Saved {
+            machine: s.machine.clone(),
+            rom: s.rom.as_ref().map(|r| crate::snapshot::SavedRom {
+                path: r.path.clone(),
+                format: r.format,
+                bytes: r.bytes,
+                segments: r.segments.clone(),
+                exec: r.exec,
+            }),
+            image_ram: s.image_ram.clone(),
+            start: s.start,
+            poked: s.poked,
+        };
+        let text = crate::snapshot::encode(&saved);
+        let st = &s.machine.cpu.st;
+        Ok(SnapshotTaken {
+            session_id: id,
+            format_version: crate::snapshot::VERSION,
+            size: text.len() as u32,
+            pc: st.r[7],
+            cycles: st.cycles,
+            snapshot: text,
         })
     }
 
@@ -1553,6 +1631,113 @@ mod client_tests {
     fn code<T: std::fmt::Debug>(r: ToolResult<T>) -> (String, String) {
         let e = r.expect_err("an error");
         (e.code.to_string(), e.message)
+    }
+
+    /// Everything a client can see of a session, minus its id.
+    fn observe(s: &mut Sessions, id: &str) -> serde_json::Value {
+        let mut state = s.get_state(Some(id)).unwrap().json();
+        state.as_object_mut().unwrap().remove("session_id");
+        let ram = s
+            .examine_memory(Some(id), 0x0100, Some(0x260))
+            .unwrap()
+            .json();
+        let rom = s.examine_memory(Some(id), 0x5000, Some(64)).unwrap().json();
+        let bps = s.list_breakpoints(Some(id)).unwrap().json();
+        let map = s.memory_map(Some(id)).unwrap().json();
+        json!([state, ram, rom, bps, map])
+    }
+
+    #[test]
+    fn a_restored_snapshot_steps_exactly_like_its_original() {
+        let mut s = Sessions::new();
+        s.create_session(Some("a")).unwrap();
+        let p = crate::asm::assemble(
+            " ORG $5000\n MVII #$02F0, R6\n MVII #500, R1\nl: MVO R1, $0200\n MVO R1, $0100\n PSHR R1\n PULR R2\n DECR R1\n BNEQ l\n HLT\n",
+        )
+        .unwrap();
+        // Loaded from a real .bin, so the snapshot carries the ROM details too.
+        let dir = std::env::temp_dir().join(format!("cp1600-snap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("loop.bin");
+        let bytes: Vec<u8> = p.words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        std::fs::write(&bin, bytes).unwrap();
+        let opts = LoadOptions {
+            load_address: Some(p.origin),
+            ..Default::default()
+        };
+        s.load_rom(Some("a"), bin.to_str().unwrap(), &opts).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        s.step(Some("a"), Some(25), None, &mut |_, _, _| true)
+            .unwrap();
+        s.set_breakpoint(Some("a"), 0x5008).unwrap();
+        let snap = s.snapshot(Some("a")).unwrap();
+        assert_eq!(
+            (snap.format_version, snap.size as usize),
+            (1, snap.snapshot.len())
+        );
+        let made = s
+            .create_session_from(Some("b"), Some(&snap.snapshot))
+            .unwrap();
+        let restored = made.restored.expect("restored details");
+        assert_eq!(
+            (restored.pc, restored.cycles, restored.breakpoints),
+            (snap.pc, snap.cycles, 1)
+        );
+        assert!(restored.rom_path.unwrap().ends_with("loop.bin"));
+        let listed = s.list_sessions().unwrap().json();
+        assert_eq!(
+            listed["sessions"][0]["rom_path"],
+            listed["sessions"][1]["rom_path"]
+        );
+        assert_eq!(listed["sessions"][1]["rom_format"], "bin");
+        assert_eq!(observe(&mut s, "a"), observe(&mut s, "b"));
+        for n in [1, 13, 400] {
+            s.step(Some("a"), Some(n), None, &mut |_, _, _| true)
+                .unwrap();
+            s.step(Some("b"), Some(n), None, &mut |_, _, _| true)
+                .unwrap();
+            assert_eq!(observe(&mut s, "a"), observe(&mut s, "b"), "after {n} more");
+        }
+        // Breakpoints came along: both runs stop at the same one.
+        let ra = s
+            .run(Some("a"), Some(1_000_000), None, &mut |_, _, _| true)
+            .unwrap()
+            .json();
+        let rb = s
+            .run(Some("b"), Some(1_000_000), None, &mut |_, _, _| true)
+            .unwrap()
+            .json();
+        assert_eq!(ra["reason"], "breakpoint");
+        assert_eq!(ra["pc"], rb["pc"]);
+        assert_eq!(observe(&mut s, "a"), observe(&mut s, "b"));
+        // A snapshot is no link: the copy moves on alone.
+        s.step(Some("b"), Some(1), None, &mut |_, _, _| true)
+            .unwrap();
+        assert_ne!(observe(&mut s, "a"), observe(&mut s, "b"));
+    }
+
+    #[test]
+    fn a_bad_snapshot_makes_no_session() {
+        let mut s = Sessions::new();
+        s.create_session(Some("a")).unwrap();
+        let good = s.snapshot(Some("a")).unwrap().snapshot;
+        let cut = &good[..good.len() / 2];
+        // One character in the middle changed: a payload byte differs.
+        let mut flipped = good.clone().into_bytes();
+        let mid = flipped.len() / 2;
+        flipped[mid] = if flipped[mid] == b'Q' { b'R' } else { b'Q' };
+        let flipped = String::from_utf8(flipped).unwrap();
+        for (bad, says) in [
+            ("hello", "base64"),
+            (cut, "snapshot refused"),
+            (&flipped, "checksum"),
+        ] {
+            let (c, m) = code(s.create_session_from(Some("x"), Some(bad)));
+            assert_eq!(c, "INVALID_SNAPSHOT");
+            assert!(m.contains(says), "{m}");
+        }
+        assert_eq!(s.list_sessions().unwrap().sessions.len(), 1);
+        assert!(s.create_session_from(Some("x"), Some(&good)).is_ok());
     }
 
     #[test]
