@@ -19,6 +19,10 @@ impl views::Guest for Component {
     fn log_plot() -> String {
         crate::page(crate::LOG_PLOT)
     }
+
+    fn emulator() -> String {
+        crate::page(crate::EMULATOR)
+    }
 }
 
 export!(Component);

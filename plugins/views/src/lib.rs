@@ -22,6 +22,9 @@ pub const ECU_TABLE: &str = include_str!("../assets/ecu-table.html");
 /// The log view's page (`ui://benchtop/log-plot`).
 pub const LOG_PLOT: &str = include_str!("../assets/log-plot.html");
 
+/// The emulator view's page (`ui://benchtop/emulator`, cp1600 and x86-inspect).
+pub const EMULATOR: &str = include_str!("../assets/emulator.html");
+
 /// A page with the bridge script in place of its marker.
 pub fn page(source: &str) -> String {
     source.replacen(BRIDGE_MARKER, BRIDGE, 1)
@@ -31,7 +34,11 @@ pub fn page(source: &str) -> String {
 mod tests {
     use super::*;
 
-    const PAGES: [(&str, &str); 2] = [("ecu-table", ECU_TABLE), ("log-plot", LOG_PLOT)];
+    const PAGES: [(&str, &str); 3] = [
+        ("ecu-table", ECU_TABLE),
+        ("log-plot", LOG_PLOT),
+        ("emulator", EMULATOR),
+    ];
 
     #[test]
     fn every_page_includes_the_bridge_once() {
