@@ -8,9 +8,10 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
     "diff_tables",
     "list_tables",
+    "lookup_table",
     "overlay_log",
     "patch_table",
     "read_table",
@@ -196,7 +197,7 @@ fn check_axis(labels: &[String], axis: &Value, ctx: &str) {
 // ---------------------------------------------------------------- samples
 
 #[tokio::test]
-async fn serves_exactly_the_six_ecu_tools_with_annotations() {
+async fn serves_exactly_the_ecu_tools_with_annotations() {
     let ecu = Ecu::sample(None).await;
     let tools = ecu.server.tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -2013,4 +2014,75 @@ async fn patch_table_by_axis_value_is_confirmed_and_writes_those_cells() {
     );
     assert_eq!(std::fs::read(rom).unwrap(), after);
     client.cancel().await.unwrap();
+}
+
+/// lookup_table through MCP, hand-checked on Ignition Timing Base Map:
+/// (13.5 + 11.5 + 14.5 + 13.0) / 4 at 4250 rpm, 90 % load; the corner cell
+/// past both axes, said to be clamped; a wrong call says what to give.
+#[tokio::test]
+async fn lookup_table_gives_the_interpolated_value_and_its_cells() {
+    let ecu = Ecu::sample(None).await;
+    let tools = ecu.server.tools().await;
+    let lookup = tools.iter().find(|t| t.name == "lookup_table").unwrap();
+    assert_eq!(
+        lookup.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    let (rom, table) = (sample_rom(), "Ignition Timing Base Map");
+    let out = ecu
+        .ok(
+            "lookup_table",
+            json!({"rom": rom, "table": table, "x": 90, "y": 4250}),
+        )
+        .await;
+    assert_eq!(val(&out, "value"), "13.125", "{out}");
+    assert!(!out.contains("clamped"), "{out}");
+    let rows = markdown_rows(&out);
+    assert_eq!(
+        rows[0],
+        [
+            "Row",
+            "Col",
+            "RPM (rpm)",
+            "Load (%)",
+            "Value (degrees)",
+            "Weight"
+        ]
+    );
+    let cells: Vec<(String, String, String)> = rows[1..]
+        .iter()
+        .map(|r| (format!("{},{}", r[0], r[1]), r[4].clone(), r[5].clone()))
+        .collect();
+    let want = [
+        ("7,3", "13.5"),
+        ("7,4", "11.5"),
+        ("8,3", "14.5"),
+        ("8,4", "13.0"),
+    ];
+    assert_eq!(cells.len(), 4, "{out}");
+    for ((at, v, w), (want_at, want_v)) in cells.iter().zip(want) {
+        assert_eq!(
+            (at.as_str(), v.as_str(), w.as_str()),
+            (want_at, want_v, "0.25")
+        );
+    }
+    let out = ecu
+        .ok(
+            "lookup_table",
+            json!({"rom": rom, "table": table, "x": 250, "y": 8000}),
+        )
+        .await;
+    assert_eq!(val(&out, "value"), "11", "{out}");
+    assert!(
+        out.contains("x 250 is above the last breakpoint of Load (%), held at 200"),
+        "{out}"
+    );
+    let err = ecu
+        .err("lookup_table", json!({"rom": rom, "table": table, "x": 90}))
+        .await;
+    assert!(
+        err.contains("give x (x_axis Load (%)) and y (y_axis RPM (rpm))"),
+        "{err}"
+    );
+    ecu.server.stop().await;
 }

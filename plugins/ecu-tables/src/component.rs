@@ -148,6 +148,16 @@ impl wit::Guest for Component {
         with_explorer(|ex, cfg| tools::diff_tables(ex, cfg, &args))
     }
 
+    fn lookup_table(args: wit::LookupTableArgs) -> Result<String, wit::ToolError> {
+        let args = crate::lookup::LookupTable {
+            rom: args.rom,
+            table: args.table,
+            x: args.x,
+            y: args.y,
+        };
+        with_explorer(|ex, cfg| crate::lookup::lookup_table(ex, cfg, &args))
+    }
+
     fn overlay_log(args: wit::OverlayLogArgs) -> Result<String, wit::ToolError> {
         use crate::overlay::{OverlayLog, Stat, overlay_log};
         let args = OverlayLog {

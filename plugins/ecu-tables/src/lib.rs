@@ -11,6 +11,7 @@ pub mod definition;
 pub mod error;
 pub mod expr;
 pub mod image;
+pub mod lookup;
 pub mod memmodel;
 pub mod offers;
 pub mod overlay;

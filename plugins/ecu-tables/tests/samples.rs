@@ -827,3 +827,104 @@ fn long_table_names_and_paths_are_not_echoed_whole() {
     assert!(e.contains("cannot read ROM") && e.len() < 1000, "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// lookup_table on the sample ROM, by hand: Ignition Timing Base Map has
+/// RPM 4000 → [13.5 at Load 80, 11.5 at 100] and 4500 → [14.5, 13.0]; the
+/// first RPM breakpoints are stored as 800.78 and 1199.22 (raw 205, 307).
+#[test]
+fn lookup_table_interpolates_as_the_ecu_does() {
+    use ecu_tables::lookup::{LookupTable, lookup_table};
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let rom = samples()
+        .join("BT000001.bin")
+        .to_string_lossy()
+        .into_owned();
+    let mut look = |table: &str, x: f64, y: Option<f64>| {
+        lookup_table(
+            &mut ex,
+            &cfg,
+            &LookupTable {
+                rom: rom.clone(),
+                table: table.into(),
+                x,
+                y,
+            },
+        )
+        .map_err(|e| e.to_string())
+    };
+    let timing = "Ignition Timing Base Map";
+    // Half way on both axes: (13.5 + 11.5 + 14.5 + 13.0) / 4 = 13.125.
+    let out = look(timing, 90.0, Some(4250.0)).unwrap();
+    assert!(
+        out.contains("\nx: 90\ny_axis: RPM (rpm)\ny: 4250\nvalue: 13.125\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("interpolation: bilinear between the 4 cells"),
+        "{out}"
+    );
+    assert!(!out.contains("clamped"), "{out}");
+    for row in [
+        "| 7   | 3   | 4000      | 80       | 13.5            | 0.25   |",
+        "| 7   | 4   | 4000      | 100      | 11.5            | 0.25   |",
+        "| 8   | 3   | 4500      | 80       | 14.5            | 0.25   |",
+        "| 8   | 4   | 4500      | 100      | 13.0            | 0.25   |",
+    ] {
+        assert!(out.contains(row), "{row}\n{out}");
+    }
+    // A quarter of the way in rpm, on the 100 breakpoint in load:
+    // 0.75 × 11.5 + 0.25 × 13.0 = 11.875.
+    let out = look(timing, 100.0, Some(4125.0)).unwrap();
+    assert!(out.contains("value: 11.875\n"), "{out}");
+    assert!(
+        out.contains("| 7   | 4   | 4000      | 100      | 11.5            | 0.75   |"),
+        "{out}"
+    );
+    // On a breakpoint the segment above it is used, with weight 0.
+    assert!(
+        out.contains("| 7   | 5   | 4000      | 120      | 10.0            | 0      |"),
+        "{out}"
+    );
+    // 1000 rpm is half way between the stored 800.78 and 1199.22: (10.5 + 11.5) / 2.
+    let out = look(timing, 20.0, Some(1000.0)).unwrap();
+    assert!(out.contains("value: 11\n"), "{out}");
+    // Beyond both axes: the corner cell, 11.0, and each clamp said.
+    let out = look(timing, 250.0, Some(8000.0)).unwrap();
+    assert!(out.contains("value: 11\n"), "{out}");
+    assert!(
+        out.contains("clamped: [\"x 250 is above the last breakpoint of Load (%), held at 200 (the ECU does not extrapolate)\", \"y 8000 is above the last breakpoint of RPM (rpm), held at 7000"),
+        "{out}"
+    );
+    // A 2D table: Coolant -20..80 → 1400 … 800 rpm, stored in steps of
+    // 125/16 rpm (raw 128 = 1000, raw 115 = 898.4375 shown as 898, raw 179 =
+    // 1398.4375); 30 C is half way from 20 to 40: (1000 + 898.4375) / 2.
+    let out = look("Idle Speed Target", 30.0, None).unwrap();
+    assert!(
+        out.contains("value: 949.2188\n") && out.contains("linear between the 2 breakpoints"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| 4   | 20               | 1000        | 0.5    |"),
+        "{out}"
+    );
+    let out = look("Idle Speed Target", -40.0, None).unwrap();
+    assert!(
+        out.contains("value: 1398.4375\n") && out.contains("below the first breakpoint"),
+        "{out}"
+    );
+    // Errors say what to give.
+    let err = look(timing, 90.0, None).unwrap_err();
+    assert!(
+        err.contains("give x (x_axis Load (%)) and y (y_axis RPM (rpm))"),
+        "{err}"
+    );
+    let err = look("Idle Speed Target", 30.0, Some(1.0)).unwrap_err();
+    assert!(err.contains("give x only"), "{err}");
+    let err = look("Boost Target", 1.0, Some(3000.0)).unwrap_err();
+    assert!(err.contains("text labels"), "{err}");
+    let err = look("Injector Scaling", 1.0, None).unwrap_err();
+    assert!(err.contains("single value"), "{err}");
+    let err = look(timing, f64::NAN, Some(1.0)).unwrap_err();
+    assert!(err.contains("finite"), "{err}");
+}
