@@ -1,0 +1,218 @@
+// The emulator view (ui://benchtop/emulator) in the test client: the same
+// host page as views.test.mjs (host/host.mjs: the ext-apps SDK's AppBridge
+// framing the view in headless Chromium), with `benchtop serve` running
+// cp1600, x86-inspect and views on a temp copy of samples/. Every check
+// compares what the view shows with the tools' own answers; a click on a
+// step button must change the server's session. Saves
+// docs/screenshots/emulator-*.png.
+//
+// Usage: node emulator.test.mjs   (after `npm ci` and `npm run bundle`)
+// Env: BENCHTOP_BIN, PLUGINS_DIR, CHROMIUM as for views.test.mjs.
+
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, "..", "..");
+const bin = process.env.BENCHTOP_BIN || join(repo, "target", "debug", "benchtop");
+const plugins = process.env.PLUGINS_DIR || join(repo, "target", "plugins");
+const shots = join(repo, "docs", "screenshots");
+const VIEW = "ui://benchtop/emulator";
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = "") {
+    if (ok) {
+        passed++;
+        console.log(`ok   ${name}`);
+    } else {
+        failed++;
+        console.log(`FAIL ${name}${detail ? `\n     ${String(detail).slice(0, 1500)}` : ""}`);
+    }
+}
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+const work = mkdtempSync(join(tmpdir(), "benchtop-emulator-view-"));
+const ws = join(work, "ws");
+cpSync(join(repo, "samples"), ws, { recursive: true });
+const toml = (s) => JSON.stringify(s);
+writeFileSync(join(work, "benchtop.toml"), `
+workspace = ${toml(ws)}
+allow = [${toml(ws + ":rw")}]
+[[plugin]]
+path = ${toml(join(plugins, "cp1600.wasm"))}
+[[plugin]]
+path = ${toml(join(plugins, "x86_inspect.wasm"))}
+[[plugin]]
+path = ${toml(join(plugins, "views.wasm"))}
+`);
+
+let browser = null;
+let mcp = null;
+let profile = null;
+async function finish(code) {
+    await browser?.close().catch(() => {});
+    await mcp?.close().catch(() => {});
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (failed === 0) rmSync(work, { recursive: true, force: true });
+    else console.log(`(left ${work} for inspection)`);
+    console.log(`emulator view: ${passed} passed, ${failed} failed`);
+    process.exit(code);
+}
+process.on("uncaughtException", (e) => {
+    failed++;
+    console.log(`FAIL ${e.stack ?? e}`);
+    finish(1);
+});
+
+mcp = new Client({ name: "benchtop-emulator-view-test", version: "0.1.0" }, {
+    capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } } },
+});
+await mcp.connect(new StdioClientTransport({ command: bin, args: ["serve", "--config", join(work, "benchtop.toml"), "--no-watch", "--no-cache"], stderr: "ignore" }));
+const call = (name, args) => mcp.callTool({ name, arguments: args });
+const ok = async (name, args) => {
+    const r = await call(name, args);
+    if (r.isError) throw new Error(`${name}: ${r.content.map((b) => b.text).join(" ")}`);
+    return r.structuredContent;
+};
+
+const HOST = "http://views-test-host.invalid/";
+profile = mkdtempSync(join(tmpdir(), "benchtop-emulator-chromium-"));
+browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 940, height: 760 },
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage();
+const pageErrors = [];
+const foreign = [];
+page.on("pageerror", (e) => pageErrors.push(e.message));
+page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
+await page.route("**/*", (route) => {
+    const url = route.request().url();
+    if (url === HOST) return route.fulfill({ contentType: "text/html", body: readFileSync(join(here, "host", "host.html")) });
+    if (url === HOST + "host.js") return route.fulfill({ contentType: "text/javascript", body: readFileSync(join(here, "dist", "host.js")) });
+    if (!url.startsWith("data:") && !url.startsWith("about:")) foreign.push(url);
+    return route.abort();
+});
+await page.exposeFunction("mcpCall", async (name, args) => JSON.stringify(await call(name, JSON.parse(args))));
+await page.goto(HOST);
+
+async function openView() {
+    const c = (await mcp.readResource({ uri: VIEW })).contents[0];
+    await page.evaluate(([html, meta]) => window.host.open(html, meta, "light"), [c.text, c._meta ?? null]);
+    return page.frames().find((f) => f !== page.mainFrame());
+}
+async function callWithView(name, args) {
+    const result = await call(name, args);
+    await page.evaluate(([a, r]) => window.host.deliver(a, r), [args, result]);
+    return result;
+}
+const hostCalls = () => page.evaluate(() => window.host.calls);
+// The view bumps body[data-ready] after each re-read of the session.
+const readyCount = (frame) => frame.evaluate(() => Number(document.body.dataset.ready || 0));
+async function afterClick(frame, selector) {
+    const before = await readyCount(frame);
+    await frame.click(selector);
+    await frame.waitForFunction((n) => Number(document.body.dataset.ready || 0) > n, before);
+}
+const shownRegs = (frame) => frame.$$eval("[data-reg]", (tds) => Object.fromEntries(tds.map((td) => [td.dataset.reg, Number(td.dataset.value)])));
+const shownFlags = (frame) => frame.$$eval("[data-flag]", (s) => Object.fromEntries(s.map((e) => [e.dataset.flag, e.dataset.value === "1"])));
+async function shot(name) {
+    mkdirSync(shots, { recursive: true });
+    await page.locator("#view").screenshot({ path: join(shots, `${name}.png`) });
+}
+
+try {
+    const tools = (await mcp.listTools()).tools;
+    const viewOf = Object.fromEntries(tools.map((t) => [t.name, t._meta?.ui?.resourceUri]));
+    const named = ["cp1600_load_rom", "cp1600_step", "cp1600_run", "cp1600_run_until", "cp1600_reset", "cp1600_get_state",
+        "x86_load_program", "x86_run", "x86_step", "read_cpu_registers"];
+    check("the emulators' load, step, run and state tools name the emulator view", named.every((t) => viewOf[t] === VIEW),
+        JSON.stringify(named.map((t) => [t, viewOf[t]])));
+
+    // --- cp1600 ---------------------------------------------------------------
+    let frame = await openView();
+    await ok("cp1600_create_session", { session_id: "view" });
+    await callWithView("cp1600_load_rom", { session_id: "view", rom_path: "cp1600/06-nested-calls.bin" });
+    await frame.waitForSelector("[data-reg='R7']");
+    const st0 = await ok("cp1600_get_state", { session_id: "view" });
+    check("cp1600: the registers shown are get_state's", same(await shownRegs(frame), st0.registers), JSON.stringify(await shownRegs(frame)));
+    const f = await shownFlags(frame);
+    check("cp1600: the flags shown are get_state's", f.S === st0.flags.S && f.Z === st0.flags.Z && f.OV === st0.flags.OV && f.C === st0.flags.C, JSON.stringify(f));
+    const dis = await ok("cp1600_disassemble", { session_id: "view", start_address: st0.pc, end_address: st0.pc + 8 });
+    const pcLine = await frame.textContent("#disasm div.pc");
+    check("cp1600: the PC's line is highlighted and reads as cp1600_disassemble does",
+        pcLine.includes(dis.disassembly[0].opcode) && pcLine.includes(dis.disassembly[0].operands) && pcLine.startsWith("$" + st0.pc.toString(16).toUpperCase()), pcLine);
+    const memText = await frame.textContent("#memory");
+    check("cp1600: memory shows $0200 onward", memText.startsWith("$0200: "), memText.slice(0, 80));
+    await shot("emulator-cp1600");
+
+    // Step: the view calls cp1600_step; the server's session moved on.
+    await afterClick(frame, "#step");
+    const st1 = await ok("cp1600_get_state", { session_id: "view" });
+    const calls = await hostCalls();
+    check("cp1600: Step calls cp1600_step through the bridge", calls.some((c) => c.name === "cp1600_step" && c.arguments.session_id === "view" && c.arguments.count === 1), JSON.stringify(calls));
+    check("cp1600: after Step the server's session executed one instruction", st1.instructions === st0.instructions + 1 && st1.pc !== st0.pc, `${st0.instructions} → ${st1.instructions}`);
+    check("cp1600: the view shows the stepped session", same(await shownRegs(frame), st1.registers));
+
+    // Step N.
+    await frame.fill("#n", "3");
+    await afterClick(frame, "#stepn");
+    const st2 = await ok("cp1600_get_state", { session_id: "view" });
+    check("cp1600: Step N executes N instructions on the server", st2.instructions === st1.instructions + 3, `${st1.instructions} → ${st2.instructions}`);
+    check("cp1600: the view shows it", same(await shownRegs(frame), st2.registers));
+
+    // Breakpoint: clicking a line sets it on the server; Run stops there.
+    const lines = await frame.$$eval("#disasm div", (ds) => ds.map((d) => Number(d.dataset.addr)));
+    const target = lines.find((a) => a > st2.pc);
+    await afterClick(frame, `#disasm div[data-addr='${target}']`);
+    const bps = (await ok("cp1600_list_breakpoints", { session_id: "view" })).breakpoints;
+    check("cp1600: clicking an instruction sets a breakpoint there on the server", same(bps, [target]), JSON.stringify(bps));
+    check("cp1600: the breakpoint is marked", (await frame.getAttribute(`#disasm div[data-addr='${target}']`, "class")).includes("bp"));
+    await afterClick(frame, "#run");
+    const st3 = await ok("cp1600_get_state", { session_id: "view" });
+    check("cp1600: Run stops at the breakpoint", st3.pc === target && (await frame.textContent("#status")).includes("breakpoint"), `pc ${st3.pc}, want ${target}; ${await frame.textContent("#status")}`);
+    await shot("emulator-cp1600-breakpoint");
+    await afterClick(frame, `#disasm div[data-addr='${target}']`);
+    check("cp1600: clicking it again clears it", same((await ok("cp1600_list_breakpoints", { session_id: "view" })).breakpoints, []));
+
+    // --- x86 ------------------------------------------------------------------
+    frame = await openView();
+    const loaded = await callWithView("x86_load_program", { path: "dos/greet.com", command_tail: "from the view" });
+    const machine = loaded.structuredContent.machine;
+    await frame.waitForSelector("[data-reg='IP']");
+    const regs = await ok("read_cpu_registers", { machine });
+    const want = {
+        AX: regs.generalPurpose.EAX & 0xffff, BX: regs.generalPurpose.EBX & 0xffff, CX: regs.generalPurpose.ECX & 0xffff, DX: regs.generalPurpose.EDX & 0xffff,
+        SI: regs.generalPurpose.ESI & 0xffff, DI: regs.generalPurpose.EDI & 0xffff, BP: regs.generalPurpose.EBP & 0xffff, SP: regs.generalPurpose.ESP & 0xffff,
+        CS: regs.segments.CS, DS: regs.segments.DS, ES: regs.segments.ES, SS: regs.segments.SS, IP: regs.instructionPointer.IP,
+    };
+    check("x86: the registers shown are read_cpu_registers'", same(await shownRegs(frame), want), JSON.stringify(await shownRegs(frame)));
+    const xd = await ok("x86_read_disassembly", { machine, instruction_count: 1 });
+    const xpc = await frame.textContent("#disasm div.pc");
+    check("x86: the line at CS:IP is highlighted and reads as x86_read_disassembly does", xpc.startsWith(xd.instructions[0].address) && xpc.includes(xd.instructions[0].asm), xpc);
+    await afterClick(frame, "#step");
+    const regs1 = await ok("read_cpu_registers", { machine });
+    check("x86: Step moved the server's machine", regs1.instructionPointer.IP !== regs.instructionPointer.IP, `${regs.instructionPointer.IP} → ${regs1.instructionPointer.IP}`);
+    check("x86: the view shows the new IP", (await shownRegs(frame)).IP === regs1.instructionPointer.IP);
+    await afterClick(frame, "#run");
+    const con = await ok("x86_read_console", { machine });
+    const shownConsole = await frame.textContent("#console");
+    check("x86: after Run the DOS console shows the program's output (x86_read_console)", con.stdout.length > 0 && shownConsole.startsWith(con.stdout), `${JSON.stringify(shownConsole.slice(0, 200))} vs ${JSON.stringify(con.stdout.slice(0, 200))}`);
+    await shot("emulator-x86");
+
+    check("the view loads nothing from elsewhere", foreign.length === 0, foreign.join(", "));
+    check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
+} catch (e) {
+    check("emulator view test ran to the end", false, e.stack);
+    await page.screenshot({ path: join(work, "failure.png") }).catch(() => {});
+}
+await finish(failed === 0 ? 0 : 1);
