@@ -508,6 +508,8 @@ pub async fn logs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         ctx.note(format!("median of {REPEATS}, parsed columns cached")),
     );
 
+    overlay(ctx, table, &dir, first).await?;
+
     match count_matching(&csv, 5) {
         Ok(Timing {
             median_ms: duck,
@@ -556,5 +558,70 @@ pub async fn logs(ctx: &Ctx, table: &mut Table) -> Result<()> {
             table.skip("log-query repeated / DuckDB", "x", "≤ 0.2", "needs DuckDB");
         }
     }
+    Ok(())
+}
+
+/// `overlay_log` of the same 1,000,000-row log on the sample ROM's 3D
+/// timing map (issue target: under 2× the first `query_logs`), with no
+/// filter and one summarised channel, so that every row is read, parsed and
+/// binned, as in a tuner's first look at where a log spent its time.
+async fn overlay(ctx: &Ctx, table: &mut Table, logs: &Path, first_query: Duration) -> Result<()> {
+    let copy = ctx.tmp.path().join("ecu-overlay");
+    copy_dir(&ctx.repo.join("samples/ecu"), &copy)?;
+    let mut extra: Vec<OsString> = vec![
+        "--definitions-path".into(),
+        copy.join("definitions").into_os_string(),
+        "--logs-dir".into(),
+        logs.as_os_str().to_owned(),
+    ];
+    extra.extend(allow(&copy, "ro"));
+    let args = serve_args(ctx, "overlay", &["ecu_tables"], &extra)?;
+    let call = json!({
+        "rom": copy.join("BT000001.bin"),
+        "table": "Ignition Timing Base Map",
+        "file": "bench.csv",
+        "channels": ["Timing"],
+        "stats": ["mean"],
+    });
+    let mut firsts = Vec::new();
+    let mut binned = String::new();
+    for _ in 0..FIRSTS {
+        let server = ctx.benchtop(&args).await?;
+        let (text, t) = timed(call_text(&server, "overlay_log", call.clone())).await;
+        let text = text.context("overlay_log on the bench log")?;
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_owned())
+                .with_context(|| format!("overlay_log: no `{name}` in its answer"))
+        };
+        binned = format!(
+            "{} selected, {} in cells",
+            field("selected:")?,
+            field("in_cells:")?
+        );
+        firsts.push(t);
+        server.stop().await;
+    }
+    let first = Samples::new(firsts).median();
+    table.add(
+        "ecu-tables overlay_log, first, 1 M rows",
+        ms(first),
+        0,
+        "ms",
+        Goal::None,
+        ctx.note(format!(
+            "same log, no filter, on the sample 3D timing map, mean of Timing per cell \
+             ({binned}); fresh server each, median of {FIRSTS}"
+        )),
+    );
+    table.add(
+        "overlay_log first / query_logs first",
+        first.as_secs_f64() / first_query.as_secs_f64(),
+        2,
+        "x",
+        Goal::AtMost(2.0),
+        "",
+    );
     Ok(())
 }
