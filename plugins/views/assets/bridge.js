@@ -80,14 +80,16 @@ const Bridge = (() => {
   function watchSize() {
     let last = "";
     const report = () => {
+      // The root's box is the content's height (scrollHeight would be at
+      // least the frame's, so the frame could never shrink).
       const el = document.documentElement;
-      const width = Math.ceil(el.scrollWidth), height = Math.ceil(el.scrollHeight);
+      const width = Math.ceil(el.scrollWidth), height = Math.ceil(el.getBoundingClientRect().height);
       const key = width + "x" + height;
       if (key === last) return;
       last = key;
       notify("ui/notifications/size-changed", { width, height });
     };
-    new ResizeObserver(report).observe(document.body);
+    new ResizeObserver(report).observe(document.documentElement);
     report();
   }
 

@@ -1,0 +1,324 @@
+// The MCP Apps views in a test client: `benchtop serve` (stdio) on a temp
+// copy of samples/ is the MCP server; a page in headless Chromium runs the
+// ext-apps SDK's AppBridge (host/host.mjs) and frames each view as a client
+// does. Every check compares what the view shows with the tool's own answer
+// from the same server. Saves docs/screenshots/*.png.
+//
+// Usage: node views.test.mjs   (after `npm ci` and `npm run bundle`; test.sh does both)
+// Env: BENCHTOP_BIN (default target/debug/benchtop), PLUGINS_DIR (default
+// target/plugins), CHROMIUM (default /usr/bin/chromium).
+
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, "..", "..");
+const bin = process.env.BENCHTOP_BIN || join(repo, "target", "debug", "benchtop");
+const plugins = process.env.PLUGINS_DIR || join(repo, "target", "plugins");
+const shots = join(repo, "docs", "screenshots");
+const VIEW_MIME = "text/html;profile=mcp-app";
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = "") {
+    if (ok) {
+        passed++;
+        console.log(`ok   ${name}`);
+    } else {
+        failed++;
+        console.log(`FAIL ${name}${detail ? `\n     ${String(detail).slice(0, 1500)}` : ""}`);
+    }
+}
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// --- the server: a scratch copy of the samples, never samples/ itself -----------
+
+const work = mkdtempSync(join(tmpdir(), "benchtop-views-"));
+const ws = join(work, "ws");
+cpSync(join(repo, "samples"), ws, { recursive: true });
+const toml = (s) => JSON.stringify(s);
+writeFileSync(join(work, "benchtop.toml"), `
+workspace = ${toml(ws)}
+allow = [${toml(ws + ":rw")}]
+[[plugin]]
+path = ${toml(join(plugins, "ecu_tables.wasm"))}
+env = { ECU_DEFINITIONS_PATH = ${toml(join(ws, "ecu", "definitions"))}, ECU_LOGS_DIR = ${toml(join(ws, "logs"))} }
+[[plugin]]
+path = ${toml(join(plugins, "log_query.wasm"))}
+env = { ECU_LOGS_DIR = ${toml(join(ws, "logs"))} }
+[[plugin]]
+path = ${toml(join(plugins, "views.wasm"))}
+`);
+
+let browser = null;
+let mcp = null;
+let profile = null;
+async function finish(code) {
+    await browser?.close().catch(() => {});
+    await mcp?.close().catch(() => {});
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (failed === 0) rmSync(work, { recursive: true, force: true });
+    else console.log(`(left ${work} for inspection)`);
+    console.log(`table and log views: ${passed} passed, ${failed} failed`);
+    process.exit(code);
+}
+process.on("uncaughtException", (e) => {
+    failed++;
+    console.log(`FAIL ${e.stack ?? e}`);
+    finish(1);
+});
+
+mcp = new Client({ name: "benchtop-views-test", version: "0.1.0" }, {
+    capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: [VIEW_MIME] } } },
+});
+await mcp.connect(new StdioClientTransport({ command: bin, args: ["serve", "--config", join(work, "benchtop.toml"), "--no-watch", "--no-cache"], stderr: "ignore" }));
+const call = (name, args) => mcp.callTool({ name, arguments: args });
+const text = (r) => r.content.filter((b) => b.type === "text").map((b) => b.text).join("\n");
+
+// The tools' markdown, parsed independently of the views' own parser.
+function frontmatter(t) {
+    const m = /^---\n([\s\S]*?)\n---/.exec(t);
+    return Object.fromEntries((m ? m[1].split("\n") : []).map((l) => /^(\w+):\s?(.*)$/.exec(l)).filter(Boolean).map((x) => [x[1], x[2]]));
+}
+function mdTables(t) {
+    const out = [];
+    let heading = "";
+    let rows = null;
+    for (const line of t.split("\n")) {
+        const h = /^#+\s+(.*)$/.exec(line);
+        if (h) heading = h[1];
+        if (line.startsWith("|")) {
+            (rows ??= []).push(line.slice(1, -1).split("|").map((c) => c.trim()));
+        } else if (rows) {
+            out.push({ heading, header: rows[0], rows: rows.slice(2) });
+            rows = null;
+        }
+    }
+    if (rows) out.push({ heading, header: rows[0], rows: rows.slice(2) });
+    return out;
+}
+/** A 2D markdown grid as {"r,c": text}. */
+function cellsOf(table) {
+    const out = {};
+    table.rows.forEach((r, i) => r.slice(1).forEach((v, j) => { out[`${i},${j}`] = v; }));
+    return out;
+}
+
+// --- the browser: the host page, served from a route (no server, no network) -----
+
+const HOST = "http://views-test-host.invalid/";
+profile = mkdtempSync(join(tmpdir(), "benchtop-views-chromium-"));
+browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 940, height: 760 },
+    args: [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+});
+const page = await browser.newPage();
+const pageErrors = [];
+const foreign = [];
+page.on("pageerror", (e) => pageErrors.push(e.message));
+page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
+await page.route("**/*", (route) => {
+    const url = route.request().url();
+    if (url === HOST) return route.fulfill({ contentType: "text/html", body: readFileSync(join(here, "host", "host.html")) });
+    if (url === HOST + "host.js") return route.fulfill({ contentType: "text/javascript", body: readFileSync(join(here, "dist", "host.js")) });
+    if (!url.startsWith("data:") && !url.startsWith("about:")) foreign.push(url);
+    return route.abort();
+});
+await page.exposeFunction("mcpCall", async (name, args) => JSON.stringify(await call(name, JSON.parse(args))));
+await page.goto(HOST);
+
+/** Reads a view's resource and frames it; returns the view's frame. */
+async function openView(uri, theme = "light") {
+    const res = await mcp.readResource({ uri });
+    const c = res.contents[0];
+    await page.evaluate(([html, meta, th]) => window.host.open(html, meta, th), [c.text, c._meta ?? null, theme]);
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    if (!frame) throw new Error(`${uri}: no frame`);
+    return { frame, contents: c };
+}
+/** The client's part of a tool call with a view: call it, hand input and result to the view. */
+async function callWithView(name, args) {
+    const result = await call(name, args);
+    await page.evaluate(([a, r]) => window.host.deliver(a, r), [args, result]);
+    return result;
+}
+const hostCalls = () => page.evaluate(() => window.host.calls);
+const status = (frame) => frame.textContent("#status");
+async function shot(name) {
+    mkdirSync(shots, { recursive: true });
+    await page.locator("#view").screenshot({ path: join(shots, `${name}.png`) });
+}
+
+try {
+    // --- discovery: tools name their views; views carry their _meta ----------
+    const tools = (await mcp.listTools()).tools;
+    const viewOf = Object.fromEntries(tools.map((t) => [t.name, t._meta?.ui?.resourceUri]));
+    check("plot_log names ui://benchtop/log-plot", viewOf.plot_log === "ui://benchtop/log-plot", JSON.stringify(viewOf.plot_log));
+    for (const t of ["read_table", "patch_table", "overlay_log"]) {
+        check(`${t} names ui://benchtop/ecu-table`, viewOf[t] === "ui://benchtop/ecu-table", JSON.stringify(viewOf[t]));
+    }
+    const listed = (await mcp.listResources()).resources.filter((r) => r.uri.startsWith("ui://"));
+    const uris = listed.map((r) => r.uri);
+    check("the table and log views are listed as MCP Apps resources",
+        uris.includes("ui://benchtop/ecu-table") && uris.includes("ui://benchtop/log-plot") && listed.every((r) => r.mimeType === VIEW_MIME),
+        JSON.stringify(listed.map((r) => [r.uri, r.mimeType])));
+    for (const r of listed) {
+        const read = (await mcp.readResource({ uri: r.uri })).contents[0];
+        const ui = read._meta?.ui ?? {};
+        check(`${r.uri}: read as ${VIEW_MIME} with a CSP of no outside domains and prefersBorder`,
+            read.mimeType === VIEW_MIME && same(ui.csp?.connectDomains, []) && same(ui.csp?.resourceDomains, []) && ui.prefersBorder === true && same(r._meta, read._meta),
+            JSON.stringify(read._meta));
+    }
+
+    // --- ECU table: read_table -------------------------------------------------
+    const rom = "ecu/BT000001.bin";
+    const table = "Ignition Timing Base Map";
+    let { frame } = await openView("ui://benchtop/ecu-table");
+    check("ecu-table: handshake (ui/initialize, initialized)", await page.evaluate(() => window.host.initialized));
+    const read = await callWithView("read_table", { rom, table });
+    await frame.waitForSelector("#grid td[data-row]");
+    const readMd = mdTables(text(read))[0];
+    const fm = frontmatter(text(read));
+    const shown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
+    const shownText = await frame.$$eval("#grid td[data-row]", (tds) => tds.map((td) => td.textContent));
+    check("ecu-table: every cell shows read_table's value", same(shown, cellsOf(readMd)) && same(shownText, Object.values(cellsOf(readMd))),
+        `view ${JSON.stringify(shown).slice(0, 300)}`);
+    const xs = await frame.$$eval("#grid tr:nth-child(2) th", (ths) => ths.slice(1).map((t) => t.textContent));
+    const ys = await frame.$$eval("#grid tr", (trs) => trs.slice(2).map((tr) => tr.querySelector("th:not(.yaxis)").textContent));
+    check("ecu-table: axes show read_table's breakpoints", same(xs, readMd.header.slice(1)) && same(ys, readMd.rows.map((r) => r[0])), `${xs} / ${ys}`);
+    const axisText = await frame.textContent("#grid");
+    const meta = await frame.textContent("#meta");
+    check("ecu-table: axis names with units and the value unit", axisText.includes(fm.x_axis) && axisText.includes(fm.y_axis) && meta.includes(`unit: ${fm.unit}`), `${fm.x_axis} ${fm.y_axis} ${meta}`);
+    const colors = await frame.$$eval("#grid td[data-row]", (tds) => new Set(tds.map((td) => td.style.background)).size);
+    check("ecu-table: cells are coloured by value (heatmap)", colors > 10, `${colors} colours`);
+    check("ecu-table: the view reported its size", (await page.evaluate(() => window.host.sizes.length)) > 0);
+    await shot("ecu-table");
+
+    // --- patch_table by the agent: the changed cells are highlighted ----------
+    const patch = await callWithView("patch_table", { rom, table, op: "add", value: 0.5, rows_where: "3000..3500", cols_where: "40..60" });
+    await frame.waitForFunction(() => document.querySelectorAll("#grid td.changed").length > 0);
+    const after = cellsOf(mdTables(text(patch))[0]);
+    const before = cellsOf(readMd);
+    const reallyChanged = Object.keys(after).filter((k) => after[k] !== before[k]).sort();
+    const marked = (await frame.$$eval("#grid td.changed", (tds) => tds.map((td) => `${td.dataset.row},${td.dataset.col}`))).sort();
+    check("ecu-table: after patch_table, exactly the changed cells are highlighted", reallyChanged.length === 4 && same(marked, reallyChanged), `marked ${marked} changed ${reallyChanged}`);
+    const shownAfter = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
+    check("ecu-table: the view shows patch_table's values", same(shownAfter, after));
+    await shot("ecu-table-patched");
+
+    // --- an edit in the view: refused without confirmation, applied with it ---
+    ({ frame } = await openView("ui://benchtop/ecu-table"));
+    const fresh = await callWithView("read_table", { rom, table });
+    await frame.waitForSelector("#grid td[data-row]");
+    const target = { row: 7, col: 2 };
+    const old = cellsOf(mdTables(text(fresh))[0])[`${target.row},${target.col}`];
+    const next = (Number(old) + 1.5).toFixed(1);
+    await frame.click(`#grid td[data-row="${target.row}"][data-col="${target.col}"]`);
+    await frame.fill("#edit-value", next);
+    await frame.click("#edit-patch");
+    await frame.waitForSelector("#confirm.open");
+    const confirmText = await frame.textContent("#confirm-text");
+    check("ecu-table: an edit asks for confirmation first, naming cell and value", confirmText.includes(`[${target.row},${target.col}]`) && confirmText.includes(next), confirmText);
+    await frame.click("#confirm-no");
+    const unchanged = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0])[`${target.row},${target.col}`];
+    check("ecu-table: a cancelled edit calls no tool and leaves the ROM as it was",
+        (await hostCalls()).length === 0 && unchanged === old && (await status(frame)).includes("cancelled"), `calls ${JSON.stringify(await hostCalls())}, cell ${unchanged}`);
+    await frame.click("#edit-patch");
+    await frame.waitForSelector("#confirm.open");
+    await frame.click("#confirm-yes");
+    await frame.waitForFunction(() => /patched/.test(document.getElementById("status").textContent) || document.getElementById("status").className === "error");
+    const calls = await hostCalls();
+    check("ecu-table: a confirmed edit calls patch_table through the bridge (set on one cell)",
+        calls.length === 1 && calls[0].name === "patch_table" && same(calls[0].arguments, { rom, table, op: "set", value: Number(next), row: target.row, col: target.col }), JSON.stringify(calls));
+    const readBack = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0])[`${target.row},${target.col}`];
+    const cellNow = await frame.$eval(`#grid td[data-row="${target.row}"][data-col="${target.col}"]`, (td) => [td.dataset.value, td.classList.contains("changed")]);
+    check("ecu-table: the edit is in the ROM (read_table) and highlighted in the view", readBack === next && cellNow[0] === next && cellNow[1] && (await frame.$$("#grid td.changed")).length === 1,
+        `read_table ${readBack}, view ${cellNow}, want ${next}`);
+    // A value the scaling refuses: the view shows patch_table's refusal.
+    await frame.click(`#grid td[data-row="0"][data-col="0"]`);
+    await frame.fill("#edit-value", "1000000");
+    await frame.click("#edit-patch");
+    await frame.click("#confirm-yes");
+    await frame.waitForSelector("#status.error");
+    const refusal = await status(frame);
+    check("ecu-table: a refused patch shows patch_table's refusal", /^patch_table refused: \S+/.test(refusal), refusal);
+
+    // --- 1D table --------------------------------------------------------------
+    const idle = await callWithView("read_table", { rom, table: "Idle Speed Target" });
+    await frame.waitForFunction(() => document.getElementById("title").textContent === "Idle Speed Target");
+    const idleRows = mdTables(text(idle))[0].rows;
+    const idleShown = await frame.$$eval("#grid td[data-row]", (tds) => tds.map((td) => [Number(td.dataset.row), Number(td.dataset.col), td.dataset.value]));
+    check("ecu-table: a 1D table shows each breakpoint's value at its row index", same(idleShown, idleRows.map((r, i) => [i, 0, r[1]])), JSON.stringify(idleShown));
+
+    // --- overlay_log: hits and a channel's mean/max per cell ----------------------
+    const ov = await callWithView("overlay_log", { rom, table, file: "log-2026-02-22T14-30-00-000Z.csv", channels: ["Knock"], stats: ["mean", "max"] });
+    await frame.waitForFunction(() => document.querySelectorAll("#grid td[data-hits]").length > 0);
+    const ovTables = mdTables(text(ov));
+    const hitsWant = cellsOf(ovTables.find((t) => /samples per cell/i.test(t.heading)));
+    const hitsShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.hits])));
+    check("ecu-table: overlay hits per cell equal overlay_log's samples per cell", same(hitsShown, hitsWant), JSON.stringify(hitsShown).slice(0, 200));
+    const layers = await frame.$$eval("#layer option", (os) => os.map((o) => o.textContent));
+    check("ecu-table: overlay layers are overlay_log's grids", same(layers, ovTables.map((t) => t.heading)), JSON.stringify(layers));
+    const maxIdx = layers.findIndex((l) => /knock: max/i.test(l));
+    await frame.selectOption("#layer", String(maxIdx));
+    const maxShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
+    check("ecu-table: the Knock max layer shows overlay_log's per-cell max", maxIdx > 0 && same(maxShown, cellsOf(ovTables[maxIdx])));
+    await shot("ecu-table-overlay");
+
+    // --- log plot --------------------------------------------------------------
+    ({ frame } = await openView("ui://benchtop/log-plot"));
+    const file = "log-2026-02-22T14-30-00-000Z.csv";
+    const filter = "Knock > 0";
+    const plot = await callWithView("plot_log", { file, filter });
+    await frame.waitForSelector("#chart[data-ready='1']", { timeout: 60000 });
+    const summary = text(plot);
+    const wantMatches = Number(/Highlighted \(red\): (\d+) rows/.exec(summary)[1]);
+    const info = await frame.evaluate(() => ({ ...document.getElementById("chart").dataset }));
+    check("log-plot: highlighted matches equal plot_log's count", Number(info.matches) === wantMatches, `${info.matches} vs ${wantMatches}`);
+    const panels = [...summary.matchAll(/(?:Panels: |; )(.+?) -?[\d.]+…-?[\d.]+/g)].map((m) => m[1]);
+    check("log-plot: one panel per plot_log panel", same(info.channels.split("\t"), panels), `${info.channels} vs ${panels}`);
+    const viewCalls = await hostCalls();
+    check("log-plot: rows come through the bridge from query_logs", viewCalls.length >= 2 && viewCalls.every((c) => c.name === "query_logs" && c.arguments.file === file), JSON.stringify(viewCalls));
+    // Hover: the values shown are the log's row at that time (query_logs).
+    const box = await frame.locator("#chart").boundingBox();
+    await page.mouse.move(box.x + box.width * 0.4, box.y + 60);
+    await frame.waitForSelector("#hover[data-time]");
+    const hover = await frame.evaluate(() => ({ ...document.getElementById("hover").dataset }));
+    const t = Number(hover.time);
+    const rowAt = await call("query_logs", { file, filter: `Time >= ${t - 0.0005} && Time <= ${t + 0.0005}`, channels: panels });
+    const want = mdTables(text(rowAt))[0];
+    const got = JSON.parse(hover.values);
+    check("log-plot: hover values equal query_logs' row at that time",
+        want && want.rows.length === 1 && panels.every((p) => Number(got[p]) === Number(want.rows[0][want.header.indexOf(p)])),
+        `hover ${hover.values} at ${t}; query_logs ${JSON.stringify(want?.rows)}`);
+    await shot("log-plot");
+    // Zoom: a drag selects a time window; the axis follows; reset restores it.
+    const full = [Number(info.start), Number(info.end)];
+    await page.mouse.move(box.x + box.width * 0.3, box.y + 80);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + 80, { steps: 5 });
+    await page.mouse.up();
+    const zoomed = await frame.evaluate(() => [Number(document.getElementById("chart").dataset.start), Number(document.getElementById("chart").dataset.end)]);
+    check("log-plot: dragging zooms into a narrower window", zoomed[0] > full[0] && zoomed[1] < full[1] && zoomed[1] - zoomed[0] < (full[1] - full[0]) * 0.4, `${zoomed} in ${full}`);
+    await shot("log-plot-zoomed");
+    await frame.click("#reset");
+    const reset = await frame.evaluate(() => [Number(document.getElementById("chart").dataset.start), Number(document.getElementById("chart").dataset.end)]);
+    check("log-plot: reset shows the whole window again", same(reset, full), `${reset} vs ${full}`);
+
+    check("the views load nothing from elsewhere", foreign.length === 0, foreign.join(", "));
+    check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
+} catch (e) {
+    check("views test ran to the end", false, e.stack);
+    await page.screenshot({ path: join(work, "failure.png") }).catch(() => {});
+}
+await finish(failed === 0 ? 0 : 1);
