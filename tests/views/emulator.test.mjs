@@ -184,6 +184,26 @@ try {
     await afterClick(frame, `#disasm div[data-addr='${target}']`);
     check("cp1600: clicking it again clears it", same((await ok("cp1600_list_breakpoints", { session_id: "view" })).breakpoints, []));
 
+    // Memory: typing an address re-reads the session's memory there.
+    await frame.fill("#memaddr", "$5000");
+    const readsBefore = await readyCount(frame);
+    await frame.press("#memaddr", "Enter");
+    await frame.waitForFunction((n) => Number(document.body.dataset.ready || 0) > n, readsBefore);
+    const words = (await ok("cp1600_examine_memory", { session_id: "view", start_address: 0x5000, count: 8 })).memory;
+    const firstRow = (await frame.textContent("#memory")).split("\n")[0];
+    check("cp1600: memory at a typed address shows cp1600_examine_memory's words",
+        firstRow === "$5000: " + words.map((w) => w.value.toString(16).toUpperCase().padStart(4, "0")).join(" "), firstRow);
+    await frame.fill("#memaddr", "nowhere");
+    await frame.press("#memaddr", "Enter");
+    check("cp1600: a bad memory address is refused in the view", (await frame.getAttribute("#status", "class")) === "error" && (await frame.textContent("#status")).includes("$0200"));
+
+    // A refusal from the server is shown, not swallowed.
+    await ok("cp1600_destroy_session", { session_id: "view" });
+    await frame.click("#step");
+    await frame.waitForSelector("#status.error");
+    const refused = await frame.textContent("#status");
+    check("cp1600: a tool's refusal (the session is gone) is shown with its code", refused.startsWith("cp1600_step: SESSION_NOT_FOUND"), refused);
+
     // --- x86 ------------------------------------------------------------------
     frame = await openView();
     const loaded = await callWithView("x86_load_program", { path: "dos/greet.com", command_tail: "from the view" });
