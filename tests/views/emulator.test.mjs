@@ -229,6 +229,25 @@ try {
     check("x86: after Run the DOS console shows the program's output (x86_read_console)", con.stdout.length > 0 && shownConsole.startsWith(con.stdout), `${JSON.stringify(shownConsole.slice(0, 200))} vs ${JSON.stringify(con.stdout.slice(0, 200))}`);
     await shot("emulator-x86");
 
+    // Keyboard: a program reading a key waits; a line typed in the view
+    // reaches the server's machine and the program echoes it.
+    // mov ah,1 / int 21h (read a key, echoed) / mov ah,4Ch / int 21h
+    writeFileSync(join(ws, "dos", "key.com"), Buffer.from([0xB4, 0x01, 0xCD, 0x21, 0xB4, 0x4C, 0xCD, 0x21]));
+    frame = await openView();
+    const keyMachine = (await callWithView("x86_load_program", { path: "dos/key.com", stdin_open: true })).structuredContent.machine;
+    await frame.waitForSelector("[data-reg='IP']");
+    await afterClick(frame, "#run");
+    check("x86: a program reading the keyboard stops waiting for input", (await frame.textContent("#status")).includes("waiting_for_input"), await frame.textContent("#status"));
+    await frame.fill("#kbd", "k");
+    await afterClick(frame, "#type");
+    const typed = hostCalls().then((cs) => cs.find((c) => c.name === "x86_write_console_input"));
+    check("x86: Type queues the line through x86_write_console_input", same((await typed)?.arguments, { machine: keyMachine, text: "k\n" }), JSON.stringify(await typed));
+    await afterClick(frame, "#run");
+    const keyCon = await ok("x86_read_console", { machine: keyMachine });
+    check("x86: the program read the typed key and echoed it", keyCon.stdout === "k" && keyCon.input.consumed === 1 && (await frame.textContent("#console")).startsWith("k"),
+        `${JSON.stringify(keyCon.stdout)} consumed ${keyCon.input.consumed}`);
+    check("x86: the view shows the input queue as the server has it", (await frame.textContent("#input")).startsWith(`${keyCon.input.pending} bytes queued, ${keyCon.input.consumed} read`), await frame.textContent("#input"));
+
     check("the view loads nothing from elsewhere", foreign.length === 0, foreign.join(", "));
     check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
 } catch (e) {
