@@ -8,12 +8,13 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 8] = [
     "diff_tables",
     "list_tables",
     "lookup_table",
     "overlay_log",
     "patch_table",
+    "propose_patch",
     "read_table",
     "rom_info",
 ];
@@ -2085,4 +2086,129 @@ async fn lookup_table_gives_the_interpolated_value_and_its_cells() {
         "{err}"
     );
     ecu.server.stop().await;
+}
+
+/// The tuner's loop through MCP on the bundled samples: propose_patch turns
+/// the knock of log-2026-02-22T14-30-00-000Z.csv into a diff without
+/// writing; its patch_table arguments, confirmed by the user, write exactly
+/// that; read_table by value reads it back. Hand-checked (an independent
+/// count of the log): the 135 knock samples have Load 255..268 %, past the
+/// last cell (200), and fall in RPM 4000: 2, 4500: 5, 5000: 32, 6000: 55,
+/// 7000: 41; column 200 holds 3.5, 4.5, 6.0, 8.5, 11.0 there.
+#[tokio::test]
+async fn propose_patch_then_patch_table_with_confirmation_then_read_back() {
+    use e2e::Asker;
+    use rmcp::model::ElicitationAction;
+    let scene = PatchScene::new();
+    let logs = repo().join("samples/logs").display().to_string();
+    let args = scene.args(&["--logs-dir", &logs]);
+    let rom = scene.rom.display().to_string();
+    let table = "Ignition Timing Base Map";
+    let before = std::fs::read(&scene.rom).unwrap();
+    let (client, asked) = Asker::connect(&args, ElicitationAction::Accept, Some(json!({}))).await;
+    let call = async |tool: &'static str, args: Value| {
+        let r = client.call_tool(call_params(tool, args)).await.unwrap();
+        (is_error(&r), text(&r))
+    };
+    let (failed, out) = call(
+        "propose_patch",
+        json!({"rom": rom, "table": table, "file": "log-2026-02-22T14-30-00-000Z.csv",
+               "filter": "Knock > 0", "op": "add", "value": -1, "min_samples": 3,
+               "clamp_to_edges": true}),
+    )
+    .await;
+    assert!(!failed, "{out}");
+    assert!(asked.lock().unwrap().is_empty(), "a proposal asks nothing");
+    assert_eq!(
+        std::fs::read(&scene.rom).unwrap(),
+        before,
+        "and writes nothing"
+    );
+    for (k, v) in [
+        ("selected", "135"),
+        ("held_at_edges", "135"),
+        ("cells_proposed", "4"),
+        ("cells_changing", "4"),
+    ] {
+        assert_eq!(val(&out, k), v, "{k}: {out}");
+    }
+    assert!(
+        val(&out, "cells_below_min_samples").starts_with("1 "),
+        "{out}"
+    );
+    let diff = markdown_rows(&out);
+    assert_eq!(
+        diff[0],
+        [
+            "Row",
+            "Col",
+            "RPM (rpm)",
+            "Load (%)",
+            "Samples",
+            "Old (degrees)",
+            "New",
+            "Change"
+        ]
+    );
+    let got: Vec<Vec<&str>> = diff[1..]
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ["8", "9", "4500", "200", "5", "4.5", "3.5", "-1.0"],
+            ["9", "9", "5000", "200", "32", "6.0", "5.0", "-1.0"],
+            ["10", "9", "6000", "200", "55", "8.5", "7.5", "-1.0"],
+            ["11", "9", "7000", "200", "41", "11.0", "10.0", "-1.0"],
+        ]
+    );
+    let json_args = out
+        .split("```json\n")
+        .nth(1)
+        .and_then(|s| s.split("\n```").next())
+        .expect("the patch_table arguments");
+    let patch: Value = serde_json::from_str(json_args).unwrap();
+    assert_eq!(patch["cells"], json!([[8, 9], [9, 9], [10, 9], [11, 9]]));
+
+    // Applied through patch_table: the user is asked, then it is written.
+    let (failed, out) = call("patch_table", patch).await;
+    assert!(!failed, "{out}");
+    let question = asked.lock().unwrap()[0].clone();
+    assert!(
+        question.contains("add -1, 4 cells [8,9], [9,9], [10,9], [11,9]?"),
+        "{question}"
+    );
+    assert_eq!(val(&out, "cells_changed"), "4");
+    assert_eq!(val(&out, "checksum_valid"), "true");
+    assert!(mitsucan_valid(&std::fs::read(&scene.rom).unwrap()));
+    let (_, read) = call(
+        "read_table",
+        json!({"rom": rom, "table": table, "rows_where": "4000..", "cols_where": "180.."}),
+    )
+    .await;
+    let g = grid(&read);
+    assert_eq!(g.row_labels, ["4000", "4500", "5000", "6000", "7000"]);
+    assert_eq!(g.col_labels, ["180", "200"]);
+    assert_eq!(
+        g.cells,
+        [
+            ["5.0", "3.5"],
+            ["6.5", "3.5"],
+            ["7.5", "5.0"],
+            ["10.0", "7.5"],
+            ["12.5", "10.0"]
+        ],
+        "column 200 from 4500 rpm down one degree, the rest untouched"
+    );
+
+    // A filter naming no channel of the log: the error says which.
+    let (failed, err) = call(
+        "propose_patch",
+        json!({"rom": rom, "table": table, "file": "log-2026-02-22T14-30-00-000Z.csv",
+               "filter": "Knok > 0", "op": "add", "value": -1}),
+    )
+    .await;
+    assert!(failed && err.contains("Knok"), "{err}");
+    client.cancel().await.unwrap();
 }

@@ -78,6 +78,38 @@ fn announce_patch(ex: &mut Explorer, cfg: &Config, rom: &str, table: &str) {
     }
 }
 
+fn op_kind(op: wit::Op) -> tools::OpKind {
+    match op {
+        wit::Op::Set => tools::OpKind::Set,
+        wit::Op::Add => tools::OpKind::Add,
+        wit::Op::Multiply => tools::OpKind::Multiply,
+        wit::Op::Clamp => tools::OpKind::Clamp,
+        wit::Op::Smooth => tools::OpKind::Smooth,
+    }
+}
+
+/// Runs `f` with the logs directory and the log cache (the same cache type
+/// log-query keeps; this plugin's own copy).
+fn with_logs(
+    f: impl FnOnce(
+        &mut Explorer,
+        &Config,
+        &std::path::Path,
+        &mut datalog::logs::Cache,
+        &mut dyn FnMut(u64, u64, &str) -> bool,
+    ) -> Result<String, Error>,
+) -> Result<String, wit::ToolError> {
+    with_explorer(|ex, cfg| {
+        let dir = datalog::logs::logs_dir().map_err(Error::Log)?;
+        let mut cache = datalog::logs::cache()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        f(ex, cfg, &dir, &mut cache, &mut |done, total, msg| {
+            benchtop::host::progress::report(done, total, msg)
+        })
+    })
+}
+
 impl wit::Guest for Component {
     fn list_tables(args: wit::ListTablesArgs) -> Result<String, wit::ToolError> {
         let args = tools::ListTables {
@@ -108,13 +140,7 @@ impl wit::Guest for Component {
         let args = tools::PatchTable {
             rom: args.rom,
             table: args.table,
-            op: match args.op {
-                wit::Op::Set => tools::OpKind::Set,
-                wit::Op::Add => tools::OpKind::Add,
-                wit::Op::Multiply => tools::OpKind::Multiply,
-                wit::Op::Clamp => tools::OpKind::Clamp,
-                wit::Op::Smooth => tools::OpKind::Smooth,
-            },
+            op: op_kind(args.op),
             value: args.value,
             min: args.min,
             max: args.max,
@@ -180,16 +206,28 @@ impl wit::Guest for Component {
             percentile: args.percentile,
             x_channel: args.x_channel,
             y_channel: args.y_channel,
+            clamp_to_edges: args.clamp_to_edges.unwrap_or(false),
         };
-        with_explorer(|ex, cfg| {
-            let dir = datalog::logs::logs_dir().map_err(Error::Log)?;
-            // The same cache type log-query keeps; this plugin's own copy.
-            let mut cache = datalog::logs::cache()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            overlay_log(ex, cfg, &dir, &mut cache, &args, &mut |done, total, msg| {
-                benchtop::host::progress::report(done, total, msg)
-            })
+        with_logs(|ex, cfg, dir, cache, progress| overlay_log(ex, cfg, dir, cache, &args, progress))
+    }
+
+    fn propose_patch(args: wit::ProposePatchArgs) -> Result<String, wit::ToolError> {
+        let args = crate::propose::ProposePatch {
+            rom: args.rom,
+            table: args.table,
+            file: args.file,
+            filter: args.filter,
+            op: op_kind(args.op),
+            value: args.value,
+            min: args.min,
+            max: args.max,
+            min_samples: args.min_samples,
+            x_channel: args.x_channel,
+            y_channel: args.y_channel,
+            clamp_to_edges: args.clamp_to_edges.unwrap_or(false),
+        };
+        with_logs(|ex, cfg, dir, cache, progress| {
+            crate::propose::propose_patch(ex, cfg, dir, cache, &args, progress)
         })
     }
 }

@@ -17,6 +17,7 @@ pub mod offers;
 pub mod overlay;
 pub mod patch;
 pub mod printf;
+pub mod propose;
 pub mod sample;
 pub mod scaling;
 pub mod store;

@@ -73,7 +73,17 @@ pub struct OverlayLog {
     pub x_channel: Option<String>,
     /// Log channel for the Y axis (the rows of a 3D table).
     pub y_channel: Option<String>,
+    /// Count samples beyond the outer cells in the outer cells (where the
+    /// ECU reads them: it holds its inputs at the axis ends) instead of as
+    /// outside.
+    pub clamp_to_edges: bool,
 }
+
+/// What the answer's frontmatter adds to [`CELLS_NOTE`] with
+/// `clamp_to_edges`.
+pub const CLAMP_NOTE: &str = "samples beyond the outer cells are counted in the \
+     outer cells, where the ECU reads them (it holds its inputs at the axis ends, as lookup_table \
+     shows), and reported as held_at_edges";
 
 /// How one axis splits values into cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +154,15 @@ impl AxisBins {
             .collect();
         out.sort_unstable();
         out
+    }
+
+    /// The breakpoint index of the lowest (`side` 0) or highest (1) cell.
+    pub fn edge(&self, side: usize) -> usize {
+        if side == 0 {
+            self.order[0]
+        } else {
+            self.order[self.order.len() - 1]
+        }
     }
 
     /// The breakpoint index whose cell holds `v`; none outside the outer
@@ -578,6 +597,39 @@ pub fn overlay_log(
     args: &OverlayLog,
     progress: &mut dyn FnMut(u64, u64, &str) -> bool,
 ) -> Result<String, Error> {
+    Ok(overlay(ex, cfg, logs_dir, cache, args, progress)?.render(args))
+}
+
+/// A log laid over a table: the counts and figures per cell and what was
+/// read, before rendering (overlay_log shows it, propose_patch turns its
+/// cells into a patch).
+pub struct Overlay {
+    /// The table overlaid.
+    pub table: Table,
+    /// Its decoded cells and axes.
+    pub data: TableData,
+    /// Selected samples per cell, row-major (`row * cols + col`).
+    pub counts: Vec<usize>,
+    stats: Vec<Stat>,
+    p: f64,
+    summaries: Vec<Summary>,
+    parts: Vec<LogPart>,
+    outside: Outside,
+    no_axis_value: usize,
+    skipped: Vec<String>,
+    unread: usize,
+}
+
+/// Lays the logs `args` names over its table: [`overlay_log`] before
+/// rendering.
+pub fn overlay(
+    ex: &mut Explorer,
+    cfg: &Config,
+    logs_dir: &Path,
+    cache: &mut Cache,
+    args: &OverlayLog,
+    progress: &mut dyn FnMut(u64, u64, &str) -> bool,
+) -> Result<Overlay, Error> {
     let (_, t, data) = table_data(ex, cfg, &args.rom, &args.table)?;
     // Axes: (table axis, its data, which argument names its channel).
     let missing = |which: &str| {
@@ -700,6 +752,10 @@ pub fn overlay_log(
     let mut parts: Vec<LogPart> = Vec::new();
     // Per axis: samples below its lowest and above its highest cell.
     let mut outside = [[0usize; 2]; 2];
+    // With clamp_to_edges: per axis and side, samples held at the outer
+    // cell, and how many samples that is (one may be beyond both axes).
+    let mut held = [[0usize; 2]; 2];
+    let mut held_samples = 0usize;
     let mut no_axis_value = 0usize;
     let mut skipped: Vec<String> = Vec::new();
     let mut unread = 0usize;
@@ -806,6 +862,7 @@ pub fn overlay_log(
         }
         let mut place = |row: usize| {
             let mut cell = [0usize; 2];
+            let mut was_held = false;
             for (a, col) in axis_cols.iter().enumerate() {
                 let Some(v) = col.number(row) else {
                     no_axis_value += 1;
@@ -813,6 +870,12 @@ pub fn overlay_log(
                 };
                 match bins[a].cell(v) {
                     Some(c) => cell[a] = c,
+                    None if args.clamp_to_edges && !v.is_nan() => {
+                        let side = usize::from(v >= bins[a].hi);
+                        held[a][side] += 1;
+                        was_held = true;
+                        cell[a] = bins[a].edge(side);
+                    }
                     None => {
                         // A sample outside both axes counts under the first.
                         outside[a][usize::from(v >= bins[a].hi)] += 1;
@@ -820,6 +883,7 @@ pub fn overlay_log(
                     }
                 }
             }
+            held_samples += usize::from(was_held);
             // X is the column, Y the row; a 2D table's one axis is its rows.
             let idx = match t.table_type {
                 TableType::Grid => cell[1] * data.cols + cell[0],
@@ -935,33 +999,42 @@ pub fn overlay_log(
         })
         .collect();
 
-    Ok(render(
-        &t,
-        &data,
-        args,
-        &stats,
+    let outside = Outside {
+        counts: outside,
+        held,
+        held_samples,
+        clamp: args.clamp_to_edges,
+        axes: axes
+            .iter()
+            .zip(&bins)
+            .map(|((axis, ..), b)| (axis.label(), b.lo, b.hi))
+            .collect(),
+    };
+    Ok(Overlay {
+        table: t,
+        data,
+        counts,
+        stats,
         p,
-        &counts,
-        &summaries,
-        &parts,
-        &Outside {
-            counts: outside,
-            axes: axes
-                .iter()
-                .zip(&bins)
-                .map(|((axis, ..), b)| (axis.label(), b.lo, b.hi))
-                .collect(),
-        },
+        summaries,
+        parts,
+        outside,
         no_axis_value,
-        &skipped,
+        skipped,
         unread,
-    ))
+    })
 }
 
 /// Samples outside the outer cells, per axis and side.
 struct Outside {
     /// Per axis: [below, above].
     counts: [[usize; 2]; 2],
+    /// Per axis: [below, above] held at the outer cells (clamp_to_edges).
+    held: [[usize; 2]; 2],
+    /// Samples held at an outer cell on some axis.
+    held_samples: usize,
+    /// Whether clamp_to_edges was asked for.
+    clamp: bool,
     /// Per axis: its label and the outer cells' edges.
     axes: Vec<(String, f64, f64)>,
 }
@@ -970,9 +1043,9 @@ impl Outside {
     /// `Load (%) above 210: 231`, for each side with samples, so an agent
     /// sees why samples missed the table (a log in other units, a table
     /// for another range).
-    fn detail(&self) -> Vec<String> {
+    fn detail(&self, counts: [[usize; 2]; 2]) -> Vec<String> {
         let mut out = Vec::new();
-        for ((label, lo, hi), [below, above]) in self.axes.iter().zip(self.counts) {
+        for ((label, lo, hi), [below, above]) in self.axes.iter().zip(counts) {
             if below > 0 {
                 out.push(format!("{label} below {}: {below}", short(*lo)));
             }
@@ -1006,152 +1079,163 @@ fn p_label(p: f64) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn render(
-    t: &Table,
-    data: &TableData,
-    args: &OverlayLog,
-    stats: &[Stat],
-    p: f64,
-    counts: &[usize],
-    summaries: &[Summary],
-    parts: &[LogPart],
-    outside: &Outside,
-    no_axis_value: usize,
-    skipped: &[String],
-    unread: usize,
-) -> String {
-    let label = |a: &Option<Axis>| a.as_ref().map(Axis::label);
-    let mut fm = Frontmatter::new().text("table", &t.id);
-    if let Some(u) = t.unit() {
-        fm = fm.text("unit", u);
-    }
-    fm = fm.text("dimensions", t.dimensions());
-    let (x_axis, y_axis) = match t.table_type {
-        TableType::Grid => (label(&t.col_axis), label(&t.row_axis)),
-        _ => (label(&t.row_axis), None),
-    };
-    for (key, v) in [("x_axis", x_axis), ("y_axis", y_axis)] {
-        if let Some(v) = v {
-            fm = fm.text(key, v);
-        }
-    }
-    let first = &parts[0];
-    let same = |f: fn(&LogPart) -> &Option<String>| parts.iter().all(|q| f(q) == f(first));
-    if same(|q| &q.x)
-        && let Some(x) = &first.x
-    {
-        fm = fm.text("x_channel", x);
-    }
-    if same(|q| &q.y)
-        && let Some(y) = &first.y
-    {
-        fm = fm.text("y_channel", y);
-    }
-    let names: Vec<&str> = parts
-        .iter()
-        .take(MAX_LISTED_LOGS)
-        .map(|q| q.name.as_str())
-        .collect();
-    fm = fm.list("logs", &names);
-    if parts.len() > MAX_LISTED_LOGS {
-        fm = fm.raw("more_logs", parts.len() - MAX_LISTED_LOGS);
-    }
-    if let Some(f) = &args.filter
-        && !f.trim().is_empty()
-    {
-        fm = fm.text("filter", f.trim());
-    }
-    let rows: usize = parts.iter().map(|q| q.rows).sum();
-    let selected: usize = parts.iter().map(|q| q.selected).sum();
-    let in_cells: usize = counts.iter().sum();
-    fm = fm
-        .raw("samples", rows)
-        .raw("selected", selected)
-        .raw("in_cells", in_cells)
-        .raw("outside", outside.counts.iter().flatten().sum::<usize>());
-    let detail = outside.detail();
-    if !detail.is_empty() {
-        fm = fm.list("outside_by_axis", &detail);
-    }
-    if no_axis_value > 0 {
-        fm = fm.raw("no_axis_value", no_axis_value);
-    }
-    fm = fm.text("cells", CELLS_NOTE);
-    if !args.channels.is_empty() && stats.contains(&Stat::Percentile) {
-        fm = fm.text(
-            "percentile",
-            format!("p{} (linear between the closest ranks)", p_label(p)),
-        );
-    }
-    let mut notes: Vec<String> = Vec::new();
-    if !same(|q| &q.x) || !same(|q| &q.y) {
-        for q in parts.iter().take(MAX_LISTED_LOGS) {
-            let mut s = format!("{}: x_channel {}", q.name, q.x.as_deref().unwrap_or("-"));
-            if let Some(y) = &q.y {
-                s.push_str(&format!(", y_channel {y}"));
+impl Overlay {
+    /// overlay_log's answer: the header and one grid per figure.
+    pub fn render(&self, args: &OverlayLog) -> String {
+        let fm = self.header(args);
+        let (t, data, counts) = (&self.table, &self.data, &self.counts);
+        let (stats, p) = (&self.stats, self.p);
+        let w = Window::whole(data.rows, data.cols);
+        let mut body = String::from("## Samples per cell\n\n");
+        body.push_str(&render_layout(t, data, w, "Samples".into(), &|r, c| {
+            counts[r * data.cols + c].to_string()
+        }));
+        for (name, s) in args.channels.iter().zip(&self.summaries) {
+            for &stat in stats {
+                let what = match stat {
+                    Stat::Mean => "mean".to_string(),
+                    Stat::Min => "min".into(),
+                    Stat::Max => "max".into(),
+                    Stat::Percentile => format!("p{}", p_label(p)),
+                };
+                let digits = match stat {
+                    Stat::Min | Stat::Max => s.decimals,
+                    _ => (s.decimals + 1).min(6),
+                };
+                body.push_str(&format!("\n## {name}: {what}\n\n"));
+                body.push_str(&render_layout(
+                    t,
+                    data,
+                    w,
+                    format!("{name} {what}"),
+                    &|r, c| match s.cells[r * data.cols + c] {
+                        None => "-".into(),
+                        Some(CellStats {
+                            n,
+                            sum,
+                            min,
+                            max,
+                            pct: pv,
+                        }) => format_number(
+                            match stat {
+                                Stat::Mean => sum / n as f64,
+                                Stat::Min => min,
+                                Stat::Max => max,
+                                Stat::Percentile => pv,
+                            },
+                            digits,
+                        ),
+                    },
+                ));
             }
-            notes.push(s);
         }
-    }
-    if !skipped.is_empty() {
-        notes.push(format!("logs skipped: {}", skipped.len()));
-        notes.extend(skipped.iter().take(5).map(|s| plugin_kit::text::clip(s)));
-    }
-    if unread > 0 {
-        notes.push(format!(
-            "{unread} logs not read within this call's time budget; call again to include them"
-        ));
-    }
-    if !notes.is_empty() {
-        fm = fm.list("notes", &notes);
+        fm.with_body(&body)
     }
 
-    let w = Window::whole(data.rows, data.cols);
-    let mut body = String::from("## Samples per cell\n\n");
-    body.push_str(&render_layout(t, data, w, "Samples".into(), &|r, c| {
-        counts[r * data.cols + c].to_string()
-    }));
-    for (name, s) in args.channels.iter().zip(summaries) {
-        for &stat in stats {
-            let what = match stat {
-                Stat::Mean => "mean".to_string(),
-                Stat::Min => "min".into(),
-                Stat::Max => "max".into(),
-                Stat::Percentile => format!("p{}", p_label(p)),
-            };
-            let digits = match stat {
-                Stat::Min | Stat::Max => s.decimals,
-                _ => (s.decimals + 1).min(6),
-            };
-            body.push_str(&format!("\n## {name}: {what}\n\n"));
-            body.push_str(&render_layout(
-                t,
-                data,
-                w,
-                format!("{name} {what}"),
-                &|r, c| match s.cells[r * data.cols + c] {
-                    None => "-".into(),
-                    Some(CellStats {
-                        n,
-                        sum,
-                        min,
-                        max,
-                        pct: pv,
-                    }) => format_number(
-                        match stat {
-                            Stat::Mean => sum / n as f64,
-                            Stat::Min => min,
-                            Stat::Max => max,
-                            Stat::Percentile => pv,
-                        },
-                        digits,
-                    ),
-                },
+    /// The frontmatter: the table, the logs and channels used, the
+    /// sample counts and the cell convention.
+    pub fn header(&self, args: &OverlayLog) -> Frontmatter {
+        let (t, stats, p, parts, outside) =
+            (&self.table, &self.stats, self.p, &self.parts, &self.outside);
+        let (counts, no_axis_value, skipped, unread) =
+            (&self.counts, self.no_axis_value, &self.skipped, self.unread);
+        let label = |a: &Option<Axis>| a.as_ref().map(Axis::label);
+        let mut fm = Frontmatter::new().text("table", &t.id);
+        if let Some(u) = t.unit() {
+            fm = fm.text("unit", u);
+        }
+        fm = fm.text("dimensions", t.dimensions());
+        let (x_axis, y_axis) = match t.table_type {
+            TableType::Grid => (label(&t.col_axis), label(&t.row_axis)),
+            _ => (label(&t.row_axis), None),
+        };
+        for (key, v) in [("x_axis", x_axis), ("y_axis", y_axis)] {
+            if let Some(v) = v {
+                fm = fm.text(key, v);
+            }
+        }
+        let first = &parts[0];
+        let same = |f: fn(&LogPart) -> &Option<String>| parts.iter().all(|q| f(q) == f(first));
+        if same(|q| &q.x)
+            && let Some(x) = &first.x
+        {
+            fm = fm.text("x_channel", x);
+        }
+        if same(|q| &q.y)
+            && let Some(y) = &first.y
+        {
+            fm = fm.text("y_channel", y);
+        }
+        let names: Vec<&str> = parts
+            .iter()
+            .take(MAX_LISTED_LOGS)
+            .map(|q| q.name.as_str())
+            .collect();
+        fm = fm.list("logs", &names);
+        if parts.len() > MAX_LISTED_LOGS {
+            fm = fm.raw("more_logs", parts.len() - MAX_LISTED_LOGS);
+        }
+        if let Some(f) = &args.filter
+            && !f.trim().is_empty()
+        {
+            fm = fm.text("filter", f.trim());
+        }
+        let rows: usize = parts.iter().map(|q| q.rows).sum();
+        let selected: usize = parts.iter().map(|q| q.selected).sum();
+        let in_cells: usize = counts.iter().sum();
+        fm = fm
+            .raw("samples", rows)
+            .raw("selected", selected)
+            .raw("in_cells", in_cells)
+            .raw("outside", outside.counts.iter().flatten().sum::<usize>());
+        let detail = outside.detail(outside.counts);
+        if !detail.is_empty() {
+            fm = fm.list("outside_by_axis", &detail);
+        }
+        if outside.clamp {
+            fm = fm.raw("held_at_edges", outside.held_samples);
+            let detail = outside.detail(outside.held);
+            if !detail.is_empty() {
+                fm = fm.list("held_at_edges_by_axis", &detail);
+            }
+        }
+        if no_axis_value > 0 {
+            fm = fm.raw("no_axis_value", no_axis_value);
+        }
+        fm = fm.text("cells", CELLS_NOTE);
+        if outside.clamp {
+            fm = fm.text("clamp", CLAMP_NOTE);
+        }
+        if !args.channels.is_empty() && stats.contains(&Stat::Percentile) {
+            fm = fm.text(
+                "percentile",
+                format!("p{} (linear between the closest ranks)", p_label(p)),
+            );
+        }
+        let mut notes: Vec<String> = Vec::new();
+        if !same(|q| &q.x) || !same(|q| &q.y) {
+            for q in parts.iter().take(MAX_LISTED_LOGS) {
+                let mut s = format!("{}: x_channel {}", q.name, q.x.as_deref().unwrap_or("-"));
+                if let Some(y) = &q.y {
+                    s.push_str(&format!(", y_channel {y}"));
+                }
+                notes.push(s);
+            }
+        }
+        if !skipped.is_empty() {
+            notes.push(format!("logs skipped: {}", skipped.len()));
+            notes.extend(skipped.iter().take(5).map(|s| plugin_kit::text::clip(s)));
+        }
+        if unread > 0 {
+            notes.push(format!(
+                "{unread} logs not read within this call's time budget; call again to include them"
             ));
         }
+        if !notes.is_empty() {
+            fm = fm.list("notes", &notes);
+        }
+        fm
     }
-    fm.with_body(&body)
 }
 
 #[cfg(test)]
@@ -1373,6 +1457,43 @@ Time,RPM,Load,Knock,Timing
         assert_eq!(cell(&out, "Knock: p90", "3000", "60"), "1.8");
         assert_eq!(cell(&out, "Knock: mean", "3500", "60"), "3.0");
         assert_eq!(cell(&out, "Knock: mean", "3000", "40"), "-");
+    }
+
+    /// clamp_to_edges: 7600 rpm (past 7000 + 500) counts in 7000/100 and
+    /// Load 9 (under 20 - 10) in 3000/20, beside the 3000/10 sample there.
+    #[test]
+    fn clamp_to_edges_counts_samples_beyond_the_axes_in_the_outer_cells() {
+        let dir = LogsDir::new("clamp", &[("drive.csv", LOG)]);
+        let args = OverlayLog {
+            clamp_to_edges: true,
+            ..timing(&["Knock"])
+        };
+        let out = run(&dir, args).unwrap();
+        for (k, v) in [
+            ("in_cells", "9"),
+            ("outside", "0"),
+            ("held_at_edges", "2"),
+            (
+                "held_at_edges_by_axis",
+                r#"["Load (%) below 10: 1", "RPM (rpm) at or above 7500: 1"]"#,
+            ),
+        ] {
+            assert!(out.contains(&format!("\n{k}: {v}\n")), "{k}: {out}");
+        }
+        assert!(
+            out.contains("\nclamp: samples beyond the outer cells are counted in the outer cells"),
+            "{out}"
+        );
+        let n = |y, x| cell(&out, "Samples per cell", y, x);
+        assert_eq!(n("7000", "100"), "1");
+        assert_eq!(n("3000", "20"), "2");
+        assert_eq!(n("7000", "200"), "1");
+        // Without it, the same samples are outside and the key is absent.
+        let out = run(&dir, timing(&[])).unwrap();
+        assert!(
+            out.contains("\noutside: 2\n") && !out.contains("held_at_edges"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -421,7 +421,7 @@ fn fit_notes(def: &Definition, opened: &OpenedRom) -> Vec<String> {
 
 /// Refuses a table the image does not hold (the padding below an H8
 /// image's base must never be read or patched as if it were the ROM).
-fn require_inside(t: &Table, opened: &OpenedRom) -> Result<(), Error> {
+pub(crate) fn require_inside(t: &Table, opened: &OpenedRom) -> Result<(), Error> {
     match outside_image(t, opened) {
         Some(why) => Err(Error::InvalidArgument(format!(
             "{why}; the definition does not fit this ROM image (see rom_info)"
@@ -893,7 +893,7 @@ pub(crate) fn render_layout(
 
 // ------------------------------------------------------------- patch_table
 
-fn build_op(args: &PatchTable) -> Result<Op, Error> {
+pub(crate) fn build_op(args: &PatchTable) -> Result<Op, Error> {
     let need = |v: Option<f64>, what: &str| {
         v.ok_or_else(|| {
             Error::InvalidArgument(format!(

@@ -928,3 +928,152 @@ fn lookup_table_interpolates_as_the_ecu_does() {
     let err = look(timing, f64::NAN, Some(1.0)).unwrap_err();
     assert!(err.contains("finite"), "{err}");
 }
+
+/// propose_patch on the sample ROM and samples/logs, hand-checked (an
+/// independent count of the log's rows): the 135 samples with Knock > 0 in
+/// log-2026-02-22T14-30-00-000Z.csv all have Load 255..268 %, past the
+/// map's last cell (200, up to 210), and RPM 3964..6999: RPM cells 4000: 2,
+/// 4500: 5, 5000: 32, 6000: 55, 7000: 41. Column 200 holds 3.5, 4.5, 6.0,
+/// 8.5, 11.0 in those rows.
+#[test]
+fn propose_patch_turns_knock_into_a_diff_and_patch_table_arguments() {
+    use ecu_tables::propose::{ProposePatch, propose_patch};
+    let (dir, rom) = workspace("propose");
+    let logs = samples().join("../logs");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let mut cache = datalog::logs::Cache::default();
+    let before = std::fs::read(&rom).unwrap();
+    let base = ProposePatch {
+        rom: rom.clone(),
+        table: "Ignition Timing Base Map".into(),
+        file: Some("log-2026-02-22T14-30-00-000Z.csv".into()),
+        filter: "Knock > 0".into(),
+        op: OpKind::Add,
+        value: Some(-1.0),
+        min: None,
+        max: None,
+        min_samples: None,
+        x_channel: None,
+        y_channel: None,
+        clamp_to_edges: true,
+    };
+    let mut propose = |args: &ProposePatch| {
+        propose_patch(&mut ex, &cfg, &logs, &mut cache, args, &mut |_, _, _| true)
+            .map_err(|e| e.to_string())
+    };
+    let out = propose(&base).unwrap();
+    for (k, v) in [
+        ("selected", "135"),
+        ("held_at_edges", "135"),
+        ("operation", "add -1"),
+        ("cells_proposed", "5"),
+        ("cells_changing", "5"),
+    ] {
+        assert!(out.contains(&format!("\n{k}: {v}\n")), "{k}: {out}");
+    }
+    for row in [
+        "| 7   | 9   | 4000      | 200      | 2       | 3.5           | 2.5  | -1.0   |",
+        "| 8   | 9   | 4500      | 200      | 5       | 4.5           | 3.5  | -1.0   |",
+        "| 9   | 9   | 5000      | 200      | 32      | 6.0           | 5.0  | -1.0   |",
+        "| 10  | 9   | 6000      | 200      | 55      | 8.5           | 7.5  | -1.0   |",
+        "| 11  | 9   | 7000      | 200      | 41      | 11.0          | 10.0 | -1.0   |",
+    ] {
+        assert!(out.contains(row), "{row}\n{out}");
+    }
+    let json = out
+        .split("```json\n")
+        .nth(1)
+        .and_then(|s| s.split("\n```").next())
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "add",
+            "value": -1, "cells": [[7,9],[8,9],[9,9],[10,9],[11,9]]})
+    );
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        before,
+        "a proposal writes nothing"
+    );
+
+    // min_samples leaves the 4000 rpm cell (2 samples) alone.
+    let out = propose(&ProposePatch {
+        min_samples: Some(5),
+        ..base.clone()
+    })
+    .unwrap();
+    assert!(
+        out.contains("\ncells_proposed: 4\n")
+            && out.contains("\ncells_below_min_samples: 1 (left alone, fewer than 5"),
+        "{out}"
+    );
+    // Knock in the 4000 rpm cell only (3750..4250): 3964 and 4216 rpm.
+    let near = ProposePatch {
+        filter: "Knock > 0 && RPM < 4250".into(),
+        ..base.clone()
+    };
+    let out = propose(&near).unwrap();
+    assert!(out.contains("\"cells\": [[7,9]]"), "{out}");
+    // Without clamp_to_edges these samples are outside the map: nothing.
+    let out = propose(&ProposePatch {
+        clamp_to_edges: false,
+        ..near.clone()
+    })
+    .unwrap();
+    assert!(
+        out.contains("\noutside: 2\n") && out.contains("nothing to propose"),
+        "{out}"
+    );
+    assert!(!out.contains("```json"), "{out}");
+    // A value patch_table would refuse is shown as it would be stored, with
+    // the warning: -26.5° is raw -33, below uint8's 0 (-10°).
+    let out = propose(&ProposePatch {
+        op: OpKind::Add,
+        value: Some(-30.0),
+        ..near.clone()
+    })
+    .unwrap();
+    assert!(
+        out.contains("patch_table refuses 1 of these cells as they stand ([7,9] wanted -26.5 but uint8 stores at most -10.0 there (storage limit))")
+            && out.contains("| 7   | 9   | 4000      | 200      | 2       | 3.5           | -10.0 | -13.5  |"),
+        "{out}"
+    );
+    // Errors: no filter, min_samples 0, an operand missing, a bad filter.
+    for (args, want) in [
+        (
+            ProposePatch {
+                filter: " ".into(),
+                ..base.clone()
+            },
+            "`filter` is empty",
+        ),
+        (
+            ProposePatch {
+                min_samples: Some(0),
+                ..base.clone()
+            },
+            "min_samples must be at least 1",
+        ),
+        (
+            ProposePatch {
+                value: None,
+                ..base.clone()
+            },
+            "op=add needs `value`",
+        ),
+        (
+            ProposePatch {
+                filter: "Knock >".into(),
+                ..base.clone()
+            },
+            "Knock >",
+        ),
+    ] {
+        let err = propose(&args).unwrap_err();
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    assert_eq!(std::fs::read(&rom).unwrap(), before);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,357 @@
+//! propose_patch: a patch from a log, shown as a diff and never written.
+//! The cells are those overlay_log finds for a filter (same reader, same
+//! cell convention: the code is overlay's); the new values come from
+//! patch_table's own arithmetic run on a copy of the image, so the diff is
+//! exactly what patch_table would write, rounding included. The answer
+//! ends with the patch_table arguments that apply it, so the write goes
+//! through patch_table's confirmation and safety checks.
+
+use crate::error::Error;
+use crate::overlay::{OverlayLog, overlay};
+use crate::patch::{self, ChangedCell, PatchError, Target};
+use crate::store::Explorer;
+use crate::tools::{Config, OpKind, PatchTable, build_op, find_table, open, require_inside};
+use datalog::logs::Cache;
+use plugin_kit::MarkdownTable;
+use std::path::Path;
+
+/// Cells one proposal may change: its patch_table arguments list them all.
+pub const MAX_PROPOSED: usize = 500;
+/// Diff rows shown; the patch_table arguments still list every cell.
+pub const MAX_DIFF_ROWS: usize = 100;
+
+/// Arguments of propose_patch.
+#[derive(Debug, Clone)]
+pub struct ProposePatch {
+    /// ROM path (absolute or workspace-relative), as patch_table takes it.
+    pub rom: String,
+    /// Exact table name from list_tables.
+    pub table: String,
+    /// Log file name from list_logs; none for every log.
+    pub file: Option<String>,
+    /// filtrex expression selecting the samples whose cells change, e.g.
+    /// `Knock > 0`.
+    pub filter: String,
+    /// The change: set, add, multiply, clamp or smooth, as patch_table.
+    pub op: OpKind,
+    /// Operand for set, add and multiply (physical units).
+    pub value: Option<f64>,
+    /// Lower bound for clamp.
+    pub min: Option<f64>,
+    /// Upper bound for clamp.
+    pub max: Option<f64>,
+    /// Cells need at least this many selected samples (default 1).
+    pub min_samples: Option<u32>,
+    /// Log channel for the x_axis when not matched by name.
+    pub x_channel: Option<String>,
+    /// Log channel for the y_axis when not matched by name.
+    pub y_channel: Option<String>,
+    /// Samples beyond the axes count in the outer cells (overlay_log's
+    /// `clamp_to_edges`).
+    pub clamp_to_edges: bool,
+}
+
+/// `s` as a JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The op's name in patch_table's arguments.
+fn op_name(op: OpKind) -> &'static str {
+    match op {
+        OpKind::Set => "set",
+        OpKind::Add => "add",
+        OpKind::Multiply => "multiply",
+        OpKind::Clamp => "clamp",
+        OpKind::Smooth => "smooth",
+    }
+}
+
+/// The patch_table arguments (one JSON object) applying `args`'s op to
+/// `cells` of `table`.
+fn patch_arguments(args: &ProposePatch, table: &str, cells: &[(usize, usize)]) -> String {
+    let mut out = format!(
+        "{{\"rom\": {}, \"table\": {}, \"op\": \"{}\"",
+        json_str(&args.rom),
+        json_str(table),
+        op_name(args.op)
+    );
+    // Finite by build_op, so Rust's shortest round-trip form is valid JSON.
+    for (key, v) in [("value", args.value), ("min", args.min), ("max", args.max)] {
+        if let Some(v) = v {
+            out.push_str(&format!(", \"{key}\": {v}"));
+        }
+    }
+    let list: Vec<String> = cells.iter().map(|(r, c)| format!("[{r},{c}]")).collect();
+    out.push_str(&format!(", \"cells\": [{}]}}", list.join(",")));
+    out
+}
+
+/// propose_patch: the cells the filtered samples fall in, the change the
+/// op makes to each (old → new, physical units), and the patch_table call
+/// that writes it. Nothing is written.
+pub fn propose_patch(
+    ex: &mut Explorer,
+    cfg: &Config,
+    logs_dir: &Path,
+    cache: &mut Cache,
+    args: &ProposePatch,
+    progress: &mut dyn FnMut(u64, u64, &str) -> bool,
+) -> Result<String, Error> {
+    if args.filter.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "`filter` is empty: give the samples whose cells should change, e.g. 'Knock > 0'"
+                .into(),
+        ));
+    }
+    let min_samples = args.min_samples.unwrap_or(1);
+    if min_samples == 0 {
+        return Err(Error::InvalidArgument(
+            "min_samples must be at least 1 (a cell needs a sample to be proposed)".into(),
+        ));
+    }
+    // The operands are checked as patch_table checks them, before any log
+    // is read.
+    let template = PatchTable {
+        rom: args.rom.clone(),
+        table: args.table.clone(),
+        op: args.op,
+        value: args.value,
+        min: args.min,
+        max: args.max,
+        row: None,
+        col: None,
+        choice: None,
+        force: false,
+        rows_where: None,
+        cols_where: None,
+        cells: None,
+    };
+    let op = build_op(&template)?;
+
+    let overlay_args = OverlayLog {
+        rom: args.rom.clone(),
+        table: args.table.clone(),
+        file: args.file.clone(),
+        filter: Some(args.filter.clone()),
+        x_channel: args.x_channel.clone(),
+        y_channel: args.y_channel.clone(),
+        clamp_to_edges: args.clamp_to_edges,
+        ..Default::default()
+    };
+    let o = overlay(ex, cfg, logs_dir, cache, &overlay_args, progress)?;
+    let cols = o.data.cols;
+    let hit: Vec<(usize, usize)> = (0..o.counts.len())
+        .filter(|&i| o.counts[i] >= min_samples as usize)
+        .map(|i| (i / cols, i % cols))
+        .collect();
+    let fewer = o
+        .counts
+        .iter()
+        .filter(|&&n| n > 0 && n < min_samples as usize)
+        .count();
+    if hit.len() > MAX_PROPOSED {
+        return Err(Error::InvalidArgument(format!(
+            "the filter selects samples in {} cells of `{}`, over the {MAX_PROPOSED} one proposal \
+             takes: narrow the filter or raise min_samples (or patch ranges with patch_table's \
+             rows_where/cols_where)",
+            hit.len(),
+            o.table.id
+        )));
+    }
+
+    let mut fm = o.header(&overlay_args);
+    fm = fm
+        .text("operation", op.describe())
+        .raw("min_samples", min_samples)
+        .raw("cells_proposed", hit.len());
+    if fewer > 0 {
+        fm = fm.text(
+            "cells_below_min_samples",
+            format!("{fewer} (left alone, fewer than {min_samples} selected samples)"),
+        );
+    }
+    if hit.is_empty() {
+        fm = fm.text("written", "nothing (a proposal)");
+        return Ok(fm.with_body(&format!(
+            "No cell of `{}` has {min_samples} or more samples matching `{}`: nothing to propose. \
+             overlay_log shows where the samples fall.\n",
+            o.table.id,
+            args.filter.trim()
+        )));
+    }
+
+    // The new values, by patch_table's own code on a copy of the image
+    // (read the same way patch_table reads it).
+    let opened = open(ex, cfg, &args.rom)?;
+    let def = opened.require_definition()?;
+    let table = find_table(&def, &o.table.id)?.clone();
+    require_inside(&table, &opened)?;
+    let data = crate::decode::read_table(&table, &opened.bytes)?;
+    let target = Target {
+        cells: Some(hit.clone()),
+        ..Default::default()
+    };
+    let mut scratch = opened.bytes.as_ref().clone();
+    let mut refused = None;
+    let effect = match patch::apply(&table, &data, &mut scratch, &op, &target, false) {
+        Ok(e) => e,
+        Err(PatchError::Unsafe {
+            count, cells, more, ..
+        }) => {
+            refused = Some(format!(
+                "patch_table refuses {count} of these cells as they stand ({cells}{more}); check \
+                 the values before passing force: true"
+            ));
+            let mut scratch = opened.bytes.as_ref().clone();
+            patch::apply(&table, &data, &mut scratch, &op, &target, true)?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let changed = |r: usize, c: usize| -> Option<&ChangedCell> {
+        effect.changed.iter().find(|x| (x.row, x.col) == (r, c))
+    };
+    fm = fm
+        .raw("cells_changing", effect.changed.len())
+        .text(
+            "written",
+            "nothing (a proposal); apply it with patch_table and the arguments below, the user confirms it there",
+        );
+    if let Some(w) = &refused {
+        fm = fm.text("warning", w);
+    }
+    if !effect.limited.is_empty() {
+        fm = fm.text(
+            "warning",
+            format!(
+                "{} cell(s) would be limited to the {} storage range",
+                effect.limited.len(),
+                table.scaling.storage.name()
+            ),
+        );
+    }
+
+    let row_labels = o.data.row_axis.as_ref().map(|a| &a.labels);
+    let col_labels = o.data.col_axis.as_ref().map(|a| &a.labels);
+    let grid = table.table_type == crate::definition::TableType::Grid;
+    let axis = |rows: bool| {
+        let a = if rows {
+            &table.row_axis
+        } else {
+            &table.col_axis
+        };
+        a.as_ref().map_or(String::new(), |a| a.label())
+    };
+    let mut header = vec!["Row".to_string()];
+    if grid {
+        header.extend(["Col".to_string(), axis(true), axis(false)]);
+    } else {
+        header.push(axis(true));
+    }
+    let unit = table.unit().filter(|u| !u.is_empty());
+    header.extend([
+        "Samples".to_string(),
+        unit.map_or("Old".into(), |u| format!("Old ({u})")),
+        "New".to_string(),
+        "Change".to_string(),
+    ]);
+    let mut md = MarkdownTable::new(header);
+    for &(r, c) in hit.iter().take(MAX_DIFF_ROWS) {
+        let mut row = vec![r.to_string()];
+        let rl = row_labels.map_or(String::new(), |l| l[r].clone());
+        if grid {
+            row.extend([
+                c.to_string(),
+                rl,
+                col_labels.map_or(String::new(), |l| l[c].clone()),
+            ]);
+        } else {
+            row.push(rl);
+        }
+        let old = data.display(r, c);
+        let (new, change) = match changed(r, c) {
+            Some(x) => {
+                let after = table.scaling.to_physical(x.raw_after);
+                (
+                    x.after.clone(),
+                    table.scaling.display(after - data.value(r, c)),
+                )
+            }
+            None => (old.clone(), "unchanged".into()),
+        };
+        row.extend([o.counts[r * cols + c].to_string(), old, new, change]);
+        md.row(row);
+    }
+    let mut body = String::from("## Proposed change (not written)\n\n");
+    body.push_str(&md.render());
+    if hit.len() > MAX_DIFF_ROWS {
+        body.push_str(&format!(
+            "\n{} more cells not shown; the arguments below list them all.\n",
+            hit.len() - MAX_DIFF_ROWS
+        ));
+    }
+    body.push_str(&format!(
+        "\n## Apply with patch_table\n\n```json\n{}\n```\n",
+        patch_arguments(args, &table.id, &hit)
+    ));
+    Ok(fm.with_body(&body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_arguments_are_json_patch_table_takes() {
+        let args = ProposePatch {
+            rom: "roms/my \"car\".bin".into(),
+            table: "Timing".into(),
+            file: None,
+            filter: "Knock > 0".into(),
+            op: OpKind::Add,
+            value: Some(-1.0),
+            min: None,
+            max: None,
+            min_samples: None,
+            x_channel: None,
+            y_channel: None,
+            clamp_to_edges: false,
+        };
+        let json = patch_arguments(&args, "Ignition Timing Base Map", &[(7, 4), (8, 4)]);
+        assert_eq!(
+            json,
+            r#"{"rom": "roms/my \"car\".bin", "table": "Ignition Timing Base Map", "op": "add", "value": -1, "cells": [[7,4],[8,4]]}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["cells"][1][0], 8);
+        let clamp = ProposePatch {
+            op: OpKind::Clamp,
+            value: None,
+            min: Some(0.5),
+            max: Some(12.25),
+            ..args
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&patch_arguments(&clamp, "T\n1", &[(0, 0)])).unwrap();
+        assert_eq!(
+            (v["min"].as_f64(), v["max"].as_f64()),
+            (Some(0.5), Some(12.25))
+        );
+        assert_eq!(v["table"], "T\n1");
+        assert_eq!(json_str("\u{1}"), "\"\\u0001\"");
+    }
+}
