@@ -273,6 +273,7 @@ try {
     await frame.selectOption("#layer", String(maxIdx));
     const maxShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
     check("ecu-table: the Knock max layer shows overlay_log's per-cell max", maxIdx > 0 && same(maxShown, cellsOf(ovTables[maxIdx])));
+    await frame.selectOption("#layer", "0");
     await shot("ecu-table-overlay");
 
     // --- log plot --------------------------------------------------------------
@@ -314,6 +315,30 @@ try {
     await frame.click("#reset");
     const reset = await frame.evaluate(() => [Number(document.getElementById("chart").dataset.start), Number(document.getElementById("chart").dataset.end)]);
     check("log-plot: reset shows the whole window again", same(reset, full), `${reset} vs ${full}`);
+
+    // A RomRaider log (channel names with spaces and units), a time window, no filter.
+    const rr = "romraiderlog_20260221_180000.csv";
+    const plot2 = await callWithView("plot_log", { file: rr, start_s: 20, end_s: 40 });
+    await frame.waitForFunction((f) => document.getElementById("title").textContent === f && document.getElementById("chart").dataset.ready === "1" || document.getElementById("status").className === "error", rr, { timeout: 60000 });
+    check("log-plot: the RomRaider log loads", !(await frame.$("#status.error")), await status(frame));
+    const s2 = text(plot2);
+    const head2 = /: (\d+) rows, (-?[\d.]+)…(-?[\d.]+) s/.exec(s2);
+    const info2 = await frame.evaluate(() => ({ ...document.getElementById("chart").dataset }));
+    const panels2 = [...s2.matchAll(/(?:Panels: |; )(.+?) -?[\d.]+…-?[\d.]+/g)].map((m) => m[1]);
+    check("log-plot: a windowed plot spans plot_log's window and panels, no matches",
+        head2 && Number(info2.start) === Number(head2[2]) && Number(info2.end) === Number(head2[3]) && same(info2.channels.split("\t"), panels2) && info2.matches === "0",
+        `view ${info2.start}…${info2.end} ${info2.channels}; plot_log ${head2?.[0]} ${panels2}`);
+    await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
+    await frame.waitForFunction((old) => document.getElementById("hover").dataset.time && document.getElementById("hover").dataset.values !== old, hover.values);
+    const hover2 = await frame.evaluate(() => ({ ...document.getElementById("hover").dataset }));
+    const t2 = Number(hover2.time);
+    // Its time column is 'Time (msec)', so no time filter: every row, found by time.
+    const all2 = mdTables(text(await call("query_logs", { file: rr, filter: "1", channels: panels2, limit: 5000 })))[0];
+    const row2 = all2.rows.filter((r) => Number(r[0]) === t2);
+    const got2 = JSON.parse(hover2.values);
+    check("log-plot: hover on the RomRaider log equals query_logs' row",
+        row2.length === 1 && t2 >= 20 && t2 <= 40 && panels2.every((p) => Number(got2[p]) === Number(row2[0][all2.header.indexOf(p)])),
+        `hover ${hover2.values} at ${t2}; query_logs ${JSON.stringify(row2)}`);
 
     check("the views load nothing from elsewhere", foreign.length === 0, foreign.join(", "));
     check("no page errors", pageErrors.length === 0, pageErrors.join("; "));

@@ -56,7 +56,9 @@ mod tests {
         // outside reference would fail in the client's frame.
         for (name, source) in PAGES {
             let html = page(source).to_ascii_lowercase();
-            for bad in ["http://", "https://", "//cdn", "src=\"//", "@import", "<link"] {
+            for bad in [
+                "http://", "https://", "//cdn", "src=\"//", "@import", "<link",
+            ] {
                 assert!(!html.contains(bad), "{name} refers outside itself: {bad}");
             }
             assert!(html.starts_with("<!doctype html>"), "{name}");
