@@ -213,6 +213,17 @@ async fn serves_exactly_the_ecu_tools_with_annotations() {
         read.annotations.as_ref().unwrap().read_only_hint,
         Some(true)
     );
+    // The table view (MCP Apps) on the tools that show a table.
+    for t in &tools {
+        let ui = t
+            .meta
+            .as_ref()
+            .map(|m| serde_json::to_value(m).unwrap()["ui"]["resourceUri"].clone());
+        let want = ["read_table", "patch_table", "overlay_log", "propose_patch"]
+            .contains(&t.name.as_ref())
+            .then(|| json!("ui://benchtop/ecu-table"));
+        assert_eq!(ui, want, "{}", t.name);
+    }
     let schema = Value::Object((*patch.input_schema).clone());
     assert_eq!(
         schema["properties"]["op"]["enum"],
