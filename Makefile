@@ -43,13 +43,14 @@ test: build
 
 # Fixture tests (each skips cleanly when ../shared/fixtures is absent), then
 # real clients (the MCP Inspector CLI, the Python SDK, the official
-# conformance suite), the web bench in headless Chromium, and a short pass of
-# every fuzz target.
+# conformance suite), the web bench and the MCP Apps views (tests/views) in
+# headless Chromium, and a short pass of every fuzz target.
 test-shared: build
 	@[ -d ../shared/fixtures ] || echo "make test-shared: ../shared/fixtures not found; the fixture tests will skip"
 	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
 	web/test.sh
+	tests/views/test.sh
 	@$(MAKE) --no-print-directory fuzz-short
 
 # Fuzz targets for every parser of outside data (fuzz/, cargo-fuzz on stable

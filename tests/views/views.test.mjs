@@ -260,6 +260,15 @@ try {
     const idleShown = await frame.$$eval("#grid td[data-row]", (tds) => tds.map((td) => [Number(td.dataset.row), Number(td.dataset.col), td.dataset.value]));
     check("ecu-table: a 1D table shows each breakpoint's value at its row index", same(idleShown, idleRows.map((r, i) => [i, 0, r[1]])), JSON.stringify(idleShown));
 
+    // --- a window of a table: indices stay absolute, as patch_table takes them ---
+    const win = await callWithView("read_table", { rom, table, row_start: 3, row_count: 4, col_start: 2, col_count: 5 });
+    await frame.waitForFunction(() => document.querySelectorAll("#grid td[data-row]").length === 20);
+    const winMd = mdTables(text(win))[0];
+    const winWant = {};
+    winMd.rows.forEach((r, i) => r.slice(1).forEach((v, j) => { winWant[`${i + 3},${j + 2}`] = v; }));
+    const winShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
+    check("ecu-table: a window of a table keeps read_table's absolute indices", same(winShown, winWant), JSON.stringify(winShown).slice(0, 300));
+
     // --- overlay_log: hits and a channel's mean/max per cell ----------------------
     const ov = await callWithView("overlay_log", { rom, table, file: "log-2026-02-22T14-30-00-000Z.csv", channels: ["Knock"], stats: ["mean", "max"] });
     await frame.waitForFunction(() => document.querySelectorAll("#grid td[data-hits]").length > 0);
