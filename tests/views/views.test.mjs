@@ -253,6 +253,13 @@ try {
     const refusal = await status(frame);
     check("ecu-table: a refused patch shows patch_table's refusal", /^patch_table refused: \S+/.test(refusal), refusal);
 
+    // --- a refusal the agent got is shown as one, the table kept -------------------
+    const refused = await callWithView("patch_table", { rom, table, op: "set", value: 1, row: 99, col: 0 });
+    await frame.waitForSelector("#status.error");
+    check("ecu-table: a patch_table refusal delivered by the client is shown, the table kept",
+        refused.isError && (await status(frame)).startsWith("patch_table refused: ") && (await status(frame)).includes(text(refused).slice(0, 40)) && (await frame.$$("#grid td[data-row]")).length > 0,
+        await status(frame));
+
     // --- 1D table --------------------------------------------------------------
     const idle = await callWithView("read_table", { rom, table: "Idle Speed Target" });
     await frame.waitForFunction(() => document.getElementById("title").textContent === "Idle Speed Target");
@@ -285,8 +292,12 @@ try {
     await frame.selectOption("#layer", "0");
     await shot("ecu-table-overlay");
 
-    // --- log plot --------------------------------------------------------------
-    ({ frame } = await openView("ui://benchtop/log-plot"));
+    // --- log plot, in the client's dark theme ------------------------------------
+    ({ frame } = await openView("ui://benchtop/log-plot", "dark"));
+    check("log-plot: takes the client's theme from the host context", (await frame.evaluate(() => document.documentElement.dataset.theme)) === "dark");
+    const bad = await callWithView("plot_log", { file: "no-such.csv" });
+    await frame.waitForSelector("#status.error");
+    check("log-plot: plot_log's refusal is shown", bad.isError && (await status(frame)).startsWith("plot_log refused: "), await status(frame));
     const file = "log-2026-02-22T14-30-00-000Z.csv";
     const filter = "Knock > 0";
     const plot = await callWithView("plot_log", { file, filter });
@@ -321,6 +332,8 @@ try {
     const zoomed = await frame.evaluate(() => [Number(document.getElementById("chart").dataset.start), Number(document.getElementById("chart").dataset.end)]);
     check("log-plot: dragging zooms into a narrower window", zoomed[0] > full[0] && zoomed[1] < full[1] && zoomed[1] - zoomed[0] < (full[1] - full[0]) * 0.4, `${zoomed} in ${full}`);
     await shot("log-plot-zoomed");
+    await page.evaluate(() => window.host.theme("light"));
+    await frame.waitForFunction(() => document.documentElement.dataset.theme === "light");
     await frame.click("#reset");
     const reset = await frame.evaluate(() => [Number(document.getElementById("chart").dataset.start), Number(document.getElementById("chart").dataset.end)]);
     check("log-plot: reset shows the whole window again", same(reset, full), `${reset} vs ${full}`);

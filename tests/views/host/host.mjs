@@ -75,6 +75,11 @@ const host = {
     await bridge.sendToolResult(result);
   },
 
+  /** A theme change, as a client sends it (ui/notifications/host-context-changed). */
+  theme(theme) {
+    bridge.setHostContext({ theme });
+  },
+
   async close() {
     try { await bridge.teardownResource({}); } catch { /* a view that is gone */ }
     await bridge.close();
