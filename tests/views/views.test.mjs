@@ -216,6 +216,17 @@ try {
     check("ecu-table: the view shows patch_table's values", same(shownAfter, after));
     await shot("ecu-table-patched");
 
+    // --- a patch the view did not see the table before: the answer says where ---
+    ({ frame } = await openView("ui://benchtop/ecu-table"));
+    const pre = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
+    const wide = await callWithView("patch_table", { rom, table, op: "add", value: -0.5, rows_where: "2000..3000" });
+    await frame.waitForFunction(() => document.querySelectorAll("#grid td.changed").length > 0);
+    const post = cellsOf(mdTables(text(wide))[0]);
+    const wideChanged = Object.keys(post).filter((k) => post[k] !== pre[k]).sort();
+    const wideMarked = (await frame.$$eval("#grid td.changed", (tds) => tds.map((td) => `${td.dataset.row},${td.dataset.col}`))).sort();
+    check("ecu-table: a patch of more cells than its answer lists is highlighted from its rows_where note",
+        /and \d+ more/.test(frontmatter(text(wide)).operation) && wideChanged.length === 30 && same(wideMarked, wideChanged), `marked ${wideMarked.length}, changed ${wideChanged.length}`);
+
     // --- an edit in the view: refused without confirmation, applied with it ---
     ({ frame } = await openView("ui://benchtop/ecu-table"));
     const fresh = await callWithView("read_table", { rom, table });
