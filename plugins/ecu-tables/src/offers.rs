@@ -228,7 +228,7 @@ pub fn diagnose_knock(
 4. Summarise where knock happens: the RPM and load ranges, how many events, how strong, and whether AFR was lean there.
 5. Call `list_tables` with rom=\"{rom}\" and category=\"Timing\" (or 'Ignition'), then category=\"Fuel\", to find the maps for those conditions.{hint}
 6. Call `overlay_log` with rom=\"{rom}\", table=<each of those maps>,{file_arg}, the same knock filter and channels=[the knock channel]: it counts the knock samples per cell of the map (and their mean, max). If it cannot match the map's axes to the log's channels, pass x_channel/y_channel. Then call `read_table` for those maps to see the values in the cells that knocked (row and column indices are 0-based, as read_table shows them).
-7. Propose a change: which cells, by how much (e.g. retard timing 1-2 degrees in the knocking cells; richer fuel where high load runs lean), and why. Do not call `patch_table` before the user agrees; after a patch, check the table it returns. Recommend a new datalog after any change, and do not recommend flashing unless `rom_info` reports checksum_valid: true.
+7. Propose a change: which cells, by how much (e.g. retard timing 1-2 degrees in the knocking cells; richer fuel where high load runs lean), and why. `propose_patch` with the same filter and an op (e.g. add -1) shows it as a diff without writing, and gives the patch_table arguments. Do not call `patch_table` before the user agrees; after a patch, check the table it returns. Recommend a new datalog after any change, and do not recommend flashing unless `rom_info` reports checksum_valid: true.
 "
     )
 }

@@ -271,8 +271,8 @@ pub struct PatchOutcome {
     pub op: Op,
     /// The cells it applied to.
     pub target: Target,
-    /// How `rows_where`/`cols_where` resolved: (argument, note).
-    pub selection: Vec<(&'static str, String)>,
+    /// How `rows_where`/`cols_where` resolved.
+    pub selection: Selection,
     /// Cells targeted, changed, limited to the storage range, and left
     /// outside the scaling's soft min/max.
     pub effect: PatchEffect,
@@ -1021,6 +1021,9 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     })
 }
 
+/// How `rows_where`/`cols_where` resolved: (argument, note) each.
+pub type Selection = Vec<(&'static str, String)>;
+
 /// The cells a patch applies to: by index (`row`/`col`), by axis value
 /// (`rows_where`/`cols_where`, the same cells read_table shows for them) or
 /// listed (`cells`); and the frontmatter notes saying how ranges resolved.
@@ -1028,7 +1031,7 @@ pub(crate) fn patch_target(
     table: &Table,
     data: &TableData,
     args: &PatchTable,
-) -> Result<(Target, Vec<(&'static str, String)>), Error> {
+) -> Result<(Target, Selection), Error> {
     if args.rows_where.is_some() && args.row.is_some() {
         return Err(Error::InvalidArgument(
             "give rows_where or row, not both: rows_where picks rows by axis value, row by index"
