@@ -303,6 +303,10 @@ try {
     await frame.selectOption("#layer", "0");
     await shot("ecu-table-overlay");
 
+    await page.evaluate(() => window.host.cancel("user stopped it"));
+    await frame.waitForFunction(() => /cancelled/.test(document.getElementById("status").textContent));
+    check("ecu-table: a cancelled tool call is said so", (await status(frame)) === "the tool call was cancelled: user stopped it", await status(frame));
+
     // --- log plot, in the client's dark theme ------------------------------------
     ({ frame } = await openView("ui://benchtop/log-plot", "dark"));
     check("log-plot: takes the client's theme from the host context", (await frame.evaluate(() => document.documentElement.dataset.theme)) === "dark");

@@ -75,6 +75,11 @@ const host = {
     await bridge.sendToolResult(result);
   },
 
+  /** The client cancelled the tool call (ui/notifications/tool-cancelled). */
+  async cancel(reason) {
+    await bridge.sendToolCancelled({ reason });
+  },
+
   /** A theme change, as a client sends it (ui/notifications/host-context-changed). */
   theme(theme) {
     bridge.setHostContext({ theme });
