@@ -90,7 +90,9 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
         "x86_read_disassembly",
         "x86_remove_breakpoint",
         "x86_remove_machine",
+        "x86_restore_machine",
         "x86_run",
+        "x86_snapshot",
         "x86_step",
         "x86_write_console_input",
         "x86_write_memory",
@@ -290,6 +292,115 @@ async fn sums_exits_42_and_the_spice86_tools_describe_it() {
     let entries = g["entryPointAddresses"].as_array().unwrap();
     assert_eq!(g["totalEntryPoints"], entries.len());
     assert!(entries.contains(&json!("0087:0100")), "{g}");
+    x.server.stop().await;
+}
+
+/// What a client sees of machine `m` but its id.
+async fn observe(x: &X86, m: u64) -> Value {
+    let regs = x.ok("read_cpu_registers", json!({"machine": m})).await;
+    let mut con = x.ok("x86_read_console", json!({"machine": m})).await;
+    con.as_object_mut().unwrap().remove("machine");
+    let stack = x
+        .ok(
+            "read_memory",
+            json!({"machine": m, "address": 0x10800, "length": 0x100}),
+        )
+        .await;
+    let prog = x
+        .ok(
+            "read_memory",
+            json!({"machine": m, "address": 0x970, "length": 0x100}),
+        )
+        .await;
+    let machines = x.ok("x86_list_machines", json!({})).await;
+    let mut row = machines["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["machine"] == m)
+        .unwrap()
+        .clone();
+    let row = row.as_object_mut().unwrap();
+    for k in ["machine", "tracking"] {
+        row.remove(k);
+    }
+    json!([regs, con, stack, prog, row])
+}
+
+#[tokio::test]
+async fn a_snapshot_restores_into_a_machine_that_runs_identically() {
+    let x = X86::samples().await;
+    let a = x
+        .ok("x86_load_program", json!({"path": sample("sums.com")}))
+        .await["machine"]
+        .as_u64()
+        .unwrap();
+    x.ok("x86_step", json!({"count": 40})).await;
+    let snap = x.ok("x86_snapshot", json!({"machine": a})).await;
+    let text = snap["snapshot"].as_str().unwrap().to_owned();
+    assert_eq!(snap["format_version"], 1);
+    assert_eq!(snap["size"], text.len());
+    // Only the pages in use travel: the IVT, the PSP and program, the stack.
+    assert!(text.len() < 40_000, "{} characters", text.len());
+    let made = x.ok("x86_restore_machine", json!({"snapshot": text})).await;
+    let b = made["machine"].as_u64().unwrap();
+    assert_ne!(a, b);
+    assert_eq!(made["address"], snap["address"]);
+    assert_eq!(made["instructions"], snap["instructions"]);
+    assert_eq!(made["state"], "ready");
+    assert_eq!(observe(&x, a).await, observe(&x, b).await);
+    for count in [1, 7, 30] {
+        for m in [a, b] {
+            x.ok("x86_step", json!({"machine": m, "count": count}))
+                .await;
+        }
+        assert_eq!(
+            observe(&x, a).await,
+            observe(&x, b).await,
+            "after {count} more"
+        );
+    }
+    let ra = x.ok("x86_run", json!({"machine": a})).await;
+    let rb = x.ok("x86_run", json!({"machine": b})).await;
+    assert_eq!(
+        (ra["stop_reason"].clone(), ra["exit_code"].clone()),
+        (json!("exited"), json!(42))
+    );
+    assert_eq!(
+        (
+            rb["stop_reason"].clone(),
+            rb["exit_code"].clone(),
+            rb["output"].clone()
+        ),
+        (
+            ra["stop_reason"].clone(),
+            ra["exit_code"].clone(),
+            ra["output"].clone()
+        )
+    );
+    assert_eq!(observe(&x, a).await, observe(&x, b).await);
+
+    // Damaged text makes no machine.
+    let before = x.ok("x86_list_machines", json!({})).await["machines"]
+        .as_array()
+        .unwrap()
+        .len();
+    let mut flipped = text.clone().into_bytes();
+    let mid = flipped.len() / 2;
+    flipped[mid] = if flipped[mid] == b'Q' { b'R' } else { b'Q' };
+    for (bad, says) in [
+        (String::from_utf8(flipped).unwrap(), "checksum"),
+        (text[..100].to_owned(), "snapshot refused"),
+    ] {
+        let (code, msg) = x.err("x86_restore_machine", json!({"snapshot": bad})).await;
+        assert_eq!(code, "INVALID_SNAPSHOT", "{msg}");
+        assert!(msg.contains(says), "{msg}");
+    }
+    let after = x.ok("x86_list_machines", json!({})).await["machines"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after);
     x.server.stop().await;
 }
 

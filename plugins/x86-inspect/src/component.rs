@@ -84,6 +84,14 @@ impl Guest for Plugin {
         tool(|s| s.remove_machine(a.machine)).map(Into::into)
     }
 
+    fn x86_snapshot(a: wit::MachineArgs) -> Result<wit::SnapshotTaken, ToolError> {
+        tool(|s| s.snapshot(a.machine)).map(Into::into)
+    }
+
+    fn x86_restore_machine(a: wit::RestoreMachineArgs) -> Result<wit::MachineRestored, ToolError> {
+        tool(|s| s.restore_machine(&a.snapshot)).map(Into::into)
+    }
+
     fn read_cpu_registers(a: wit::MachineArgs) -> Result<wit::Registers, ToolError> {
         tool(|s| s.read_cpu_registers(a.machine)).map(Into::into)
     }
@@ -274,17 +282,47 @@ impl From<r::MachineList> for wit::MachineList {
             cpu: m.cpu.into(),
             address: m.address,
             instructions: m.instructions,
-            state: match m.state {
-                r::MachineState::Ready => wit::MachineState::Ready,
-                r::MachineState::Halted => wit::MachineState::Halted,
-                r::MachineState::Exited => wit::MachineState::Exited,
-            },
+            state: machine_state(m.state),
             exit_code: m.exit_code,
             tracking: m.tracking,
         };
         wit::MachineList {
             machines: v.machines.into_iter().map(row).collect(),
             default: v.default,
+        }
+    }
+}
+
+fn machine_state(v: r::MachineState) -> wit::MachineState {
+    match v {
+        r::MachineState::Ready => wit::MachineState::Ready,
+        r::MachineState::Halted => wit::MachineState::Halted,
+        r::MachineState::Exited => wit::MachineState::Exited,
+    }
+}
+
+impl From<r::SnapshotTaken> for wit::SnapshotTaken {
+    fn from(v: r::SnapshotTaken) -> Self {
+        wit::SnapshotTaken {
+            machine: v.machine,
+            format_version: v.format_version,
+            size: v.size,
+            address: v.address,
+            instructions: v.instructions,
+            snapshot: v.snapshot,
+        }
+    }
+}
+
+impl From<r::MachineRestored> for wit::MachineRestored {
+    fn from(v: r::MachineRestored) -> Self {
+        wit::MachineRestored {
+            machine: v.machine,
+            program: v.program,
+            address: v.address,
+            instructions: v.instructions,
+            state: machine_state(v.state),
+            note: v.note,
         }
     }
 }

@@ -138,6 +138,62 @@ impl Input {
     }
 }
 
+impl Stream {
+    /// Writes the kept bytes, total and capacity (a snapshot).
+    pub(crate) fn save(&self, w: &mut plugin_kit::blob::Writer) {
+        w.u32(self.cap as u32)
+            .u64(self.total)
+            .u32(self.buf.len() as u32);
+        w.0.extend(self.buf.iter());
+    }
+
+    /// Reads what [`Stream::save`] wrote, checking it is consistent.
+    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader, what: &str) -> Result<Stream, String> {
+        let cap = r.u32(what)? as usize;
+        let total = r.u64(what)?;
+        let len = r.u32(what)? as usize;
+        if cap == 0 || len > cap || len as u64 > total {
+            return Err(format!(
+                "{what}: {len} bytes kept of {total} with room for {cap}"
+            ));
+        }
+        let buf = r.bytes(len, what)?.iter().copied().collect();
+        Ok(Stream { buf, total, cap })
+    }
+}
+
+impl Input {
+    /// Writes the queue and its state (a snapshot).
+    pub(crate) fn save(&self, w: &mut plugin_kit::blob::Writer) {
+        w.u8(self.closed as u8)
+            .u64(self.consumed)
+            .u32(self.pending.len() as u32);
+        w.0.extend(self.pending.iter());
+    }
+
+    /// Reads what [`Input::save`] wrote.
+    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<Input, String> {
+        let closed = match r.u8("input")? {
+            0 => false,
+            1 => true,
+            n => return Err(format!("input closed flag {n} is neither 0 nor 1")),
+        };
+        let consumed = r.u64("input")?;
+        let len = r.u32("input")? as usize;
+        if len > MAX_PENDING_INPUT {
+            return Err(format!(
+                "{len} input bytes queued, over {MAX_PENDING_INPUT}"
+            ));
+        }
+        let pending = r.bytes(len, "input")?.iter().copied().collect();
+        Ok(Input {
+            pending,
+            closed,
+            consumed,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

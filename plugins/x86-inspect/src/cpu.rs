@@ -1686,6 +1686,75 @@ impl Cpu {
     }
 }
 
+/// Bytes per memory page in a snapshot: only pages holding a non-zero byte
+/// are written.
+const SNAPSHOT_PAGE: usize = 4096;
+
+impl Cpu {
+    /// Writes registers, model, counters and the non-zero memory pages (a
+    /// snapshot, taken between instructions).
+    pub(crate) fn save(&self, w: &mut plugin_kit::blob::Writer) {
+        for v in self.regs.iter().chain(&self.sregs) {
+            w.u16(*v);
+        }
+        w.u16(self.ip).u16(self.flags);
+        w.u8(match self.model {
+            Model::I8086 => 0,
+            Model::I80186 => 1,
+        });
+        w.u64(self.instructions).u8(self.services as u8);
+        w.u16(self.insn_cs).u16(self.insn_ip);
+        let pages: Vec<usize> = (0..MEM_SIZE / SNAPSHOT_PAGE)
+            .filter(|p| {
+                self.mem[p * SNAPSHOT_PAGE..(p + 1) * SNAPSHOT_PAGE]
+                    .iter()
+                    .any(|b| *b != 0)
+            })
+            .collect();
+        w.u16(pages.len() as u16);
+        for p in pages {
+            w.u16(p as u16);
+            w.0.extend_from_slice(&self.mem[p * SNAPSHOT_PAGE..(p + 1) * SNAPSHOT_PAGE]);
+        }
+    }
+
+    /// Reads what [`Cpu::save`] wrote.
+    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<Cpu, String> {
+        let mut regs = [0u16; 12];
+        for v in &mut regs {
+            *v = r.u16("registers")?;
+        }
+        let ip = r.u16("IP")?;
+        let flags = r.u16("FLAGS")?;
+        let model = match r.u8("CPU model")? {
+            0 => Model::I8086,
+            1 => Model::I80186,
+            n => return Err(format!("CPU model {n} is neither 0 (8086) nor 1 (80186)")),
+        };
+        let mut cpu = Cpu::new(model);
+        cpu.regs.copy_from_slice(&regs[..8]);
+        cpu.sregs.copy_from_slice(&regs[8..]);
+        cpu.ip = ip;
+        cpu.flags = flags;
+        cpu.instructions = r.u64("instruction count")?;
+        cpu.services = r.u8("services flag")? != 0;
+        cpu.insn_cs = r.u16("instruction address")?;
+        cpu.insn_ip = r.u16("instruction address")?;
+        let n = r.u16("page count")? as usize;
+        let mut last = None;
+        for _ in 0..n {
+            let p = r.u16("memory page")? as usize;
+            if p >= MEM_SIZE / SNAPSHOT_PAGE || last.is_some_and(|l| p <= l) {
+                return Err(format!("memory page {p} is out of range or out of order"));
+            }
+            last = Some(p);
+            let bytes = r.bytes(SNAPSHOT_PAGE, "memory page")?;
+            cpu.mem[p * SNAPSHOT_PAGE..(p + 1) * SNAPSHOT_PAGE].copy_from_slice(bytes);
+        }
+        Ok(cpu)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

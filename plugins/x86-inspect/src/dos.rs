@@ -119,6 +119,9 @@ enum Handle {
     File(File),
 }
 
+/// Most DOS file handles a program may hold (as DOS's default FILES=20).
+const MAX_HANDLES: usize = 20;
+
 /// DOS and BIOS state of one machine.
 pub struct Dos {
     /// Directory mapped to drive C:.
@@ -156,6 +159,165 @@ pub struct Dos {
     /// Names still to report by FCB find-next (AH=12h), last first.
     fcb_search: Vec<String>,
     cursor: (u8, u8),
+}
+
+impl Dos {
+    /// Writes the DOS state (a snapshot). Refused while a file is open
+    /// (a handle, an FCB or a redirection): an open host file cannot be
+    /// carried in a snapshot, and reopening one by name could find another.
+    pub(crate) fn save(&self, w: &mut plugin_kit::blob::Writer) -> Result<(), String> {
+        let open: Vec<String> = self
+            .handles
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| matches!(h, Some(Handle::File(_))))
+            .map(|(i, _)| format!("handle {i}"))
+            .chain(
+                self.fcb_files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.is_some())
+                    .map(|(i, _)| format!("FCB file {i}")),
+            )
+            .collect();
+        if !open.is_empty() {
+            return Err(format!(
+                "the program has files open ({}{}); a snapshot holds no open files: step or run until it closes them (a redirected stdin or stdout stays open for the whole run)",
+                open.join(", "),
+                self.stdin_name
+                    .as_ref()
+                    .map(|n| format!(", stdin from {n}"))
+                    .unwrap_or_default()
+            ));
+        }
+        w.str(&self.root.to_string_lossy(), 4096);
+        w.u64(self.limits.console_bytes as u64)
+            .u64(self.limits.write_bytes)
+            .u64(self.limits.file_bytes);
+        self.stdout.save(w);
+        self.stderr.save(w);
+        self.screen.save(w);
+        self.input.save(w);
+        w.u64(self.file_bytes_written).u64(self.disk_full);
+        w.u16(self.int21_calls.len() as u16);
+        for (k, v) in &self.int21_calls {
+            w.u8(*k).u64(*v);
+        }
+        w.u16(self.unsupported.len() as u16);
+        for (k, v) in &self.unsupported {
+            w.str(k, 256).u64(*v);
+        }
+        w.u16(self.handles.len() as u16);
+        for h in &self.handles {
+            w.u8(match h {
+                None => 0,
+                Some(Handle::Stdin) => 1,
+                Some(Handle::Stdout) => 2,
+                Some(Handle::Stderr) => 3,
+                Some(Handle::Null) => 4,
+                Some(Handle::File(_)) => unreachable!("refused above"),
+            });
+        }
+        w.u16(self.blocks.len() as u16);
+        for (k, v) in &self.blocks {
+            w.u16(*k).u16(*v);
+        }
+        w.u16(self.dta.0)
+            .u16(self.dta.1)
+            .u16(self.psp)
+            .u8(self.return_code);
+        w.u32(self.cooked.len() as u32);
+        w.0.extend(self.cooked.iter());
+        w.u16(self.fcb_files.len() as u16);
+        w.u16(self.fcb_search.len() as u16);
+        for name in &self.fcb_search {
+            w.str(name, 256);
+        }
+        w.u8(self.cursor.0).u8(self.cursor.1);
+        Ok(())
+    }
+
+    /// Reads what [`Dos::save`] wrote.
+    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<Dos, String> {
+        let root = PathBuf::from(r.str("drive C: root")?);
+        let limits = Limits {
+            console_bytes: r.u64("limits")? as usize,
+            write_bytes: r.u64("limits")?,
+            file_bytes: r.u64("limits")?,
+        };
+        let stdout = Stream::restore(r, "stdout")?;
+        let stderr = Stream::restore(r, "stderr")?;
+        let screen = Stream::restore(r, "screen")?;
+        let input = Input::restore(r)?;
+        let file_bytes_written = r.u64("file bytes written")?;
+        let disk_full = r.u64("disk full count")?;
+        let mut int21_calls = BTreeMap::new();
+        for _ in 0..r.u16("INT 21h counts")? {
+            int21_calls.insert(r.u8("INT 21h counts")?, r.u64("INT 21h counts")?);
+        }
+        let mut unsupported = BTreeMap::new();
+        for _ in 0..r.u16("unsupported services")? {
+            unsupported.insert(
+                r.str("unsupported services")?,
+                r.u64("unsupported services")?,
+            );
+        }
+        let n = r.u16("handles")? as usize;
+        if n > MAX_HANDLES {
+            return Err(format!("{n} DOS handles, over {MAX_HANDLES}"));
+        }
+        if n < 5 {
+            return Err(format!("{n} DOS handles; DOS always has the first 5"));
+        }
+        let mut handles = Vec::with_capacity(n);
+        for i in 0..n {
+            handles.push(match r.u8("handles")? {
+                0 => None,
+                1 => Some(Handle::Stdin),
+                2 => Some(Handle::Stdout),
+                3 => Some(Handle::Stderr),
+                4 => Some(Handle::Null),
+                k => return Err(format!("handle {i} has kind {k}, not 0-4")),
+            });
+        }
+        let mut blocks = BTreeMap::new();
+        for _ in 0..r.u16("memory blocks")? {
+            blocks.insert(r.u16("memory blocks")?, r.u16("memory blocks")?);
+        }
+        let dta = (r.u16("DTA")?, r.u16("DTA")?);
+        let psp = r.u16("PSP")?;
+        let return_code = r.u8("return code")?;
+        let len = r.u32("console line")? as usize;
+        let cooked = r.bytes(len, "console line")?.iter().copied().collect();
+        let fcbs = r.u16("FCB slots")? as usize;
+        let mut fcb_search = Vec::new();
+        for _ in 0..r.u16("FCB search")? {
+            fcb_search.push(r.str("FCB search")?);
+        }
+        let cursor = (r.u8("cursor")?, r.u8("cursor")?);
+        Ok(Dos {
+            root,
+            limits,
+            stdout,
+            stderr,
+            screen,
+            input,
+            file_bytes_written,
+            disk_full,
+            int21_calls,
+            unsupported,
+            handles,
+            blocks,
+            dta,
+            psp,
+            return_code,
+            cooked,
+            stdin_name: None,
+            fcb_files: (0..fcbs.min(fcb::MAX_FCB_FILES)).map(|_| None).collect(),
+            fcb_search,
+            cursor,
+        })
+    }
 }
 
 fn dos_err(cpu: &mut Cpu, code: u16) {
@@ -621,7 +783,7 @@ impl Dos {
             self.handles[i] = Some(h);
             return Some(i as u16);
         }
-        if self.handles.len() >= 20 {
+        if self.handles.len() >= MAX_HANDLES {
             return None;
         }
         self.handles.push(Some(h));

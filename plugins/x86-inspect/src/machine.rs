@@ -322,6 +322,124 @@ impl Machine {
     }
 }
 
+/// Names an x86-inspect machine snapshot (`plugin_kit::blob`'s frame).
+pub const SNAPSHOT_MAGIC: [u8; 4] = *b"X86S";
+/// The payload layout written (and the newest read).
+pub const SNAPSHOT_VERSION: u16 = 1;
+/// Longest snapshot accepted or made: under the host's 8 MiB result
+/// limit. Console buffers of several MiB (console_kib) can exceed it; such
+/// a machine is refused with the reason.
+pub const SNAPSHOT_MAX_CHARS: usize = 6 << 20;
+
+impl Machine {
+    /// The machine as snapshot text: CPU and the non-zero 4 KiB pages of
+    /// memory, DOS state (console streams, keyboard queue, handles, memory
+    /// blocks, counters), the program's facts, breakpoints, exit code.
+    /// Not kept: the function catalogue and CFG (a restored machine starts
+    /// with tracking off). Refused while files are open.
+    pub fn snapshot(&self) -> Result<String, String> {
+        let mut w = plugin_kit::blob::Writer::new();
+        self.cpu.save(&mut w);
+        self.dos.save(&mut w)?;
+        let p = &self.program;
+        w.str(&p.path.to_string_lossy(), 4096);
+        w.u8(match p.format {
+            crate::dos::Format::Com => 0,
+            crate::dos::Format::Exe => 1,
+        });
+        w.u16(p.psp)
+            .u16(p.load_segment)
+            .u16(p.entry.0)
+            .u16(p.entry.1);
+        w.u32(p.size as u32);
+        w.u32(self.next_breakpoint)
+            .u16(self.breakpoints.len() as u16);
+        for (id, a) in &self.breakpoints {
+            w.u32(*id).u32(*a);
+        }
+        w.u8(self.exit_code.map_or(0, |_| 1))
+            .u8(self.exit_code.unwrap_or(0));
+        w.u8(self.halted as u8).u64(self.edits);
+        let text = plugin_kit::blob::seal(SNAPSHOT_MAGIC, SNAPSHOT_VERSION, &w.0);
+        if text.len() > SNAPSHOT_MAX_CHARS {
+            return Err(format!(
+                "the snapshot would be {} characters, over the {SNAPSHOT_MAX_CHARS} a result may carry (the console streams hold {} bytes); load the program with a smaller console_kib",
+                text.len(),
+                self.dos.stdout.contents().len()
+                    + self.dos.stderr.contents().len()
+                    + self.dos.screen.contents().len()
+            ));
+        }
+        Ok(text)
+    }
+
+    /// The machine a snapshot holds, under the new id `id`, or what is
+    /// wrong with the text (frame, version, checksum, any field).
+    pub fn restore(id: MachineId, text: &str) -> Result<Machine, String> {
+        let (_, payload) = plugin_kit::blob::open(
+            SNAPSHOT_MAGIC,
+            SNAPSHOT_VERSION,
+            SNAPSHOT_MAX_CHARS,
+            text.trim(),
+        )?;
+        let mut r = plugin_kit::blob::Reader::new(&payload);
+        let cpu = Cpu::restore(&mut r)?;
+        let dos = Dos::restore(&mut r)?;
+        let path = std::path::PathBuf::from(r.str("program path")?);
+        let format = match r.u8("program format")? {
+            0 => crate::dos::Format::Com,
+            1 => crate::dos::Format::Exe,
+            n => return Err(format!("program format {n} is neither 0 (COM) nor 1 (EXE)")),
+        };
+        let program = Program {
+            path,
+            format,
+            psp: r.u16("program")?,
+            load_segment: r.u16("program")?,
+            entry: (r.u16("program")?, r.u16("program")?),
+            size: r.u32("program")? as usize,
+        };
+        let next_breakpoint = r.u32("breakpoints")?;
+        let n = r.u16("breakpoints")? as usize;
+        if n > MAX_BREAKPOINTS {
+            return Err(format!("{n} breakpoints, over {MAX_BREAKPOINTS}"));
+        }
+        let mut breakpoints = BTreeMap::new();
+        for _ in 0..n {
+            let (bid, a) = (r.u32("breakpoints")?, r.u32("breakpoints")?);
+            if bid == 0
+                || bid >= next_breakpoint
+                || a > 0xFFFFF
+                || breakpoints.insert(bid, a).is_some()
+            {
+                return Err(format!(
+                    "breakpoint {bid} at {a:#x} is out of range or repeated"
+                ));
+            }
+        }
+        let exited = r.u8("exit code")?;
+        let code = r.u8("exit code")?;
+        let halted = r.u8("halted")? != 0;
+        let edits = r.u64("edits")?;
+        r.finish()?;
+        let mut m = Machine {
+            id,
+            cpu,
+            dos,
+            program,
+            tracker: None,
+            breakpoints,
+            next_breakpoint,
+            bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
+            exit_code: (exited != 0).then_some(code),
+            halted,
+            edits,
+        };
+        m.rebuild_bitmap();
+        Ok(m)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

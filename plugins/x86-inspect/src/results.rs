@@ -169,6 +169,40 @@ pub struct MachineRemoved {
     pub remaining: u32,
 }
 
+/// `x86_snapshot`.
+#[derive(Serialize, Debug, Clone)]
+pub struct SnapshotTaken {
+    /// The machine saved.
+    pub machine: MachineId,
+    /// The snapshot layout's version.
+    pub format_version: u16,
+    /// Characters in `snapshot`.
+    pub size: u32,
+    /// CS:IP when saved.
+    pub address: String,
+    /// Instructions since the load when saved.
+    pub instructions: u64,
+    /// The machine as base64 text, for `x86_restore_machine`.
+    pub snapshot: String,
+}
+
+/// `x86_restore_machine`.
+#[derive(Serialize, Debug, Clone)]
+pub struct MachineRestored {
+    /// The new machine's id (now the default).
+    pub machine: MachineId,
+    /// Path of its program (where it was loaded).
+    pub program: String,
+    /// CS:IP.
+    pub address: String,
+    /// Instructions since the load.
+    pub instructions: u64,
+    /// ready, halted or exited.
+    pub state: MachineState,
+    /// What the restored machine does not have.
+    pub note: String,
+}
+
 /// `read_memory`.
 #[derive(Serialize, Debug, Clone)]
 pub struct MemoryRead {

@@ -549,6 +549,80 @@ impl Session {
         })
     }
 
+    /// `x86_snapshot`: the machine as base64 text (see [`Machine::snapshot`]).
+    pub fn snapshot(&mut self, id: Option<MachineId>) -> Result<SnapshotTaken, ToolError> {
+        let m = self.machine(id)?;
+        let text = m.snapshot().map_err(|e| ToolError {
+            code: "SNAPSHOT_REFUSED",
+            message: e,
+        })?;
+        Ok(SnapshotTaken {
+            machine: m.id,
+            format_version: crate::machine::SNAPSHOT_VERSION,
+            size: text.len() as u32,
+            address: addr(m.cs_ip()),
+            instructions: m.cpu.instructions,
+            snapshot: text,
+        })
+    }
+
+    /// `x86_restore_machine`: a new machine (the default) from a snapshot,
+    /// checked before it takes a place under the caps.
+    pub fn restore_machine(&mut self, text: &str) -> Result<MachineRestored, ToolError> {
+        use plugin_kit::clients::{Full, json_int, mint};
+        // Checked under a placeholder id first, so bad text costs no slot.
+        let mut m = Machine::restore(0, text).map_err(|e| ToolError {
+            code: "INVALID_SNAPSHOT",
+            message: format!(
+                "snapshot refused: {e}; pass the `snapshot` text of an x86_snapshot result unchanged"
+            ),
+        })?;
+        let freed = match self.room.admit(
+            self.machines.len(),
+            MAX_MACHINES_PER_CLIENT,
+            MAX_MACHINES,
+        ) {
+            Ok(freed) => freed,
+            Err(Full::Mine { share }) => {
+                return err(
+                    "TOO_MANY_MACHINES",
+                    format!(
+                        "you have {share} machines, the most one client may hold; remove one with x86_remove_machine first"
+                    ),
+                );
+            }
+            Err(Full::Everyone { cap }) => {
+                return err(
+                    "TOO_MANY_MACHINES",
+                    format!(
+                        "the plugin holds {cap} machines of all its clients, its limit; remove one of yours with x86_remove_machine, or retry later"
+                    ),
+                );
+            }
+        };
+        m.id = mint(json_int, |id| self.machines.iter().any(|x| x.id == *id)).map_err(|e| {
+            ToolError {
+                code: "INVALID_SNAPSHOT",
+                message: format!("cannot mint a machine id: {e}"),
+            }
+        })?;
+        let mut note = "restored with tracking off: list_functions and read_cfg_cpu_graph have nothing until the program is loaded again".to_owned();
+        if let Some(f) = freed {
+            note.push_str("; ");
+            note.push_str(&f.note("machine"));
+        }
+        let out = MachineRestored {
+            machine: m.id,
+            program: m.program.path.display().to_string(),
+            address: addr(m.cs_ip()),
+            instructions: m.cpu.instructions,
+            state: m.state(),
+            note,
+        };
+        self.machines.push(m);
+        Ok(out)
+    }
+
     /// `read_cpu_registers`, in Spice86's shape.
     pub fn read_cpu_registers(&mut self, id: Option<MachineId>) -> Result<Registers, ToolError> {
         let m = self.machine(id)?;
@@ -1233,6 +1307,101 @@ mod tests {
     const PROG: [u8; 17] = [
         0xE8, 5, 0, 0xB8, 3, 0x4C, 0xCD, 0x21, 0xB2, b'A', 0xB4, 2, 0xCD, 0x21, 0xC3, 0, 0,
     ];
+
+    /// Everything a client sees of machine `id` but its id.
+    fn observe(s: &mut Session, id: MachineId) -> Value {
+        let regs = serde_json::to_value(s.read_cpu_registers(Some(id)).unwrap()).unwrap();
+        let mut con = serde_json::to_value(s.read_console(None, None, Some(id)).unwrap()).unwrap();
+        con.as_object_mut().unwrap().remove("machine");
+        let mem: Vec<Value> = [0x0u32, 0x870, 0x970, 0x10860]
+            .iter()
+            .map(|a| serde_json::to_value(s.read_memory(*a, 256, Some(id)).unwrap()).unwrap())
+            .collect();
+        let bps =
+            serde_json::to_value(s.list_breakpoints(Some(id)).unwrap()).unwrap()["breakpoints"]
+                .clone();
+        let row = s
+            .list_machines()
+            .machines
+            .into_iter()
+            .find(|m| m.machine == id)
+            .unwrap();
+        serde_json::json!([
+            regs,
+            con,
+            mem,
+            bps,
+            row.address,
+            row.instructions,
+            row.state,
+            row.exit_code
+        ])
+    }
+
+    #[test]
+    fn a_restored_snapshot_runs_exactly_like_its_original() {
+        let mut s = session_with(&PROG);
+        s.write_console_input(Some("queued"), None, None).unwrap();
+        s.step(Some(2), None).unwrap();
+        s.add_breakpoint(Some(0x970 + 6), None, None, None).unwrap();
+        let a = s.list_machines().default.unwrap();
+        let snap = s.snapshot(None).unwrap();
+        assert_eq!(snap.size as usize, snap.snapshot.len());
+        assert!(
+            snap.snapshot.len() < 40_000,
+            "{} characters",
+            snap.snapshot.len()
+        );
+        let made = s.restore_machine(&snap.snapshot).unwrap();
+        let b = made.machine;
+        assert_ne!(a, b);
+        assert_eq!(
+            s.list_machines().default,
+            Some(b),
+            "the copy is the default"
+        );
+        assert!(made.note.contains("tracking off"));
+        assert_eq!(observe(&mut s, a), observe(&mut s, b));
+        // Run both to the breakpoint, then to the exit, step by step.
+        for _ in 0..2 {
+            s.run(None, Some(a), &mut |_, _| true).unwrap();
+            s.run(None, Some(b), &mut |_, _| true).unwrap();
+            assert_eq!(observe(&mut s, a), observe(&mut s, b));
+        }
+        let v = serde_json::to_value(s.read_console(None, None, Some(b)).unwrap()).unwrap();
+        assert_eq!(v["stdout"], "A");
+        assert_eq!(s.list_machines().machines[1].exit_code, Some(3));
+    }
+
+    #[test]
+    fn snapshots_refuse_open_files_and_bad_text() {
+        let mut s = session_with(&PROG);
+        let good = s.snapshot(None).unwrap().snapshot;
+        let dir = std::env::temp_dir().join(format!("x86-snap-redir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("R.COM");
+        std::fs::write(&p, PROG).unwrap();
+        s.load_program(&p, Some("> OUT.TXT"), Model::I80186, true, None)
+            .unwrap();
+        let e = s.snapshot(None).unwrap_err();
+        assert_eq!(e.code, "SNAPSHOT_REFUSED");
+        assert!(e.message.contains("handle 1"), "{}", e.message);
+        std::fs::remove_dir_all(&dir).ok();
+        let held = s.list_machines().machines.len();
+        let mut flipped = good.clone().into_bytes();
+        let mid = flipped.len() / 2;
+        flipped[mid] = if flipped[mid] == b'Q' { b'R' } else { b'Q' };
+        for (bad, says) in [
+            (String::from_utf8(flipped).unwrap(), "checksum"),
+            (good[..good.len() / 2].to_owned(), "snapshot refused"),
+            (plugin_kit::blob::seal(*b"CPSN", 1, b"x"), "not a X86S"),
+        ] {
+            let e = s.restore_machine(&bad).unwrap_err();
+            assert_eq!(e.code, "INVALID_SNAPSHOT");
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+        assert_eq!(s.list_machines().machines.len(), held, "no machine made");
+    }
 
     #[test]
     fn registers_have_spice86_keys() {
