@@ -229,6 +229,16 @@ try {
     check("x86: after Run the DOS console shows the program's output (x86_read_console)", con.stdout.length > 0 && shownConsole.startsWith(con.stdout), `${JSON.stringify(shownConsole.slice(0, 200))} vs ${JSON.stringify(con.stdout.slice(0, 200))}`);
     await shot("emulator-x86");
 
+    // A restored snapshot opens in the view as its own machine.
+    const snap = await ok("x86_snapshot", { machine });
+    frame = await openView();
+    const restored = (await callWithView("x86_restore_machine", { snapshot: snap.snapshot })).structuredContent;
+    await frame.waitForSelector("[data-reg='IP']");
+    const rregs = await ok("read_cpu_registers", { machine: restored.machine });
+    check("x86: a restored snapshot is shown as the new machine, registers as read_cpu_registers says",
+        (await frame.textContent("#target")) === `machine ${restored.machine}` && (await shownRegs(frame)).IP === rregs.instructionPointer.IP && (await shownRegs(frame)).SP === (rregs.generalPurpose.ESP & 0xffff),
+        `${await frame.textContent("#target")} ${JSON.stringify(await shownRegs(frame))}`);
+
     // Keyboard: a program reading a key waits; a line typed in the view
     // reaches the server's machine and the program echoes it.
     // mov ah,1 / int 21h (read a key, echoed) / mov ah,4Ch / int 21h
