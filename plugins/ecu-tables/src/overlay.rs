@@ -79,11 +79,12 @@ pub struct OverlayLog {
     pub clamp_to_edges: bool,
 }
 
-/// What the answer's frontmatter adds to [`CELLS_NOTE`] with
-/// `clamp_to_edges`.
-pub const CLAMP_NOTE: &str = "samples beyond the outer cells are counted in the \
-     outer cells, where the ECU reads them (it holds its inputs at the axis ends, as lookup_table \
-     shows), and reported as held_at_edges";
+/// [`CELLS_NOTE`] with `clamp_to_edges`, word for word.
+pub const CELLS_NOTE_CLAMPED: &str = "each cell is centred on its breakpoint, its edges midway \
+     between neighbouring breakpoints; a sample exactly on an edge counts in the cell of the \
+     higher breakpoint; with clamp_to_edges, samples beyond the first or last breakpoint's cell \
+     count in that outer cell, where the ECU reads them (it holds its inputs at the axis ends, as \
+     lookup_table shows), and are reported as held_at_edges";
 
 /// How one axis splits values into cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -1202,10 +1203,14 @@ impl Overlay {
         if no_axis_value > 0 {
             fm = fm.raw("no_axis_value", no_axis_value);
         }
-        fm = fm.text("cells", CELLS_NOTE);
-        if outside.clamp {
-            fm = fm.text("clamp", CLAMP_NOTE);
-        }
+        fm = fm.text(
+            "cells",
+            if outside.clamp {
+                CELLS_NOTE_CLAMPED
+            } else {
+                CELLS_NOTE
+            },
+        );
         if !args.channels.is_empty() && stats.contains(&Stat::Percentile) {
             fm = fm.text(
                 "percentile",
@@ -1481,7 +1486,7 @@ Time,RPM,Load,Knock,Timing
             assert!(out.contains(&format!("\n{k}: {v}\n")), "{k}: {out}");
         }
         assert!(
-            out.contains("\nclamp: samples beyond the outer cells are counted in the outer cells"),
+            out.contains(&format!("\ncells: {CELLS_NOTE_CLAMPED}\n")),
             "{out}"
         );
         let n = |y, x| cell(&out, "Samples per cell", y, x);
