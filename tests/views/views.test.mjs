@@ -271,6 +271,36 @@ try {
         refused.isError && (await status(frame)).startsWith("patch_table refused: ") && (await status(frame)).includes(text(refused).slice(0, 40)) && (await frame.$$("#grid td[data-row]")).length > 0,
         await status(frame));
 
+    // --- propose_patch: marked over the table, applied only when confirmed -------
+    ({ frame } = await openView("ui://benchtop/ecu-table"));
+    const propArgs = { rom, table, file: "log-2026-02-22T14-30-00-000Z.csv", filter: "Knock > 0", op: "add", value: -1, clamp_to_edges: true };
+    const prop = await callWithView("propose_patch", propArgs);
+    await frame.waitForFunction(() => document.querySelectorAll("#grid td.proposed").length > 0 || document.getElementById("status").className === "error", null, { timeout: 30000 });
+    const propMd = mdTables(text(prop)).find((x) => /proposed/i.test(x.heading));
+    const propWant = Object.fromEntries(propMd.rows.map((r) => [`${r[0]},${r[1]}`, r[propMd.header.indexOf("New")]]));
+    const propShown = await frame.$$eval("#grid td.proposed", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.proposed])));
+    check("ecu-table: propose_patch's cells and new values are marked on the table", Object.keys(propWant).length > 0 && same(propShown, propWant),
+        `view ${JSON.stringify(propShown)} tool ${JSON.stringify(propWant)} ${await status(frame)}`);
+    await shot("ecu-table-proposal");
+    const applyArgs = JSON.parse(/```json\n([\s\S]*?)\n```/.exec(text(prop))[1]);
+    await frame.click("#apply");
+    await frame.waitForSelector("#apply-confirm.open");
+    await frame.click("#apply-no");
+    const propCalls = await hostCalls();
+    check("ecu-table: a cancelled proposal writes nothing (only read_table was called)",
+        propCalls.every((c) => c.name === "read_table") && (await status(frame)).includes("cancelled"), JSON.stringify(propCalls));
+    const beforeApply = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
+    await frame.click("#apply");
+    await frame.click("#apply-yes");
+    await frame.waitForFunction(() => /patched/.test(document.getElementById("status").textContent) || document.getElementById("status").className === "error");
+    const applyCall = (await hostCalls()).filter((c) => c.name === "patch_table");
+    const afterApply = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
+    const applied = Object.keys(afterApply).filter((k) => afterApply[k] !== beforeApply[k]).sort();
+    const appliedMarked = (await frame.$$eval("#grid td.changed", (tds) => tds.map((td) => `${td.dataset.row},${td.dataset.col}`))).sort();
+    check("ecu-table: a confirmed proposal calls patch_table with the answer's arguments; the ROM holds the new values",
+        applyCall.length === 1 && same(applyCall[0].arguments, applyArgs) && same(applied, Object.keys(propWant).sort()) && applied.every((k) => afterApply[k] === propWant[k]) && same(appliedMarked, applied),
+        `call ${JSON.stringify(applyCall)} changed ${applied} marked ${appliedMarked} status ${await status(frame)}`);
+
     // --- 1D table --------------------------------------------------------------
     const idle = await callWithView("read_table", { rom, table: "Idle Speed Target" });
     await frame.waitForFunction(() => document.getElementById("title").textContent === "Idle Speed Target");
