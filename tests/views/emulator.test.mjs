@@ -193,6 +193,12 @@ try {
     const firstRow = (await frame.textContent("#memory")).split("\n")[0];
     check("cp1600: memory at a typed address shows cp1600_examine_memory's words",
         firstRow === "$5000: " + words.map((w) => w.value.toString(16).toUpperCase().padStart(4, "0")).join(" "), firstRow);
+    await frame.fill("#memaddr", "$FFFF");
+    const lastReads = await readyCount(frame);
+    await frame.press("#memaddr", "Enter");
+    await frame.waitForFunction((n) => Number(document.body.dataset.ready || 0) > n, lastReads);
+    check("cp1600: an address near the top shows the last 64 words", (await frame.textContent("#memory")).startsWith("$FFC0: ") && (await frame.textContent("#memtitle")).includes("$FFC0"),
+        (await frame.textContent("#memory")).slice(0, 40));
     await frame.fill("#memaddr", "nowhere");
     await frame.press("#memaddr", "Enter");
     check("cp1600: a bad memory address is refused in the view", (await frame.getAttribute("#status", "class")) === "error" && (await frame.textContent("#status")).includes("$0200"));
