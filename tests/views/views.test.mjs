@@ -256,7 +256,9 @@ try {
     check("ecu-table: the edit is in the ROM (read_table) and highlighted in the view", readBack === next && cellNow[0] === next && cellNow[1] && (await frame.$$("#grid td.changed")).length === 1,
         `read_table ${readBack}, view ${cellNow}, want ${next}`);
     // A value the scaling refuses: the view shows patch_table's refusal.
-    await frame.click(`#grid td[data-row="0"][data-col="0"]`);
+    await frame.focus(`#grid td[data-row="0"][data-col="0"]`);
+    await frame.press(`#grid td[data-row="0"][data-col="0"]`, "Enter");
+    check("ecu-table: a cell opens its editor from the keyboard too", (await frame.textContent("#edit-where")).startsWith("Cell [0,0]"), await frame.textContent("#edit-where"));
     await frame.fill("#edit-value", "1000000");
     await frame.click("#edit-patch");
     await frame.click("#confirm-yes");
