@@ -319,6 +319,18 @@ try {
     const winShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
     check("ecu-table: a window of a table keeps read_table's absolute indices", same(winShown, winWant), JSON.stringify(winShown).slice(0, 300));
 
+    // The pager reads the next rows of the same size through the bridge.
+    await frame.click("#rows-next");
+    await frame.waitForFunction(() => document.querySelector("#grid td[data-row]")?.dataset.row === "7");
+    const nextMd = mdTables(text(await call("read_table", { rom, table, row_start: 7, row_count: 4, col_start: 2, col_count: 5 })))[0];
+    const nextWant = {};
+    nextMd.rows.forEach((r, i) => r.slice(1).forEach((v, j) => { nextWant[`${i + 7},${j + 2}`] = v; }));
+    const nextShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.value])));
+    const pageCall = (await hostCalls()).at(-1);
+    check("ecu-table: the pager shows read_table's next window",
+        same(nextShown, nextWant) && pageCall?.name === "read_table" && pageCall.arguments.row_start === 7 && (await frame.textContent("#pager-rows")) === "rows 7–10 of 12",
+        `${JSON.stringify(nextShown).slice(0, 200)} ${JSON.stringify(pageCall)} ${await frame.textContent("#pager-rows")}`);
+
     // --- overlay_log: hits and a channel's mean/max per cell ----------------------
     const ov = await callWithView("overlay_log", { rom, table, file: "log-2026-02-22T14-30-00-000Z.csv", channels: ["Knock"], stats: ["mean", "max"] });
     await frame.waitForFunction(() => document.querySelectorAll("#grid td[data-hits]").length > 0);
