@@ -453,6 +453,25 @@ mod tests {
     }
 
     #[test]
+    fn any_damaged_payload_is_refused_not_a_panic() {
+        let text = encode(&sample());
+        let (_, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, &text).unwrap();
+        for cut in 0..payload.len() {
+            assert!(
+                decode(&blob::seal(MAGIC, VERSION, &payload[..cut])).is_err(),
+                "cut at {cut}"
+            );
+        }
+        for i in 0..payload.len() {
+            for bit in [0x01, 0x80, 0xFF] {
+                let mut p = payload.clone();
+                p[i] ^= bit;
+                let _ = decode(&blob::seal(MAGIC, VERSION, &p));
+            }
+        }
+    }
+
+    #[test]
     fn damaged_or_foreign_input_is_refused_with_the_reason() {
         let text = encode(&sample());
         assert!(decode("").unwrap_err().contains("too short"));

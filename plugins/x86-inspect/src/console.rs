@@ -51,6 +51,11 @@ impl Stream {
         self.buf.extend(keep);
     }
 
+    /// The most bytes it keeps.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
     /// Bytes ever written.
     pub fn total(&self) -> u64 {
         self.total

@@ -245,10 +245,36 @@ impl Dos {
             write_bytes: r.u64("limits")?,
             file_bytes: r.u64("limits")?,
         };
+        // A snapshot may not raise what a machine is allowed to hold.
+        let max_console = crate::console::MAX_CONSOLE_KIB as usize * 1024;
+        let max_write = crate::tools::MAX_WRITE_LIMIT_KIB as u64 * 1024;
+        if limits.console_bytes == 0
+            || limits.console_bytes > max_console
+            || limits.write_bytes > max_write
+            || limits.file_bytes > FILE_SIZE_LIMIT
+        {
+            return Err(format!(
+                "limits out of range (console {} bytes, at most {max_console}; writes {}, at most {max_write}; one file {}, at most {FILE_SIZE_LIMIT})",
+                limits.console_bytes, limits.write_bytes, limits.file_bytes
+            ));
+        }
         let stdout = Stream::restore(r, "stdout")?;
         let stderr = Stream::restore(r, "stderr")?;
         let screen = Stream::restore(r, "screen")?;
         let input = Input::restore(r)?;
+        for (name, st) in [
+            ("stdout", &stdout),
+            ("stderr", &stderr),
+            ("screen", &screen),
+        ] {
+            if st.capacity() != limits.console_bytes {
+                return Err(format!(
+                    "{name} keeps {} bytes but the console limit is {}",
+                    st.capacity(),
+                    limits.console_bytes
+                ));
+            }
+        }
         let file_bytes_written = r.u64("file bytes written")?;
         let disk_full = r.u64("disk full count")?;
         let mut int21_calls = BTreeMap::new();

@@ -1374,6 +1374,25 @@ mod tests {
     }
 
     #[test]
+    fn any_damaged_payload_is_refused_not_a_panic() {
+        // Well-framed payloads (so past the CRC) cut short at every length,
+        // and with each byte flipped: every one answers an error or a machine.
+        let s = session_with(&PROG);
+        let text = s.machines[0].snapshot().unwrap();
+        let (_, payload) = plugin_kit::blob::open(*b"X86S", 1, usize::MAX, &text).unwrap();
+        let step = (payload.len() / 1000).max(1);
+        for cut in (0..payload.len()).step_by(step) {
+            let t = plugin_kit::blob::seal(*b"X86S", 1, &payload[..cut]);
+            assert!(Machine::restore(1, &t).is_err(), "cut at {cut}");
+        }
+        for i in (0..payload.len()).step_by(step) {
+            let mut p = payload.clone();
+            p[i] ^= 0xFF;
+            let _ = Machine::restore(1, &plugin_kit::blob::seal(*b"X86S", 1, &p));
+        }
+    }
+
+    #[test]
     fn snapshots_refuse_open_files_and_bad_text() {
         let mut s = session_with(&PROG);
         let good = s.snapshot(None).unwrap().snapshot;
