@@ -196,6 +196,7 @@ try {
     const xs = await frame.$$eval("#grid tr:nth-child(2) th", (ths) => ths.slice(1).map((t) => t.textContent));
     const ys = await frame.$$eval("#grid tr", (trs) => trs.slice(2).map((tr) => tr.querySelector("th:not(.yaxis)").textContent));
     check("ecu-table: axes show read_table's breakpoints", same(xs, readMd.header.slice(1)) && same(ys, readMd.rows.map((r) => r[0])), `${xs} / ${ys}`);
+    check("ecu-table: a table shown whole has no pager", !(await frame.isVisible("#pager")));
     const axisText = await frame.textContent("#grid");
     const meta = await frame.textContent("#meta");
     check("ecu-table: axis names with units and the value unit", axisText.includes(fm.x_axis) && axisText.includes(fm.y_axis) && meta.includes(`unit: ${fm.unit}`), `${fm.x_axis} ${fm.y_axis} ${meta}`);
@@ -338,6 +339,7 @@ try {
     const hitsWant = cellsOf(ovTables.find((t) => /samples per cell/i.test(t.heading)));
     const hitsShown = await frame.$$eval("#grid td[data-row]", (tds) => Object.fromEntries(tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.hits])));
     check("ecu-table: overlay hits per cell equal overlay_log's samples per cell", same(hitsShown, hitsWant), JSON.stringify(hitsShown).slice(0, 200));
+    check("ecu-table: an overlay has no pager (it is not a window of read_table)", !(await frame.isVisible("#pager")));
     const layers = await frame.$$eval("#layer option", (os) => os.map((o) => o.textContent));
     check("ecu-table: overlay layers are overlay_log's grids", same(layers, ovTables.map((t) => t.heading)), JSON.stringify(layers));
     const maxIdx = layers.findIndex((l) => /knock: max/i.test(l));
