@@ -1,121 +1,24 @@
 // The emulator view (ui://benchtop/emulator) in the test client: the same
-// host page as views.test.mjs (host/host.mjs: the ext-apps SDK's AppBridge
+// host page as views.test.mjs (harness.mjs: the ext-apps SDK's AppBridge
 // framing the view in headless Chromium), with `benchtop serve` running
 // cp1600, x86-inspect and views on a temp copy of samples/. Every check
 // compares what the view shows with the tools' own answers; a click on a
-// step button must change the server's session. Saves
-// docs/screenshots/emulator-*.png.
+// step button must change the server's session. Takes the emulator-*
+// screenshots (docs/screenshots/).
 //
 // Usage: node emulator.test.mjs   (after `npm ci` and `npm run bundle`)
-// Env: BENCHTOP_BIN, PLUGINS_DIR, CHROMIUM as for views.test.mjs.
+// Env: see harness.mjs.
 
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { chromium } from "playwright-core";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { same, startHarness } from "./harness.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = join(here, "..", "..");
-const bin = process.env.BENCHTOP_BIN || join(repo, "target", "debug", "benchtop");
-const plugins = process.env.PLUGINS_DIR || join(repo, "target", "plugins");
-const shots = join(repo, "docs", "screenshots");
 const VIEW = "ui://benchtop/emulator";
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = "") {
-    if (ok) {
-        passed++;
-        console.log(`ok   ${name}`);
-    } else {
-        failed++;
-        console.log(`FAIL ${name}${detail ? `\n     ${String(detail).slice(0, 1500)}` : ""}`);
-    }
-}
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-
-const work = mkdtempSync(join(tmpdir(), "benchtop-emulator-view-"));
-const ws = join(work, "ws");
-cpSync(join(repo, "samples"), ws, { recursive: true });
-const toml = (s) => JSON.stringify(s);
-writeFileSync(join(work, "benchtop.toml"), `
-workspace = ${toml(ws)}
-allow = [${toml(ws + ":rw")}]
-[[plugin]]
-path = ${toml(join(plugins, "cp1600.wasm"))}
-[[plugin]]
-path = ${toml(join(plugins, "x86_inspect.wasm"))}
-[[plugin]]
-path = ${toml(join(plugins, "views.wasm"))}
-`);
-
-let browser = null;
-let mcp = null;
-let profile = null;
-async function finish(code) {
-    await browser?.close().catch(() => {});
-    await mcp?.close().catch(() => {});
-    if (profile) rmSync(profile, { recursive: true, force: true });
-    if (failed === 0) rmSync(work, { recursive: true, force: true });
-    else console.log(`(left ${work} for inspection)`);
-    console.log(`emulator view: ${passed} passed, ${failed} failed`);
-    process.exit(code);
-}
-process.on("uncaughtException", (e) => {
-    failed++;
-    console.log(`FAIL ${e.stack ?? e}`);
-    finish(1);
+const { ws, mcp, ok, check, openView, callWithView, hostCalls, shot, run } = await startHarness({
+    label: "emulator view",
+    plugins: () => [{ wasm: "cp1600.wasm" }, { wasm: "x86_inspect.wasm" }, { wasm: "views.wasm" }],
 });
 
-mcp = new Client({ name: "benchtop-emulator-view-test", version: "0.1.0" }, {
-    capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } } },
-});
-await mcp.connect(new StdioClientTransport({ command: bin, args: ["serve", "--config", join(work, "benchtop.toml"), "--no-watch", "--no-cache"], stderr: "ignore" }));
-const call = (name, args) => mcp.callTool({ name, arguments: args });
-const ok = async (name, args) => {
-    const r = await call(name, args);
-    if (r.isError) throw new Error(`${name}: ${r.content.map((b) => b.text).join(" ")}`);
-    return r.structuredContent;
-};
-
-const HOST = "http://views-test-host.invalid/";
-profile = mkdtempSync(join(tmpdir(), "benchtop-emulator-chromium-"));
-browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    viewport: { width: 940, height: 760 },
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-const page = await browser.newPage();
-const pageErrors = [];
-const foreign = [];
-page.on("pageerror", (e) => pageErrors.push(e.message));
-page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
-await page.route("**/*", (route) => {
-    const url = route.request().url();
-    if (url === HOST) return route.fulfill({ contentType: "text/html", body: readFileSync(join(here, "host", "host.html")) });
-    if (url === HOST + "host.js") return route.fulfill({ contentType: "text/javascript", body: readFileSync(join(here, "dist", "host.js")) });
-    if (!url.startsWith("data:") && !url.startsWith("about:")) foreign.push(url);
-    return route.abort();
-});
-await page.exposeFunction("mcpCall", async (name, args) => JSON.stringify(await call(name, JSON.parse(args))));
-await page.goto(HOST);
-
-async function openView() {
-    const c = (await mcp.readResource({ uri: VIEW })).contents[0];
-    await page.evaluate(([html, meta]) => window.host.open(html, meta, "light"), [c.text, c._meta ?? null]);
-    return page.frames().find((f) => f !== page.mainFrame());
-}
-async function callWithView(name, args) {
-    const result = await call(name, args);
-    await page.evaluate(([a, r]) => window.host.deliver(a, r), [args, result]);
-    return result;
-}
-const hostCalls = () => page.evaluate(() => window.host.calls);
 // The view bumps body[data-ready] after each re-read of the session.
 const readyCount = (frame) => frame.evaluate(() => Number(document.body.dataset.ready || 0));
 async function afterClick(frame, selector) {
@@ -125,12 +28,8 @@ async function afterClick(frame, selector) {
 }
 const shownRegs = (frame) => frame.$$eval("[data-reg]", (tds) => Object.fromEntries(tds.map((td) => [td.dataset.reg, Number(td.dataset.value)])));
 const shownFlags = (frame) => frame.$$eval("[data-flag]", (s) => Object.fromEntries(s.map((e) => [e.dataset.flag, e.dataset.value === "1"])));
-async function shot(name) {
-    mkdirSync(shots, { recursive: true });
-    await page.locator("#view").screenshot({ path: join(shots, `${name}.png`) });
-}
 
-try {
+await run(async () => {
     const tools = (await mcp.listTools()).tools;
     const viewOf = Object.fromEntries(tools.map((t) => [t.name, t._meta?.ui?.resourceUri]));
     const named = ["cp1600_load_rom", "cp1600_step", "cp1600_run", "cp1600_run_until", "cp1600_reset", "cp1600_get_state",
@@ -139,7 +38,7 @@ try {
         JSON.stringify(named.map((t) => [t, viewOf[t]])));
 
     // --- cp1600 ---------------------------------------------------------------
-    let frame = await openView();
+    let frame = await openView(VIEW);
     await ok("cp1600_create_session", { session_id: "view" });
     await callWithView("cp1600_load_rom", { session_id: "view", rom_path: "cp1600/06-nested-calls.bin" });
     await frame.waitForSelector("[data-reg='R7']");
@@ -211,7 +110,7 @@ try {
     check("cp1600: a tool's refusal (the session is gone) is shown with its code", refused.startsWith("cp1600_step: SESSION_NOT_FOUND"), refused);
 
     // --- x86 ------------------------------------------------------------------
-    frame = await openView();
+    frame = await openView(VIEW);
     const loaded = await callWithView("x86_load_program", { path: "dos/greet.com", command_tail: "from the view" });
     const machine = loaded.structuredContent.machine;
     await frame.waitForSelector("[data-reg='IP']");
@@ -237,7 +136,7 @@ try {
 
     // A restored snapshot opens in the view as its own machine.
     const snap = await ok("x86_snapshot", { machine });
-    frame = await openView();
+    frame = await openView(VIEW);
     const restored = (await callWithView("x86_restore_machine", { snapshot: snap.snapshot })).structuredContent;
     await frame.waitForSelector("[data-reg='IP']");
     const rregs = await ok("read_cpu_registers", { machine: restored.machine });
@@ -249,7 +148,7 @@ try {
     // reaches the server's machine and the program echoes it.
     // mov ah,1 / int 21h (read a key, echoed) / mov ah,4Ch / int 21h
     writeFileSync(join(ws, "dos", "key.com"), Buffer.from([0xB4, 0x01, 0xCD, 0x21, 0xB4, 0x4C, 0xCD, 0x21]));
-    frame = await openView();
+    frame = await openView(VIEW);
     const keyMachine = (await callWithView("x86_load_program", { path: "dos/key.com", stdin_open: true })).structuredContent.machine;
     await frame.waitForSelector("[data-reg='IP']");
     await afterClick(frame, "#run");
@@ -263,11 +162,4 @@ try {
     check("x86: the program read the typed key and echoed it", keyCon.stdout === "k" && keyCon.input.consumed === 1 && (await frame.textContent("#console")).startsWith("k"),
         `${JSON.stringify(keyCon.stdout)} consumed ${keyCon.input.consumed}`);
     check("x86: the view shows the input queue as the server has it", (await frame.textContent("#input")).startsWith(`${keyCon.input.pending} bytes queued, ${keyCon.input.consumed} read`), await frame.textContent("#input"));
-
-    check("the view loads nothing from elsewhere", foreign.length === 0, foreign.join(", "));
-    check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
-} catch (e) {
-    check("emulator view test ran to the end", false, e.stack);
-    await page.screenshot({ path: join(work, "failure.png") }).catch(() => {});
-}
-await finish(failed === 0 ? 0 : 1);
+});

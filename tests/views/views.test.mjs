@@ -1,165 +1,26 @@
 // The MCP Apps views in a test client: `benchtop serve` (stdio) on a temp
 // copy of samples/ is the MCP server; a page in headless Chromium runs the
 // ext-apps SDK's AppBridge (host/host.mjs) and frames each view as a client
-// does. Every check compares what the view shows with the tool's own answer
-// from the same server. Saves docs/screenshots/*.png.
+// does (harness.mjs). Every check compares what the view shows with the
+// tool's own answer from the same server. Takes the table and log plot
+// screenshots (docs/screenshots/).
 //
 // Usage: node views.test.mjs   (after `npm ci` and `npm run bundle`; test.sh does both)
-// Env: BENCHTOP_BIN (default target/debug/benchtop), PLUGINS_DIR (default
-// target/plugins), CHROMIUM (default /usr/bin/chromium).
+// Env: see harness.mjs.
 
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/client";
-import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { chromium } from "playwright-core";
+import { VIEW_MIME, cellsOf, frontmatter, mdTables, same, startHarness, text } from "./harness.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = join(here, "..", "..");
-const bin = process.env.BENCHTOP_BIN || join(repo, "target", "debug", "benchtop");
-const plugins = process.env.PLUGINS_DIR || join(repo, "target", "plugins");
-const shots = join(repo, "docs", "screenshots");
-const VIEW_MIME = "text/html;profile=mcp-app";
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = "") {
-    if (ok) {
-        passed++;
-        console.log(`ok   ${name}`);
-    } else {
-        failed++;
-        console.log(`FAIL ${name}${detail ? `\n     ${String(detail).slice(0, 1500)}` : ""}`);
-    }
-}
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-
-// --- the server: a scratch copy of the samples, never samples/ itself -----------
-
-const work = mkdtempSync(join(tmpdir(), "benchtop-views-"));
-const ws = join(work, "ws");
-cpSync(join(repo, "samples"), ws, { recursive: true });
-const toml = (s) => JSON.stringify(s);
-writeFileSync(join(work, "benchtop.toml"), `
-workspace = ${toml(ws)}
-allow = [${toml(ws + ":rw")}]
-[[plugin]]
-path = ${toml(join(plugins, "ecu_tables.wasm"))}
-env = { ECU_DEFINITIONS_PATH = ${toml(join(ws, "ecu", "definitions"))}, ECU_LOGS_DIR = ${toml(join(ws, "logs"))} }
-[[plugin]]
-path = ${toml(join(plugins, "log_query.wasm"))}
-env = { ECU_LOGS_DIR = ${toml(join(ws, "logs"))} }
-[[plugin]]
-path = ${toml(join(plugins, "views.wasm"))}
-`);
-
-let browser = null;
-let mcp = null;
-let profile = null;
-async function finish(code) {
-    await browser?.close().catch(() => {});
-    await mcp?.close().catch(() => {});
-    if (profile) rmSync(profile, { recursive: true, force: true });
-    if (failed === 0) rmSync(work, { recursive: true, force: true });
-    else console.log(`(left ${work} for inspection)`);
-    console.log(`table and log views: ${passed} passed, ${failed} failed`);
-    process.exit(code);
-}
-process.on("uncaughtException", (e) => {
-    failed++;
-    console.log(`FAIL ${e.stack ?? e}`);
-    finish(1);
-});
-
-mcp = new Client({ name: "benchtop-views-test", version: "0.1.0" }, {
-    capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: [VIEW_MIME] } } },
-});
-await mcp.connect(new StdioClientTransport({ command: bin, args: ["serve", "--config", join(work, "benchtop.toml"), "--no-watch", "--no-cache"], stderr: "ignore" }));
-const call = (name, args) => mcp.callTool({ name, arguments: args });
-const text = (r) => r.content.filter((b) => b.type === "text").map((b) => b.text).join("\n");
-
-// The tools' markdown, parsed independently of the views' own parser.
-function frontmatter(t) {
-    const m = /^---\n([\s\S]*?)\n---/.exec(t);
-    return Object.fromEntries((m ? m[1].split("\n") : []).map((l) => /^(\w+):\s?(.*)$/.exec(l)).filter(Boolean).map((x) => [x[1], x[2]]));
-}
-function mdTables(t) {
-    const out = [];
-    let heading = "";
-    let rows = null;
-    for (const line of t.split("\n")) {
-        const h = /^#+\s+(.*)$/.exec(line);
-        if (h) heading = h[1];
-        if (line.startsWith("|")) {
-            (rows ??= []).push(line.slice(1, -1).split("|").map((c) => c.trim()));
-        } else if (rows) {
-            out.push({ heading, header: rows[0], rows: rows.slice(2) });
-            rows = null;
-        }
-    }
-    if (rows) out.push({ heading, header: rows[0], rows: rows.slice(2) });
-    return out;
-}
-/** A 2D markdown grid as {"r,c": text}. */
-function cellsOf(table) {
-    const out = {};
-    table.rows.forEach((r, i) => r.slice(1).forEach((v, j) => { out[`${i},${j}`] = v; }));
-    return out;
-}
-
-// --- the browser: the host page, served from a route (no server, no network) -----
-
-const HOST = "http://views-test-host.invalid/";
-profile = mkdtempSync(join(tmpdir(), "benchtop-views-chromium-"));
-browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    viewport: { width: 940, height: 760 },
-    args: [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+const { mcp, page, call, check, openView, callWithView, hostCalls, shot, run } = await startHarness({
+    label: "table and log views",
+    plugins: (ws) => [
+        { wasm: "ecu_tables.wasm", env: { ECU_DEFINITIONS_PATH: `${ws}/ecu/definitions`, ECU_LOGS_DIR: `${ws}/logs` } },
+        { wasm: "log_query.wasm", env: { ECU_LOGS_DIR: `${ws}/logs` } },
+        { wasm: "views.wasm" },
     ],
 });
-const page = await browser.newPage();
-const pageErrors = [];
-const foreign = [];
-page.on("pageerror", (e) => pageErrors.push(e.message));
-page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
-await page.route("**/*", (route) => {
-    const url = route.request().url();
-    if (url === HOST) return route.fulfill({ contentType: "text/html", body: readFileSync(join(here, "host", "host.html")) });
-    if (url === HOST + "host.js") return route.fulfill({ contentType: "text/javascript", body: readFileSync(join(here, "dist", "host.js")) });
-    if (!url.startsWith("data:") && !url.startsWith("about:")) foreign.push(url);
-    return route.abort();
-});
-await page.exposeFunction("mcpCall", async (name, args) => JSON.stringify(await call(name, JSON.parse(args))));
-await page.goto(HOST);
-
-/** Reads a view's resource and frames it; returns the view's frame. */
-async function openView(uri, theme = "light") {
-    const res = await mcp.readResource({ uri });
-    const c = res.contents[0];
-    await page.evaluate(([html, meta, th]) => window.host.open(html, meta, th), [c.text, c._meta ?? null, theme]);
-    const frame = page.frames().find((f) => f !== page.mainFrame());
-    if (!frame) throw new Error(`${uri}: no frame`);
-    return { frame, contents: c };
-}
-/** The client's part of a tool call with a view: call it, hand input and result to the view. */
-async function callWithView(name, args) {
-    const result = await call(name, args);
-    await page.evaluate(([a, r]) => window.host.deliver(a, r), [args, result]);
-    return result;
-}
-const hostCalls = () => page.evaluate(() => window.host.calls);
 const status = (frame) => frame.textContent("#status");
-async function shot(name) {
-    mkdirSync(shots, { recursive: true });
-    await page.locator("#view").screenshot({ path: join(shots, `${name}.png`) });
-}
 
-try {
+await run(async () => {
     // --- discovery: tools name their views; views carry their _meta ----------
     const tools = (await mcp.listTools()).tools;
     const viewOf = Object.fromEntries(tools.map((t) => [t.name, t._meta?.ui?.resourceUri]));
@@ -183,7 +44,7 @@ try {
     // --- ECU table: read_table -------------------------------------------------
     const rom = "ecu/BT000001.bin";
     const table = "Ignition Timing Base Map";
-    let { frame } = await openView("ui://benchtop/ecu-table");
+    let frame = await openView("ui://benchtop/ecu-table");
     check("ecu-table: handshake (ui/initialize, initialized)", await page.evaluate(() => window.host.initialized));
     const read = await callWithView("read_table", { rom, table });
     await frame.waitForSelector("#grid td[data-row]");
@@ -218,7 +79,7 @@ try {
     await shot("ecu-table-patched");
 
     // --- a patch the view did not see the table before: the answer says where ---
-    ({ frame } = await openView("ui://benchtop/ecu-table"));
+    frame = await openView("ui://benchtop/ecu-table");
     const pre = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
     const wide = await callWithView("patch_table", { rom, table, op: "add", value: -0.5, rows_where: "2000..3000" });
     await frame.waitForFunction(() => document.querySelectorAll("#grid td.changed").length > 0);
@@ -229,7 +90,7 @@ try {
         /and \d+ more/.test(frontmatter(text(wide)).operation) && wideChanged.length === 30 && same(wideMarked, wideChanged), `marked ${wideMarked.length}, changed ${wideChanged.length}`);
 
     // --- an edit in the view: refused without confirmation, applied with it ---
-    ({ frame } = await openView("ui://benchtop/ecu-table"));
+    frame = await openView("ui://benchtop/ecu-table");
     const fresh = await callWithView("read_table", { rom, table });
     await frame.waitForSelector("#grid td[data-row]");
     const target = { row: 7, col: 2 };
@@ -275,7 +136,7 @@ try {
         await status(frame));
 
     // --- propose_patch: marked over the table, applied only when confirmed -------
-    ({ frame } = await openView("ui://benchtop/ecu-table"));
+    frame = await openView("ui://benchtop/ecu-table");
     const propArgs = { rom, table, file: "log-2026-02-22T14-30-00-000Z.csv", filter: "Knock > 0", op: "add", value: -1, clamp_to_edges: true };
     const prop = await callWithView("propose_patch", propArgs);
     await frame.waitForFunction(() => document.querySelectorAll("#grid td.proposed").length > 0 || document.getElementById("status").className === "error", null, { timeout: 30000 });
@@ -354,7 +215,7 @@ try {
     check("ecu-table: a cancelled tool call is said so", (await status(frame)) === "the tool call was cancelled: user stopped it", await status(frame));
 
     // --- log plot, in the client's dark theme ------------------------------------
-    ({ frame } = await openView("ui://benchtop/log-plot", "dark"));
+    frame = await openView("ui://benchtop/log-plot", "dark");
     check("log-plot: takes the client's theme from the host context", (await frame.evaluate(() => document.documentElement.dataset.theme)) === "dark");
     const bad = await callWithView("plot_log", { file: "no-such.csv" });
     await frame.waitForSelector("#status.error");
@@ -422,11 +283,4 @@ try {
     check("log-plot: hover on the RomRaider log equals query_logs' row",
         row2.length === 1 && t2 >= 20 && t2 <= 40 && panels2.every((p) => Number(got2[p]) === Number(row2[0][all2.header.indexOf(p)])),
         `hover ${hover2.values} at ${t2}; query_logs ${JSON.stringify(row2)}`);
-
-    check("the views load nothing from elsewhere", foreign.length === 0, foreign.join(", "));
-    check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
-} catch (e) {
-    check("views test ran to the end", false, e.stack);
-    await page.screenshot({ path: join(work, "failure.png") }).catch(() => {});
-}
-await finish(failed === 0 ? 0 : 1);
+});
