@@ -4,7 +4,7 @@
 // cp1600, x86-inspect and views on a temp copy of samples/. Every check
 // compares what the view shows with the tools' own answers; a click on a
 // step button must change the server's session. Takes the emulator-*
-// screenshots (docs/screenshots/).
+// screenshots (docs/screenshots/ with VIEWS_SCREENSHOTS=1).
 //
 // Usage: node emulator.test.mjs   (after `npm ci` and `npm run bundle`)
 // Env: see harness.mjs.

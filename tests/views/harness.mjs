@@ -6,8 +6,10 @@
 // that is independent of the views' own.
 //
 // Env: BENCHTOP_BIN (default target/debug/benchtop), PLUGINS_DIR (default
-// target/plugins), CHROMIUM (default /usr/bin/chromium). Screenshots go to
-// docs/screenshots.
+// target/plugins), CHROMIUM (default /usr/bin/chromium), VIEWS_SCREENSHOTS
+// (1: screenshots go to docs/screenshots, for the README; otherwise to
+// tests/views/dist/screenshots, which git ignores, so a test run leaves the
+// checkout clean).
 
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,6 +24,14 @@ const repo = join(here, "..", "..");
 const bin = process.env.BENCHTOP_BIN || join(repo, "target", "debug", "benchtop");
 const pluginsDir = process.env.PLUGINS_DIR || join(repo, "target", "plugins");
 export const VIEW_MIME = "text/html;profile=mcp-app";
+
+/** Where screenshots go: docs/screenshots only when asked for. */
+function shotsDir() {
+    const v = process.env.VIEWS_SCREENSHOTS ?? "";
+    if (v === "1") return join(repo, "docs", "screenshots");
+    if (v === "" || v === "0") return join(here, "dist", "screenshots");
+    throw new Error(`VIEWS_SCREENSHOTS=${JSON.stringify(v)}: set it to 1 to write docs/screenshots, or leave it unset`);
+}
 
 // Chromium as the tests run it: headless, no sandbox (containers), and no
 // traffic of its own, so that a request the route below did not serve can
@@ -76,7 +86,7 @@ export function cellsOf(table) {
  * workspace (so env paths can point into it).
  */
 export async function startHarness({ label, plugins }) {
-    const shots = join(repo, "docs", "screenshots");
+    const shots = shotsDir();
     let passed = 0;
     let failed = 0;
     function check(name, ok, detail = "") {

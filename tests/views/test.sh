@@ -4,7 +4,8 @@
 # Chromium. Installs what it needs: the npm packages (npm ci), the bundled
 # host page (esbuild) and, when /usr/bin/chromium is missing, Debian's
 # chromium. Builds benchtop and any missing plugin. Last line:
-# `views: N passed, N failed`.
+# `views: N passed, N failed`. Screenshots go to dist/screenshots (ignored by
+# git); `VIEWS_SCREENSHOTS=1 tests/views/test.sh` writes docs/screenshots/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"

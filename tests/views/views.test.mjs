@@ -3,7 +3,7 @@
 // ext-apps SDK's AppBridge (host/host.mjs) and frames each view as a client
 // does (harness.mjs). Every check compares what the view shows with the
 // tool's own answer from the same server. Takes the table and log plot
-// screenshots (docs/screenshots/).
+// screenshots (docs/screenshots/ with VIEWS_SCREENSHOTS=1).
 //
 // Usage: node views.test.mjs   (after `npm ci` and `npm run bundle`; test.sh does both)
 // Env: see harness.mjs.
