@@ -181,9 +181,61 @@ export async function startHarness({ label, plugins }) {
     /** The tools/call requests the current view sent through the bridge. */
     const hostCalls = () => page.evaluate(() => window.host.calls);
 
+    /**
+     * A screenshot of the view's frame. A view whose content is much
+     * narrower than the host's 900px (a table of few columns) is shown in a
+     * frame narrowed to its content, as a client with a narrower window
+     * would, so the picture is not a third empty; if narrowing changed the
+     * layout (a line wrapped) the frame keeps its full width.
+     */
     async function shot(name) {
         mkdirSync(shots, { recursive: true });
-        await page.locator("#view").screenshot({ path: join(shots, `${name}.png`) });
+        const frame = page.frames().find((f) => f !== page.mainFrame());
+        const settle = () => frame.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        // The width the content needs: the right edge of its text and of
+        // elements sized by their content, plus the right padding, border
+        // and margin of every box around them (block boxes themselves
+        // stretch to the frame, so their own edge says nothing).
+        const need = await frame.evaluate(() => {
+            const de = document.documentElement;
+            const extra = (el) => {
+                let sum = 0;
+                for (let a = el; a && a !== de.parentNode; a = a.parentElement) {
+                    const s = getComputedStyle(a);
+                    sum += parseFloat(s.paddingRight) + parseFloat(s.borderRightWidth) + parseFloat(s.marginRight);
+                }
+                return sum;
+            };
+            let right = 0;
+            const range = document.createRange();
+            const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+            for (let n; (n = texts.nextNode());) {
+                if (!n.textContent.trim()) continue;
+                range.selectNodeContents(n);
+                for (const r of range.getClientRects()) right = Math.max(right, r.right + extra(n.parentElement));
+            }
+            for (const el of document.body.querySelectorAll("*")) {
+                const s = getComputedStyle(el);
+                const sized = !["block", "flex", "grid", "list-item", "contents", "none"].includes(s.display) || /^(CANVAS|SVG|IMG)$/i.test(el.tagName);
+                const r = el.getBoundingClientRect();
+                if (sized && r.width && r.height) right = Math.max(right, r.right + extra(el.parentElement));
+            }
+            return { right: Math.ceil(right) + 1, width: de.clientWidth, height: de.scrollHeight };
+        });
+        const view = page.locator("#view");
+        const narrow = need.right < need.width * 0.85;
+        if (narrow) {
+            await view.evaluate((el, w) => { el.style.width = `${w}px`; }, need.right + 2);
+            await settle();
+            const now = await frame.evaluate(() => ({ height: document.documentElement.scrollHeight, overflow: document.documentElement.scrollWidth > document.documentElement.clientWidth }));
+            if (now.height !== need.height || now.overflow) await view.evaluate((el) => { el.style.width = "100%"; });
+            await settle();
+        }
+        await view.screenshot({ path: join(shots, `${name}.png`) });
+        if (narrow) {
+            await view.evaluate((el) => { el.style.width = "100%"; });
+            await settle();
+        }
     }
 
     /**
