@@ -25,4 +25,7 @@ impl views::Guest for Component {
     }
 }
 
+// Only the component exports the WIT names: a native cdylib's linker
+// version script cannot spell `benchtop:views/views@0.1.0#…`.
+#[cfg(target_arch = "wasm32")]
 export!(Component);
