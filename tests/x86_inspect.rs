@@ -348,6 +348,13 @@ async fn a_snapshot_restores_into_a_machine_that_runs_identically() {
     assert_eq!(made["address"], snap["address"]);
     assert_eq!(made["instructions"], snap["instructions"]);
     assert_eq!(made["state"], "ready");
+    // Drive C: is shown, and it is the program's own folder.
+    let program = std::path::Path::new(made["program"].as_str().unwrap());
+    assert_eq!(
+        made["drive_c"].as_str().map(std::path::Path::new),
+        program.parent(),
+        "{made}"
+    );
     assert_eq!(observe(&x, a).await, observe(&x, b).await);
     for count in [1, 7, 30] {
         for m in [a, b] {

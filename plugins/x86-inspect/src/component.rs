@@ -319,6 +319,7 @@ impl From<r::MachineRestored> for wit::MachineRestored {
         wit::MachineRestored {
             machine: v.machine,
             program: v.program,
+            drive_c: v.drive_c,
             address: v.address,
             instructions: v.instructions,
             state: machine_state(v.state),

@@ -237,9 +237,13 @@ impl Dos {
         Ok(())
     }
 
-    /// Reads what [`Dos::save`] wrote.
-    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<Dos, String> {
-        let root = PathBuf::from(r.str("drive C: root")?);
+    /// Reads what [`Dos::save`] wrote, except drive C:. The text's folder
+    /// is returned beside the state, for a consistency check only: a crafted
+    /// or foreign snapshot could name any folder (the user's ROMs, say) and
+    /// every DOS file call would then create, write or delete there. The
+    /// caller must set `root` from the program path, as a load does.
+    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<(Dos, String), String> {
+        let stored_root = r.str("drive C: root")?;
         let limits = Limits {
             console_bytes: r.u64("limits")? as usize,
             write_bytes: r.u64("limits")?,
@@ -321,8 +325,9 @@ impl Dos {
             fcb_search.push(r.str("FCB search")?);
         }
         let cursor = (r.u8("cursor")?, r.u8("cursor")?);
-        Ok(Dos {
-            root,
+        let dos = Dos {
+            // Set by the caller from the program path (see above).
+            root: PathBuf::new(),
             limits,
             stdout,
             stderr,
@@ -342,7 +347,18 @@ impl Dos {
             fcb_files: (0..fcbs.min(fcb::MAX_FCB_FILES)).map(|_| None).collect(),
             fcb_search,
             cursor,
-        })
+        };
+        Ok((dos, stored_root))
+    }
+
+    /// Drive C:'s host folder.
+    pub fn drive_c(&self) -> &Path {
+        &self.root
+    }
+
+    /// Sets drive C:'s host folder (a restored machine's, from its program).
+    pub(crate) fn set_drive_c(&mut self, root: PathBuf) {
+        self.root = root;
     }
 }
 

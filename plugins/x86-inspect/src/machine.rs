@@ -384,8 +384,9 @@ impl Machine {
         )?;
         let mut r = plugin_kit::blob::Reader::new(&payload);
         let cpu = Cpu::restore(&mut r)?;
-        let dos = Dos::restore(&mut r)?;
+        let (mut dos, stored_root) = Dos::restore(&mut r)?;
         let path = std::path::PathBuf::from(r.str("program path")?);
+        dos.set_drive_c(drive_c_for(&path, &stored_root)?);
         let format = match r.u8("program format")? {
             0 => crate::dos::Format::Com,
             1 => crate::dos::Format::Exe,
@@ -438,6 +439,37 @@ impl Machine {
         m.rebuild_bitmap();
         Ok(m)
     }
+}
+
+/// Drive C: of a restored machine: the folder of its program, as
+/// x86_load_program derives it, never a folder the text names. The program
+/// must still be a readable regular file there (the checks a load makes),
+/// and the text's own folder must agree, so that a crafted snapshot cannot
+/// aim DOS file calls (create, write, delete) at another folder.
+fn drive_c_for(program: &Path, stored_root: &str) -> Result<std::path::PathBuf, String> {
+    let shown = program.display();
+    if !program.is_absolute() || plugin_kit::paths::normalize(program) != program {
+        return Err(format!(
+            "the program path `{shown}` is not absolute and normal; a snapshot holds the path x86_load_program resolved"
+        ));
+    }
+    if let Err(e) = plugin_kit::paths::open_regular_file(program) {
+        return Err(format!(
+            "its program must still be where it was loaded, since drive C: is that folder: {}",
+            plugin_kit::paths::explain_io_error(program, &e, false)
+        ));
+    }
+    let root = match program.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => return Err(format!("the program path `{shown}` has no folder")),
+    };
+    if Path::new(stored_root) != root {
+        return Err(format!(
+            "drive C: is given as `{stored_root}` but the program's folder is `{}`; a snapshot's drive C: is always its program's folder",
+            root.display()
+        ));
+    }
+    Ok(root)
 }
 
 #[cfg(test)]

@@ -193,6 +193,9 @@ pub struct MachineRestored {
     pub machine: MachineId,
     /// Path of its program (where it was loaded).
     pub program: String,
+    /// The host folder that is drive C: (the program's folder): where the
+    /// program's DOS file calls create, write and delete files.
+    pub drive_c: String,
     /// CS:IP.
     pub address: String,
     /// Instructions since the load.

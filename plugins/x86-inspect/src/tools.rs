@@ -614,6 +614,7 @@ impl Session {
         let out = MachineRestored {
             machine: m.id,
             program: m.program.path.display().to_string(),
+            drive_c: m.dos.drive_c().display().to_string(),
             address: addr(m.cs_ip()),
             instructions: m.cpu.instructions,
             state: m.state(),
@@ -1420,6 +1421,66 @@ mod tests {
             assert!(e.message.contains(says), "{}", e.message);
         }
         assert_eq!(s.list_machines().machines.len(), held, "no machine made");
+    }
+
+    /// `text`'s payload with the first string field equal to `from`
+    /// (u16 length + bytes) replaced by `to`, resealed: a crafted snapshot.
+    fn with_string_replaced(text: &str, from: &str, to: &str) -> String {
+        let (_, payload) = plugin_kit::blob::open(*b"X86S", 1, usize::MAX, text).unwrap();
+        let mut old = (from.len() as u16).to_le_bytes().to_vec();
+        old.extend_from_slice(from.as_bytes());
+        let at = payload
+            .windows(old.len())
+            .position(|w| w == old.as_slice())
+            .expect("the field is in the payload");
+        let mut p = payload[..at].to_vec();
+        p.extend_from_slice(&(to.len() as u16).to_le_bytes());
+        p.extend_from_slice(to.as_bytes());
+        p.extend_from_slice(&payload[at + old.len()..]);
+        plugin_kit::blob::seal(*b"X86S", 1, &p)
+    }
+
+    #[test]
+    fn a_snapshot_cannot_aim_drive_c_at_another_folder() {
+        let mut s = session_with(&PROG);
+        let program = s.machines[0].program.path.clone();
+        let home = program.parent().unwrap().to_path_buf();
+        let good = s.snapshot(None).unwrap().snapshot;
+        let made = s.restore_machine(&good).unwrap();
+        assert_eq!(made.drive_c, home.display().to_string());
+        assert_eq!(s.machines.last().unwrap().dos.drive_c(), home);
+        // A folder of the user's, which the program must never reach.
+        let roms = home.join("roms");
+        std::fs::create_dir_all(&roms).unwrap();
+        std::fs::write(roms.join("GAME.ROM"), b"precious").unwrap();
+        let held = s.machines.len();
+        let crafted = with_string_replaced(&good, &home.to_string_lossy(), &roms.to_string_lossy());
+        let e = s.restore_machine(&crafted).unwrap_err();
+        assert_eq!(e.code, "INVALID_SNAPSHOT");
+        assert!(e.message.contains("drive C:"), "{}", e.message);
+        // The program path pointed into that folder: no program there.
+        let crafted = with_string_replaced(
+            &good,
+            &program.to_string_lossy(),
+            &roms.join("T.COM").to_string_lossy(),
+        );
+        let e = s.restore_machine(&crafted).unwrap_err();
+        assert!(e.message.contains("where it was loaded"), "{}", e.message);
+        // A `..` path (never what a load resolved) is refused outright.
+        let sneaky = format!("{}/../roms/GAME.ROM", home.display());
+        let crafted = with_string_replaced(&good, &program.to_string_lossy(), &sneaky);
+        let e = s.restore_machine(&crafted).unwrap_err();
+        assert!(
+            e.message.contains("not absolute and normal"),
+            "{}",
+            e.message
+        );
+        assert_eq!(s.machines.len(), held, "no machine made");
+        // The program removed: refused, not a machine with C: elsewhere.
+        std::fs::remove_file(&program).unwrap();
+        let e = s.restore_machine(&good).unwrap_err();
+        assert!(e.message.contains("where it was loaded"), "{}", e.message);
+        assert_eq!(std::fs::read(roms.join("GAME.ROM")).unwrap(), b"precious");
     }
 
     #[test]
