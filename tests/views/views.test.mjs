@@ -165,6 +165,39 @@ await run(async () => {
         applyCall.length === 1 && same(applyCall[0].arguments, applyArgs) && same(applied, Object.keys(propWant).sort()) && applied.every((k) => afterApply[k] === propWant[k]) && same(appliedMarked, applied),
         `call ${JSON.stringify(applyCall)} changed ${applied} marked ${appliedMarked} status ${await status(frame)}`);
 
+    // --- a proposal past the diff's 100 rows: counted and outlined from its arguments ---
+    // The sample table has 120 cells, so the diff is cut here as propose_patch
+    // cuts it past MAX_DIFF_ROWS: its first rows, then "N more cells not shown".
+    frame = await openView("ui://benchtop/ecu-table");
+    const bigArgs = { rom, table, filter: "1", op: "add", value: -1, clamp_to_edges: true };
+    const big = await call("propose_patch", bigArgs);
+    const bigText = text(big);
+    const bigApply = JSON.parse(/```json\n([\s\S]*?)\n```/.exec(bigText)[1]);
+    const keep = 10;
+    const lines = bigText.split("\n");
+    const firstRow = lines.findIndex((l) => /^\|[-| ]+\|$/.test(l)) + 1;
+    const lastRow = lines.findIndex((l, i) => i >= firstRow && !l.startsWith("|"));
+    const cut = [...lines.slice(0, firstRow + keep), "", `${lastRow - firstRow - keep} more cells not shown; the arguments below list them all.`, ...lines.slice(lastRow)].join("\n");
+    const capped = { ...big, content: [{ type: "text", text: cut }] };
+    await page.evaluate(([a, r]) => window.host.deliver(a, r), [bigArgs, capped]);
+    await frame.waitForFunction(() => document.getElementById("proposal").classList.contains("open") || document.getElementById("status").className === "error", null, { timeout: 30000 });
+    const bigCells = bigApply.cells.map(([r, c]) => `${r},${c}`).sort();
+    const bigMarked = await frame.$$eval("#grid td.proposed", (tds) => tds.map((td) => [`${td.dataset.row},${td.dataset.col}`, td.dataset.proposed ?? null]));
+    const cutMd = mdTables(cut).find((x) => /proposed/i.test(x.heading));
+    const cutWant = Object.fromEntries(cutMd.rows.map((r) => [`${r[0]},${r[1]}`, r[cutMd.header.indexOf("New")]]));
+    check("ecu-table: a proposal whose diff is cut outlines every cell of its patch_table arguments",
+        bigCells.length > keep && cutMd.rows.length === keep && same(bigMarked.map((x) => x[0]).sort(), bigCells) &&
+        bigMarked.every(([k, v]) => (k in cutWant ? v === cutWant[k] : v === null)),
+        `marked ${bigMarked.length} of ${bigCells.length}: ${JSON.stringify(bigMarked).slice(0, 300)}`);
+    await frame.click("#apply");
+    await frame.waitForSelector("#apply-confirm.open");
+    const bigConfirm = await frame.textContent("#apply-text");
+    check("ecu-table: the apply confirmation counts the cells written and says how many are shown",
+        bigConfirm.startsWith(`Write ${bigCells.length} cells of ${table}`) && bigConfirm.includes(`all ${bigCells.length} outlined`) && bigConfirm.includes(`${keep} listed with new values`),
+        bigConfirm);
+    await frame.click("#apply-no");
+    check("ecu-table: cancelling it writes nothing", (await hostCalls()).every((c) => c.name === "read_table"), JSON.stringify(await hostCalls()));
+
     // --- 1D table --------------------------------------------------------------
     const idle = await callWithView("read_table", { rom, table: "Idle Speed Target" });
     await frame.waitForFunction(() => document.getElementById("title").textContent === "Idle Speed Target");
