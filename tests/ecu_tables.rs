@@ -1858,7 +1858,10 @@ async fn a_patch_is_confirmed_by_the_user_when_the_client_can_ask() {
     assert_eq!(std::fs::read(rom).unwrap(), before, "the ROM is untouched");
     let question = asked.lock().unwrap()[0].clone();
     assert!(
-        question.contains("Ignition Timing Base Map") && question.contains("add -1.5, row 11"),
+        question.contains("Ignition Timing Base Map")
+            && question.contains(
+                "add -1.5 on row 11 (RPM (rpm) 7000) × every column: 10 cells, 10 of them change?"
+            ),
         "{question}"
     );
     client.cancel().await.unwrap();
@@ -1954,7 +1957,9 @@ async fn patch_table_by_axis_value_is_confirmed_and_writes_those_cells() {
     assert_eq!(std::fs::read(rom).unwrap(), before, "declined: untouched");
     let question = asked.lock().unwrap()[0].clone();
     assert!(
-        question.contains("add -1, rows_where 3500..4000 and cols_where 100?"),
+        question.contains(
+            "add -1 on rows_where 3500..4000 → rows 6-7 (RPM (rpm) 3500, 4000) × cols_where 100 → column 4 (Load (%) 100): 2 cells, 2 of them change?"
+        ),
         "{question}"
     );
     client.cancel().await.unwrap();
@@ -2024,6 +2029,25 @@ async fn patch_table_by_axis_value_is_confirmed_and_writes_those_cells() {
         "{}",
         text(&r)
     );
+    // A listed cell past the table's end, and values out of the safe
+    // range: refused before the user is asked anything.
+    for (args, why) in [
+        (
+            json!({"rom": rom, "table": table, "op": "add", "value": -1, "cells": [[6, 4], [12, 0]]}),
+            "row 12 is out of range",
+        ),
+        (
+            json!({"rom": rom, "table": table, "op": "set", "value": 500, "rows_where": "4000"}),
+            "refused: 10 cell(s)",
+        ),
+    ] {
+        let r = client
+            .call_tool(call_params("patch_table", args))
+            .await
+            .unwrap();
+        assert!(is_error(&r) && text(&r).contains(why), "{}", text(&r));
+    }
+    assert_eq!(asked.lock().unwrap().len(), 1, "refusals ask nothing");
     assert_eq!(std::fs::read(rom).unwrap(), after);
     client.cancel().await.unwrap();
 }
@@ -2187,7 +2211,9 @@ async fn propose_patch_then_patch_table_with_confirmation_then_read_back() {
     assert!(!failed, "{out}");
     let question = asked.lock().unwrap()[0].clone();
     assert!(
-        question.contains("add -1, 4 cells [8,9], [9,9], [10,9], [11,9]?"),
+        question.contains(
+            "add -1 on rows 8-11 (RPM (rpm) 4500, 5000, 6000, 7000) × column 9 (Load (%) 200): 4 cells, 4 of them change?"
+        ),
         "{question}"
     );
     assert_eq!(val(&out, "cells_changed"), "4");

@@ -44,8 +44,10 @@ const CONFIRM_VAR: &str = "ECU_CONFIRM_PATCHES";
 /// Asks the user to confirm a patch before it is written, when the client
 /// can ask (MCP elicitation) and the setting does not turn it off. A client
 /// that cannot ask gets the patch as before: the agent's call is the
-/// confirmation, and `diff_tables` shows what changed.
-fn confirm_patch(args: &tools::PatchTable) -> Result<(), Error> {
+/// confirmation, and `diff_tables` shows what changed. The question comes
+/// from a dry run, so it names the cells really written, and a patch that
+/// would be refused fails before anyone is asked.
+fn confirm_patch(ex: &mut Explorer, cfg: &Config, args: &tools::PatchTable) -> Result<(), Error> {
     use benchtop::host::elicit::{Answer, ask_keyed};
     let off = std::env::var(CONFIRM_VAR).is_ok_and(|v| {
         matches!(
@@ -56,8 +58,9 @@ fn confirm_patch(args: &tools::PatchTable) -> Result<(), Error> {
     if off {
         return Ok(());
     }
+    let question = tools::patch_question(ex, cfg, args)?;
     // Keyed, so a 2026-07-28 client sees what it is asked to answer.
-    match ask_keyed("confirm_patch", &args.describe(), "") {
+    match ask_keyed("confirm_patch", &question, "") {
         Answer::Accepted(_) | Answer::Unsupported => Ok(()),
         Answer::Declined => Err(Error::NotConfirmed("declined")),
         Answer::Cancelled => Err(Error::NotConfirmed("dismissed")),
@@ -153,7 +156,7 @@ impl wit::Guest for Component {
             cells: args.cells,
         };
         with_explorer(|ex, cfg| {
-            confirm_patch(&args)?;
+            confirm_patch(ex, cfg, &args)?;
             let out = tools::patch_table(ex, cfg, &args)?;
             announce_patch(ex, cfg, &args.rom, &args.table);
             Ok(out)

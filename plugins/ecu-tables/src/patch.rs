@@ -95,7 +95,7 @@ impl Target {
 
     /// The targeted cells in row-major order, each once, or the first
     /// index past the table's end.
-    fn resolve(
+    pub(crate) fn resolve(
         &self,
         table: &Table,
         rows: usize,

@@ -153,8 +153,15 @@ pub const MAX_PATCH_CELLS: usize = 4096;
 
 impl PatchTable {
     /// The patch in one sentence, for the user to confirm before it is
-    /// written: which cells of which table of which ROM, and how.
-    pub fn describe(&self) -> String {
+    /// written: which cells of which table of which ROM (as resolved:
+    /// `cells`, with `changed` of them changing), and how.
+    pub(crate) fn describe(
+        &self,
+        t: &Table,
+        data: &TableData,
+        cells: &[(usize, usize)],
+        changed: usize,
+    ) -> String {
         let num = |v: Option<f64>| v.map_or_else(|| "?".to_owned(), |v| format!("{v}"));
         let how = match self.op {
             OpKind::Set => match &self.choice {
@@ -166,37 +173,74 @@ impl PatchTable {
             OpKind::Clamp => format!("clamp to {}..{}", num(self.min), num(self.max)),
             OpKind::Smooth => "smooth".to_owned(),
         };
-        let by_value = |arg: &str, text: &Option<String>| {
-            text.as_ref()
-                .map(|t| format!("{arg} {}", plugin_kit::text::clip(t.trim())))
-        };
-        let rows = by_value("rows_where", &self.rows_where)
-            .or_else(|| self.row.map(|r| format!("row {r}")));
-        let cols = by_value("cols_where", &self.cols_where)
-            .or_else(|| self.col.map(|c| format!("column {c}")));
-        let cells = match (&self.cells, rows, cols) {
-            (Some(cells), ..) => patch::Target {
-                cells: Some(
-                    cells
-                        .iter()
-                        .map(|&(r, c)| (r as usize, c as usize))
-                        .collect(),
-                ),
-                ..Default::default()
+        let mut rows: Vec<usize> = cells.iter().map(|c| c.0).collect();
+        rows.dedup();
+        let mut cols: Vec<usize> = cells.iter().map(|c| c.1).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        let n = cells.len();
+        let which = if rows.len() * cols.len() == n && n > 0 {
+            // A block: its rows and columns, with the ranges they came from.
+            let part = |is_rows: bool, ix: &[usize], len: usize, text: &Option<String>| {
+                let every = if is_rows { "every row" } else { "every column" };
+                let p = if ix.len() == len {
+                    every.to_owned()
+                } else {
+                    axis_part(t, data, is_rows, ix)
+                };
+                match text {
+                    Some(w) => format!(
+                        "{} {} → {p}",
+                        where_arg(is_rows),
+                        plugin_kit::text::clip(w.trim())
+                    ),
+                    None => p,
+                }
+            };
+            let mut parts = Vec::new();
+            if data.rows > 1 || self.rows_where.is_some() {
+                parts.push(part(true, &rows, data.rows, &self.rows_where));
             }
-            .describe(),
-            (None, None, None) => "every cell".to_owned(),
-            (None, Some(r), None) => r,
-            (None, None, Some(c)) => c,
-            (None, Some(r), Some(c)) => match (self.row, self.col) {
-                (Some(r), Some(c)) => format!("the cell at row {r}, column {c}"),
-                _ => format!("{r} and {c}"),
-            },
+            if data.cols > 1 || self.cols_where.is_some() {
+                parts.push(part(false, &cols, data.cols, &self.cols_where));
+            }
+            if parts.is_empty() {
+                "its value".to_owned()
+            } else {
+                parts.join(" × ")
+            }
+        } else {
+            // A scattered list: each cell with its breakpoints.
+            let label = |axis: &Option<crate::decode::AxisData>, i: usize| {
+                axis.as_ref().map(|a| a.labels[i].clone())
+            };
+            let shown: Vec<String> = cells
+                .iter()
+                .take(LABELS_SHOWN)
+                .map(|&(r, c)| {
+                    let at: Vec<String> = [label(&data.row_axis, r), label(&data.col_axis, c)]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                    if at.is_empty() {
+                        format!("[{r},{c}]")
+                    } else {
+                        format!("[{r},{c}] ({})", at.join(", "))
+                    }
+                })
+                .collect();
+            let more = if n > LABELS_SHOWN {
+                format!(" and {} more", n - LABELS_SHOWN)
+            } else {
+                String::new()
+            };
+            format!("{}{more}", shown.join(", "))
         };
         format!(
-            "Write `{}` in {}: {how}, {cells}{}? The ROM file is rewritten and its checksum updated.",
-            self.table,
+            "Write `{}` in {}: {how} on {which}: {n} cell{}, {changed} of them change{}? The ROM file is rewritten and its checksum updated.",
+            t.id,
             self.rom,
+            if n == 1 { "" } else { "s" },
             if self.force {
                 ", even outside the safe range"
             } else {
@@ -956,46 +1000,16 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
     let (rom, mut lock) = crate::store::lock_rom(&rom)?;
     let opened = ex.open_fresh(dir, &rom)?;
     let def = opened.require_definition()?;
-    let table = find_table(&def, &args.table)?.clone();
-    require_inside(&table, &opened)?;
-    let before = decode_table(&table, &opened.bytes)?;
-    let (target, selection) = patch_target(&table, &before, args)?;
-    let mut warnings = opened.warnings.clone();
-    let prior = checksum_state(Some(&def), &opened.bytes);
-    let mut image = opened.bytes.as_ref().clone();
-    let effect = patch::apply(&table, &before, &mut image, &op, &target, args.force)?;
-
-    let checksum = match prior.module {
-        Some(module) => {
-            // A module that cannot handle this image must not write a
-            // ROM with a knowingly wrong checksum.
-            module.fix(&mut image).map_err(|e| Error::Write {
-                path: opened.path.clone(),
-                message: format!("{e}, so its checksum could not be fixed"),
-            })?;
-            if !module.validate(&image)? {
-                return Err(Error::Write {
-                    path: opened.path.clone(),
-                    message: format!("{} checksum did not validate after fixing", module.name()),
-                });
-            }
-            if prior.valid == Some(false) {
-                warnings.push(format!(
-                    "the {} checksum was already invalid before this patch (edited elsewhere?); it has been recomputed over the whole image",
-                    module.name()
-                ));
-            }
-            checksum_state(Some(&def), &image)
-        }
-        None => {
-            if let Some(alg) = &prior.algorithm {
-                warnings.push(format!(
-                    "checksum module `{alg}` is not supported: the checksum was NOT updated; fix it with ECUFlash before flashing this ROM"
-                ));
-            }
-            prior
-        }
-    };
+    let Prepared {
+        table,
+        before,
+        target,
+        selection,
+        effect,
+        image,
+        checksum,
+        warnings,
+    } = prepare(&opened, &def, &op, args)?;
     let written = image != *opened.bytes;
     // Back into the file's own shape (.srf chunks, H8 base) before saving.
     let bytes = if written {
@@ -1019,6 +1033,143 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
         bytes,
         written,
     })
+}
+
+/// A patch worked out on a copy of the image: everything but the write.
+struct Prepared {
+    table: Table,
+    before: TableData,
+    target: Target,
+    selection: Selection,
+    effect: PatchEffect,
+    image: Vec<u8>,
+    checksum: ChecksumState,
+    warnings: Vec<String>,
+}
+
+/// Resolves the cells, applies `op` to a copy of the image and fixes its
+/// checksum: every check a patch makes before writing. patch_table runs it
+/// once to ask the user (nothing locked) and again under the ROM's lock.
+fn prepare(
+    opened: &OpenedRom,
+    def: &Definition,
+    op: &Op,
+    args: &PatchTable,
+) -> Result<Prepared, Error> {
+    let table = find_table(def, &args.table)?.clone();
+    require_inside(&table, opened)?;
+    let before = decode_table(&table, &opened.bytes)?;
+    let (target, selection) = patch_target(&table, &before, args)?;
+    let mut warnings = opened.warnings.clone();
+    let prior = checksum_state(Some(def), &opened.bytes);
+    let mut image = opened.bytes.as_ref().clone();
+    let effect = patch::apply(&table, &before, &mut image, op, &target, args.force)?;
+    let checksum = match prior.module {
+        Some(module) => {
+            // A module that cannot handle this image must not write a
+            // ROM with a knowingly wrong checksum.
+            module.fix(&mut image).map_err(|e| Error::Write {
+                path: opened.path.clone(),
+                message: format!("{e}, so its checksum could not be fixed"),
+            })?;
+            if !module.validate(&image)? {
+                return Err(Error::Write {
+                    path: opened.path.clone(),
+                    message: format!("{} checksum did not validate after fixing", module.name()),
+                });
+            }
+            if prior.valid == Some(false) {
+                warnings.push(format!(
+                    "the {} checksum was already invalid before this patch (edited elsewhere?); it has been recomputed over the whole image",
+                    module.name()
+                ));
+            }
+            checksum_state(Some(def), &image)
+        }
+        None => {
+            if let Some(alg) = &prior.algorithm {
+                warnings.push(format!(
+                    "checksum module `{alg}` is not supported: the checksum was NOT updated; fix it with ECUFlash before flashing this ROM"
+                ));
+            }
+            prior
+        }
+    };
+    Ok(Prepared {
+        table,
+        before,
+        target,
+        selection,
+        effect,
+        image,
+        checksum,
+        warnings,
+    })
+}
+
+/// The question patch_table asks its user before writing, from a dry run
+/// of the patch: the cells it resolves to (rows and columns with their
+/// breakpoints, as many as it really writes) and how many change. A call
+/// that would be refused (a range meeting no cell, an index past the
+/// table, values out of the safe range) fails here, before any question.
+pub fn patch_question(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<String, Error> {
+    let op = build_op(args)?;
+    let opened = open(ex, cfg, &args.rom)?;
+    let def = opened.require_definition()?;
+    let p = prepare(&opened, &def, &op, args)?;
+    let cells = p.target.resolve(&p.table, p.before.rows, p.before.cols)?;
+    Ok(args.describe(&p.table, &p.before, &cells, p.effect.changed.len()))
+}
+
+/// `7-9, 12`: sorted indices as ranges.
+fn index_ranges(ix: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < ix.len() {
+        let mut j = k;
+        while j + 1 < ix.len() && ix[j + 1] == ix[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == k {
+            ix[k].to_string()
+        } else {
+            format!("{}-{}", ix[k], ix[j])
+        });
+        k = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// Breakpoints listed in a question before the middle ones are elided.
+const LABELS_SHOWN: usize = 8;
+
+/// `rows 7-9 (RPM (rpm) 4000, 4500, 5000)`: indices of one axis with their
+/// breakpoints (first and last ones when there are many).
+fn axis_part(t: &Table, data: &TableData, rows: bool, ix: &[usize]) -> String {
+    let (one, many) = if rows {
+        ("row", "rows")
+    } else {
+        ("column", "columns")
+    };
+    let mut s = format!(
+        "{} {}",
+        if ix.len() == 1 { one } else { many },
+        index_ranges(ix)
+    );
+    let axis = if rows { &data.row_axis } else { &data.col_axis };
+    if let (Some(a), Some(name)) = (axis, axis_label(t, rows)) {
+        let l = |i: &usize| a.labels[*i].clone();
+        let labels: Vec<String> = if ix.len() <= LABELS_SHOWN {
+            ix.iter().map(l).collect()
+        } else {
+            let mut v: Vec<String> = ix[..3].iter().map(l).collect();
+            v.push("…".into());
+            v.extend(ix[ix.len() - 3..].iter().map(l));
+            v
+        };
+        s.push_str(&format!(" ({name} {})", labels.join(", ")));
+    }
+    s
 }
 
 /// How `rows_where`/`cols_where` resolved: (argument, note) each.
@@ -1390,38 +1541,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_patch_reads_as_one_sentence_to_confirm() {
-        let p = PatchTable {
-            rom: "stock.bin".into(),
-            table: "High Octane Timing".into(),
-            op: OpKind::Add,
-            value: Some(-1.5),
-            min: None,
-            max: None,
-            row: Some(3),
-            col: None,
-            choice: None,
-            force: false,
-            rows_where: None,
-            cols_where: None,
-            cells: None,
-        };
-        assert_eq!(
-            p.describe(),
-            "Write `High Octane Timing` in stock.bin: add -1.5, row 3? The ROM file is rewritten and its checksum updated."
-        );
-        let p = PatchTable {
-            op: OpKind::Clamp,
-            min: Some(0.0),
-            max: Some(20.0),
-            force: true,
-            ..p
-        };
-        assert!(
-            p.describe()
-                .contains("clamp to 0..20, row 3, even outside the safe range?"),
-            "{}",
-            p.describe()
-        );
+    fn indices_read_as_ranges() {
+        assert_eq!(index_ranges(&[7, 8, 9, 12, 14, 15]), "7-9, 12, 14-15");
+        assert_eq!(index_ranges(&[3]), "3");
+        assert_eq!(index_ranges(&[]), "");
     }
 }

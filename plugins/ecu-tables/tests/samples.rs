@@ -284,6 +284,69 @@ fn read_table_selects_cells_by_axis_values() {
     assert!(both.contains("not both"), "{both}");
 }
 
+/// The question before a patch names what the patch really writes, from a
+/// dry run: a range resolved to its rows with their breakpoints (a cell
+/// counts when any part of it meets the range, so 3750..4750 takes the
+/// 5000 rpm row, whose cell starts at 4750), a listed cell once however
+/// often it is listed, and the true count. A patch that would be refused
+/// fails here, before anyone is asked; nothing is written either way.
+#[test]
+fn the_question_before_a_patch_names_the_resolved_cells() {
+    let (dir, rom) = workspace("question");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let table = "Ignition Timing Base Map";
+    let before = std::fs::read(&rom).unwrap();
+    let mut rows = patch_args(&rom, table, OpKind::Add, Some(-1.0));
+    rows.rows_where = Some("3750..4750".into());
+    assert_eq!(
+        tools::patch_question(&mut ex, &cfg, &rows).unwrap(),
+        format!(
+            "Write `{table}` in {rom}: add -1 on rows_where 3750..4750 → rows 7-9 (RPM (rpm) 4000, 4500, 5000) × every column: 30 cells, 30 of them change? The ROM file is rewritten and its checksum updated."
+        )
+    );
+    let mut listed = patch_args(&rom, table, OpKind::Add, Some(-1.0));
+    listed.cells = Some(vec![(8, 9), (8, 9), (11, 8)]);
+    assert_eq!(
+        tools::patch_question(&mut ex, &cfg, &listed).unwrap(),
+        format!(
+            "Write `{table}` in {rom}: add -1 on [8,9] (4500, 200), [11,8] (7000, 180): 2 cells, 2 of them change? The ROM file is rewritten and its checksum updated."
+        )
+    );
+    let mut one = patch_args(&rom, table, OpKind::Add, Some(0.0));
+    one.row = Some(11);
+    one.col = Some(9);
+    assert!(
+        tools::patch_question(&mut ex, &cfg, &one)
+            .unwrap()
+            .contains("add 0 on row 11 (RPM (rpm) 7000) × column 9 (Load (%) 200): 1 cell, 0 of them change?")
+    );
+    // Refusals come before the question.
+    listed.cells = Some(vec![(8, 9), (12, 0)]);
+    let err = tools::patch_question(&mut ex, &cfg, &listed)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("row 12 is out of range"), "{err}");
+    let mut unsafe_set = patch_args(&rom, table, OpKind::Set, Some(500.0));
+    unsafe_set.rows_where = Some("4000".into());
+    let err = tools::patch_question(&mut ex, &cfg, &unsafe_set)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("refused: 10 cell(s)"), "{err}");
+    unsafe_set.force = true;
+    assert!(
+        tools::patch_question(&mut ex, &cfg, &unsafe_set)
+            .unwrap()
+            .contains(": 10 cells, 10 of them change, even outside the safe range?")
+    );
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        before,
+        "a question writes nothing"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// patch_table by axis value: the cells read_table shows for the same
 /// range, and only those. Ignition Timing Base Map rows are RPM 801, 1199,
 /// 1602, 2000, 2500, 3000, 3500, 4000, …; columns Load 20..200 by 20.
@@ -308,9 +371,9 @@ fn patching_by_axis_value_writes_the_cells_read_table_shows() {
     args.rows_where = Some("3500..4000".into());
     args.cols_where = Some("100".into());
     assert_eq!(
-        args.describe(),
+        tools::patch_question(&mut ex, &cfg, &args).unwrap(),
         format!(
-            "Write `{table}` in {rom}: add -1, rows_where 3500..4000 and cols_where 100? The ROM file is rewritten and its checksum updated."
+            "Write `{table}` in {rom}: add -1 on rows_where 3500..4000 → rows 6-7 (RPM (rpm) 3500, 4000) × cols_where 100 → column 4 (Load (%) 100): 2 cells, 2 of them change? The ROM file is rewritten and its checksum updated."
         )
     );
     let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
