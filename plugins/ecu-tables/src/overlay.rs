@@ -230,6 +230,24 @@ pub fn axis_window(
     };
     let (a, b) = parse_range(text).map_err(bad)?;
     let values = breakpoints(axis, data)?;
+    // Out of order, the rows meeting a range need not be neighbours, and a
+    // block from the first to the last of them would take rows between
+    // that do not meet it (patch_table would write them).
+    let ascending = values.windows(2).all(|w| w[0] < w[1]);
+    let descending = values.windows(2).all(|w| w[0] > w[1]);
+    if !ascending && !descending {
+        let what = if arg == "rows_where" {
+            "rows"
+        } else {
+            "columns"
+        };
+        return Err(bad(format!(
+            "axis `{}` is not in order (breakpoints {}), so a range of values does not pick a \
+             block of {what}: use row/col indices from read_table",
+            axis.label(),
+            data.map(|d| d.labels.join(", ")).unwrap_or_default()
+        )));
+    }
     let bins = AxisBins::new(&values).map_err(bad)?;
     let hit = bins.meeting(a, b);
     match (hit.first(), hit.last()) {
@@ -1246,6 +1264,44 @@ impl Overlay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rows_where range on an axis out of order is refused: the rows
+    /// meeting 2500..3500 on RPM 1000, 3000, 2000, 4000 are 1 and 3, and the
+    /// block 1-3 between them would take row 2 (2000), which does not.
+    #[test]
+    fn ranges_on_an_axis_out_of_order_are_refused() {
+        let axis = Axis {
+            name: Some("RPM".into()),
+            xml_type: "Y Axis".into(),
+            source: crate::definition::AxisSource::Static(Vec::new()),
+            flip: false,
+        };
+        let data = |v: &[f64]| crate::decode::AxisData {
+            labels: v.iter().map(|x| x.to_string()).collect(),
+            values: Some(v.to_vec()),
+            raw: None,
+        };
+        let shuffled = data(&[1000.0, 3000.0, 2000.0, 4000.0]);
+        let err = axis_window(&axis, Some(&shuffled), "2500..3500", "rows_where")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("axis `RPM` is not in order (breakpoints 1000, 3000, 2000, 4000)")
+                && err.contains("use row/col indices from read_table"),
+            "{err}"
+        );
+        // In order either way, the same range is the block it meets.
+        let up = data(&[1000.0, 2000.0, 3000.0, 4000.0]);
+        assert_eq!(
+            axis_window(&axis, Some(&up), "2500..3500", "rows_where").unwrap(),
+            (2, 2)
+        );
+        let down = data(&[4000.0, 3000.0, 2000.0, 1000.0]);
+        assert_eq!(
+            axis_window(&axis, Some(&down), "2500..3500", "cols_where").unwrap(),
+            (0, 2)
+        );
+    }
 
     #[test]
     fn cells_are_centred_with_edges_midway() {
