@@ -177,8 +177,10 @@ impl Cpu {
         let cycles = self.exec();
         let ran = cycles & !FAULT;
         if ran != 0 {
-            self.st.cycles += ran as u64;
-            self.st.instructions += 1;
+            // Saturating: a restored session may start near the end (up
+            // to 2^63); wrapping would make every difference nonsense.
+            self.st.cycles = self.st.cycles.saturating_add(ran as u64);
+            self.st.instructions = self.st.instructions.saturating_add(1);
         }
         if cycles & FAULT != 0 {
             self.fault

@@ -228,11 +228,13 @@ impl IdleWatch {
         let target = st.r[7];
         match self.spin {
             Some((t, f, since)) if t == target && f == from && st.i => {
-                if cycles - since > SPIN_CYCLES {
+                // `since` was taken from the same counter, so never above;
+                // saturating anyway, as the counters come from snapshots too.
+                if cycles.saturating_sub(since) > SPIN_CYCLES {
                     return Some(Diagnosis::Spin {
                         start: target,
                         end: from,
-                        cycles: cycles - since,
+                        cycles: cycles.saturating_sub(since),
                     });
                 }
             }
@@ -499,15 +501,17 @@ impl Machine {
             if c >= FAULT {
                 let ran = c & !FAULT;
                 if ran != 0 {
-                    cycles += ran as u64;
-                    n += 1;
+                    cycles = cycles.saturating_add(ran as u64);
+                    n = n.saturating_add(1);
                     prev = pc;
                 }
                 faulted = true;
                 break;
             }
-            cycles += c as u64;
-            n += 1;
+            // Saturating as in `Cpu::step` (a restored session may start
+            // near the end); a cmov, not a branch, in this loop.
+            cycles = cycles.saturating_add(c as u64);
+            n = n.saturating_add(1);
             prev = pc;
             if IDLE
                 && cpu.st.r[7] <= pc

@@ -196,6 +196,21 @@ pub fn encode(s: &Saved) -> String {
     blob::seal(MAGIC, VERSION, &w.0)
 }
 
+/// Counters a snapshot may carry: below 2^63, so that a run (which adds at
+/// most its budget) and the differences taken from them stay far from
+/// u64's end. A live session takes millennia to get there; a larger value
+/// is a crafted or damaged text.
+pub const MAX_COUNTER: u64 = 1 << 63;
+
+/// A counter field, refused at or above [`MAX_COUNTER`].
+fn counter(rd: &mut Reader, field: &str) -> Result<u64, String> {
+    let v = rd.u64(field)?;
+    if v >= MAX_COUNTER {
+        return Err(format!("{field} {v} is not below 2^63"));
+    }
+    Ok(v)
+}
+
 /// The session a blob holds, or what is wrong with the blob.
 pub fn decode(text: &str) -> Result<Saved, String> {
     let (_version, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, text.trim())?;
@@ -236,9 +251,9 @@ pub fn decode(text: &str) -> Result<Saved, String> {
             m.cpu.ext
         ));
     }
-    m.cpu.st.cycles = rd.u64("cycles")?;
-    m.cpu.st.instructions = rd.u64("instructions")?;
-    let changes = rd.u64("memory changes")?;
+    m.cpu.st.cycles = counter(&mut rd, "cycles")?;
+    m.cpu.st.instructions = counter(&mut rd, "instructions")?;
+    let changes = counter(&mut rd, "memory changes")?;
     let pc = rd.u16("start PC")?;
     let mut r = [0u16; 7];
     for v in &mut r {
@@ -469,6 +484,34 @@ mod tests {
                 let _ = decode(&blob::seal(MAGIC, VERSION, &p));
             }
         }
+    }
+
+    #[test]
+    fn counters_near_u64_max_are_refused() {
+        let mut a = sample();
+        step(&mut a.machine, 10);
+        let (_, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, &encode(&a)).unwrap();
+        // R0-R7, flags, machine flags, external inputs: 19 bytes, then the
+        // three counters.
+        for (at, field) in [(19, "cycles"), (27, "instructions"), (35, "memory changes")] {
+            for v in [MAX_COUNTER, u64::MAX - 3] {
+                let mut p = payload.clone();
+                p[at..at + 8].copy_from_slice(&v.to_le_bytes());
+                let e = decode(&blob::seal(MAGIC, VERSION, &p))
+                    .map(|_| ())
+                    .unwrap_err();
+                assert!(e.contains(field) && e.contains("2^63"), "{e}");
+            }
+        }
+        // The largest accepted runs on (the sums saturate, never wrap).
+        let mut p = payload.clone();
+        p[19..27].copy_from_slice(&(MAX_COUNTER - 1).to_le_bytes());
+        p[27..35].copy_from_slice(&(MAX_COUNTER - 1).to_le_bytes());
+        let mut b = decode(&blob::seal(MAGIC, VERSION, &p)).unwrap();
+        let before = b.machine.cpu.st.cycles;
+        step(&mut b.machine, 100);
+        assert!(b.machine.cpu.st.cycles > before);
+        assert!(b.machine.cpu.st.instructions > MAX_COUNTER - 1);
     }
 
     #[test]
