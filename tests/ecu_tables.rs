@@ -417,6 +417,17 @@ async fn overlay_log_counts_and_summarises_hand_placed_samples() {
         .err("overlay_log", json!({"rom": rom, "table": "Boost Target"}))
         .await;
     assert!(err.contains("text labels"), "{err}");
+    // read_table by value on the same axis says what read_table can do.
+    let err = ecu
+        .err(
+            "read_table",
+            json!({"rom": rom, "table": "Boost Target", "cols_where": "1..2"}),
+        )
+        .await;
+    assert!(
+        err.contains("has labels, not values") && !err.contains("overlay_log"),
+        "{err}"
+    );
     ecu.server.stop().await;
 }
 

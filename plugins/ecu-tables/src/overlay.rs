@@ -229,7 +229,15 @@ pub fn axis_window(
         Error::InvalidArgument(format!("{arg} `{}`: {e}", plugin_kit::text::clip(text)))
     };
     let (a, b) = parse_range(text).map_err(bad)?;
-    let values = breakpoints(axis, data)?;
+    // read_table's and patch_table's own words: overlay_log's message
+    // (samples cannot be placed) is about another tool.
+    let Some(values) = data.and_then(|d| d.values.clone()) else {
+        return Err(bad(format!(
+            "axis `{}` has labels, not values ({}): use row/col indices from read_table",
+            axis.label(),
+            data.map(|d| d.labels.join(", ")).unwrap_or_default()
+        )));
+    };
     // Out of order, the rows meeting a range need not be neighbours, and a
     // block from the first to the last of them would take rows between
     // that do not meet it (patch_table would write them).
@@ -1264,6 +1272,30 @@ impl Overlay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// rows_where/cols_where on an axis of text labels say what read_table
+    /// and patch_table callers can do instead, not what overlay_log needs.
+    #[test]
+    fn ranges_on_a_labelled_axis_point_to_indices() {
+        let axis = Axis {
+            name: Some("Gear".into()),
+            xml_type: "Static X Axis".into(),
+            source: crate::definition::AxisSource::Static(vec!["1st".into(), "2nd".into()]),
+            flip: false,
+        };
+        let labels = crate::decode::AxisData {
+            labels: vec!["1st".into(), "2nd".into()],
+            values: None,
+            raw: None,
+        };
+        let err = axis_window(&axis, Some(&labels), "1..2", "cols_where")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "cols_where `1..2`: axis `Gear` has labels, not values (1st, 2nd): use row/col indices from read_table"
+        );
+    }
 
     /// A rows_where range on an axis out of order is refused: the rows
     /// meeting 2500..3500 on RPM 1000, 3000, 2000, 4000 are 1 and 3, and the

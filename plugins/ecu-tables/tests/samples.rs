@@ -267,7 +267,12 @@ fn read_table_selects_cells_by_axis_values() {
     let err = read(&mut ex, None, Some("1..2"), "Boost Target")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("text labels"), "{err}");
+    assert!(
+        err.contains("has labels, not values")
+            && err.contains("use row/col indices from read_table")
+            && !err.contains("overlay_log"),
+        "{err}"
+    );
     let both = tools::read_table(
         &mut ex,
         &cfg,
