@@ -310,10 +310,11 @@ impl Dos {
                 k => return Err(format!("handle {i} has kind {k}, not 0-4")),
             });
         }
-        let mut blocks = BTreeMap::new();
+        let mut list = Vec::new();
         for _ in 0..r.u16("memory blocks")? {
-            blocks.insert(r.u16("memory blocks")?, r.u16("memory blocks")?);
+            list.push((r.u16("memory blocks")?, r.u16("memory blocks")?));
         }
+        let blocks = checked_blocks(&list)?;
         let dta = (r.u16("DTA")?, r.u16("DTA")?);
         let psp = r.u16("PSP")?;
         let return_code = r.u8("return code")?;
@@ -360,6 +361,38 @@ impl Dos {
     pub(crate) fn set_drive_c(&mut self, root: PathBuf) {
         self.root = root;
     }
+}
+
+/// A memory-block table from a snapshot, holding what INT 21h/48h-4Ah keep
+/// true: blocks (segment, paragraphs) ascend, lie between [`PSP_SEGMENT`]
+/// and [`MEMORY_TOP`] and do not overlap. `allocate` and `room_after`
+/// count on it: on a crafted table they wrapped and handed out segments
+/// that overlapped the program.
+fn checked_blocks(list: &[(u16, u16)]) -> Result<BTreeMap<u16, u16>, String> {
+    // Where the next block may start: past the one before, and past its
+    // segment even when it has no paragraphs (one block per segment).
+    let mut floor = PSP_SEGMENT as u32;
+    let mut blocks = BTreeMap::new();
+    for (i, &(seg, paras)) in list.iter().enumerate() {
+        let last = seg as u32 + paras as u32;
+        let why = if seg < PSP_SEGMENT {
+            format!("starts below the program's PSP at {PSP_SEGMENT:04X}h")
+        } else if last > MEMORY_TOP as u32 {
+            format!("ends past the top of memory at {MEMORY_TOP:04X}h")
+        } else if (seg as u32) < floor {
+            format!(
+                "overlaps or comes before the block before it (the next may start at {floor:04X}h)"
+            )
+        } else {
+            floor = last.max(seg as u32 + 1);
+            blocks.insert(seg, paras);
+            continue;
+        };
+        return Err(format!(
+            "memory block {i} ({paras:04X}h paragraphs at {seg:04X}h) {why}"
+        ));
+    }
+    Ok(blocks)
 }
 
 fn dos_err(cpu: &mut Cpu, code: u16) {
@@ -1658,6 +1691,56 @@ mod tests {
             dos.host_path(b"c:\\a\\..\\data.txt").unwrap(),
             PathBuf::from("/nonexistent-root/DATA.TXT")
         );
+    }
+
+    #[test]
+    fn restored_memory_blocks_keep_the_allocators_invariants() {
+        let round_trip = |blocks: &[(u16, u16)]| {
+            let mut dos = Dos::new(PathBuf::from("/"));
+            dos.blocks = blocks.iter().copied().collect();
+            let mut w = plugin_kit::blob::Writer::new();
+            dos.save(&mut w).unwrap();
+            Dos::restore(&mut plugin_kit::blob::Reader::new(&w.0)).map(|(d, _)| d)
+        };
+        // What the services make: the PSP block, then blocks with an MCB
+        // paragraph between (the PSP block may grow to touch the next).
+        let live = [
+            (PSP_SEGMENT, 0x1000),
+            (PSP_SEGMENT + 0x1000, 0x10),
+            (0x9000, 0x1000),
+        ];
+        assert_eq!(
+            round_trip(&live).unwrap().blocks,
+            live.iter().copied().collect()
+        );
+        for (blocks, says) in [
+            (
+                vec![(PSP_SEGMENT, 0x1000), (PSP_SEGMENT + 0x800, 0x10)],
+                "overlaps",
+            ),
+            (vec![(0x0010, 5)], "below the program's PSP"),
+            (vec![(0x9FF0, 0x20)], "past the top"),
+            (vec![(0xFFF0, 0xFFFF)], "past the top"),
+        ] {
+            let e = round_trip(&blocks).map(|_| ()).unwrap_err();
+            assert!(e.contains(says) && e.contains("memory block"), "{e}");
+        }
+        // Out of order or repeated in the text (a BTreeMap never saves so).
+        for list in [
+            [(0x2000, 0x10), (0x1000, 0x10)],
+            [(0x1000, 0x10), (0x1000, 0x10)],
+            [(0x1000, 0), (0x1000, 0)],
+        ] {
+            let e = checked_blocks(&list).unwrap_err();
+            assert!(
+                e.contains("memory block 1") && e.contains("comes before"),
+                "{e}"
+            );
+        }
+        // On an accepted table the allocator hands out fresh room only.
+        let mut dos = round_trip(&live).unwrap();
+        let a = dos.allocate(0x100).unwrap();
+        assert!(a > PSP_SEGMENT + 0x1010 && a + 0x100 <= 0x9000, "{a:04X}");
     }
 
     #[test]
