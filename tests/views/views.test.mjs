@@ -8,9 +8,11 @@
 // Usage: node views.test.mjs   (after `npm ci` and `npm run bundle`; test.sh does both)
 // Env: see harness.mjs.
 
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { VIEW_MIME, cellsOf, frontmatter, mdTables, same, startHarness, text } from "./harness.mjs";
 
-const { mcp, page, call, check, openView, callWithView, hostCalls, shot, run } = await startHarness({
+const { ws, mcp, page, call, check, openView, callWithView, hostCalls, shot, run } = await startHarness({
     label: "table and log views",
     plugins: (ws) => [
         { wasm: "ecu_tables.wasm", env: { ECU_DEFINITIONS_PATH: `${ws}/ecu/definitions`, ECU_LOGS_DIR: `${ws}/logs` } },
@@ -316,4 +318,61 @@ await run(async () => {
     check("log-plot: hover on the RomRaider log equals query_logs' row",
         row2.length === 1 && t2 >= 20 && t2 <= 40 && panels2.every((p) => Number(got2[p]) === Number(row2[0][all2.header.indexOf(p)])),
         `hover ${hover2.values} at ${t2}; query_logs ${JSON.stringify(row2)}`);
+
+    // --- a long log: a zoomed window is fetched at full resolution --------------
+    // 30000 rows at 50 Hz (RomRaider's 'Time (msec)'), one-row knock spikes on
+    // odd rows: the whole-log plot (thinned to 5000 rows, every 6th) has none.
+    const long = "romraiderlog_20260301_120000.csv";
+    const longRows = ["Time (msec),Engine Speed (rpm),Knock Sum (count)"];
+    for (let i = 0; i < 30000; i++) longRows.push(`${i * 20},${Math.round(3000 + 2000 * Math.sin(i / 700) + (i % 7))},${i % 100 === 51 ? 7 : 0}`);
+    writeFileSync(join(ws, "logs", long), longRows.join("\n") + "\n");
+    const longCh = ["Engine Speed (rpm)", "Knock Sum (count)"];
+    await callWithView("plot_log", { file: long, channels: longCh });
+    await frame.waitForFunction((f) => document.getElementById("title").textContent === f && document.getElementById("chart").dataset.ready === "1" || document.getElementById("status").className === "error", long, { timeout: 60000 });
+    const lInfo = await frame.evaluate(() => ({ ...document.getElementById("chart").dataset }));
+    const lFull = [Number(lInfo.start), Number(lInfo.end)];
+    const density = Number(lInfo.points) / (lFull[1] - lFull[0]);
+    check("log-plot: a long log is drawn thinned to query_logs' 5000 rows", Number(lInfo.points) <= 5000 && Number(lInfo.points) > 4000 && lInfo.detail === "none",
+        JSON.stringify(lInfo));
+    const lBox = await frame.locator("#chart").boundingBox();
+    await page.mouse.move(lBox.x + lBox.width * 0.3, lBox.y + 80);
+    await page.mouse.down();
+    await page.mouse.move(lBox.x + lBox.width * 0.35, lBox.y + 80, { steps: 5 });
+    await page.mouse.up();
+    await frame.waitForFunction(() => ["ready", "error"].includes(document.getElementById("chart").dataset.detail), null, { timeout: 30000 });
+    const zInfo = await frame.evaluate(() => ({ ...document.getElementById("chart").dataset }));
+    const [z0, z1] = [Number(zInfo.start), Number(zInfo.end)];
+    const msec = (a, b) => `'Time (msec)' >= ${Math.round(a * 1000)} && 'Time (msec)' <= ${Math.round(b * 1000)}`;
+    const inZoom = mdTables(text(await call("query_logs", { file: long, filter: msec(z0, z1), channels: longCh, limit: 5000 })))[0];
+    check("log-plot: a zoomed window of a long log draws query_logs' every row in it, more than the thinned density",
+        zInfo.detail === "ready" && Number(zInfo.points) === inZoom.rows.length && Number(zInfo.points) > density * (z1 - z0) * 3,
+        `view ${zInfo.points} points in ${z0}…${z1} (${zInfo.detail}); query_logs ${inZoom.rows.length}; thinned ${Math.round(density * (z1 - z0))}`);
+    // Hover on a knock spike (a row the thinned plot lacks): query_logs' row.
+    const spike = inZoom.rows.find((r) => Number(r[inZoom.header.indexOf("Knock Sum (count)")]) === 7);
+    const ts = Number(spike[0]);
+    const plotW = lBox.width - 64 - 12; // the view's PAD.left and PAD.right
+    await page.mouse.move(lBox.x + 64 + (ts - z0) / (z1 - z0) * plotW, lBox.y + 60);
+    await frame.waitForFunction((t) => Math.abs(Number(document.getElementById("hover").dataset.time) - t) < 0.05, ts);
+    const lHover = await frame.evaluate(() => ({ ...document.getElementById("hover").dataset }));
+    const lt = Number(lHover.time);
+    const lRow = inZoom.rows.filter((r) => Number(r[0]) === lt);
+    const lGot = JSON.parse(lHover.values);
+    check("log-plot: hover in a zoomed window equals query_logs' row there, spikes included",
+        lRow.length === 1 && longCh.every((c) => Number(lGot[c]) === Number(lRow[0][inZoom.header.indexOf(c)])) && inZoom.rows.some((r) => Number(r[0]) === ts),
+        `hover ${lHover.values} at ${lt} (spike at ${ts}); query_logs ${JSON.stringify(lRow)}`);
+    // A wider zoom (more than 5000 rows) is thinned within the window, still denser.
+    await frame.click("#reset");
+    await page.mouse.move(lBox.x + lBox.width * 0.1, lBox.y + 80);
+    await page.mouse.down();
+    await page.mouse.move(lBox.x + lBox.width * 0.6, lBox.y + 80, { steps: 5 });
+    await page.mouse.up();
+    await frame.waitForFunction(() => ["ready", "error"].includes(document.getElementById("chart").dataset.detail), null, { timeout: 30000 });
+    const wInfo = await frame.evaluate(() => ({ ...document.getElementById("chart").dataset }));
+    const wSpan = Number(wInfo.end) - Number(wInfo.start);
+    check("log-plot: a wide zoomed window is thinned to about 5000 rows within it",
+        wInfo.detail === "ready" && Number(wInfo.points) <= 5000 && Number(wInfo.points) > 4000 && Number(wInfo.points) > density * wSpan * 1.3,
+        `view ${wInfo.points} points in ${wSpan} s; thinned ${Math.round(density * wSpan)}`);
+    await frame.click("#reset");
+    const rInfo = await frame.evaluate(() => ({ ...document.getElementById("chart").dataset }));
+    check("log-plot: reset draws the whole log's thinned rows again", rInfo.points === lInfo.points && rInfo.detail === "none", `${rInfo.points} vs ${lInfo.points}`);
 });
