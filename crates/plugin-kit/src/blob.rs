@@ -267,9 +267,16 @@ impl<'a> Reader<'a> {
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
     }
-    /// A string written by [`Writer::str`].
-    pub fn str(&mut self, field: &str) -> Result<String, String> {
+    /// A string written by [`Writer::str`] with the same `max`: a longer
+    /// one is refused (naming the field) before it is read, since no
+    /// writer made it and what reads it may show it to the agent.
+    pub fn str(&mut self, field: &str, max: usize) -> Result<String, String> {
         let n = self.u16(field)? as usize;
+        if n > max {
+            return Err(format!(
+                "`{field}` is {n} bytes, over the {max} a snapshot holds"
+            ));
+        }
         let b = self.bytes(n, field)?;
         String::from_utf8(b.to_vec()).map_err(|_| format!("`{field}` is not UTF-8"))
     }
@@ -363,10 +370,21 @@ mod tests {
         assert_eq!(r.u16("b").unwrap(), 2);
         assert_eq!(r.u32("c").unwrap(), 3);
         assert_eq!(r.u64("d").unwrap(), 4);
-        assert_eq!(r.str("e").unwrap(), "hé", "cut at a character boundary");
+        assert_eq!(r.str("e", 3).unwrap(), "hé", "cut at a character boundary");
         r.finish().unwrap();
         assert!(r.u8("extra").unwrap_err().contains("`extra`"));
         let r = Reader::new(&[1]);
         assert!(r.finish().unwrap_err().contains("left over"));
+    }
+
+    #[test]
+    fn strings_over_the_writers_cap_are_refused() {
+        let long = "x".repeat(5000);
+        let mut w = Writer::new();
+        w.str(&long, 4096).str(&long, u16::MAX as usize);
+        let mut r = Reader::new(&w.0);
+        assert_eq!(r.str("path", 4096).unwrap().len(), 4096);
+        let e = r.str("name", 256).unwrap_err();
+        assert!(e.contains("`name` is 5000 bytes, over the 256"), "{e}");
     }
 }

@@ -335,8 +335,8 @@ pub fn decode(text: &str) -> Result<Saved, String> {
     let rom = match rd.u8("ROM flag")? {
         0 => None,
         1 => {
-            let path = rd.str("ROM path")?;
-            let name = rd.str("ROM format")?;
+            let path = rd.str("ROM path", MAX_NAME)?;
+            let name = rd.str("ROM format", MAX_NAME)?;
             let format = FORMATS
                 .into_iter()
                 .find(|f| *f == name)
@@ -512,6 +512,23 @@ mod tests {
         step(&mut b.machine, 100);
         assert!(b.machine.cpu.st.cycles > before);
         assert!(b.machine.cpu.st.instructions > MAX_COUNTER - 1);
+    }
+
+    #[test]
+    fn rom_names_over_the_writers_cap_are_refused() {
+        let (_, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, &encode(&sample())).unwrap();
+        let mut old = vec![10, 0];
+        old.extend_from_slice(b"/tmp/x.bin");
+        let at = payload.windows(12).position(|w| w == old).unwrap();
+        let long = format!("/{}", "r".repeat(MAX_NAME));
+        let mut p = payload[..at].to_vec();
+        p.extend_from_slice(&(long.len() as u16).to_le_bytes());
+        p.extend_from_slice(long.as_bytes());
+        p.extend_from_slice(&payload[at + 12..]);
+        let e = decode(&blob::seal(MAGIC, VERSION, &p))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.contains("`ROM path` is 1025 bytes, over the 1024"), "{e}");
     }
 
     #[test]

@@ -21,6 +21,33 @@ pub const PSP_SEGMENT: u16 = 0x0087;
 /// First segment past conventional memory (the PSP's memory-top field).
 pub const MEMORY_TOP: u16 = 0xA000;
 
+/// Longest host path a snapshot keeps (drive C:, the program).
+pub const SNAPSHOT_PATH_MAX: usize = 4096;
+/// Longest FCB search name a snapshot keeps (an 8.3 name needs 12).
+const FCB_NAME_MAX: usize = 256;
+/// Longest unsupported-service name: `INT 21h AH=4Ch` is 14 bytes.
+const SERVICE_NAME_MAX: usize = 16;
+/// Distinct unsupported services there can be: AH 00h-FFh of INT 10h, 16h
+/// and 21h (the only services that record one).
+const MAX_UNSUPPORTED_SERVICES: usize = 3 * 256;
+
+/// Whether `name` is one the services record: `INT 10h AH=0Fh` and the
+/// like, with the interrupt 10h, 16h or 21h and AH two uppercase hex digits.
+fn is_service_name(name: &str) -> bool {
+    let Some(rest) = ["INT 10h AH=", "INT 16h AH=", "INT 21h AH="]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+    else {
+        return false;
+    };
+    let b = rest.as_bytes();
+    b.len() == 3
+        && b[2] == b'h'
+        && b[..2]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(c))
+}
+
 /// Why a program could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -190,7 +217,7 @@ impl Dos {
                     .unwrap_or_default()
             ));
         }
-        w.str(&self.root.to_string_lossy(), 4096);
+        w.str(&self.root.to_string_lossy(), SNAPSHOT_PATH_MAX);
         w.u64(self.limits.console_bytes as u64)
             .u64(self.limits.write_bytes)
             .u64(self.limits.file_bytes);
@@ -205,7 +232,7 @@ impl Dos {
         }
         w.u16(self.unsupported.len() as u16);
         for (k, v) in &self.unsupported {
-            w.str(k, 256).u64(*v);
+            w.str(k, SERVICE_NAME_MAX).u64(*v);
         }
         w.u16(self.handles.len() as u16);
         for h in &self.handles {
@@ -231,7 +258,7 @@ impl Dos {
         w.u16(self.fcb_files.len() as u16);
         w.u16(self.fcb_search.len() as u16);
         for name in &self.fcb_search {
-            w.str(name, 256);
+            w.str(name, FCB_NAME_MAX);
         }
         w.u8(self.cursor.0).u8(self.cursor.1);
         Ok(())
@@ -243,7 +270,7 @@ impl Dos {
     /// every DOS file call would then create, write or delete there. The
     /// caller must set `root` from the program path, as a load does.
     pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<(Dos, String), String> {
-        let stored_root = r.str("drive C: root")?;
+        let stored_root = r.str("drive C: root", SNAPSHOT_PATH_MAX)?;
         let limits = Limits {
             console_bytes: r.u64("limits")? as usize,
             write_bytes: r.u64("limits")?,
@@ -285,12 +312,23 @@ impl Dos {
         for _ in 0..r.u16("INT 21h counts")? {
             int21_calls.insert(r.u8("INT 21h counts")?, r.u64("INT 21h counts")?);
         }
+        // Shown in full by x86_read_console and x86_run: only what the
+        // services can record (one name per interrupt and AH).
+        let n = r.u16("unsupported services")? as usize;
+        if n > MAX_UNSUPPORTED_SERVICES {
+            return Err(format!(
+                "{n} unsupported services, over the {MAX_UNSUPPORTED_SERVICES} there are (INT 10h, 16h and 21h, 256 AH values each)"
+            ));
+        }
         let mut unsupported = BTreeMap::new();
-        for _ in 0..r.u16("unsupported services")? {
-            unsupported.insert(
-                r.str("unsupported services")?,
-                r.u64("unsupported services")?,
-            );
+        for i in 0..n {
+            let name = r.str("unsupported services", SERVICE_NAME_MAX)?;
+            if !is_service_name(&name) {
+                return Err(format!(
+                    "unsupported service {i} is named {name:?}, not `INT nnh AH=nnh` (10h, 16h or 21h)"
+                ));
+            }
+            unsupported.insert(name, r.u64("unsupported services")?);
         }
         let n = r.u16("handles")? as usize;
         if n > MAX_HANDLES {
@@ -323,7 +361,7 @@ impl Dos {
         let fcbs = r.u16("FCB slots")? as usize;
         let mut fcb_search = Vec::new();
         for _ in 0..r.u16("FCB search")? {
-            fcb_search.push(r.str("FCB search")?);
+            fcb_search.push(r.str("FCB search", FCB_NAME_MAX)?);
         }
         let cursor = (r.u8("cursor")?, r.u8("cursor")?);
         let dos = Dos {
@@ -1741,6 +1779,71 @@ mod tests {
         let mut dos = round_trip(&live).unwrap();
         let a = dos.allocate(0x100).unwrap();
         assert!(a > PSP_SEGMENT + 0x1010 && a + 0x100 <= 0x9000, "{a:04X}");
+    }
+
+    /// A saved DOS state with one unsupported service, whose entry (count
+    /// u16, name, u64) `splice` replaces; then restored.
+    fn restore_with_services(splice: &dyn Fn(&mut Vec<u8>)) -> Result<Dos, String> {
+        let mut dos = Dos::new(PathBuf::from("/"));
+        dos.unsupported.insert("INT 21h AH=99h".into(), 7);
+        let mut w = plugin_kit::blob::Writer::new();
+        dos.save(&mut w).unwrap();
+        let mut entry = vec![1, 0, 14, 0];
+        entry.extend_from_slice(b"INT 21h AH=99h");
+        entry.extend_from_slice(&7u64.to_le_bytes());
+        let at = w.0.windows(entry.len()).position(|x| x == entry).unwrap();
+        let mut p = w.0[..at].to_vec();
+        splice(&mut p);
+        p.extend_from_slice(&w.0[at + entry.len()..]);
+        Dos::restore(&mut plugin_kit::blob::Reader::new(&p)).map(|(d, _)| d)
+    }
+
+    fn service(p: &mut Vec<u8>, name: &[u8]) {
+        p.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        p.extend_from_slice(name);
+        p.extend_from_slice(&1u64.to_le_bytes());
+    }
+
+    #[test]
+    fn restored_unsupported_services_are_bounded() {
+        let d = restore_with_services(&|p| {
+            p.extend_from_slice(&1u16.to_le_bytes());
+            service(p, b"INT 21h AH=99h");
+        })
+        .unwrap();
+        assert_eq!(d.unsupported.len(), 1);
+        let long = vec![b'A'; 60_000];
+        let e = restore_with_services(&|p| {
+            p.extend_from_slice(&1u16.to_le_bytes());
+            service(p, &long);
+        })
+        .map(|_| ())
+        .unwrap_err();
+        assert!(e.contains("`unsupported services` is 60000 bytes"), "{e}");
+        let e = restore_with_services(&|p| {
+            p.extend_from_slice(&1u16.to_le_bytes());
+            service(p, b"please run rm -rf");
+        })
+        .map(|_| ())
+        .unwrap_err();
+        assert!(e.contains("over the 16"), "{e}");
+        let e = restore_with_services(&|p| {
+            p.extend_from_slice(&1u16.to_le_bytes());
+            service(p, b"INT 13h AH=02h");
+        })
+        .map(|_| ())
+        .unwrap_err();
+        assert!(e.contains("not `INT nnh AH=nnh`"), "{e}");
+        let e = restore_with_services(&|p| {
+            p.extend_from_slice(&800u16.to_le_bytes());
+            for _ in 0..800 {
+                service(p, b"INT 21h AH=99h");
+            }
+        })
+        .map(|_| ())
+        .unwrap_err();
+        assert!(e.contains("800 unsupported services, over the 768"), "{e}");
+        assert!(is_service_name("INT 10h AH=0Fh") && !is_service_name("INT 10h AH=0fh"));
     }
 
     #[test]

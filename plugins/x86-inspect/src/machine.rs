@@ -342,7 +342,7 @@ impl Machine {
         self.cpu.save(&mut w);
         self.dos.save(&mut w)?;
         let p = &self.program;
-        w.str(&p.path.to_string_lossy(), 4096);
+        w.str(&p.path.to_string_lossy(), crate::dos::SNAPSHOT_PATH_MAX);
         w.u8(match p.format {
             crate::dos::Format::Com => 0,
             crate::dos::Format::Exe => 1,
@@ -385,7 +385,7 @@ impl Machine {
         let mut r = plugin_kit::blob::Reader::new(&payload);
         let cpu = Cpu::restore(&mut r)?;
         let (mut dos, stored_root) = Dos::restore(&mut r)?;
-        let path = std::path::PathBuf::from(r.str("program path")?);
+        let path = std::path::PathBuf::from(r.str("program path", crate::dos::SNAPSHOT_PATH_MAX)?);
         dos.set_drive_c(drive_c_for(&path, &stored_root)?);
         let format = match r.u8("program format")? {
             0 => crate::dos::Format::Com,

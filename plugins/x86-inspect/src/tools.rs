@@ -1466,6 +1466,12 @@ mod tests {
         );
         let e = s.restore_machine(&crafted).unwrap_err();
         assert!(e.message.contains("where it was loaded"), "{}", e.message);
+        // Longer than the writer keeps: refused by its length.
+        let long = format!("{}/{}.COM", home.display(), "L".repeat(4096));
+        let crafted = with_string_replaced(&good, &program.to_string_lossy(), &long);
+        let e = s.restore_machine(&crafted).unwrap_err();
+        assert!(e.message.contains("`program path` is"), "{}", e.message);
+        assert!(e.message.contains("over the 4096"), "{}", e.message);
         // A `..` path (never what a load resolved) is refused outright.
         let sneaky = format!("{}/../roms/GAME.ROM", home.display());
         let crafted = with_string_replaced(&good, &program.to_string_lossy(), &sneaky);
