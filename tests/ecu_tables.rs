@@ -2164,6 +2164,7 @@ async fn propose_patch_then_patch_table_with_confirmation_then_read_back() {
     )
     .await;
     assert!(!failed, "{out}");
+    let out_nearest = out.clone();
     assert!(asked.lock().unwrap().is_empty(), "a proposal asks nothing");
     assert_eq!(
         std::fs::read(&scene.rom).unwrap(),
@@ -2248,6 +2249,39 @@ async fn propose_patch_then_patch_table_with_confirmation_then_read_back() {
             ["12.5", "10.0"]
         ],
         "column 200 from 4500 rpm down one degree, the rest untouched"
+    );
+
+    // Every cell the ECU reads at the knock samples (cells: bracketing):
+    // Load is held at 200, so column 9 only, and the rows around each
+    // sample's RPM; the whole degree then reaches every sample. The
+    // nearest-cell proposal above reaches them only in part.
+    let near_effect = val(&out_nearest, "effective_change");
+    assert!(near_effect.starts_with("min "), "{out_nearest}");
+    assert!(!near_effect.starts_with("min -1, max -1,"), "{out_nearest}");
+    assert!(
+        val(&out_nearest, "effective_note").contains("cells: bracketing includes them"),
+        "{out_nearest}"
+    );
+    let (failed, all) = call(
+        "propose_patch",
+        json!({"rom": rom, "table": table, "file": "log-2026-02-22T14-30-00-000Z.csv",
+               "filter": "Knock > 0", "op": "add", "value": -1, "clamp_to_edges": true,
+               "cells": "bracketing"}),
+    )
+    .await;
+    assert!(!failed, "{all}");
+    assert!(val(&all, "cells_from").starts_with("bracketing"), "{all}");
+    assert!(
+        val(&all, "effective_change").starts_with("min -1, max -1, mean -1 at the 135 "),
+        "{all}"
+    );
+    let rows: Vec<String> = markdown_rows(&all)[1..]
+        .iter()
+        .map(|r| format!("{},{}", r[0], r[1]))
+        .collect();
+    assert!(
+        rows.iter().all(|rc| rc.ends_with(",9")) && rows.len() >= 5,
+        "{all}"
     );
 
     // A filter naming no channel of the log: the error says which.

@@ -210,6 +210,7 @@ impl wit::Guest for Component {
             x_channel: args.x_channel,
             y_channel: args.y_channel,
             clamp_to_edges: args.clamp_to_edges.unwrap_or(false),
+            keep_points: false,
         };
         with_logs(|ex, cfg, dir, cache, progress| overlay_log(ex, cfg, dir, cache, &args, progress))
     }
@@ -228,6 +229,10 @@ impl wit::Guest for Component {
             x_channel: args.x_channel,
             y_channel: args.y_channel,
             clamp_to_edges: args.clamp_to_edges.unwrap_or(false),
+            cells: match args.cells {
+                None | Some(wit::CellChoice::Nearest) => crate::propose::CellChoice::Nearest,
+                Some(wit::CellChoice::Bracketing) => crate::propose::CellChoice::Bracketing,
+            },
         };
         with_logs(|ex, cfg, dir, cache, progress| {
             crate::propose::propose_patch(ex, cfg, dir, cache, &args, progress)

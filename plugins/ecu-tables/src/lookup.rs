@@ -81,8 +81,35 @@ pub fn bracket(breakpoints: &[f64], v: f64) -> Result<Bracket, String> {
     })
 }
 
+/// The cells one lookup reads: (row, col, weight) each.
+pub(crate) type Weights = Vec<(usize, usize, f64)>;
+
+/// (row, col, weight) of every cell the ECU reads for the brackets of x
+/// (the columns of a 3D table, the rows of a 2D one) and, on a 3D table,
+/// y (its rows): rows then columns ascending, weights summing to 1.
+pub(crate) fn cell_weights(x: &Bracket, y: Option<&Bracket>) -> Weights {
+    match y {
+        Some(y) => y
+            .points
+            .iter()
+            .flat_map(|&(r, wy)| x.points.iter().map(move |&(c, wx)| (r, c, wy * wx)))
+            .collect(),
+        None => x.points.iter().map(|&(r, w)| (r, 0, w)).collect(),
+    }
+}
+
+/// The value read from `data` with [`cell_weights`]'s `cells` (cells of
+/// weight 0 left out, so a NaN there does not count).
+pub(crate) fn interpolate(data: &TableData, cells: &[(usize, usize, f64)]) -> f64 {
+    cells
+        .iter()
+        .filter(|(.., w)| *w != 0.0)
+        .map(|&(r, c, w)| w * data.value(r, c))
+        .sum()
+}
+
 /// Up to four decimals, no trailing zeros: weights and interpolated values.
-fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let s = format_number(v, 4);
     if s.contains('.') {
         let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -94,7 +121,7 @@ fn num(v: f64) -> String {
 
 /// The physical breakpoints of a table axis, or why it cannot be
 /// interpolated on.
-fn axis_values<'a>(
+pub(crate) fn axis_values<'a>(
     axis: &Axis,
     data: Option<&'a crate::decode::AxisData>,
 ) -> Result<&'a [f64], Error> {
@@ -197,25 +224,8 @@ pub fn lookup_in(t: &Table, data: &TableData, x: f64, y: Option<f64>) -> Result<
         }
         brackets.push(b);
     }
-    // (row, col, weight) of every cell used, rows then columns ascending.
-    let cells: Vec<(usize, usize, f64)> = match t.table_type {
-        TableType::Grid => brackets[1]
-            .points
-            .iter()
-            .flat_map(|&(r, wy)| {
-                brackets[0]
-                    .points
-                    .iter()
-                    .map(move |&(c, wx)| (r, c, wy * wx))
-            })
-            .collect(),
-        _ => brackets[0].points.iter().map(|&(r, w)| (r, 0, w)).collect(),
-    };
-    let value: f64 = cells
-        .iter()
-        .filter(|(.., w)| *w != 0.0)
-        .map(|&(r, c, w)| w * data.value(r, c))
-        .sum();
+    let cells = cell_weights(&brackets[0], brackets.get(1));
+    let value = interpolate(data, &cells);
     if !value.is_finite() {
         return Err(Error::InvalidArgument(format!(
             "a cell used for the lookup of `{}` is not a number; read_table shows its cells",

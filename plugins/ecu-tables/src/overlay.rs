@@ -77,7 +77,14 @@ pub struct OverlayLog {
     /// ECU reads them: it holds its inputs at the axis ends) instead of as
     /// outside.
     pub clamp_to_edges: bool,
+    /// Keep the axis values of each sample placed in a cell (up to
+    /// [`MAX_POINTS`]), for propose_patch to interpolate at them.
+    pub keep_points: bool,
 }
+
+/// Samples whose axis values one overlay keeps with `keep_points` (16 bytes
+/// each); the rest are counted in [`Overlay::points_over`].
+pub const MAX_POINTS: usize = 500_000;
 
 /// [`CELLS_NOTE`] with `clamp_to_edges`, word for word.
 pub const CELLS_NOTE_CLAMPED: &str = "each cell is centred on its breakpoint, its edges midway \
@@ -637,6 +644,12 @@ pub struct Overlay {
     pub data: TableData,
     /// Selected samples per cell, row-major (`row * cols + col`).
     pub counts: Vec<usize>,
+    /// With `keep_points`: the axis values [x, y] of each sample placed in
+    /// a cell (x the columns of a 3D table or the only axis of a 2D one, y
+    /// its rows; 0 for a 2D table), the first [`MAX_POINTS`] of them.
+    pub points: Vec<[f64; 2]>,
+    /// Samples placed in cells beyond the [`MAX_POINTS`] kept.
+    pub points_over: usize,
     stats: Vec<Stat>,
     p: f64,
     summaries: Vec<Summary>,
@@ -783,6 +796,8 @@ pub fn overlay(
     // cell, and how many samples that is (one may be beyond both axes).
     let mut held = [[0usize; 2]; 2];
     let mut held_samples = 0usize;
+    let mut points: Vec<[f64; 2]> = Vec::new();
+    let mut points_over = 0usize;
     let mut no_axis_value = 0usize;
     let mut skipped: Vec<String> = Vec::new();
     let mut unread = 0usize;
@@ -889,12 +904,14 @@ pub fn overlay(
         }
         let mut place = |row: usize| {
             let mut cell = [0usize; 2];
+            let mut point = [0f64; 2];
             let mut was_held = false;
             for (a, col) in axis_cols.iter().enumerate() {
                 let Some(v) = col.number(row) else {
                     no_axis_value += 1;
                     return;
                 };
+                point[a] = v;
                 match bins[a].cell(v) {
                     Some(c) => cell[a] = c,
                     None if args.clamp_to_edges && !v.is_nan() => {
@@ -911,6 +928,13 @@ pub fn overlay(
                 }
             }
             held_samples += usize::from(was_held);
+            if args.keep_points {
+                if points.len() < MAX_POINTS {
+                    points.push(point);
+                } else {
+                    points_over += 1;
+                }
+            }
             // X is the column, Y the row; a 2D table's one axis is its rows.
             let idx = match t.table_type {
                 TableType::Grid => cell[1] * data.cols + cell[0],
@@ -1041,6 +1065,8 @@ pub fn overlay(
         table: t,
         data,
         counts,
+        points,
+        points_over,
         stats,
         p,
         summaries,
@@ -1050,6 +1076,14 @@ pub fn overlay(
         skipped,
         unread,
     })
+}
+
+impl Overlay {
+    /// Selected samples beyond the outer cells, left out (none with
+    /// `clamp_to_edges`, which holds them at the edges).
+    pub fn outside_samples(&self) -> usize {
+        self.outside.counts.iter().flatten().sum()
+    }
 }
 
 /// Samples outside the outer cells, per axis and side.

@@ -49,6 +49,61 @@ pub struct ProposePatch {
     /// Samples beyond the axes count in the outer cells (overlay_log's
     /// `clamp_to_edges`).
     pub clamp_to_edges: bool,
+    /// Which cells each selected sample puts in the proposal.
+    pub cells: CellChoice,
+}
+
+/// Which cells a sample puts in a proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CellChoice {
+    /// The cell it falls in (overlay_log's): the ECU, interpolating, sees
+    /// only part of the change between breakpoints.
+    #[default]
+    Nearest,
+    /// Every cell the ECU reads at it (nonzero interpolation weight).
+    Bracketing,
+}
+
+/// The cells the ECU reads at each of `points` with their weights
+/// (lookup_table's interpolation), for a 2D table (x only) or a 3D one.
+fn sample_cells(
+    table: &crate::definition::Table,
+    data: &crate::decode::TableData,
+    points: &[[f64; 2]],
+) -> Result<Vec<crate::lookup::Weights>, Error> {
+    use crate::definition::TableType;
+    use crate::lookup::{axis_values, bracket, cell_weights};
+    let axis = |rows: bool| {
+        let (a, d) = if rows {
+            (&table.row_axis, &data.row_axis)
+        } else {
+            (&table.col_axis, &data.col_axis)
+        };
+        let a = a
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument(format!("`{}` has an axis missing", table.id)))?;
+        let values = axis_values(a, d.as_ref())?;
+        Ok::<_, Error>((a.label(), values))
+    };
+    let grid = table.table_type == TableType::Grid;
+    // x: the columns of a 3D table, the rows of a 2D one.
+    let (xl, xs) = axis(!grid)?;
+    let y = if grid { Some(axis(true)?) } else { None };
+    let on = |label: &str, e: String| Error::InvalidArgument(format!("axis `{label}`: {e}"));
+    points
+        .iter()
+        .map(|p| {
+            let bx = bracket(xs, p[0]).map_err(|e| on(&xl, e))?;
+            let by = match &y {
+                Some((yl, ys)) => Some(bracket(ys, p[1]).map_err(|e| on(yl, e))?),
+                None => None,
+            };
+            Ok(cell_weights(&bx, by.as_ref())
+                .into_iter()
+                .filter(|c| c.2 != 0.0)
+                .collect())
+        })
+        .collect()
 }
 
 /// `s` as a JSON string literal.
@@ -151,16 +206,38 @@ pub fn propose_patch(
         x_channel: args.x_channel.clone(),
         y_channel: args.y_channel.clone(),
         clamp_to_edges: args.clamp_to_edges,
+        keep_points: true,
         ..Default::default()
     };
     let o = overlay(ex, cfg, logs_dir, cache, &overlay_args, progress)?;
     let cols = o.data.cols;
-    let hit: Vec<(usize, usize)> = (0..o.counts.len())
-        .filter(|&i| o.counts[i] >= min_samples as usize)
+    // Per kept sample, the cells the ECU reads there and their weights.
+    let reads = sample_cells(&o.table, &o.data, &o.points)?;
+    let counts: Vec<usize> = match args.cells {
+        CellChoice::Nearest => o.counts.clone(),
+        CellChoice::Bracketing => {
+            if o.points_over > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "the filter selects more than {} samples in cells of `{}`; cells: bracketing \
+                     places each of them: narrow the filter, or use cells: nearest",
+                    crate::overlay::MAX_POINTS,
+                    o.table.id
+                )));
+            }
+            let mut n = vec![0usize; o.counts.len()];
+            for cells in &reads {
+                for &(r, c, _) in cells {
+                    n[r * cols + c] += 1;
+                }
+            }
+            n
+        }
+    };
+    let hit: Vec<(usize, usize)> = (0..counts.len())
+        .filter(|&i| counts[i] >= min_samples as usize)
         .map(|i| (i / cols, i % cols))
         .collect();
-    let fewer = o
-        .counts
+    let fewer = counts
         .iter()
         .filter(|&&n| n > 0 && n < min_samples as usize)
         .count();
@@ -175,7 +252,26 @@ pub fn propose_patch(
     }
 
     let mut fm = o.header(&overlay_args);
+    let outside = o.outside_samples();
+    if outside > 0 {
+        fm = fm.text(
+            "outside_note",
+            format!(
+                "{outside} selected sample(s) lie beyond the table's outer cells and are left out; \
+                 the ECU reads them at the outer cells: pass clamp_to_edges: true to include them"
+            ),
+        );
+    }
     fm = fm
+        .text(
+            "cells_from",
+            match args.cells {
+                CellChoice::Nearest => "nearest (the cell each sample falls in)",
+                CellChoice::Bracketing => {
+                    "bracketing (every cell the ECU interpolates from at each sample)"
+                }
+            },
+        )
         .text("operation", op.describe())
         .raw("min_samples", min_samples)
         .raw("cells_proposed", hit.len());
@@ -217,11 +313,34 @@ pub fn propose_patch(
                 "patch_table refuses {count} of these cells as they stand ({cells}{more}); check \
                  the values before passing force: true"
             ));
-            let mut scratch = opened.bytes.as_ref().clone();
+            scratch = opened.bytes.as_ref().clone();
             patch::apply(&table, &data, &mut scratch, &op, &target, true)?
         }
         Err(e) => return Err(e.into()),
     };
+    // What the ECU would read at the selected samples after the patch,
+    // less what it reads now: between breakpoints only part of a cell's
+    // change reaches a sample.
+    let after = crate::decode::read_table(&table, &scratch)?;
+    let mut diffs = reads.iter().map(|cells| {
+        crate::lookup::interpolate(&after, cells) - crate::lookup::interpolate(&data, cells)
+    });
+    let effective = diffs.next().map(|first| {
+        let (mut lo, mut hi, mut sum, mut n) = (first, first, first, 1usize);
+        for d in diffs {
+            (lo, hi, sum, n) = (lo.min(d), hi.max(d), sum + d, n + 1);
+        }
+        (lo, hi, sum / n as f64, n)
+    });
+    // Cells read at those samples that the proposal leaves alone.
+    let mut unread: Vec<(usize, usize)> = reads
+        .iter()
+        .flatten()
+        .map(|&(r, c, _)| (r, c))
+        .filter(|rc| hit.binary_search(rc).is_err())
+        .collect();
+    unread.sort_unstable();
+    unread.dedup();
     let changed = |r: usize, c: usize| -> Option<&ChangedCell> {
         effect.changed.iter().find(|x| (x.row, x.col) == (r, c))
     };
@@ -231,6 +350,37 @@ pub fn propose_patch(
             "written",
             "nothing (a proposal); apply it with patch_table and the arguments below, the user confirms it there",
         );
+    if let Some((lo, hi, mean, n)) = effective
+        && lo.is_finite()
+        && hi.is_finite()
+    {
+        let num = crate::lookup::num;
+        let over = if o.points_over > 0 {
+            format!("the first {n} of {} selected sample(s)", n + o.points_over)
+        } else {
+            format!("the {n} selected sample(s)")
+        };
+        fm = fm.text(
+            "effective_change",
+            format!(
+                "min {}, max {}, mean {} at {over} in cells: the change the ECU reads there, \
+                 interpolating between cells as lookup_table does",
+                num(lo),
+                num(hi),
+                num(mean)
+            ),
+        );
+        if args.cells == CellChoice::Nearest && !unread.is_empty() {
+            fm = fm.text(
+                "effective_note",
+                format!(
+                    "the ECU also reads {} cell(s) at these samples that this proposal leaves \
+                     alone; cells: bracketing includes them",
+                    unread.len()
+                ),
+            );
+        }
+    }
     if let Some(w) = &refused {
         fm = fm.text("warning", w);
     }
@@ -293,7 +443,7 @@ pub fn propose_patch(
             }
             None => (old.clone(), "unchanged".into()),
         };
-        row.extend([o.counts[r * cols + c].to_string(), old, new, change]);
+        row.extend([counts[r * cols + c].to_string(), old, new, change]);
         md.row(row);
     }
     let mut body = String::from("## Proposed change (not written)\n\n");
@@ -315,6 +465,106 @@ pub fn propose_patch(
 mod tests {
     use super::*;
 
+    /// The value of frontmatter key `key` in `doc`, unquoted.
+    fn val<'a>(doc: &'a str, key: &str) -> &'a str {
+        doc.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or_else(|| panic!("no {key}: {doc}"))
+            .trim_matches('"')
+    }
+
+    /// On Ignition Timing Base Map (RPM rows …3500, 4000…; Load columns
+    /// 20..200 by 20), a knock sample at 3750 rpm, 90 % falls in the cell
+    /// 4000/100 (row 7, column 4) but the ECU reads a quarter of each of
+    /// rows 6-7 × columns 3-4 there: pulling that one cell by 1° lowers what
+    /// it reads by only 0.25°, and `bracketing` takes all four cells, so
+    /// the whole degree reaches the sample. A knock at 9000 rpm lies past
+    /// the last cell (7500) and is left out, and the answer says how to
+    /// include it.
+    #[test]
+    fn the_proposal_says_what_the_ecu_reads_between_breakpoints() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/ecu");
+        let logs = std::env::temp_dir().join(format!(
+            "ecu-propose-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&logs);
+        std::fs::create_dir_all(&logs).unwrap();
+        std::fs::write(
+            logs.join("knock.csv"),
+            "Time,RPM,Load,Knock\n0.0,3750,90,1\n0.1,9000,100,2\n0.2,3000,60,0\n",
+        )
+        .unwrap();
+        let cfg = Config::with_definitions(root.join("definitions"));
+        let args = ProposePatch {
+            rom: root.join("BT000001.bin").to_string_lossy().into(),
+            table: "Ignition Timing Base Map".into(),
+            file: Some("knock.csv".into()),
+            filter: "Knock > 0".into(),
+            op: OpKind::Add,
+            value: Some(-1.0),
+            min: None,
+            max: None,
+            min_samples: None,
+            x_channel: None,
+            y_channel: None,
+            clamp_to_edges: false,
+            cells: CellChoice::Nearest,
+        };
+        let run = |args: &ProposePatch| {
+            propose_patch(
+                &mut Explorer::new(),
+                &cfg,
+                &logs,
+                &mut Cache::default(),
+                args,
+                &mut |_, _, _| true,
+            )
+            .unwrap()
+        };
+        let near = run(&args);
+        assert_eq!(val(&near, "cells_proposed"), "1", "{near}");
+        assert!(near.contains("\"cells\": [[7,4]]"), "{near}");
+        assert!(
+            val(&near, "effective_change").starts_with(
+                "min -0.25, max -0.25, mean -0.25 at the 1 selected sample(s) in cells"
+            ),
+            "{near}"
+        );
+        assert!(
+            val(&near, "effective_note").starts_with("the ECU also reads 3 cell(s)"),
+            "{near}"
+        );
+        assert!(
+            val(&near, "outside_note").starts_with("1 selected sample(s) lie beyond")
+                && near.contains("pass clamp_to_edges: true"),
+            "{near}"
+        );
+        let all = run(&ProposePatch {
+            cells: CellChoice::Bracketing,
+            ..args.clone()
+        });
+        assert_eq!(val(&all, "cells_proposed"), "4", "{all}");
+        assert!(
+            all.contains("\"cells\": [[6,3],[6,4],[7,3],[7,4]]"),
+            "{all}"
+        );
+        assert!(
+            val(&all, "effective_change").starts_with("min -1, max -1, mean -1 at the 1"),
+            "{all}"
+        );
+        assert!(!all.contains("effective_note"), "{all}");
+        // Held at the edges, the 9000 rpm knock counts: no outside note.
+        let held = run(&ProposePatch {
+            clamp_to_edges: true,
+            ..args
+        });
+        assert_eq!(val(&held, "cells_proposed"), "2", "{held}");
+        assert!(!held.contains("outside_note"), "{held}");
+        let _ = std::fs::remove_dir_all(&logs);
+    }
+
     #[test]
     fn patch_arguments_are_json_patch_table_takes() {
         let args = ProposePatch {
@@ -330,6 +580,7 @@ mod tests {
             x_channel: None,
             y_channel: None,
             clamp_to_edges: false,
+            cells: CellChoice::Nearest,
         };
         let json = patch_arguments(&args, "Ignition Timing Base Map", &[(7, 4), (8, 4)]);
         assert_eq!(

@@ -1025,6 +1025,7 @@ fn propose_patch_turns_knock_into_a_diff_and_patch_table_arguments() {
         x_channel: None,
         y_channel: None,
         clamp_to_edges: true,
+        cells: Default::default(),
     };
     let mut propose = |args: &ProposePatch| {
         propose_patch(&mut ex, &cfg, &logs, &mut cache, args, &mut |_, _, _| true)
