@@ -339,7 +339,15 @@ async fn a_snapshot_restores_into_a_machine_that_runs_identically() {
     let snap = x.ok("x86_snapshot", json!({"machine": a})).await;
     let text = snap["snapshot"].as_str().unwrap().to_owned();
     assert_eq!(snap["format_version"], 1);
-    assert_eq!(snap["size"], text.len());
+    // The size in bytes, and the tool says the text is for restoring.
+    assert_eq!(snap["bytes"], text.len());
+    let tools = x.server.tools().await;
+    let doc = tools
+        .iter()
+        .find(|t| t.name == "x86_snapshot")
+        .and_then(|t| t.description.as_deref())
+        .unwrap_or_default();
+    assert!(doc.contains("not for reading"), "{doc}");
     // Only the pages in use travel: the IVT, the PSP and program, the stack.
     assert!(text.len() < 40_000, "{} characters", text.len());
     let made = x.ok("x86_restore_machine", json!({"snapshot": text})).await;

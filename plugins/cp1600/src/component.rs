@@ -296,7 +296,7 @@ impl From<r::SnapshotTaken> for wit::SnapshotTaken {
         Self {
             session_id: v.session_id,
             format_version: v.format_version,
-            size: v.size,
+            bytes: v.bytes,
             pc: v.pc,
             cycles: v.cycles,
             snapshot: v.snapshot,

@@ -93,8 +93,9 @@ pub struct SnapshotTaken {
     pub session_id: String,
     /// The snapshot's layout version.
     pub format_version: u16,
-    /// Characters in `snapshot`.
-    pub size: u32,
+    /// Size of `snapshot` in bytes (base64 is ASCII: a byte a character),
+    /// all of which this result carries.
+    pub bytes: u32,
     /// The program counter when saved.
     pub pc: u16,
     /// Cycles since reset when saved.

@@ -548,7 +548,7 @@ impl Sessions {
         Ok(SnapshotTaken {
             session_id: id,
             format_version: crate::snapshot::VERSION,
-            size: text.len() as u32,
+            bytes: text.len() as u32,
             pc: st.r[7],
             cycles: st.cycles,
             snapshot: text,
@@ -1672,7 +1672,7 @@ mod client_tests {
         s.set_breakpoint(Some("a"), 0x5008).unwrap();
         let snap = s.snapshot(Some("a")).unwrap();
         assert_eq!(
-            (snap.format_version, snap.size as usize),
+            (snap.format_version, snap.bytes as usize),
             (1, snap.snapshot.len())
         );
         let made = s

@@ -306,7 +306,7 @@ impl From<r::SnapshotTaken> for wit::SnapshotTaken {
         wit::SnapshotTaken {
             machine: v.machine,
             format_version: v.format_version,
-            size: v.size,
+            bytes: v.bytes,
             address: v.address,
             instructions: v.instructions,
             snapshot: v.snapshot,

@@ -176,8 +176,9 @@ pub struct SnapshotTaken {
     pub machine: MachineId,
     /// The snapshot layout's version.
     pub format_version: u16,
-    /// Characters in `snapshot`.
-    pub size: u32,
+    /// Size of `snapshot` in bytes (base64 is ASCII: a byte a character),
+    /// all of which this result carries.
+    pub bytes: u32,
     /// CS:IP when saved.
     pub address: String,
     /// Instructions since the load when saved.

@@ -559,7 +559,7 @@ impl Session {
         Ok(SnapshotTaken {
             machine: m.id,
             format_version: crate::machine::SNAPSHOT_VERSION,
-            size: text.len() as u32,
+            bytes: text.len() as u32,
             address: addr(m.cs_ip()),
             instructions: m.cpu.instructions,
             snapshot: text,
@@ -1347,7 +1347,7 @@ mod tests {
         s.add_breakpoint(Some(0x970 + 6), None, None, None).unwrap();
         let a = s.list_machines().default.unwrap();
         let snap = s.snapshot(None).unwrap();
-        assert_eq!(snap.size as usize, snap.snapshot.len());
+        assert_eq!(snap.bytes as usize, snap.snapshot.len());
         assert!(
             snap.snapshot.len() < 40_000,
             "{} characters",
