@@ -681,17 +681,30 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, out: &mut Vec<(PathBuf, Stamp)
 /// against every other writer of it, in this process or another, until the
 /// lock is dropped. Take it before reading the bytes the patch starts from.
 pub fn lock_rom(path: &Path) -> Result<(PathBuf, FileLock), Error> {
+    let target = rom_target(path)?;
+    let lock = FileLock::acquire(&target, plugin_kit::safe_write::WAIT).map_err(|message| {
+        Error::Write {
+            path: plugin_kit::paths::shown(path).into(),
+            message,
+        }
+    })?;
+    Ok((target, lock))
+}
+
+/// The file a patch of `path` writes: symlinks followed, or refused with
+/// the reason (a link the sandbox does not follow), and the file readable.
+/// patch_table checks this before its confirmation question too, so the
+/// user is never asked about a patch that cannot be written.
+pub fn rom_target(path: &Path) -> Result<PathBuf, Error> {
     // Paths in these messages are clipped: the argument may be 100 KB.
-    let fail = |message: String| Error::Write {
+    let target = plugin_kit::safe_write::resolve_links(path).map_err(|message| Error::Write {
         path: plugin_kit::paths::shown(path).into(),
         message,
-    };
-    let target = plugin_kit::safe_write::resolve_links(path).map_err(fail)?;
+    })?;
     // A ROM that cannot be read is reported as such (as a read tool would),
     // before any lock file is made beside it.
     fs::metadata(&target).map_err(|e| Error::rom_read(target.clone(), e))?;
-    let lock = FileLock::acquire(&target, plugin_kit::safe_write::WAIT).map_err(fail)?;
-    Ok((target, lock))
+    Ok(target)
 }
 
 /// Locks the ROM, replaces its content and unlocks it: for writers that do

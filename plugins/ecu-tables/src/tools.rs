@@ -1114,6 +1114,9 @@ fn prepare(
 /// table, values out of the safe range) fails here, before any question.
 pub fn patch_question(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<String, Error> {
     let op = build_op(args)?;
+    // A link the write could not follow is refused as the write would
+    // refuse it, not as an unreadable ROM.
+    crate::store::rom_target(&rom_path(&args.rom)?)?;
     let opened = open(ex, cfg, &args.rom)?;
     let def = opened.require_definition()?;
     let p = prepare(&opened, &def, &op, args)?;
