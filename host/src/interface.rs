@@ -664,6 +664,19 @@ mod tests {
     }
 
     #[test]
+    fn tuples_are_fixed_length_arrays_strict_clients_accept() {
+        let d = def("Pairs.", "func(cells: list<tuple<u32, u32>>) -> string").unwrap();
+        let pair = &d.input_schema["properties"]["cells"]["items"];
+        assert_eq!(pair["prefixItems"].as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            (&pair["minItems"], &pair["maxItems"]),
+            (&2.into(), &2.into())
+        );
+        // The MCP Inspector's --strict refuses a bare `false` schema.
+        assert!(pair.get("items").is_none(), "{pair}");
+    }
+
+    #[test]
     fn a_view_must_be_one_ui_uri_on_a_tool() {
         let e = def("@ui https://x", "func() -> string").unwrap_err();
         assert!(e.to_string().contains("one `ui://` URI"), "{e}");

@@ -97,7 +97,10 @@ pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Uns
                 .map(|t| schema(resolve, t, dir))
                 .collect::<Result<Vec<_>, _>>()?;
             let n = items.len();
-            json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n})
+            // maxItems forbids extra items; a bare `"items": false` says the
+            // same but is refused by clients' strict schema checks (the
+            // MCP Inspector's --strict) as unportable.
+            json!({"type": "array", "prefixItems": items, "minItems": n, "maxItems": n})
         }
         TypeDefKind::Flags(flags) => {
             let names: Vec<String> = flags.flags.iter().map(|f| json_name(&f.name)).collect();
@@ -153,7 +156,7 @@ pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Uns
             if matches!(resolve_alias(resolve, k), Ok(Type::String)) {
                 json!({"type": "object", "additionalProperties": schema(resolve, v, dir)?})
             } else {
-                let pair = json!({"type": "array", "prefixItems": [schema(resolve, k, dir)?, schema(resolve, v, dir)?], "items": false, "minItems": 2, "maxItems": 2});
+                let pair = json!({"type": "array", "prefixItems": [schema(resolve, k, dir)?, schema(resolve, v, dir)?], "minItems": 2, "maxItems": 2});
                 json!({"type": "array", "items": pair})
             }
         }
