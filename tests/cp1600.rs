@@ -534,12 +534,7 @@ async fn a_snapshot_restores_into_a_session_that_steps_identically() {
     assert_eq!(snap["format_version"], 1);
     // The size in bytes, and the tool says the text is for restoring.
     assert_eq!(snap["bytes"], text.len());
-    let tools = cp.server.tools().await;
-    let doc = tools
-        .iter()
-        .find(|t| t.name == "cp1600_snapshot")
-        .and_then(|t| t.description.as_deref())
-        .unwrap_or_default();
+    let doc = cp.server.tool_description("cp1600_snapshot").await;
     assert!(doc.contains("not for reading"), "{doc}");
     // Only the mapped words travel: RAM and the small program.
     assert!(text.len() < 2000, "{} characters", text.len());

@@ -341,12 +341,7 @@ async fn a_snapshot_restores_into_a_machine_that_runs_identically() {
     assert_eq!(snap["format_version"], 1);
     // The size in bytes, and the tool says the text is for restoring.
     assert_eq!(snap["bytes"], text.len());
-    let tools = x.server.tools().await;
-    let doc = tools
-        .iter()
-        .find(|t| t.name == "x86_snapshot")
-        .and_then(|t| t.description.as_deref())
-        .unwrap_or_default();
+    let doc = x.server.tool_description("x86_snapshot").await;
     assert!(doc.contains("not for reading"), "{doc}");
     // Only the pages in use travel: the IVT, the PSP and program, the stack.
     assert!(text.len() < 40_000, "{} characters", text.len());

@@ -199,6 +199,17 @@ impl Server {
             .collect()
     }
 
+    /// The description `tools/list` gives tool `name` (empty when it has
+    /// none or is not listed).
+    pub async fn tool_description(&self, name: &str) -> String {
+        self.tools()
+            .await
+            .into_iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.description.map(|d| d.to_string()))
+            .unwrap_or_default()
+    }
+
     /// The URI templates of `resources/templates/list`, sorted.
     pub async fn template_uris(&self) -> Vec<String> {
         let mut uris: Vec<String> = self

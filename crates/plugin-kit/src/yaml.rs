@@ -5,24 +5,31 @@
 /// leading/trailing whitespace).
 pub fn scalar(value: &str) -> String {
     if needs_quotes(value) {
-        let mut out = String::with_capacity(value.len() + 2);
-        out.push('"');
-        for c in value.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
+        double_quoted(value)
     } else {
         value.to_string()
     }
+}
+
+/// `value` in double quotes with quotes, backslashes and control characters escaped:
+/// a YAML double-quoted scalar that is also a JSON string literal, so it
+/// serves for JSON written by hand too (plugins carry no JSON library).
+pub fn double_quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn needs_quotes(value: &str) -> bool {
@@ -78,6 +85,12 @@ fn scalar_forced(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn double_quoted_strings_are_json_strings() {
+        assert_eq!(double_quoted("\u{1}"), "\"\\u0001\"");
+        assert_eq!(double_quoted("a \"car\"\\b\n"), r#""a \"car\"\\b\n""#);
+    }
 
     #[test]
     fn plain_strings_stay_plain() {

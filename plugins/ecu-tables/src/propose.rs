@@ -106,44 +106,14 @@ fn sample_cells(
         .collect()
 }
 
-/// `s` as a JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The op's name in patch_table's arguments.
-fn op_name(op: OpKind) -> &'static str {
-    match op {
-        OpKind::Set => "set",
-        OpKind::Add => "add",
-        OpKind::Multiply => "multiply",
-        OpKind::Clamp => "clamp",
-        OpKind::Smooth => "smooth",
-    }
-}
-
 /// The patch_table arguments (one JSON object) applying `args`'s op to
 /// `cells` of `table`.
 fn patch_arguments(args: &ProposePatch, table: &str, cells: &[(usize, usize)]) -> String {
     let mut out = format!(
         "{{\"rom\": {}, \"table\": {}, \"op\": \"{}\"",
-        json_str(&args.rom),
-        json_str(table),
-        op_name(args.op)
+        plugin_kit::yaml::double_quoted(&args.rom),
+        plugin_kit::yaml::double_quoted(table),
+        args.op.name()
     );
     // Finite by build_op, so Rust's shortest round-trip form is valid JSON.
     for (key, v) in [("value", args.value), ("min", args.min), ("max", args.max)] {
@@ -603,6 +573,5 @@ mod tests {
             (Some(0.5), Some(12.25))
         );
         assert_eq!(v["table"], "T\n1");
-        assert_eq!(json_str("\u{1}"), "\"\\u0001\"");
     }
 }

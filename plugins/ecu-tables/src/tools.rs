@@ -112,6 +112,19 @@ pub enum OpKind {
     Smooth,
 }
 
+impl OpKind {
+    /// The op's name in patch_table's arguments.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Set => "set",
+            OpKind::Add => "add",
+            OpKind::Multiply => "multiply",
+            OpKind::Clamp => "clamp",
+            OpKind::Smooth => "smooth",
+        }
+    }
+}
+
 /// `patch_table` arguments.
 #[derive(Debug, Clone)]
 pub struct PatchTable {
