@@ -14,6 +14,11 @@ pub const DEFAULT_CONSOLE_KIB: u32 = 256;
 pub const MAX_CONSOLE_KIB: u32 = 16 * 1024;
 /// Most input bytes that may wait unread (client-supplied; bounded too).
 pub const MAX_PENDING_INPUT: usize = 1 << 20;
+/// Largest byte count a restored stream or input may start from. Far above
+/// anything a program can write in the life of a machine, and far enough
+/// below 2^64 that the counters never wrap; a snapshot claiming more is
+/// refused rather than trusted.
+pub const MAX_RESTORED_TOTAL: u64 = 1 << 62;
 
 /// One output stream (stdout, stderr or the screen): the last `cap` bytes
 /// kept, every byte counted, so offsets stay absolute after older bytes drop.
@@ -39,12 +44,12 @@ impl Stream {
             self.buf.pop_front();
         }
         self.buf.push_back(b);
-        self.total += 1;
+        self.total = self.total.saturating_add(1);
     }
 
     /// Appends bytes, keeping only the last `cap`.
     pub fn extend(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
+        self.total = self.total.saturating_add(bytes.len() as u64);
         let keep = &bytes[bytes.len().saturating_sub(self.cap)..];
         let excess = (self.buf.len() + keep.len()).saturating_sub(self.cap);
         self.buf.drain(..excess);
@@ -54,6 +59,11 @@ impl Stream {
     /// The most bytes it keeps.
     pub fn capacity(&self) -> usize {
         self.cap
+    }
+
+    /// Bytes kept now.
+    pub fn kept(&self) -> usize {
+        self.buf.len()
     }
 
     /// Bytes ever written.
@@ -131,7 +141,7 @@ impl Input {
         let r = self.peek();
         if matches!(r, Read::Byte(_)) {
             self.pending.pop_front();
-            self.consumed += 1;
+            self.consumed = self.consumed.saturating_add(1);
         }
         r
     }
@@ -162,6 +172,11 @@ impl Stream {
                 "{what}: {len} bytes kept of {total} with room for {cap}"
             ));
         }
+        if total >= MAX_RESTORED_TOTAL {
+            return Err(format!(
+                "{what}: {total} bytes written, at or over the {MAX_RESTORED_TOTAL} a machine can reach"
+            ));
+        }
         let buf = r.bytes(len, what)?.iter().copied().collect();
         Ok(Stream { buf, total, cap })
     }
@@ -184,6 +199,11 @@ impl Input {
             n => return Err(format!("input closed flag {n} is neither 0 nor 1")),
         };
         let consumed = r.u64("input")?;
+        if consumed >= MAX_RESTORED_TOTAL {
+            return Err(format!(
+                "input: {consumed} bytes consumed, at or over the {MAX_RESTORED_TOTAL} a machine can reach"
+            ));
+        }
         let len = r.u32("input")? as usize;
         if len > MAX_PENDING_INPUT {
             return Err(format!(
@@ -217,6 +237,32 @@ mod tests {
         assert_eq!(s.read(0, 2), (b"67".to_vec(), 11));
         assert_eq!(s.read(13, 10), (b"89".to_vec(), 13));
         assert_eq!(s.read(99, 10), (Vec::new(), 15));
+    }
+
+    /// Hardening item 2: a crafted snapshot once set a total near 2^64, the
+    /// next write wrapped it and `read` panicked, losing every machine.
+    #[test]
+    fn restored_totals_near_the_top_are_refused_and_writes_never_wrap() {
+        let mut s = Stream::new(4);
+        s.extend(b"ab");
+        let mut w = plugin_kit::blob::Writer::new();
+        s.save(&mut w);
+        // cap u32, total u64, len u32: the total starts at byte 4.
+        w.0[4..12].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+        let e = Stream::restore(&mut plugin_kit::blob::Reader::new(&w.0), "stdout")
+            .err()
+            .expect("refused");
+        assert!(e.contains("stdout") && e.contains("at or over"), "{e}");
+
+        let mut near = Stream {
+            buf: VecDeque::from(b"ab".to_vec()),
+            total: u64::MAX - 1,
+            cap: 4,
+        };
+        near.extend(b"cdef");
+        near.push(b'g');
+        assert_eq!(near.total(), u64::MAX);
+        assert_eq!(near.read(0, 10).0, b"defg");
     }
 
     #[test]

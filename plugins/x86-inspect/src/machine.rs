@@ -338,6 +338,16 @@ impl Machine {
     /// Not kept: the function catalogue and CFG (a restored machine starts
     /// with tracking off). Refused while files are open.
     pub fn snapshot(&self) -> Result<String, String> {
+        // Sized before anything is built: five machines keeping 48 MiB of
+        // console each once made one snapshot serialise and encode all of
+        // it before this check, past the plugin's memory cap.
+        let streams = self.dos.stdout.kept() + self.dos.stderr.kept() + self.dos.screen.kept();
+        let at_least = (streams + self.dos.input.pending()).div_ceil(3) * 4;
+        if at_least > SNAPSHOT_MAX_CHARS {
+            return Err(format!(
+                "the snapshot would be at least {at_least} characters, more than the {SNAPSHOT_MAX_CHARS} a result may carry (the console streams hold {streams} bytes); load the program with a smaller console_kib"
+            ));
+        }
         let mut w = plugin_kit::blob::Writer::new();
         self.cpu.save(&mut w);
         self.dos.save(&mut w)?;
@@ -365,9 +375,7 @@ impl Machine {
             return Err(format!(
                 "the snapshot would be {} characters, over the {SNAPSHOT_MAX_CHARS} a result may carry (the console streams hold {} bytes); load the program with a smaller console_kib",
                 text.len(),
-                self.dos.stdout.contents().len()
-                    + self.dos.stderr.contents().len()
-                    + self.dos.screen.contents().len()
+                streams
             ));
         }
         Ok(text)
@@ -386,7 +394,7 @@ impl Machine {
         let cpu = Cpu::restore(&mut r)?;
         let (mut dos, stored_root) = Dos::restore(&mut r)?;
         let path = std::path::PathBuf::from(r.str("program path", crate::dos::SNAPSHOT_PATH_MAX)?);
-        dos.set_drive_c(drive_c_for(&path, &stored_root)?);
+        dos.set_drive_c(drive_c_for(&path, &stored_root, cpu.model, dos.limits)?);
         let format = match r.u8("program format")? {
             0 => crate::dos::Format::Com,
             1 => crate::dos::Format::Exe,
@@ -441,22 +449,54 @@ impl Machine {
     }
 }
 
+/// Largest program file x86_load_program reads: a real-mode load image
+/// fits in 640 KiB, but an EXE may carry overlays after it; far above any
+/// DOS program, far below what would strain the plugin's memory cap.
+pub const MAX_PROGRAM_FILE: u64 = 16 << 20;
+
+/// The bytes of a program file, read as x86_load_program reads them: a
+/// regular file (a pipe would hang the call) of at most
+/// [`MAX_PROGRAM_FILE`] bytes, checked before it is read.
+pub fn read_program(path: &Path) -> Result<Vec<u8>, String> {
+    let explain = |e: &std::io::Error| plugin_kit::paths::explain_io_error(path, e, false);
+    let meta = std::fs::metadata(path).map_err(|e| explain(&e))?;
+    if meta.is_file() && meta.len() > MAX_PROGRAM_FILE {
+        return Err(format!(
+            "`{}` is {} bytes, over the {MAX_PROGRAM_FILE} a DOS program file may have",
+            plugin_kit::paths::shown(path),
+            meta.len()
+        ));
+    }
+    plugin_kit::paths::read_regular_file(path).map_err(|e| explain(&e))
+}
+
 /// Drive C: of a restored machine: the folder of its program, as
-/// x86_load_program derives it, never a folder the text names. The program
-/// must still be a readable regular file there (the checks a load makes),
-/// and the text's own folder must agree, so that a crafted snapshot cannot
-/// aim DOS file calls (create, write, delete) at another folder.
-fn drive_c_for(program: &Path, stored_root: &str) -> Result<std::path::PathBuf, String> {
+/// x86_load_program derives it, never a folder the text names. A snapshot
+/// is outside data (its CRC-32 is no seal), so the machine it gives may
+/// have no file access a load could not give: the program must still be a
+/// file x86_load_program would load (a ROM beside it would be refused
+/// there, so naming it here must not turn its folder into drive C:, where
+/// the restored code could delete or overwrite it), and the text's own
+/// folder must agree.
+fn drive_c_for(
+    program: &Path,
+    stored_root: &str,
+    model: Model,
+    limits: crate::dos::Limits,
+) -> Result<std::path::PathBuf, String> {
     let shown = program.display();
     if !program.is_absolute() || plugin_kit::paths::normalize(program) != program {
         return Err(format!(
             "the program path `{shown}` is not absolute and normal; a snapshot holds the path x86_load_program resolved"
         ));
     }
-    if let Err(e) = plugin_kit::paths::open_regular_file(program) {
+    let image = read_program(program).map_err(|e| {
+        format!("its program must still be where it was loaded, since drive C: is that folder: {e}")
+    })?;
+    // The same loader a load runs, on a scratch machine that is dropped.
+    if let Err(e) = Machine::load_with_limits(0, program, &image, "", model, false, limits) {
         return Err(format!(
-            "its program must still be where it was loaded, since drive C: is that folder: {}",
-            plugin_kit::paths::explain_io_error(program, &e, false)
+            "`{shown}` is not a program x86_load_program would load ({e}); a restored machine gets only the file access a load of its program gives"
         ));
     }
     let root = match program.parent() {
@@ -548,6 +588,42 @@ mod tests {
         let (_, r) = m.run(100_000, &mut |_, _| true).unwrap();
         assert!(matches!(r, StopReason::Exited(_)), "{r:?}");
         (m, dir)
+    }
+
+    /// Hardening item 1: a snapshot naming a ROM as its program once made
+    /// the ROM's folder drive C:, and the restored code deleted the ROM.
+    /// The snapshot here is sealed properly (its CRC holds), as a crafted
+    /// one would be; restore must still refuse a program a load refuses.
+    #[test]
+    fn a_snapshot_naming_a_file_no_load_accepts_is_refused() {
+        let dir = std::env::temp_dir().join(format!("x86-rom-drive-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let rom = dir.join("A.BIN");
+        std::fs::write(&rom, vec![0xFFu8; 128 * 1024]).unwrap();
+        // INT 21h AH=41h (delete) on A.BIN, as the attack ran.
+        let code = [
+            0xB4, 0x41, 0xBA, 0x0A, 0x01, 0xCD, 0x21, 0xCD, 0x20, 0x90, b'A', b'.', b'B', b'I',
+            b'N', 0,
+        ];
+        let crafted = Machine::load(1, &rom, &code, "", Model::I80186, false)
+            .unwrap()
+            .snapshot()
+            .unwrap();
+        let e = Machine::restore(2, &crafted).err().expect("refused");
+        assert!(e.contains("would load") && e.contains("65280"), "{e}");
+        assert!(rom.exists());
+
+        // The same program really loaded from its own file restores.
+        let prog = dir.join("DEL.COM");
+        std::fs::write(&prog, code).unwrap();
+        let honest = Machine::load(1, &prog, &code, "", Model::I80186, false)
+            .unwrap()
+            .snapshot()
+            .unwrap();
+        let m = Machine::restore(2, &honest).unwrap();
+        assert_eq!(m.dos.drive_c(), dir.as_path());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn mem(m: &Machine, off: u16, n: u16) -> Vec<u8> {
