@@ -21,10 +21,29 @@ use std::time::{Duration, Instant};
 /// usually gone.
 pub const IDLE_AFTER: Duration = Duration::from_secs(15 * 60);
 
+/// The prefix of the caller id the host gives a client it cannot recognise
+/// on its next call: an HTTP request with neither an MCP session nor a
+/// `benchtop-owner` header (`benchtop:host/caller.id` says so). Each such
+/// request is a new client, so whatever it creates is orphaned at once.
+pub const ANONYMOUS_PREFIX: &str = "anon-";
+
+/// Whether `caller` is an anonymous caller (see [`ANONYMOUS_PREFIX`]).
+pub fn is_anonymous(caller: &str) -> bool {
+    caller.starts_with(ANONYMOUS_PREFIX)
+}
+
+/// What to tell an anonymous caller that asked for lasting state.
+pub const ANONYMOUS_HELP: &str = "this request names no client (neither an Mcp-Session-Id nor a benchtop-owner header), so what it created could never be found again and would only fill the plugin's caps; send `benchtop-owner: <a secret string of your own>` with every request (or use an MCP session) and call again";
+
 /// What a client's state holds, for the caps: sessions, machines.
 pub trait Holdings: Default {
     /// How many capped items this client holds.
     fn held(&self) -> usize;
+    /// Bytes this client's items hold against a plugin-wide byte budget
+    /// (console buffers, say); 0 when the plugin keeps none.
+    fn weight(&self) -> usize {
+        0
+    }
     /// Where [`PerClient::with`] puts what the caller may know of the other
     /// clients for admission, and reads back what admission decided.
     fn room(&mut self) -> &mut Room;
@@ -69,6 +88,7 @@ impl<T: Holdings> PerClient<T> {
             .remove(caller)
             .map_or_else(T::default, |e| e.state);
         let others = self.by_client.values().map(|e| e.state.held()).sum();
+        let others_weight = self.by_client.values().map(|e| e.state.weight()).sum();
         // The caller is out of the map, so its own idle time never counts.
         let idlest = self
             .by_client
@@ -84,8 +104,10 @@ impl<T: Holdings> PerClient<T> {
             });
         *mine.room() = Room {
             others,
+            others_weight,
             idlest,
             free_idlest: false,
+            anonymous: is_anonymous(caller),
         };
         let before = mine.held();
         let out = f(&mut mine);
@@ -122,8 +144,10 @@ impl<T: Holdings> PerClient<T> {
 #[derive(Debug, Default, Clone)]
 pub struct Room {
     others: usize,
+    others_weight: usize,
     idlest: Option<Idle>,
     free_idlest: bool,
+    anonymous: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -147,6 +171,9 @@ pub enum Full {
         /// Items all clients together may hold.
         cap: usize,
     },
+    /// The caller is anonymous ([`is_anonymous`]): it could never reach
+    /// the item again. Answer with [`ANONYMOUS_HELP`].
+    Anonymous,
 }
 
 /// Another client's items freed to admit the caller's.
@@ -177,6 +204,12 @@ impl Room {
         self.others
     }
 
+    /// Bytes all other clients' items hold ([`Holdings::weight`]), so a
+    /// plugin-wide byte budget adds up over every client.
+    pub fn others_weight(&self) -> usize {
+        self.others_weight
+    }
+
     /// Whether a client holding `mine` items may take one more: each client
     /// gets at most `share` (`share` below `cap` keeps one client from
     /// starving the rest), all together `cap`. When the others fill the
@@ -185,6 +218,9 @@ impl Room {
     /// caller must put the returned [`Freed::note`] in its answer. A
     /// client's own items never make room for itself.
     pub fn admit(&mut self, mine: usize, share: usize, cap: usize) -> Result<Option<Freed>, Full> {
+        if self.anonymous {
+            return Err(Full::Anonymous);
+        }
         if mine >= share {
             return Err(Full::Mine { share });
         }
@@ -266,6 +302,22 @@ mod tests {
 
     fn mins(m: u64) -> Duration {
         Duration::from_secs(m * 60)
+    }
+
+    /// Hardening item 6: each request of a 2026-07-28 client without an
+    /// owner header was a new client, so its sessions were orphaned at once
+    /// and a few such calls filled the global cap for everyone.
+    #[test]
+    fn anonymous_callers_are_refused_lasting_items() {
+        let mut all: PerClient<Bag> = PerClient::default();
+        let now = Instant::now();
+        for n in 0..10 {
+            let who = format!("{ANONYMOUS_PREFIX}{n}");
+            assert_eq!(take(&mut all, &who, now), Err(Full::Anonymous));
+        }
+        assert_eq!(all.total(), 0);
+        assert_eq!(take(&mut all, "s-1", now), Ok(None));
+        assert!(!is_anonymous("s-1") && !is_anonymous("stdio") && !is_anonymous("cli"));
     }
 
     #[test]

@@ -443,6 +443,12 @@ impl Sessions {
                     ),
                 ));
             }
+            Err(Full::Anonymous) => {
+                return Err(ToolError::new(
+                    "UNIDENTIFIED_CLIENT",
+                    plugin_kit::clients::ANONYMOUS_HELP,
+                ));
+            }
         };
         let millis = now_millis();
         let id = match session_id.map(str::trim).filter(|s| !s.is_empty()) {

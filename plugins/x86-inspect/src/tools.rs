@@ -37,6 +37,51 @@ pub const RUN_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Largest total file-write limit a client may set per machine.
 pub const MAX_WRITE_LIMIT_KIB: u32 = 256 * 1024;
 
+/// Bytes the console streams of every machine of every client may keep
+/// together. The plugin's memory cap (512 MiB by default) must hold them
+/// with their buffers' slack (a ring may reserve up to twice what it
+/// keeps), eight machines' memory and tracking, and a snapshot being
+/// built; 96 MiB leaves that room, and still lets two machines keep the
+/// largest console (3 × 16 MiB) or every machine a few MiB.
+pub const CONSOLE_BUDGET: usize = 96 << 20;
+
+/// Bytes a machine's consoles count against [`CONSOLE_BUDGET`]: what its
+/// three streams may keep.
+fn console_weight(m: &Machine) -> usize {
+    3 * m.dos.limits.console_bytes
+}
+
+/// The answer when the caps refuse one more machine; `reuse` when the
+/// call could reuse one of the caller's machines instead (a load).
+fn refused(full: plugin_kit::clients::Full, reuse: bool) -> ToolError {
+    use plugin_kit::clients::{ANONYMOUS_HELP, Full, IDLE_AFTER};
+    let or_reuse = if reuse {
+        " or pass machine to reuse it"
+    } else {
+        ""
+    };
+    let message = match full {
+        Full::Mine { share } => format!(
+            "you have {share} machines, the most one client may hold; remove one with x86_remove_machine{}",
+            if reuse { or_reuse } else { " first" }
+        ),
+        Full::Everyone { cap } => format!(
+            "the plugin holds {cap} machines of all its clients, its limit, and none has been idle for {} min; remove one of yours with x86_remove_machine{or_reuse}, or retry later",
+            IDLE_AFTER.as_secs() / 60
+        ),
+        Full::Anonymous => {
+            return ToolError {
+                code: "UNIDENTIFIED_CLIENT",
+                message: ANONYMOUS_HELP.to_owned(),
+            };
+        }
+    };
+    ToolError {
+        code: "TOO_MANY_MACHINES",
+        message,
+    }
+}
+
 /// Everything x86_load_program accepts besides the path.
 #[derive(Clone, Default)]
 pub struct LoadOptions {
@@ -102,6 +147,9 @@ impl Default for Session {
 impl plugin_kit::clients::Holdings for Session {
     fn held(&self) -> usize {
         self.machines.len()
+    }
+    fn weight(&self) -> usize {
+        self.machines.iter().map(console_weight).sum()
     }
     fn room(&mut self) -> &mut plugin_kit::clients::Room {
         &mut self.room
@@ -379,51 +427,27 @@ impl Session {
                 format!("stdin is over {MAX_PENDING_INPUT} bytes; pass a file as stdin_file"),
             );
         }
-        let image = match plugin_kit::paths::read_regular_file(path) {
-            Ok(b) => b,
-            Err(e) => {
-                return err(
-                    "LOAD_FAILED",
-                    format!(
-                        "cannot read the program: {}",
-                        plugin_kit::paths::explain_io_error(path, &e, false)
-                    ),
-                );
-            }
-        };
+        let image = crate::machine::read_program(path).map_err(|e| ToolError {
+            code: "LOAD_FAILED",
+            message: format!("cannot read the program: {e}"),
+        })?;
         let stdin_file = match &o.stdin_file {
             Some(p) => Some(open_input_file(p)?),
             None => None,
         };
-        use plugin_kit::clients::{Full, json_int, mint};
+        use plugin_kit::clients::{json_int, mint};
         let (slot, freed) = match replace {
             Some(id) => (Some(self.index(Some(id))?), None),
             None => {
-                match self
+                let freed = self
                     .room
                     .admit(self.machines.len(), MAX_MACHINES_PER_CLIENT, MAX_MACHINES)
-                {
-                    Ok(freed) => (None, freed),
-                    Err(Full::Mine { share }) => {
-                        return err(
-                            "TOO_MANY_MACHINES",
-                            format!(
-                                "you have {share} machines, the most one client may hold; remove one with x86_remove_machine or pass machine to reuse it"
-                            ),
-                        );
-                    }
-                    Err(Full::Everyone { cap }) => {
-                        return err(
-                            "TOO_MANY_MACHINES",
-                            format!(
-                                "the plugin holds {cap} machines of all its clients, its limit, and none has been idle for {} min; remove one of yours with x86_remove_machine, pass machine to reuse it, or retry later",
-                                plugin_kit::clients::IDLE_AFTER.as_secs() / 60
-                            ),
-                        );
-                    }
-                }
+                    .map_err(|full| refused(full, true))?;
+                (None, freed)
             }
         };
+        let console_bytes = console_kib as usize * 1024;
+        self.check_console_budget(console_bytes, slot)?;
         let redir =
             dos::split_redirections(o.command_tail.as_deref().unwrap_or("")).map_err(|e| {
                 ToolError {
@@ -455,7 +479,7 @@ impl Session {
             }
         };
         let limits = Limits {
-            console_bytes: console_kib as usize * 1024,
+            console_bytes,
             write_bytes: write_kib as u64 * 1024,
             ..Limits::default()
         };
@@ -539,6 +563,38 @@ impl Session {
         }
     }
 
+    /// Refuses a machine keeping `console_bytes` per stream (in place of
+    /// the caller's machine at `replacing`) when every client's consoles
+    /// together would pass [`CONSOLE_BUDGET`], before anything is built.
+    fn check_console_budget(
+        &self,
+        console_bytes: usize,
+        replacing: Option<usize>,
+    ) -> Result<(), ToolError> {
+        use plugin_kit::clients::Holdings;
+        let freed = replacing.map_or(0, |i| console_weight(&self.machines[i]));
+        let used = self.room.others_weight() + self.weight() - freed;
+        let want = 3 * console_bytes;
+        if used + want <= CONSOLE_BUDGET {
+            return Ok(());
+        }
+        let fits_kib = CONSOLE_BUDGET.saturating_sub(used) / 3 / 1024;
+        err(
+            "CONSOLE_BUDGET",
+            format!(
+                "a machine keeping {} KiB per console stream needs {want} bytes, but the consoles of all machines (every client's) already keep {used} of the plugin's {CONSOLE_BUDGET}-byte budget; {}",
+                console_bytes / 1024,
+                if fits_kib == 0 {
+                    "remove a machine with x86_remove_machine first".to_owned()
+                } else {
+                    format!(
+                        "pass console_kib {fits_kib} or less, or remove a machine with x86_remove_machine"
+                    )
+                }
+            ),
+        )
+    }
+
     /// `x86_remove_machine`.
     pub fn remove_machine(&mut self, id: MachineId) -> Result<MachineRemoved, ToolError> {
         let i = self.index(Some(id))?;
@@ -569,7 +625,7 @@ impl Session {
     /// `x86_restore_machine`: a new machine (the default) from a snapshot,
     /// checked before it takes a place under the caps.
     pub fn restore_machine(&mut self, text: &str) -> Result<MachineRestored, ToolError> {
-        use plugin_kit::clients::{Full, json_int, mint};
+        use plugin_kit::clients::{json_int, mint};
         // Checked under a placeholder id first, so bad text costs no slot.
         let mut m = Machine::restore(0, text).map_err(|e| ToolError {
             code: "INVALID_SNAPSHOT",
@@ -577,29 +633,11 @@ impl Session {
                 "snapshot refused: {e}; pass the `snapshot` text of an x86_snapshot result unchanged"
             ),
         })?;
-        let freed = match self.room.admit(
-            self.machines.len(),
-            MAX_MACHINES_PER_CLIENT,
-            MAX_MACHINES,
-        ) {
-            Ok(freed) => freed,
-            Err(Full::Mine { share }) => {
-                return err(
-                    "TOO_MANY_MACHINES",
-                    format!(
-                        "you have {share} machines, the most one client may hold; remove one with x86_remove_machine first"
-                    ),
-                );
-            }
-            Err(Full::Everyone { cap }) => {
-                return err(
-                    "TOO_MANY_MACHINES",
-                    format!(
-                        "the plugin holds {cap} machines of all its clients, its limit; remove one of yours with x86_remove_machine, or retry later"
-                    ),
-                );
-            }
-        };
+        let freed = self
+            .room
+            .admit(self.machines.len(), MAX_MACHINES_PER_CLIENT, MAX_MACHINES)
+            .map_err(|full| refused(full, false))?;
+        self.check_console_budget(m.dos.limits.console_bytes, None)?;
         m.id = mint(json_int, |id| self.machines.iter().any(|x| x.id == *id)).map_err(|e| {
             ToolError {
                 code: "INVALID_SNAPSHOT",
@@ -1372,6 +1410,77 @@ mod tests {
         let v = serde_json::to_value(s.read_console(None, None, Some(b)).unwrap()).unwrap();
         assert_eq!(v["stdout"], "A");
         assert_eq!(s.list_machines().machines[1].exit_code, Some(3));
+    }
+
+    /// Hardening item 3: five machines keeping 16 MiB per console stream
+    /// (within the old per-machine cap) and one snapshot passed the
+    /// plugin's 512 MiB memory cap. Consoles now share one budget across
+    /// every client, and a snapshot is sized before it is built.
+    #[test]
+    fn consoles_of_every_client_share_one_budget() {
+        let dir = std::env::temp_dir().join(format!("x86-console-budget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("T.COM");
+        std::fs::write(&p, PROG).unwrap();
+        let big = LoadOptions {
+            console_kib: Some(MAX_CONSOLE_KIB),
+            ..LoadOptions::default()
+        };
+        let mut all = Clients::default();
+        assert!(all.with("s-a", |s| s.load(&p, &big)).is_ok());
+        assert!(all.with("s-b", |s| s.load(&p, &big)).is_ok());
+        let e = all
+            .with("s-c", |s| s.load(&p, &big))
+            .err()
+            .expect("over budget");
+        assert_eq!(e.code, "CONSOLE_BUDGET");
+        assert!(e.message.contains("remove a machine"), "{}", e.message);
+        // Reloading one's own machine gives back its share first.
+        let id = all.with("s-a", |s| s.list_machines().default).unwrap();
+        let half = LoadOptions {
+            machine: Some(id),
+            console_kib: Some(MAX_CONSOLE_KIB / 2),
+            ..LoadOptions::default()
+        };
+        assert!(all.with("s-a", |s| s.load(&p, &half)).is_ok());
+        let e = all
+            .with("s-c", |s| s.load(&p, &big))
+            .err()
+            .expect("over budget");
+        assert!(
+            e.message
+                .contains(&format!("pass console_kib {} or less", MAX_CONSOLE_KIB / 2)),
+            "{}",
+            e.message
+        );
+        assert!(
+            all.with("s-c", |s| s.load(&p, &LoadOptions::default()))
+                .is_ok()
+        );
+
+        // A machine whose console is full is refused a snapshot up front.
+        let mut m = all.with("s-b", |s| s.machines.pop()).unwrap();
+        m.dos
+            .stdout
+            .extend(&vec![b'x'; MAX_CONSOLE_KIB as usize * 1024]);
+        let e = m.snapshot().err().expect("too big");
+        assert!(e.contains("smaller console_kib"), "{e}");
+    }
+
+    /// Hardening item 6: an anonymous caller gets no machine.
+    #[test]
+    fn anonymous_callers_get_no_machine() {
+        let dir = std::env::temp_dir().join(format!("x86-anon-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("T.COM");
+        std::fs::write(&p, PROG).unwrap();
+        let mut all = Clients::default();
+        let e = all
+            .with("anon-1", |s| s.load(&p, &LoadOptions::default()))
+            .err()
+            .expect("refused");
+        assert_eq!(e.code, "UNIDENTIFIED_CLIENT");
+        assert!(e.message.contains("benchtop-owner"), "{}", e.message);
     }
 
     #[test]
