@@ -259,6 +259,11 @@ impl Gate {
         }
     }
 
+    /// Whether `id` names a session the manager holds now.
+    async fn is_open(&self, id: &str) -> bool {
+        self.manager.sessions.read().await.contains_key(id)
+    }
+
     async fn open_sessions(&self) -> usize {
         self.manager.sessions.read().await.len()
     }
@@ -353,6 +358,29 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
         && let Some(t) = gate.last_seen.lock().expect("sessions lock").get_mut(id)
     {
         *t = Instant::now();
+    }
+    // rmcp checks the session of an initialized-style request, but a
+    // 2026-07-28 request is stateless to it: a DELETEd session's id would
+    // still name its client (and reach its emulator sessions) forever.
+    if let Some(id) = &session
+        && req.method() != Method::DELETE
+        && !gate.is_open(id).await
+    {
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            error_response(
+                Value::Null,
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Session not found: Mcp-Session-Id `{}` names no open session (closed by \
+                     DELETE, or after {} s idle, or never opened here); send initialize for a \
+                     new session, or with MCP 2026-07-28 drop the header and send \
+                     `benchtop-owner` to be recognised across requests",
+                    crate::call::clip(id),
+                    gate.limits.session_idle.as_secs()
+                ),
+            ),
+        );
     }
     if req.method() == Method::DELETE {
         let response = next.run(req).await;

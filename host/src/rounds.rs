@@ -15,7 +15,12 @@
 //! travel in `requestState`, sealed with an HMAC under a key this process
 //! draws at start: the client cannot forge an answer to a question asked in
 //! an earlier round, and a state from before a restart is refused with a
-//! clear error rather than trusted. A plugin must ask before it changes
+//! clear error rather than trusted. A state is bound to its call (client,
+//! method, name and arguments) and lives ten minutes; an answer counts only
+//! for the question the state asked, by a digest of its text, so a state
+//! replayed on another call, an answer sent with no question asked, or a
+//! question that changed since it was asked (other cells, other values)
+//! never passes for a confirmation. A plugin must ask before it changes
 //! anything (the WIT of `benchtop:host/elicit` says so).
 
 use crate::cache::hmac_sha256;
@@ -24,7 +29,10 @@ use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
     InputRequests, InputRequiredResult, InputResponses,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Most answers one call may carry; a plugin asking more in one call is
@@ -32,12 +40,39 @@ use std::sync::{Arc, Mutex, OnceLock};
 const MAX_ANSWERS: usize = 16;
 /// Largest `requestState` read back; the answers are small forms.
 const MAX_STATE_BYTES: usize = 64 << 10;
+/// How long a `requestState` may be answered: as long as the call's
+/// deadline waits for a user who is asked in the call itself.
+const STATE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// What a `requestState` carries, sealed: whose call it belongs to, until
+/// when, which questions it asked (by the digest of their text), and the
+/// answers so far, each bound to the question it answered.
+#[derive(Default, Serialize, Deserialize)]
+struct State {
+    /// Digest of the caller, method, name and arguments of the call.
+    call: String,
+    /// Seconds since the Unix epoch after which the state is refused.
+    expires: u64,
+    /// Questions the round that issued it asked: key → question digest.
+    asked: BTreeMap<String, String>,
+    /// Answers so far: key → the answer and the digest of its question.
+    answers: BTreeMap<String, Answered>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct Answered {
+    /// Digest of the question's message and form.
+    question: String,
+    /// The client's `ElicitResult`, as JSON.
+    answer: Value,
+}
 
 /// The questions and answers of one round of a call.
-#[derive(Default)]
 pub struct Rounds {
-    /// Answers so far, by question key (each an `ElicitResult` as JSON).
-    answers: Map<String, Value>,
+    /// Digest of the call this round belongs to.
+    call: String,
+    /// Answers so far, by question key.
+    answers: BTreeMap<String, Answered>,
     /// What this round asked.
     asked: Mutex<Asked>,
 }
@@ -48,37 +83,97 @@ struct Asked {
     count: usize,
     /// Questions without an answer yet, by key.
     pending: InputRequests,
+    /// Their digests, by key.
+    digests: BTreeMap<String, String>,
+}
+
+/// What a request is, for binding its round's state to it: a state (and
+/// the answers in it) is good for this exact call of this client only.
+pub fn call_binding(caller: &str, method: &str, name: &str, arguments: &Value) -> String {
+    hex(&Sha256::digest(
+        format!("{caller}\n{method}\n{name}\n{arguments}").as_bytes(),
+    ))
 }
 
 impl Rounds {
-    /// The round of a call carrying `state` (the `requestState` of an
-    /// earlier round, if any) and `responses` (its `inputResponses`). A state
-    /// this process did not seal is refused, saying what to do.
-    pub fn new(state: Option<&str>, responses: Option<&InputResponses>) -> Result<Self, String> {
-        let mut answers = match state {
-            None => Map::new(),
-            Some(state) => open(state).ok_or_else(|| {
-                "requestState failed its integrity check: it was changed, or the server \
-                 restarted since it was issued; call again without requestState and \
-                 inputResponses to be asked afresh"
-                    .to_owned()
-            })?,
+    /// The round of the call `call` (see [`call_binding`]) carrying
+    /// `state` (the `requestState` of an earlier round, if any) and
+    /// `responses` (its `inputResponses`). A state this process did not
+    /// seal, sealed for another call, or expired is refused, saying what to
+    /// do; so is an answer to a question the state did not ask.
+    pub fn new(
+        state: Option<&str>,
+        responses: Option<&InputResponses>,
+        call: &str,
+    ) -> Result<Self, String> {
+        const AFRESH: &str =
+            "call again without requestState and inputResponses to be asked afresh";
+        let state = match state {
+            None => State::default(),
+            Some(state) => {
+                let state = open(state).ok_or_else(|| {
+                    format!(
+                        "requestState failed its integrity check: it was changed, or the server \
+                         restarted since it was issued; {AFRESH}"
+                    )
+                })?;
+                if state.call != call {
+                    return Err(format!(
+                        "requestState was issued for another call (another tool, prompt or \
+                         resource, other arguments, or another client); {AFRESH}"
+                    ));
+                }
+                if now_secs() > state.expires {
+                    return Err(format!(
+                        "requestState expired: a question must be answered within {} minutes; {AFRESH}",
+                        STATE_LIFETIME.as_secs() / 60
+                    ));
+                }
+                state
+            }
         };
+        let State {
+            asked, mut answers, ..
+        } = state;
         for (key, answer) in responses.into_iter().flatten() {
             // Only elicitation is asked; anything else is the client's
             // mistake, said now rather than taken for "no answer".
             if let Err(e) = serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()) {
                 return Err(format!(
-                    "inputResponses.{key} is not an elicitation result ({e}); answer with \
-                     {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}"
+                    "inputResponses.{} is not an elicitation result ({e}); answer with \
+                     {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}",
+                    crate::call::clip(key)
                 ));
             }
-            answers.insert(key.clone(), answer.clone());
+            // An answer counts only for the question it was given for:
+            // one the issuing round asked, as it asked it.
+            let Some(question) = asked.get(key) else {
+                let asked: Vec<&str> = asked.keys().map(String::as_str).collect();
+                return Err(format!(
+                    "inputResponses.{} answers no question this call was asked ({}); send the \
+                     requestState of the input_required result with the answers to its \
+                     inputRequests, or {AFRESH}",
+                    crate::call::clip(key),
+                    if asked.is_empty() {
+                        "it asked none: no requestState came with the answers".to_owned()
+                    } else {
+                        format!("it asked {}", asked.join(", "))
+                    }
+                ));
+            };
+            answers.insert(
+                key.clone(),
+                Answered {
+                    question: question.clone(),
+                    answer: answer.clone(),
+                },
+            );
         }
         if answers.len() > MAX_ANSWERS {
             answers = answers.into_iter().take(MAX_ANSWERS).collect();
         }
         Ok(Self {
+            call: call.to_owned(),
             answers,
             asked: Mutex::default(),
         })
@@ -102,11 +197,15 @@ impl Rounds {
         }: Question,
     ) -> Elicited {
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        let key =
-            key.unwrap_or_else(|| format!("q{}-{:016x}", asked.count, fnv1a(&message, &schema)));
+        let digest = question_digest(&message, &schema);
+        let key = key.unwrap_or_else(|| format!("q{}-{}", asked.count, &digest[..16]));
         asked.count += 1;
-        if let Some(answer) = self.answers.get(&key) {
-            return read_answer(answer);
+        // The answer to exactly this question: a question that changed
+        // since (other cells, other values, another ROM) is asked again.
+        if let Some(answered) = self.answers.get(&key)
+            && answered.question == digest
+        {
+            return read_answer(&answered.answer);
         }
         if asked.count > MAX_ANSWERS {
             return Elicited::Unsupported(format!(
@@ -117,9 +216,11 @@ impl Rounds {
             Ok(params) => params,
             Err(unsupported) => return unsupported,
         };
-        asked
-            .pending
-            .insert(key, InputRequest::Elicitation(ElicitRequest::new(params)));
+        asked.pending.insert(
+            key.clone(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        );
+        asked.digests.insert(key, digest);
         // Nothing is to change before the user has answered.
         Elicited::Cancelled
     }
@@ -131,11 +232,27 @@ impl Rounds {
         if asked.pending.is_empty() {
             return None;
         }
+        let state = State {
+            call: self.call.clone(),
+            expires: now_secs() + STATE_LIFETIME.as_secs(),
+            asked: asked.digests.clone(),
+            answers: self.answers.clone(),
+        };
         Some(InputRequiredResult::new(
             Some(asked.pending.clone()),
-            Some(seal(&self.answers)),
+            Some(seal(&state)),
         ))
     }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// This process's key for sealing request states, drawn once.
@@ -150,25 +267,23 @@ fn secret() -> &'static [u8; 32] {
     })
 }
 
-/// `answers` as a request state: `MAC.JSON`, the MAC in hex.
-fn seal(answers: &Map<String, Value>) -> String {
-    let json = serde_json::to_string(answers).unwrap_or_else(|_| "{}".into());
+/// `state` as a request state: `MAC.JSON`, the MAC in hex.
+fn seal(state: &State) -> String {
+    let json = serde_json::to_string(state).unwrap_or_else(|_| "{}".into());
     let mac = hmac_sha256(secret(), &[json.as_bytes()]);
-    let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}.{json}")
+    format!("{}.{json}", hex(&mac))
 }
 
-/// The answers of a sealed state, or `None` when its seal does not hold.
-fn open(state: &str) -> Option<Map<String, Value>> {
+/// The state a request state holds, or `None` when its seal does not hold.
+fn open(state: &str) -> Option<State> {
     if state.len() > MAX_STATE_BYTES {
         return None;
     }
-    let (hex, json) = state.split_once('.')?;
-    let mac = hmac_sha256(secret(), &[json.as_bytes()]);
-    let expected: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+    let (mac, json) = state.split_once('.')?;
+    let expected = hex(&hmac_sha256(secret(), &[json.as_bytes()]));
     // Not secret-dependent timing that matters here: the MAC guards
     // answers the client gave itself, not a credential.
-    if hex != expected {
+    if mac != expected {
         return None;
     }
     serde_json::from_str(json).ok()
@@ -213,15 +328,14 @@ fn read_answer(answer: &Value) -> Elicited {
     }
 }
 
-/// A stable hash of a question (FNV-1a), so that an answer is never given
-/// to a different question asked in the same place on a later round.
-fn fnv1a(message: &str, schema: &Value) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in message.bytes().chain([0]).chain(schema.to_string().bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+/// The digest of a question's text and form, so that an answer is never
+/// given to a different question asked under the same key.
+fn question_digest(message: &str, schema: &Value) -> String {
+    let mut h = Sha256::new();
+    h.update(message.as_bytes());
+    h.update([0]);
+    h.update(schema.to_string().as_bytes());
+    hex(&h.finalize())
 }
 
 #[cfg(test)]
@@ -248,8 +362,29 @@ mod tests {
         r.input_requests.unwrap().into_keys().next().unwrap()
     }
 
+    const CALL: &str = "call-a";
+
     fn round(state: Option<&str>, responses: Option<&InputResponses>) -> Arc<Rounds> {
-        Arc::new(Rounds::new(state, responses).expect("a sound state"))
+        Arc::new(Rounds::new(state, responses, CALL).expect("a sound state"))
+    }
+
+    /// A first round that asked `message` (keyed `key`, if any), and the
+    /// state it issued.
+    async fn asked(key: Option<&str>, message: &str) -> (String, String) {
+        let rounds = round(None, None);
+        (rounds.elicitor())(Question {
+            key: key.map(str::to_owned),
+            message: message.into(),
+            schema: form(),
+        })
+        .await;
+        let r = rounds.input_required().expect("a question");
+        let key = r.input_requests.unwrap().into_keys().next().unwrap();
+        (key, r.request_state.unwrap())
+    }
+
+    fn accept(key: &str) -> InputResponses {
+        [(key.to_owned(), json!({"action": "accept"}))].into()
     }
 
     #[tokio::test]
@@ -275,12 +410,69 @@ mod tests {
 
     #[tokio::test]
     async fn a_different_question_in_the_same_place_is_asked_anew() {
-        let rounds = round(None, None);
-        ask(&rounds, "Write 3 cells?").await;
-        let key = first_key(&rounds);
-        let responses: InputResponses = [(key, json!({"action": "accept"}))].into();
-        let next = round(None, Some(&responses));
+        let (key, state) = asked(None, "Write 3 cells?").await;
+        let next = round(Some(&state), Some(&accept(&key)));
         assert_eq!(ask(&next, "Write 300 cells?").await, Elicited::Cancelled);
+        assert!(next.input_required().is_some());
+    }
+
+    /// Hardening item 7: round one's state with "accept" once confirmed a
+    /// different call (another ROM, table and operation).
+    #[tokio::test]
+    async fn a_state_answers_only_the_call_it_was_issued_for() {
+        let (key, state) = asked(Some("confirm_patch"), "Write 3 cells?").await;
+        let e = Rounds::new(Some(&state), Some(&accept(&key)), "call-b")
+            .err()
+            .expect("refused");
+        assert!(e.contains("another call"), "{e}");
+    }
+
+    /// Hardening item 7: an answer sent with no state and no question
+    /// asked once wrote.
+    #[tokio::test]
+    async fn an_answer_to_no_question_is_refused() {
+        let e = Rounds::new(None, Some(&accept("confirm_patch")), CALL)
+            .err()
+            .expect("refused");
+        assert!(
+            e.contains("answers no question") && e.contains("asked none"),
+            "{e}"
+        );
+        let (_, state) = asked(Some("confirm_patch"), "Write?").await;
+        let e = Rounds::new(Some(&state), Some(&accept("other")), CALL)
+            .err()
+            .expect("refused");
+        assert!(e.contains("it asked confirm_patch"), "{e}");
+    }
+
+    /// Hardening item 7: states replayed and never expired.
+    #[tokio::test]
+    async fn an_expired_state_is_refused() {
+        let old = State {
+            call: CALL.into(),
+            expires: now_secs() - 1,
+            ..State::default()
+        };
+        let e = Rounds::new(Some(&seal(&old)), None, CALL)
+            .err()
+            .expect("refused");
+        assert!(e.contains("expired"), "{e}");
+    }
+
+    /// Hardening item 8: the user confirmed one set of cells; by the next
+    /// round the table moved and the same call would write others. The
+    /// question (its text names the cells and values) changed, so the
+    /// confirmation does not carry over: it is asked again.
+    #[tokio::test]
+    async fn a_confirmation_holds_only_for_the_question_confirmed() {
+        let (key, state) = asked(Some("confirm_patch"), "Write rows 3-4 (3500, 4000 rpm)?").await;
+        let next = round(Some(&state), Some(&accept(&key)));
+        let moved = Question {
+            key: Some("confirm_patch".into()),
+            message: "Write rows 3-4 (4500, 5000 rpm)?".into(),
+            schema: form(),
+        };
+        assert_eq!((next.elicitor())(moved).await, Elicited::Cancelled);
         assert!(next.input_required().is_some());
     }
 
@@ -304,28 +496,31 @@ mod tests {
         let first = round(None, None);
         ask(&first, "one?").await;
         let state = first.input_required().unwrap().request_state.unwrap();
-        assert!(Rounds::new(Some(&state), None).is_ok());
-        let forged = state.replace("{}", r#"{"q0-0":{"action":"accept"}}"#);
+        assert!(Rounds::new(Some(&state), None, CALL).is_ok());
+        let forged = state.replace(
+            "\"answers\":{}",
+            r#""answers":{"q0":{"question":"","answer":{"action":"accept"}}}"#,
+        );
         assert_ne!(forged, state);
-        let err = Rounds::new(Some(&forged), None).err().expect("refused");
+        let err = Rounds::new(Some(&forged), None, CALL)
+            .err()
+            .expect("refused");
         assert!(err.contains("integrity check"), "{err}");
-        assert!(Rounds::new(Some("not a state"), None).is_err());
+        assert!(Rounds::new(Some("not a state"), None, CALL).is_err());
     }
 
     #[tokio::test]
     async fn a_keyed_question_goes_by_its_key() {
-        let rounds = round(None, None);
+        let (key, state) = asked(Some("confirm_patch"), "Write?").await;
+        assert_eq!(key, "confirm_patch");
+        let responses: InputResponses =
+            [("confirm_patch".to_owned(), json!({"action": "decline"}))].into();
+        let next = round(Some(&state), Some(&responses));
         let keyed = Question {
             key: Some("confirm_patch".into()),
             message: "Write?".into(),
             schema: form(),
         };
-        (rounds.elicitor())(keyed.clone()).await;
-        let requests = rounds.input_required().unwrap().input_requests.unwrap();
-        assert_eq!(requests.keys().collect::<Vec<_>>(), ["confirm_patch"]);
-        let responses: InputResponses =
-            [("confirm_patch".to_owned(), json!({"action": "decline"}))].into();
-        let next = round(None, Some(&responses));
         assert_eq!((next.elicitor())(keyed).await, Elicited::Declined);
     }
 
@@ -335,7 +530,9 @@ mod tests {
         assert_eq!(ask(&rounds, "one?").await, Elicited::Cancelled);
         let key = first_key(&rounds);
         let responses: InputResponses = [(key, json!({"action": 7}))].into();
-        let err = Rounds::new(None, Some(&responses)).err().expect("refused");
+        let err = Rounds::new(None, Some(&responses), CALL)
+            .err()
+            .expect("refused");
         assert!(err.contains("not an elicitation result"), "{err}");
     }
 }

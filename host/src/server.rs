@@ -42,6 +42,15 @@ const MAX_SUBSCRIPTIONS: usize = 256;
 /// between are merged into the next notice.
 const UPDATE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// How often a session's notification task looks whether its session
+/// has closed.
+const CLOSED_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Longest URI a session may subscribe to: far above any resource URI the
+/// plugins make, and small enough that [`MAX_SUBSCRIPTIONS`] of them stay
+/// a few hundred KiB per session.
+const MAX_SUBSCRIBED_URI: usize = 2048;
+
 /// The caller id of the one stdio client.
 pub const STDIO_CALLER: &str = "stdio";
 
@@ -142,6 +151,7 @@ impl Server {
             log_level: Arc::new(AtomicU8::new(rank(LoggingLevel::Info))),
             anonymous: {
                 static NEXT: AtomicU64 = AtomicU64::new(1);
+                // The prefix is part of `benchtop:host/caller.id`'s contract.
                 format!("anon-{}", NEXT.fetch_add(1, Ordering::Relaxed)).into()
             },
             subscriptions: Arc::default(),
@@ -176,6 +186,8 @@ impl Server {
 /// again with the answers (`rounds.rs`). `None` for other clients.
 fn rounds_of(
     context: &RequestContext<RoleServer>,
+    anonymous: &Arc<str>,
+    (method, name, arguments): (&str, &str, &serde_json::Value),
     state: Option<&str>,
     responses: Option<&rmcp::model::InputResponses>,
 ) -> Result<Option<Arc<Rounds>>, ErrorData> {
@@ -188,7 +200,16 @@ fn rounds_of(
     if !(modern && asks) {
         return Ok(None);
     }
-    Rounds::new(state, responses)
+    // An anonymous caller's id is new for every request, so its state is
+    // bound to the call alone: it has no identity to bind to.
+    let caller = caller_of(&context.extensions, anonymous);
+    let who = if caller == *anonymous {
+        "anonymous"
+    } else {
+        &*caller
+    };
+    let call = crate::rounds::call_binding(who, method, name, arguments);
+    Rounds::new(state, responses, &call)
         .map(|r| Some(Arc::new(r)))
         .map_err(|why| ErrorData::invalid_params(why, None))
 }
@@ -234,8 +255,14 @@ impl ServerHandler for Server {
             let mut pending: HashSet<Arc<str>> = HashSet::new();
             let mut flush = tokio::time::interval(UPDATE_INTERVAL);
             flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // A session closed by DELETE or for idling sends nothing here,
+            // so without a look of our own this task (and the session's
+            // subscriptions it holds) would outlive it forever.
+            let mut alive = tokio::time::interval(CLOSED_CHECK);
+            alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
+                    _ = alive.tick() => {}
                     change = changes.recv() => match change {
                         Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             // A swap may change any of the three lists.
@@ -292,6 +319,16 @@ impl ServerHandler for Server {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if request.uri.len() > MAX_SUBSCRIBED_URI {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "cannot subscribe to {}: the URI is {} bytes, over the {MAX_SUBSCRIBED_URI} a subscription may name",
+                    clip(&request.uri),
+                    request.uri.len()
+                ),
+                None,
+            ));
+        }
         if self.registry.snapshot().resource(&request.uri).is_none() {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -336,8 +373,12 @@ impl ServerHandler for Server {
             .prompts_list_changed()
             .resources_list_changed();
         if let Some(uris) = &requested.resource_subscriptions {
-            accepted =
-                accepted.resource_subscriptions(uris.iter().take(MAX_SUBSCRIPTIONS).cloned());
+            accepted = accepted.resource_subscriptions(
+                uris.iter()
+                    .filter(|uri| uri.len() <= MAX_SUBSCRIBED_URI)
+                    .take(MAX_SUBSCRIPTIONS)
+                    .cloned(),
+            );
         }
         Some(accepted.build())
     }
@@ -426,13 +467,19 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
         let rounds = rounds_of(
             &context,
+            &self.anonymous,
+            (
+                "prompts/get",
+                &request.name,
+                &serde_json::to_value(&args).unwrap_or_default(),
+            ),
             request.request_state.as_deref(),
             request.input_responses.as_ref(),
         )?;
         let catalog = self.registry.snapshot();
-        let args = request.arguments.unwrap_or_default();
         let ctx = self.context(&context, rounds.as_ref());
         let prompt = crate::primitives::get_prompt(&catalog, &request.name, args, ctx).await;
         // Unanswered questions come first: the prompt's own answer to a
@@ -470,6 +517,8 @@ impl ServerHandler for Server {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let rounds = rounds_of(
             &context,
+            &self.anonymous,
+            ("resources/read", &request.uri, &serde_json::Value::Null),
             request.request_state.as_deref(),
             request.input_responses.as_ref(),
         )?;
@@ -548,6 +597,17 @@ impl ServerHandler for Server {
         });
         let rounds = rounds_of(
             &context,
+            &self.anonymous,
+            (
+                "tools/call",
+                &request.name,
+                &request
+                    .arguments
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, |a| {
+                        serde_json::Value::Object(a.clone())
+                    }),
+            ),
             request.request_state.as_deref(),
             request.input_responses.as_ref(),
         )?;
