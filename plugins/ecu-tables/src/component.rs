@@ -46,8 +46,14 @@ const CONFIRM_VAR: &str = "ECU_CONFIRM_PATCHES";
 /// that cannot ask gets the patch as before: the agent's call is the
 /// confirmation, and `diff_tables` shows what changed. The question comes
 /// from a dry run, so it names the cells really written, and a patch that
-/// would be refused fails before anyone is asked.
-fn confirm_patch(ex: &mut Explorer, cfg: &Config, args: &tools::PatchTable) -> Result<(), Error> {
+/// would be refused fails before anyone is asked. Returns the digest of
+/// the change the user confirmed, which the write must still match, or
+/// `None` when nobody was asked.
+fn confirm_patch(
+    ex: &mut Explorer,
+    cfg: &Config,
+    args: &tools::PatchTable,
+) -> Result<Option<String>, Error> {
     use benchtop::host::elicit::{Answer, ask_keyed};
     let off = std::env::var(CONFIRM_VAR).is_ok_and(|v| {
         matches!(
@@ -56,14 +62,44 @@ fn confirm_patch(ex: &mut Explorer, cfg: &Config, args: &tools::PatchTable) -> R
         )
     });
     if off {
-        return Ok(());
+        return Ok(None);
     }
-    let question = tools::patch_question(ex, cfg, args)?;
-    // Keyed, so a 2026-07-28 client sees what it is asked to answer.
+    let (question, change) = tools::patch_confirmation(ex, cfg, args)?;
+    // The change's digest is part of the question, so an answer given to
+    // one change is never taken for another (the host binds answers to
+    // the question's text). Keyed, so a 2026-07-28 client sees what it is
+    // asked to answer.
+    let question = format!("{question} (change {change})");
     match ask_keyed("confirm_patch", &question, "") {
-        Answer::Accepted(_) | Answer::Unsupported => Ok(()),
+        Answer::Accepted(_) => Ok(Some(change)),
+        Answer::Unsupported => Ok(None),
         Answer::Declined => Err(Error::NotConfirmed("declined")),
         Answer::Cancelled => Err(Error::NotConfirmed("dismissed")),
+    }
+}
+
+/// Times a user is asked again when the ROM changed under a confirmed
+/// patch, before the call gives up and says so.
+const CONFIRM_ATTEMPTS: usize = 3;
+
+/// Confirms and writes a patch: the write happens only if it is exactly
+/// the change confirmed, checked under the ROM's lock; when another writer
+/// changed it in between, the user is asked about the new change.
+fn confirmed_patch(
+    ex: &mut Explorer,
+    cfg: &Config,
+    args: &tools::PatchTable,
+) -> Result<String, Error> {
+    let mut attempt = 1;
+    loop {
+        let result = match confirm_patch(ex, cfg, args)? {
+            Some(change) => tools::patch_table_confirmed(ex, cfg, args, &change),
+            None => tools::patch_table(ex, cfg, args),
+        };
+        match result {
+            Err(Error::ChangedSinceConfirmed) if attempt < CONFIRM_ATTEMPTS => attempt += 1,
+            other => return other,
+        }
     }
 }
 
@@ -156,8 +192,7 @@ impl wit::Guest for Component {
             cells: args.cells,
         };
         with_explorer(|ex, cfg| {
-            confirm_patch(ex, cfg, &args)?;
-            let out = tools::patch_table(ex, cfg, &args)?;
+            let out = confirmed_patch(ex, cfg, &args)?;
             announce_patch(ex, cfg, &args.rom, &args.table);
             Ok(out)
         })

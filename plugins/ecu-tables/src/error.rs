@@ -106,6 +106,14 @@ pub enum Error {
     )]
     NotConfirmed(&'static str),
 
+    /// What the patch would write changed between the question and the
+    /// write (another writer patched the ROM, moved an axis, changed the
+    /// cells), so the user's confirmation does not hold for it.
+    #[error(
+        "the ROM changed while the user was asked (another writer patched it), so this patch would no longer write the cells and values that were confirmed; nothing was written. Call patch_table again to be asked about the patch as it now stands"
+    )]
+    ChangedSinceConfirmed,
+
     /// Reading a log or applying a filter failed (overlay_log): the shared
     /// log reader's code (`UNKNOWN_FILE`, `BAD_FILTER`, `UNKNOWN_CHANNEL`, …).
     #[error("{}", .0.message)]
@@ -144,6 +152,7 @@ impl Error {
             Error::Checksum(_) => "CHECKSUM_UNSUPPORTED",
             Error::Write { .. } => "WRITE_FAILED",
             Error::NotConfirmed(_) => "PATCH_NOT_CONFIRMED",
+            Error::ChangedSinceConfirmed => "CHANGED_SINCE_CONFIRMED",
             Error::Log(e) => e.code,
         }
     }

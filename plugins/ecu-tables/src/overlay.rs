@@ -1236,10 +1236,12 @@ impl Overlay {
         if parts.len() > MAX_LISTED_LOGS {
             fm = fm.raw("more_logs", parts.len() - MAX_LISTED_LOGS);
         }
+        // A filter of any length compiles ("RPM > 0 and " repeated), so
+        // only a clipped excerpt comes back (hardening item 11).
         if let Some(f) = &args.filter
             && !f.trim().is_empty()
         {
-            fm = fm.text("filter", f.trim());
+            fm = fm.text("filter", plugin_kit::text::clip(f.trim()));
         }
         let rows: usize = parts.iter().map(|q| q.rows).sum();
         let selected: usize = parts.iter().map(|q| q.selected).sum();

@@ -36,7 +36,7 @@ impl Op {
             Op::Multiply(v) => format!("multiply {v}"),
             Op::Clamp { min, max } => format!("clamp [{min}, {max}]"),
             Op::Smooth => "smooth".into(),
-            Op::Choose(c) => format!("set {c}"),
+            Op::Choose(c) => format!("set {}", plugin_kit::text::clip(c)),
         }
     }
 }
@@ -251,7 +251,8 @@ pub fn apply(
             let Some((_, bytes)) = choices.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
             else {
                 return Err(PatchError::Invalid(format!(
-                    "`{name}` is not a choice of `{}`; choose one of: {}",
+                    "`{}` is not a choice of `{}`; choose one of: {}",
+                    plugin_kit::text::clip(name),
                     table.id,
                     choice_list(choices)
                 )));

@@ -107,11 +107,12 @@ fn sample_cells(
 }
 
 /// The patch_table arguments (one JSON object) applying `args`'s op to
-/// `cells` of `table`.
+/// `cells` of `table`; the ROM as [`crate::tools::rom_echo`] names it, so
+/// the call still works and a padded path does not come back whole.
 fn patch_arguments(args: &ProposePatch, table: &str, cells: &[(usize, usize)]) -> String {
     let mut out = format!(
         "{{\"rom\": {}, \"table\": {}, \"op\": \"{}\"",
-        plugin_kit::yaml::double_quoted(&args.rom),
+        plugin_kit::yaml::double_quoted(&crate::tools::rom_echo(&args.rom)),
         plugin_kit::yaml::double_quoted(table),
         args.op.name()
     );
@@ -257,7 +258,7 @@ pub fn propose_patch(
             "No cell of `{}` has {min_samples} or more samples matching `{}`: nothing to propose. \
              overlay_log shows where the samples fall.\n",
             o.table.id,
-            args.filter.trim()
+            plugin_kit::text::clip(args.filter.trim())
         )));
     }
 

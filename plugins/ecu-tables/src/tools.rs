@@ -178,7 +178,7 @@ impl PatchTable {
         let num = |v: Option<f64>| v.map_or_else(|| "?".to_owned(), |v| format!("{v}"));
         let how = match self.op {
             OpKind::Set => match &self.choice {
-                Some(c) => format!("set to `{c}`"),
+                Some(c) => format!("set to `{}`", plugin_kit::text::clip(c)),
                 None => format!("set to {}", num(self.value)),
             },
             OpKind::Add => format!("add {}", num(self.value)),
@@ -252,7 +252,7 @@ impl PatchTable {
         format!(
             "Write `{}` in {}: {how} on {which}: {n} cell{}, {changed} of them change{}? The ROM file is rewritten and its checksum updated.",
             t.id,
-            self.rom,
+            rom_echo(&self.rom),
             if n == 1 { "" } else { "s" },
             if self.force {
                 ", even outside the safe range"
@@ -342,6 +342,21 @@ pub struct PatchOutcome {
     pub bytes: Arc<Vec<u8>>,
     /// False when nothing needed writing (values already as requested).
     pub written: bool,
+}
+
+/// `rom` for an answer to show or a call to pass on: as the caller wrote
+/// it, or as it resolved when that is shorter. Both name the same file
+/// (resolution is lexical), but only the resolved form is bounded by the
+/// filesystem: a path padded with 100 KB of `./` opens like the short one
+/// and must not come back whole (hardening item 11). Not clipped, since a
+/// path cut short no longer names the file.
+pub(crate) fn rom_echo(rom: &str) -> String {
+    let resolved = plugin_kit::paths::resolve(rom).display().to_string();
+    if resolved.len() < rom.len() {
+        resolved
+    } else {
+        rom.to_owned()
+    }
 }
 
 fn rom_path(rom: &str) -> Result<PathBuf, Error> {
@@ -599,11 +614,13 @@ pub fn list_tables(ex: &mut Explorer, cfg: &Config, args: &ListTables) -> Result
         .text("rom", opened.path.display().to_string())
         .text("definition", def.display_name())
         .raw("table_count", matching.len());
+    // Echoed so the agent sees what the listing was narrowed by, clipped:
+    // a 100 KB filter would otherwise come back whole (hardening item 11).
     if let Some(c) = &args.category {
-        fm = fm.text("category", c);
+        fm = fm.text("category", plugin_kit::text::clip(c));
     }
     if let Some(s) = &args.search {
-        fm = fm.text("search", s);
+        fm = fm.text("search", plugin_kit::text::clip(s));
     }
     if offset > 0 || shown.len() < matching.len() {
         let end = offset + shown.len();
@@ -818,9 +835,11 @@ pub(crate) fn axis_span(
     };
     let (first, n) = crate::overlay::axis_window(axis, axis_data, text, arg)?;
     let what = if rows { "rows" } else { "columns" };
+    // A range padded with spaces or leading zeros parses, so its text is
+    // clipped before it goes back in the frontmatter.
     let note = format!(
         "{} ({} → {what} {first}-{})",
-        text.trim(),
+        plugin_kit::text::clip(text.trim()),
         axis.label(),
         first + n - 1
     );
@@ -1000,6 +1019,19 @@ pub(crate) fn build_op(args: &PatchTable) -> Result<Op, Error> {
 /// Applies a patch, writes the ROM atomically with its checksum fixed, and
 /// returns what happened.
 pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<PatchOutcome, Error> {
+    patch_checked(ex, cfg, args, None)
+}
+
+/// [`patch`], writing only if what it would write under the ROM's lock is
+/// exactly the change `confirmed` (from [`patch_confirmation`]) the user
+/// was asked about; otherwise [`Error::ChangedSinceConfirmed`] and nothing
+/// is written.
+fn patch_checked(
+    ex: &mut Explorer,
+    cfg: &Config,
+    args: &PatchTable,
+    confirmed: Option<&str>,
+) -> Result<PatchOutcome, Error> {
     let op = build_op(args)?;
     let dir = cfg.dir()?;
     let rom = rom_path(&args.rom)?;
@@ -1023,6 +1055,13 @@ pub fn patch(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patch
         checksum,
         warnings,
     } = prepare(&opened, &def, &op, args)?;
+    // Checked under the lock: another writer may have moved an axis or
+    // changed the cells while the user read the question.
+    if let Some(confirmed) = confirmed
+        && change_digest(&opened.path, &opened.bytes, &image) != confirmed
+    {
+        return Err(Error::ChangedSinceConfirmed);
+    }
     let written = image != *opened.bytes;
     // Back into the file's own shape (.srf chunks, H8 base) before saving.
     let bytes = if written {
@@ -1126,6 +1165,17 @@ fn prepare(
 /// that would be refused (a range meeting no cell, an index past the
 /// table, values out of the safe range) fails here, before any question.
 pub fn patch_question(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<String, Error> {
+    patch_confirmation(ex, cfg, args).map(|(question, _)| question)
+}
+
+/// The question of [`patch_question`] and the digest of the change it
+/// describes ([`change_digest`]): a confirmation holds for that change
+/// only ([`patch_table_confirmed`]).
+pub fn patch_confirmation(
+    ex: &mut Explorer,
+    cfg: &Config,
+    args: &PatchTable,
+) -> Result<(String, String), Error> {
     let op = build_op(args)?;
     // A link the write could not follow is refused as the write would
     // refuse it, not as an unreadable ROM.
@@ -1134,7 +1184,34 @@ pub fn patch_question(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Res
     let def = opened.require_definition()?;
     let p = prepare(&opened, &def, &op, args)?;
     let cells = p.target.resolve(&p.table, p.before.rows, p.before.cols)?;
-    Ok(args.describe(&p.table, &p.before, &cells, p.effect.changed.len()))
+    Ok((
+        args.describe(&p.table, &p.before, &cells, p.effect.changed.len()),
+        change_digest(&opened.path, &opened.bytes, &p.image),
+    ))
+}
+
+/// What a patch writes, as 16 hex digits: the ROM file, and each byte that
+/// differs between its image before and after (offset, old, new), so the
+/// cells, their old and new values and the fixed checksum all count, and
+/// a change elsewhere in the ROM does not. FNV-1a: this tells a confirmed
+/// change from another, it guards against no one who could write the ROM.
+pub(crate) fn change_digest(path: &Path, before: &[u8], after: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(path.as_os_str().as_encoded_bytes());
+    eat(&(after.len() as u64).to_le_bytes());
+    for (i, (b, a)) in before.iter().zip(after).enumerate() {
+        if b != a {
+            eat(&(i as u64).to_le_bytes());
+            eat(&[*b, *a]);
+        }
+    }
+    format!("{h:016x}")
 }
 
 /// `7-9, 12`: sorted indices as ranges.
@@ -1280,7 +1357,23 @@ pub(crate) fn patch_target(
 
 /// patch_table: applies the patch and returns the updated table.
 pub fn patch_table(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<String, Error> {
-    let out = patch(ex, cfg, args)?;
+    render_patch(patch(ex, cfg, args)?)
+}
+
+/// [`patch_table`] after the user confirmed the change `confirmed`
+/// ([`patch_confirmation`]): written only if it is still that change.
+pub fn patch_table_confirmed(
+    ex: &mut Explorer,
+    cfg: &Config,
+    args: &PatchTable,
+    confirmed: &str,
+) -> Result<String, Error> {
+    render_patch(patch_checked(ex, cfg, args, Some(confirmed))?)
+}
+
+/// The answer of patch_table: the operation, its effect, the checksum,
+/// and the table as written.
+fn render_patch(out: PatchOutcome) -> Result<String, Error> {
     let data = &out.after;
     // Show the targeted row/column even when it is outside the default window.
     let start =
@@ -1555,6 +1648,15 @@ pub fn diff_tables(ex: &mut Explorer, cfg: &Config, args: &DiffTables) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hardening item 11: a ROM path padded with `./` is given back as it
+    /// resolved; an ordinary one as written.
+    #[test]
+    fn hardening_11_a_padded_rom_path_is_echoed_resolved() {
+        assert_eq!(rom_echo("/roms/a.bin"), "/roms/a.bin");
+        let padded = format!("/roms/{}a.bin", "./".repeat(50_000));
+        assert_eq!(rom_echo(&padded), "/roms/a.bin");
+    }
 
     #[test]
     fn indices_read_as_ranges() {

@@ -352,6 +352,42 @@ fn the_question_before_a_patch_names_the_resolved_cells() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Hardening item 8: the user confirmed rows 3500/4000 rpm; another writer
+/// changed the table before the write, which would then have written other
+/// bytes than those confirmed. The confirmed change is checked under the
+/// ROM's lock, so that write is refused and the other writer's work kept;
+/// a change that is still the one confirmed is written.
+#[test]
+fn a_confirmed_patch_writes_only_the_change_confirmed() {
+    let (dir, rom) = workspace("confirmed-change");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let table = "Ignition Timing Base Map";
+    let mut rows = patch_args(&rom, table, OpKind::Add, Some(-1.0));
+    rows.rows_where = Some("3500..4000".into());
+    let (_, change) = tools::patch_confirmation(&mut ex, &cfg, &rows).unwrap();
+
+    // Meanwhile another writer changes the same rows.
+    let mut other = patch_args(&rom, table, OpKind::Add, Some(2.0));
+    other.rows_where = Some("3500..4000".into());
+    tools::patch_table(&mut ex, &cfg, &other).unwrap();
+    let theirs = std::fs::read(&rom).unwrap();
+    let err = tools::patch_table_confirmed(&mut ex, &cfg, &rows, &change).unwrap_err();
+    assert_eq!(err.code(), "CHANGED_SINCE_CONFIRMED", "{err}");
+    assert!(err.to_string().contains("nothing was written"), "{err}");
+    assert_eq!(
+        std::fs::read(&rom).unwrap(),
+        theirs,
+        "the other writer's patch stands"
+    );
+
+    // Asked again, about the table as it now is: written.
+    let (_, change) = tools::patch_confirmation(&mut ex, &cfg, &rows).unwrap();
+    tools::patch_table_confirmed(&mut ex, &cfg, &rows, &change).unwrap();
+    assert_ne!(std::fs::read(&rom).unwrap(), theirs);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// patch_table by axis value: the cells read_table shows for the same
 /// range, and only those. Ignition Timing Base Map rows are RPM 801, 1199,
 /// 1602, 2000, 2500, 3000, 3500, 4000, …; columns Load 20..200 by 20.
@@ -896,6 +932,80 @@ fn long_table_names_and_paths_are_not_echoed_whole() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Hardening item 11: a 100 KB `category`, `search`, `choice` or
+/// `rows_where`, or a ROM path padded with 100 KB of `./`, comes back
+/// clipped (or resolved), so answers and errors stay under 4 KiB as the
+/// README says.
+#[test]
+fn hardening_11_long_arguments_are_not_echoed_whole() {
+    let (dir, rom) = workspace("echo");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let long = "f".repeat(100_000);
+    let under_4k = |what: &str, text: &str| {
+        assert!(
+            text.len() < 4096 && text.contains("(100000 characters)"),
+            "{what}: {} bytes: {}",
+            text.len(),
+            &text[..text.len().min(600)]
+        );
+    };
+    for (category, search) in [(Some(long.clone()), None), (None, Some(long.clone()))] {
+        let out = tools::list_tables(
+            &mut ex,
+            &cfg,
+            &ListTables {
+                rom: rom.clone(),
+                category,
+                search,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(out.contains("No table matches"), "{out}");
+        under_4k("list_tables", &out);
+    }
+    // A choice that is no option of the switch: refused, in the dry run
+    // that asks the user too.
+    let mut choose = patch_args(&rom, "Launch Control", OpKind::Set, None);
+    choose.choice = Some(long.clone());
+    let e = tools::patch_table(&mut ex, &cfg, &choose)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is not a choice of `Launch Control`"), "{e}");
+    under_4k("patch_table", &e);
+    let e = tools::patch_question(&mut ex, &cfg, &choose)
+        .unwrap_err()
+        .to_string();
+    under_4k("patch_question", &e);
+    // A range padded with spaces parses; its note is clipped.
+    let range = |text: String| {
+        tools::read_table(
+            &mut Explorer::new(),
+            &cfg,
+            &ReadTable {
+                rom: rom.clone(),
+                table: "Fuel Map".into(),
+                rows_where: Some(text),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let plain = range("3000..4000".into());
+    let padded = range(format!("3000{}..4000", " ".repeat(99_990)));
+    assert!(padded.len() < plain.len() + 200, "{padded}");
+    assert!(padded.contains("(100000 characters)"), "{padded}");
+    // A ROM path padded with `./` opens; the question names it resolved.
+    let padded_rom = format!("{}/{}BT000001.bin", dir.display(), "./".repeat(50_000));
+    let mut add = patch_args(&padded_rom, "Fuel Map", OpKind::Add, Some(0.0));
+    add.row = Some(0);
+    add.col = Some(0);
+    let q = tools::patch_question(&mut ex, &cfg, &add).unwrap();
+    assert!(q.len() < 1000 && q.contains(&format!(" in {rom}: ")), "{q}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// lookup_table on the sample ROM, by hand: Ignition Timing Base Map has
 /// RPM 4000 → [13.5 at Load 80, 11.5 at 100] and 4500 → [14.5, 13.0]; the
 /// first RPM breakpoints are stored as 800.78 and 1199.22 (raw 205, 307).
@@ -1145,4 +1255,73 @@ fn propose_patch_turns_knock_into_a_diff_and_patch_table_arguments() {
     }
     assert_eq!(std::fs::read(&rom).unwrap(), before);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Hardening item 11 for the log tools of ecu-tables: a filter of 100 KB
+/// compiles (whitespace is free), and the ROM path may be padded with
+/// `./`; overlay_log and propose_patch quote the one clipped and give the
+/// other resolved, so the patch_table arguments they print still work.
+#[test]
+fn hardening_11_overlay_and_propose_clip_the_filter_and_resolve_the_rom() {
+    use ecu_tables::overlay::{OverlayLog, overlay_log};
+    use ecu_tables::propose::{ProposePatch, propose_patch};
+    let (dir, rom) = workspace("propose-echo");
+    let logs = samples().join("../logs");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = Explorer::new();
+    let mut cache = datalog::logs::Cache::default();
+    let filter = format!("Knock >{}0", " ".repeat(99_992));
+    let padded_rom = format!("{}/{}BT000001.bin", dir.display(), "./".repeat(50_000));
+    let out = overlay_log(
+        &mut ex,
+        &cfg,
+        &logs,
+        &mut cache,
+        &OverlayLog {
+            rom: padded_rom.clone(),
+            table: "Ignition Timing Base Map".into(),
+            file: Some("log-2026-02-22T14-30-00-000Z.csv".into()),
+            filter: Some(filter.clone()),
+            ..Default::default()
+        },
+        &mut |_, _, _| true,
+    )
+    .unwrap();
+    let (head, _) = out.split_once("\n---\n").unwrap();
+    assert!(
+        head.len() < 4096 && head.contains("(100000 characters)"),
+        "{head}"
+    );
+    let out = propose_patch(
+        &mut ex,
+        &cfg,
+        &logs,
+        &mut cache,
+        &ProposePatch {
+            rom: padded_rom,
+            table: "Ignition Timing Base Map".into(),
+            file: Some("log-2026-02-22T14-30-00-000Z.csv".into()),
+            filter,
+            op: OpKind::Add,
+            value: Some(-1.0),
+            min: None,
+            max: None,
+            min_samples: None,
+            x_channel: None,
+            y_channel: None,
+            clamp_to_edges: true,
+            cells: Default::default(),
+        },
+        &mut |_, _, _| true,
+    )
+    .unwrap();
+    assert!(out.len() < 8192, "{} bytes", out.len());
+    let json = out
+        .split("```json\n")
+        .nth(1)
+        .and_then(|s| s.split("\n```").next())
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["rom"], rom.as_str());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
