@@ -319,7 +319,10 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError>
     }
     let x_of = |t: f64| left as f64 + (t - t0) / (t1 - t0) * (plot_w as f64 - 1.0);
 
-    let title = match &args.filter {
+    // A filter of any length compiles ("RPM > 0 and " repeated): the title
+    // and the caption quote it clipped (hardening item 11).
+    let shown_filter = args.filter.as_deref().map(plugin_kit::text::clip);
+    let title = match &shown_filter {
         Some(f) if !f.trim().is_empty() => format!("{name}   highlighted: {f} ({matched} rows)"),
         _ => name.to_string(),
     };
@@ -477,7 +480,7 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError>
             .map_or(String::new(), |h| format!(", {} Hz", fmt_rate(h))),
         caption_ranges.join("; ")
     );
-    if let Some(f) = &args.filter {
+    if let Some(f) = &shown_filter {
         caption.push_str(&format!(
             " Highlighted (red): {matched} rows matching `{f}`."
         ));
@@ -695,6 +698,30 @@ mod tests {
         assert!(
             e.message.contains("position 7") && e.message.contains('^'),
             "{e}"
+        );
+    }
+
+    /// Hardening item 11: a filter of 100 KB compiles (whitespace is free);
+    /// the caption quotes it clipped.
+    #[test]
+    fn hardening_11_a_long_filter_is_clipped_in_the_caption() {
+        let filter = format!("Knock >{}0", " ".repeat(99_992));
+        let plot = render(
+            &log(),
+            "pull.csv",
+            &PlotArgs {
+                filter: Some(filter),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            plot.caption.len() < 4096
+                && plot.caption.contains("13 rows matching")
+                && plot.caption.contains("(100000 characters)"),
+            "{} bytes: {}",
+            plot.caption.len(),
+            &plot.caption[..plot.caption.len().min(600)]
         );
     }
 

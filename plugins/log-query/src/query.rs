@@ -273,7 +273,10 @@ pub fn query_logs(
     }
     filter.check_channels(&available).map_err(|e| {
         let scope = match &args.file {
-            Some(f) => format!(" (in {f})"),
+            // The file as found, not `file` as given: that matched by its
+            // base name or `#n`, and what was written around it may be of
+            // any length (hardening item 11).
+            Some(_) => format!(" (in {})", listing.files[selected[0]].file.name),
             None => " (in any log)".into(),
         };
         ToolError::new(
@@ -917,6 +920,36 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "CANCELLED: cancelled by the client");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Hardening item 11: `file` matches by its base name, so 100 KB of
+    /// directories before it still find the log; an error about the filter
+    /// names the log found, not the argument whole.
+    #[test]
+    fn hardening_11_a_long_file_argument_is_not_echoed_whole() {
+        let dir = std::env::temp_dir().join(format!("logq-echo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pull.csv"), "Time,RPM\n0,900\n1,950\n").unwrap();
+        let file = format!("{}/pull.csv", "d".repeat(100_000));
+        let e = query_logs(
+            &dir,
+            &mut Cache::default(),
+            &QueryArgs {
+                filter: "Knok > 0".into(),
+                file: Some(file),
+                ..Default::default()
+            },
+            &mut no_progress(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, error::UNKNOWN_CHANNEL, "{e}");
+        assert!(
+            e.message.len() < 4096 && e.message.contains("(in pull.csv)"),
+            "{} bytes: {}",
+            e.message.len(),
+            &e.message[..e.message.len().min(600)]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
