@@ -2294,3 +2294,52 @@ async fn propose_patch_then_patch_table_with_confirmation_then_read_back() {
     assert!(failed && err.contains("Knok"), "{err}");
     client.cancel().await.unwrap();
 }
+
+/// Hardening item 7: a 2026-07-28 confirmation is bound to its question.
+/// Round one's `requestState` with "accept" once wrote a different ROM,
+/// table and whole-table `set`, and an answer sent with no state and no
+/// question asked also wrote. Both are refused now, and the ROM untouched.
+#[tokio::test]
+async fn a_2026_confirmation_writes_only_the_call_it_was_asked_for() {
+    use e2e::Asker;
+    use rmcp::model::{CallToolResponse, ElicitationAction, InputResponses};
+    let scene = PatchScene::new();
+    let (args, rom, params) = (scene.args(&[]), &scene.rom, &scene.patch);
+    let before = std::fs::read(rom).unwrap();
+    let (client, _) = Asker::connect_2026(&args, ElicitationAction::Decline, None).await;
+    let first = client.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(questions) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let state = questions.request_state.expect("a state");
+    let accept: InputResponses = [("confirm_patch".to_owned(), json!({"action": "accept"}))].into();
+
+    // The state of the timing patch, offered for a whole-table `set`.
+    let other = call_params(
+        "patch_table",
+        json!({"rom": rom, "table": "Ignition Timing Base Map", "op": "set", "value": 0}),
+    )
+    .with_request_state(state.clone())
+    .with_input_responses(accept.clone());
+    let e = client.call_tool_once(other).await.expect_err("refused");
+    assert!(e.to_string().contains("another call"), "{e}");
+
+    // An answer with no state: no question was asked, nothing confirmed.
+    let bare = params.clone().with_input_responses(accept.clone());
+    let e = client.call_tool_once(bare).await.expect_err("refused");
+    assert!(e.to_string().contains("answers no question"), "{e}");
+    assert_eq!(std::fs::read(rom).unwrap(), before, "nothing was written");
+
+    // The state with its own call is the confirmation, and writes.
+    let own = params
+        .clone()
+        .with_request_state(state)
+        .with_input_responses(accept);
+    let r = client.call_tool_once(own).await.unwrap();
+    assert!(
+        matches!(&r, CallToolResponse::Complete(c) if !is_error(c)),
+        "{r:?}"
+    );
+    assert_ne!(std::fs::read(rom).unwrap(), before);
+    client.cancel().await.unwrap();
+}

@@ -1,7 +1,8 @@
 //! Hardening of the files a plugin writes (issue 22, items 1, 2 and the
 //! ecu-tables part of 10): two servers patching one ROM lose nothing, a
 //! patch keeps the ROM's mode and patches a symlink's target, and hostile
-//! scaling expressions give errors that name the file and the table.
+//! scaling expressions give errors that name the file and the table. Item
+//! 11 of the security review: 100 KB arguments are not echoed whole.
 //!
 //! Figures print with `cargo test -p e2e --test hardening_files --
 //! --nocapture`.
@@ -419,6 +420,190 @@ async fn hostile_scaling_expressions_are_named_not_crashed_or_hidden() {
     assert!(
         e.contains("`other` is empty") && !e.contains("directory"),
         "{e}"
+    );
+    s.stop().await;
+}
+
+/// Security review item 11, through the real server: list_tables with a
+/// 100 KB `search` (and `category`) answers under 4 KiB, and patch_table
+/// with a 100 KB `choice` fails under 4 KiB, quoting each clipped; the ROM
+/// is not written.
+#[tokio::test]
+async fn hardening_11_100kb_search_and_choice_are_not_echoed_whole() {
+    let _serial = serial().await;
+    let plugins = ecu_plugin();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().canonicalize().unwrap();
+    let rom = dir.join("BT000001.bin");
+    std::fs::copy(sample_rom(), &rom).unwrap();
+    let s = ecu_server(plugins.path(), &sample_defs(), &dir).await;
+    let rom_s = rom.to_str().unwrap();
+    let long = "q".repeat(100_000);
+    for key in ["search", "category"] {
+        let out = text(&s.ok("list_tables", json!({"rom": rom_s, key: long})).await);
+        assert!(
+            out.len() < 4096 && out.contains("(100000 characters)"),
+            "list_tables {key}: {} bytes: {}",
+            out.len(),
+            &out[..out.len().min(600)]
+        );
+    }
+    let before = std::fs::read(&rom).unwrap();
+    let e = text(
+        &s.err(
+            "patch_table",
+            json!({"rom": rom_s, "table": "Launch Control", "op": "set", "choice": long}),
+        )
+        .await,
+    );
+    assert!(
+        e.len() < 4096 && e.contains("is not a choice") && e.contains("(100000 characters)"),
+        "patch_table: {} bytes: {}",
+        e.len(),
+        &e[..e.len().min(600)]
+    );
+    assert_eq!(std::fs::read(&rom).unwrap(), before);
+    s.stop().await;
+}
+
+/// Hardening item 1: a crafted x86 snapshot deleted a user's ROM. Restore
+/// took drive C: from the snapshot's program path after checking only that
+/// it named a readable file, so a snapshot re-sealed to name a ROM (which
+/// `x86_load_program` refuses) made the ROM's folder drive C:, and the
+/// restored program deleted the ROM. Both folders are granted read-write,
+/// as in the attack.
+#[tokio::test]
+async fn a_crafted_x86_snapshot_cannot_reach_a_rom() {
+    let _serial = serial().await;
+    let base = tempfile::tempdir().unwrap();
+    // Folders and files of equal name lengths, so the payload's strings
+    // can be swapped in place.
+    let (dos, roms) = (base.path().join("dosx"), base.path().join("romx"));
+    std::fs::create_dir_all(&dos).unwrap();
+    std::fs::create_dir_all(&roms).unwrap();
+    // mov ah,41h ; mov dx,name ; int 21h (delete) ; int 20h ; nop ; name
+    let mut code = vec![0xB4, 0x41, 0xBA, 0x0A, 0x01, 0xCD, 0x21, 0xCD, 0x20, 0x90];
+    code.extend_from_slice(b"ROMA.BIN\0");
+    let program = dos.join("DELA.COM");
+    std::fs::write(&program, &code).unwrap();
+    let rom = roms.join("ROMA.BIN");
+    let image: Vec<u8> = (0..128 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&rom, &image).unwrap();
+
+    let plugins = only_plugin("x86_inspect.wasm");
+    let allow_dos = format!("{}:rw", dos.display());
+    let allow_roms = format!("{}:rw", roms.display());
+    let s = Server::start(&[
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--allow",
+        &allow_dos,
+        "--allow",
+        &allow_roms,
+    ])
+    .await;
+    s.ok(
+        "x86_load_program",
+        json!({"path": program.to_str().unwrap()}),
+    )
+    .await;
+    let snap = e2e::json(&s.ok("x86_snapshot", json!({})).await);
+    let taken = snap["snapshot"].as_str().unwrap();
+    let (_, payload) = plugin_kit::blob::open(*b"X86S", 1, usize::MAX, taken).unwrap();
+    let swap = |bytes: &[u8], from: &[u8], to: &[u8]| -> Vec<u8> {
+        assert_eq!(from.len(), to.len());
+        let mut out = bytes.to_vec();
+        let mut i = 0;
+        while i + from.len() <= out.len() {
+            if &out[i..i + from.len()] == from {
+                out[i..i + from.len()].copy_from_slice(to);
+                i += from.len();
+            } else {
+                i += 1;
+            }
+        }
+        out
+    };
+    let crafted = swap(
+        &payload,
+        dos.to_str().unwrap().as_bytes(),
+        roms.to_str().unwrap().as_bytes(),
+    );
+    let crafted = swap(&crafted, b"DELA.COM", b"ROMA.BIN");
+    assert_ne!(crafted, payload, "the paths were found and swapped");
+    let crafted = plugin_kit::blob::seal(*b"X86S", 1, &crafted);
+
+    let r = s
+        .call("x86_restore_machine", json!({"snapshot": crafted}))
+        .await;
+    println!("restoring a snapshot that names a ROM: {}", text(&r));
+    assert!(is_error(&r), "{}", text(&r));
+    assert!(text(&r).contains("would load"), "{}", text(&r));
+    // Had it restored, a run would delete the ROM: run the default
+    // machine anyway, which is the honest one and deletes nothing there.
+    s.ok("x86_run", json!({})).await;
+    assert_eq!(std::fs::read(&rom).unwrap(), image, "the ROM is intact");
+    s.stop().await;
+}
+
+/// Hardening item 2: a crafted x86 snapshot whose stdout total was near
+/// 2^64 restored; the next write wrapped it and reading the console
+/// panicked, resetting the plugin and every client's machines with it.
+#[tokio::test]
+async fn a_crafted_x86_snapshot_cannot_wrap_a_console_counter() {
+    let _serial = serial().await;
+    let dos = tempfile::tempdir().unwrap();
+    let program = dos.path().join("GREET.COM");
+    std::fs::copy(repo().join("samples/dos/greet.com"), &program).unwrap();
+    let plugins = only_plugin("x86_inspect.wasm");
+    let allow = format!("{}:ro", dos.path().display());
+    let s = Server::start(&[
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--allow",
+        &allow,
+    ])
+    .await;
+    let loaded = e2e::json(
+        &s.ok(
+            "x86_load_program",
+            json!({"path": program.to_str().unwrap()}),
+        )
+        .await,
+    );
+    let snap = e2e::json(&s.ok("x86_snapshot", json!({})).await);
+    let (_, mut payload) =
+        plugin_kit::blob::open(*b"X86S", 1, usize::MAX, snap["snapshot"].as_str().unwrap())
+            .unwrap();
+    // Drive C:'s path (a u16 length, the bytes), three u64 limits, then
+    // stdout's capacity (u32) and its total (u64).
+    let root = dos.path().to_str().unwrap().as_bytes();
+    let mut with_len = (root.len() as u16).to_le_bytes().to_vec();
+    with_len.extend_from_slice(root);
+    let at = payload
+        .windows(with_len.len())
+        .position(|w| w == with_len)
+        .expect("drive C: in the payload")
+        + with_len.len()
+        + 24
+        + 4;
+    payload[at..at + 8].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+    let crafted = plugin_kit::blob::seal(*b"X86S", 1, &payload);
+    let r = s
+        .call("x86_restore_machine", json!({"snapshot": crafted}))
+        .await;
+    println!("restoring a stdout total of 2^64 - 2: {}", text(&r));
+    assert!(is_error(&r), "{}", text(&r));
+    assert!(text(&r).contains("at or over"), "{}", text(&r));
+    // The machine loaded before is still there: nothing was reset.
+    s.ok("x86_run", json!({"machine": loaded["machine"]})).await;
+    let console = e2e::json(
+        &s.ok("x86_read_console", json!({"machine": loaded["machine"]}))
+            .await,
+    );
+    assert!(
+        console["stdout"].as_str().is_some_and(|o| !o.is_empty()),
+        "{console}"
     );
     s.stop().await;
 }

@@ -6,6 +6,7 @@
 //!
 //! Figures: `cargo test -p e2e --test hardening_host -- --nocapture`.
 
+use e2e::hardening::{header, http};
 use e2e::{RawFailure, RawServer, bin, rss_kib, serve_http, test_plugins};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -138,56 +139,6 @@ async fn every_stdio_line_gets_an_answer() {
     assert!(r.get("result").is_some(), "{r}");
     assert!(s.alive());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// A minimal HTTP/1.1 exchange (the test needs raw control of headers and
-/// of half-sent requests): status, headers (lowercased names) and body.
-async fn http(
-    url: &str,
-    method: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, Vec<(String, String)>, String) {
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|u| u.split('/').next())
-        .unwrap();
-    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
-    let mut req = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
-        .await
-        .expect("the server answers within 10 s")
-        .unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    (status, headers, body.to_owned())
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-http","version":"1"}}}"#;
@@ -607,4 +558,123 @@ async fn a_compiled_artifact_renamed_over_another_is_rebuilt_not_loaded() {
         "the swapped artifact was trusted:\n{err}"
     );
     assert!(listed.contains("kitchen-sink"), "{listed}");
+}
+
+/// A session opened over raw HTTP: its `Mcp-Session-Id`.
+async fn open_session(url: &str) -> String {
+    let (status, headers, body) = http(url, "POST", &[JSON_AND_SSE, JSON_BODY], INITIALIZE).await;
+    assert_eq!(status, 200, "{body}");
+    let id = header(&headers, "mcp-session-id").unwrap().to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let with = [JSON_AND_SSE, JSON_BODY, ("Mcp-Session-Id", id.as_str())];
+    let (status, _, body) = http(url, "POST", &with, initialized).await;
+    assert_eq!(status, 202, "{body}");
+    id
+}
+
+/// A `tools/list` in MCP 2026-07-28's form, with `headers` besides.
+async fn list_2026(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let body = r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}"#;
+    let mut all = vec![
+        JSON_AND_SSE,
+        JSON_BODY,
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/list"),
+    ];
+    all.extend_from_slice(headers);
+    let (status, _, answer) = http(url, "POST", &all, body).await;
+    (status, answer)
+}
+
+/// Hardening item 10: a DELETEd session's `Mcp-Session-Id` still worked
+/// on 2026-07-28 requests (and reached that session's emulator sessions).
+#[tokio::test]
+async fn a_closed_session_id_is_refused_in_every_protocol_form() {
+    let _serial = serial().await;
+    let (_child, url, _dir) = bare_http("").await;
+    let id = open_session(&url).await;
+    let (status, answer) = list_2026(&url, &[("Mcp-Session-Id", &id)]).await;
+    assert_eq!(status, 200, "a live session works: {answer}");
+    let (status, _, body) = http(&url, "DELETE", &[("Mcp-Session-Id", &id)], "").await;
+    assert!(
+        status == 200 || status == 202 || status == 204,
+        "DELETE: {status} {body}"
+    );
+    let (status, answer) = list_2026(&url, &[("Mcp-Session-Id", &id)]).await;
+    println!("a 2026-07-28 request with a closed session: HTTP {status}: {answer}");
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer.contains("names no open session"), "{answer}");
+    // Without the header a 2026-07-28 request is served as before.
+    let (status, answer) = list_2026(&url, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// Hardening item 5: each closed HTTP session left its notification task
+/// and subscriptions behind (RSS 36 → 169 MiB over 12,000 cycles), and a
+/// subscription could name a 1 MB URI. Cycles of open, subscribe, DELETE
+/// must leave the server's memory flat; `SOAK_CYCLES` sets how many
+/// (`make soak` runs 20,000).
+#[tokio::test]
+async fn closed_http_sessions_free_what_they_held() {
+    let _serial = serial().await;
+    let plugins = e2e::only_plugin("ble_buffer.wasm");
+    let (child, url) =
+        serve_http(&["--plugins", plugins.path().to_str().unwrap(), "--no-watch"]).await;
+    let pid = child.id().unwrap();
+    let subscribe = |uri: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{{"uri":"{uri}"}}}}"#
+        )
+    };
+    let id = open_session(&url).await;
+    let with = [JSON_AND_SSE, JSON_BODY, ("Mcp-Session-Id", id.as_str())];
+    let long = format!("ble://buffer/{}", "9".repeat(1 << 20));
+    let (status, _, answer) = http(&url, "POST", &with, &subscribe(&long)).await;
+    assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
+    assert!(
+        answer.contains("over the 2048"),
+        "{}",
+        &answer[..answer.len().min(300)]
+    );
+    assert!(
+        answer.len() < 4096,
+        "the refusal is short: {} bytes",
+        answer.len()
+    );
+
+    let cycles: usize = std::env::var("SOAK_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500);
+    let warm = (cycles / 5).max(100);
+    let mut rss_warm = 0;
+    let started = Instant::now();
+    for n in 0..cycles {
+        let id = open_session(&url).await;
+        let with = [JSON_AND_SSE, JSON_BODY, ("Mcp-Session-Id", id.as_str())];
+        let (status, _, answer) = http(&url, "POST", &with, &subscribe("ble://buffer")).await;
+        assert_eq!(status, 200, "{answer}");
+        assert!(!answer.contains("\"error\""), "{answer}");
+        let (status, _, _) = http(&url, "DELETE", &[("Mcp-Session-Id", &id)], "").await;
+        assert!(status < 300, "DELETE: {status}");
+        if n + 1 == warm {
+            // The notification tasks look once a second whether their
+            // session closed: let the last ones go before measuring.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            rss_warm = rss_kib(pid).unwrap().0;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_end = rss_kib(pid).unwrap().0;
+    println!(
+        "{cycles} open/subscribe/close cycles in {:.1} s: RSS {} KiB after {warm}, {} KiB at the end",
+        started.elapsed().as_secs_f64(),
+        rss_warm,
+        rss_end
+    );
+    assert!(
+        rss_end <= rss_warm + rss_warm / 10 + 2048,
+        "RSS grew from {rss_warm} to {rss_end} KiB over {} closed sessions",
+        cycles - warm
+    );
 }

@@ -328,3 +328,84 @@ async fn load_16_http_clients_20000_mixed_calls() {
     );
     drop(child);
 }
+
+/// Hardening item 3: one client, within the documented caps, reset
+/// x86-inspect: five machines keeping 16 MiB per console stream printing
+/// forever, then one `x86_snapshot` (which built and encoded the whole
+/// console before checking its size), passed the 512 MiB instance cap.
+/// Consoles now share one budget over every client's machines, and a
+/// snapshot is sized before it is built; the plugin keeps serving.
+#[tokio::test]
+async fn consoles_within_the_caps_cannot_reset_x86_inspect() {
+    let _serial = serial().await;
+    let drive = tempfile::tempdir().unwrap();
+    // mov ah,2 ; mov dl,'x' ; int 21h ; jmp short back
+    let forever = drive.path().join("FOREVER.COM");
+    std::fs::write(&forever, [0xB4, 0x02, 0xB2, b'x', 0xCD, 0x21, 0xEB, 0xF8]).unwrap();
+    let plugins = e2e::only_plugin("x86_inspect.wasm");
+    let allow = format!("{}:ro", drive.path().display());
+    let s = e2e::Server::start(&[
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--allow",
+        &allow,
+    ])
+    .await;
+    let path = forever.to_str().unwrap();
+    let mut machines = Vec::new();
+    let mut refused = None;
+    for _ in 0..5 {
+        let r = s
+            .call(
+                "x86_load_program",
+                json!({"path": path, "console_kib": 16384, "tracking": false}),
+            )
+            .await;
+        if is_error(&r) {
+            refused = Some(text(&r));
+            break;
+        }
+        machines.push(e2e::json(&r)["machine"].clone());
+    }
+    let refused = refused.expect("the consoles' budget refuses a load");
+    println!(
+        "{} machines with 16 MiB consoles, then: {refused}",
+        machines.len()
+    );
+    assert_eq!(machines.len(), 2, "{refused}");
+    assert!(refused.starts_with("CONSOLE_BUDGET"), "{refused}");
+    for m in &machines {
+        let run = e2e::json(
+            &s.ok(
+                "x86_run",
+                json!({"machine": m, "max_instructions": 80_000_000u64}),
+            )
+            .await,
+        );
+        assert!(run["stop_reason"].is_string(), "{run}");
+    }
+    let started = Instant::now();
+    let r = s
+        .call("x86_snapshot", json!({"machine": machines[0]}))
+        .await;
+    println!(
+        "x86_snapshot of a full 16 MiB console in {:?}: {}",
+        started.elapsed(),
+        text(&r)
+    );
+    assert!(
+        is_error(&r) && text(&r).contains("smaller console_kib"),
+        "{}",
+        text(&r)
+    );
+    // Nothing was reset: both machines answer, their output kept.
+    for m in &machines {
+        let c = e2e::json(&s.ok("x86_read_console", json!({"machine": m})).await);
+        assert!(
+            c["stdout_bytes"].as_u64().unwrap() > 10 << 20,
+            "{}",
+            c["stdout_bytes"]
+        );
+    }
+    s.stop().await;
+}

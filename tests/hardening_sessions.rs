@@ -233,3 +233,76 @@ async fn x86_machines_belong_to_the_client_that_loaded_them() {
     let run = a.ok("x86_run", json!({"machine": m})).await;
     assert_eq!(run["machine"], m);
 }
+
+/// A `tools/call` in MCP 2026-07-28's form over raw HTTP, with `headers`
+/// besides: the HTTP status and the body.
+async fn call_2026(url: &str, headers: &[(&str, &str)], tool: &str, args: Value) -> (u16, String) {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": tool, "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+        }}
+    })
+    .to_string();
+    let mut all = vec![
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ];
+    all.extend_from_slice(headers);
+    let (status, _, answer) = e2e::hardening::http(url, "POST", &all, &body).await;
+    (status, answer)
+}
+
+/// The JSON-RPC message of an HTTP answer, plain or as one SSE event.
+fn rpc_body(answer: &str) -> Value {
+    let json = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{')))
+        .unwrap_or(answer);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+/// Hardening item 6: a 2026-07-28 client sending no owner header was a new
+/// client on every request, so each session it created was orphaned at
+/// once, and 64 creates filled the global cap for every other client for
+/// 15 minutes. Such a caller now gets no lasting state and is told how to
+/// identify; with an owner header it keeps its sessions.
+#[tokio::test]
+async fn anonymous_2026_callers_get_no_lasting_state() {
+    let (_child, url, _dir) = server().await;
+    for _ in 0..3 {
+        let (status, answer) = call_2026(&url, &[], "cp1600_create_session", json!({})).await;
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("UNIDENTIFIED_CLIENT"), "{answer}");
+        assert!(answer.contains("benchtop-owner"), "{answer}");
+    }
+    let rom = repo().join("samples/dos/greet.com");
+    let (_, answer) = call_2026(
+        &url,
+        &[],
+        "x86_load_program",
+        json!({"path": rom.display().to_string()}),
+    )
+    .await;
+    assert!(answer.contains("UNIDENTIFIED_CLIENT"), "{answer}");
+
+    // Named by an owner header, the same client keeps what it creates.
+    let owner = [("benchtop-owner", "a-secret-of-my-own")];
+    let (_, answer) = call_2026(&url, &owner, "cp1600_create_session", json!({})).await;
+    let created = rpc_body(&answer);
+    let id = created["result"]["structuredContent"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a session: {created}"))
+        .to_owned();
+    let (_, listed) = call_2026(&url, &owner, "cp1600_list_sessions", json!({})).await;
+    assert!(listed.contains(&id), "{listed}");
+
+    // The other clients were never crowded out.
+    let other = Client::connect(&url).await;
+    other.ok("cp1600_create_session", json!({})).await;
+}

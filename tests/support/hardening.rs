@@ -6,6 +6,7 @@ use crate::{RawServer, Server, plugins, raw_text, repo, simulator_bin, spawn_sim
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One test at a time (they measure time and memory).
 pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
@@ -388,4 +389,55 @@ pub async fn ecu_server(plugins: &Path, defs: &Path, dir: &Path) -> Server {
         "--no-watch",
     ])
     .await
+}
+
+/// A minimal HTTP/1.1 exchange (the test needs raw control of headers and
+/// of half-sent requests): status, headers (lowercased names) and body.
+pub async fn http(
+    url: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|u| u.split('/').next())
+        .unwrap();
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let mut req = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+        .await
+        .expect("the server answers within 10 s")
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+/// The value of header `name` (lowercase) among `headers`.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
