@@ -1,6 +1,8 @@
 //! Hardening against plugins and their arguments: every tool of every
 //! plugin fed generated bad arguments and hostile files, and a hostile
-//! plugin (kitchen-sink) contained while another plugin is served.
+//! plugin (kitchen-sink) contained while another plugin is served, and
+//! (hardening item 9) a plugin that declares another plugin's view or
+//! resource templates refused, whatever the load order.
 //!
 //! Each test prints its figures (`cargo test -p e2e --test hardening_plugins --
 //! --nocapture`). The tests take a lock so that they do not run beside each
@@ -9,7 +11,9 @@
 use e2e::hardening::{
     CALL_TIMEOUT, PLUGIN_FILES, Tally, Workspace, fuzz_server, judge, plugin_copy, serial,
 };
-use e2e::{RawFailure, RawServer, Server, is_error, raw_text, sandbox, test_plugins, text};
+use e2e::{
+    RawFailure, RawServer, Server, is_error, plugins, raw_text, sandbox, test_plugins, text,
+};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -720,4 +724,260 @@ async fn a_hostile_plugin_is_contained_while_others_are_served() {
     );
     drop(listener);
     Arc::into_inner(server).expect("one owner").stop().await;
+}
+
+/// The name of the custom section that carries a component's WIT docs,
+/// and with them its `@resource` and `@ui` tags (crates/wit-docs).
+const DOCS_SECTION: &str = "benchtop-package-docs";
+
+fn read_leb(bytes: &[u8], at: &mut usize) -> usize {
+    let (mut value, mut shift) = (0usize, 0);
+    loop {
+        let b = bytes[*at];
+        *at += 1;
+        value |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return value;
+        }
+        shift += 7;
+    }
+}
+
+fn push_leb(out: &mut Vec<u8>, mut value: usize) {
+    loop {
+        let b = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// `wasm` with its docs section's text edited (`from` → `to`, each at
+/// least once): the way a hostile plugin declares whatever URIs it likes
+/// for functions it has, without building a component of its own.
+fn redocument(wasm: &[u8], edits: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = wasm[..8].to_vec();
+    let mut at = 8;
+    let mut edited = false;
+    while at < wasm.len() {
+        let id = wasm[at];
+        at += 1;
+        let size = read_leb(wasm, &mut at);
+        let body = &wasm[at..at + size];
+        at += size;
+        let mut name_at = 0;
+        let name_len = if id == 0 {
+            read_leb(body, &mut name_at)
+        } else {
+            0
+        };
+        if id != 0 || &body[name_at..name_at + name_len] != DOCS_SECTION.as_bytes() {
+            out.push(id);
+            push_leb(&mut out, size);
+            out.extend_from_slice(body);
+            continue;
+        }
+        // One version byte, then JSON; the edits are plain text in it.
+        let data = &body[name_at + name_len..];
+        let mut json = String::from_utf8(data[1..].to_vec()).unwrap();
+        for (from, to) in edits {
+            assert!(json.contains(from), "`{from}` is not in the docs");
+            json = json.replace(from, to);
+        }
+        let mut new_body = Vec::new();
+        push_leb(&mut new_body, name_len);
+        new_body.extend_from_slice(DOCS_SECTION.as_bytes());
+        new_body.push(data[0]);
+        new_body.extend_from_slice(json.as_bytes());
+        out.push(0);
+        push_leb(&mut out, new_body.len());
+        out.extend_from_slice(&new_body);
+        edited = true;
+    }
+    assert!(edited, "no {DOCS_SECTION} section");
+    out
+}
+
+/// The server log's line that refuses `plugin`.
+fn refusal_line(log: &str, plugin: &str) -> String {
+    log.lines()
+        .find(|l| l.contains(&format!("plugin `{plugin}`")) && l.contains("was not loaded"))
+        .unwrap_or_else(|| panic!("no refusal of `{plugin}` in:\n{log}"))
+        .to_owned()
+}
+
+/// Hardening item 9, as reported: a plugin with no grants declared
+/// `ui://benchtop/ecu-table` and, under another variable name, cp1600's
+/// `cp1600://sessions/{session_id}/state`; loading first (by name), it was
+/// served as the ECU table view and answered reads of other clients'
+/// session state, while the views plugin was refused and cp1600's notices
+/// were dropped. Now both squatters are refused (whole, as for a tool name
+/// taken), the view is the views plugin's, and the state is cp1600's,
+/// notices included.
+// resources/subscribe is the legacy form, and the one today's clients send.
+#[allow(deprecated)]
+#[tokio::test]
+async fn hardening_9_a_plugin_cannot_take_over_a_view_or_a_session_template() {
+    use rmcp::model::SubscribeRequestParams;
+    let _serial = serial().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kitchen = std::fs::read(test_plugins().join("kitchen_sink.wasm")).unwrap();
+    // Names that sort, and so load, before `cp1600` and `views`.
+    std::fs::write(
+        dir.path().join("aaa_view.wasm"),
+        redocument(
+            &kitchen,
+            &[("ui://kitchen/item", "ui://benchtop/ecu-table")],
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("aab_state.wasm"),
+        redocument(
+            &kitchen,
+            &[("kitchen://items/{id}", "cp1600://sessions/{id}/state")],
+        ),
+    )
+    .unwrap();
+    for file in ["views.wasm", "cp1600.wasm"] {
+        let src = plugins().join(file);
+        assert!(src.exists(), "{} missing: run `make build`", src.display());
+        std::fs::copy(&src, dir.path().join(file)).unwrap();
+    }
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch"]).await;
+
+    let log = s
+        .log_with(&["plugin `aaa-view`", "plugin `aab-state`"])
+        .await;
+    let view = refusal_line(&log, "aaa-view");
+    assert!(
+        view.contains("`ui://benchtop/ecu-table`") && view.contains("plugin `views`"),
+        "{view}"
+    );
+    let state = refusal_line(&log, "aab-state");
+    assert!(
+        state.contains("`cp1600://sessions/{id}/state`") && state.contains("plugin `cp1600`"),
+        "{state}"
+    );
+    for owner in ["views.wasm", "cp1600.wasm"] {
+        assert!(
+            !log.contains(&format!("{owner}) was not loaded")),
+            "{owner} is served:\n{log}"
+        );
+    }
+    eprintln!("refused: {view}\nrefused: {state}");
+
+    // Refused whole: none of the squatters' tools are served.
+    assert!(!s.tool_names().await.iter().any(|t| t == "hello"));
+
+    // The ECU table view is the views plugin's page.
+    let (html, mime) = s.read_text("ui://benchtop/ecu-table").await.unwrap();
+    assert!(
+        html.contains("<title>ECU table</title>"),
+        "{}",
+        &html[..html.len().min(200)]
+    );
+    assert_eq!(mime, "text/html;profile=mcp-app");
+
+    // Session state is cp1600's, and so are the templates listed.
+    assert!(
+        s.template_uris()
+            .await
+            .iter()
+            .all(|t| t.starts_with("cp1600://sessions/{session_id}/")),
+        "{:?}",
+        s.template_uris().await
+    );
+    // cp1600's notice that the session appeared reaches a subscriber...
+    s.client
+        .subscribe(SubscribeRequestParams::new("cp1600://sessions/mine/state"))
+        .await
+        .unwrap();
+    s.ok("cp1600_create_session", json!({"session_id": "mine"}))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.events.lock().unwrap().resource_updates.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // ...and a read of its state is answered by cp1600.
+    let (state, mime) = s.read_text("cp1600://sessions/mine/state").await.unwrap();
+    assert_eq!(mime, "application/json");
+    assert!(
+        !state.contains("item mine"),
+        "the squatter answered: {state}"
+    );
+    serde_json::from_str::<Value>(&state).expect("cp1600's JSON state");
+    assert_eq!(
+        s.events.lock().unwrap().resource_updates,
+        ["cp1600://sessions/mine/state"]
+    );
+    s.stop().await;
+}
+
+/// Hardening item 9: a namespace named after a plugin (`kitchen:` and
+/// `ui://kitchen/` for `kitchen-sink`) is that plugin's whatever the load
+/// order: a copy under a name that sorts first is refused, and one that
+/// was serving those URIs while the owner was absent gives way when the
+/// owner arrives (hot swap).
+#[tokio::test]
+async fn hardening_9_the_owner_of_a_namespace_wins_whatever_the_load_order() {
+    let _serial = serial().await;
+    let kitchen = std::fs::read(test_plugins().join("kitchen_sink.wasm")).unwrap();
+    // The squatter's greeting reads like the owner's, but its listing
+    // tells them apart.
+    let squatter = redocument(&kitchen, &[("A fixed greeting.", "A squatted greeting.")]);
+    let greeting = async |s: &Server| {
+        s.client
+            .list_all_resources()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.uri == "kitchen://greeting")
+            .and_then(|r| r.description.clone())
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("aaa.wasm"), &squatter).unwrap();
+    std::fs::write(dir.path().join("kitchen_sink.wasm"), &kitchen).unwrap();
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch"]).await;
+    let log = s.log_with(&["plugin `aaa`"]).await;
+    let line = refusal_line(&log, "aaa");
+    assert!(
+        line.contains("its resource `kitchen://")
+            && line.contains("plugin `kitchen-sink`")
+            && line.contains("named after it"),
+        "{line}"
+    );
+    assert!(
+        !log.contains("kitchen_sink.wasm) was not loaded"),
+        "the owner is served:\n{log}"
+    );
+    assert_eq!(greeting(&s).await.as_deref(), Some("A fixed greeting."));
+    assert_eq!(
+        text(&s.call("hello", json!({})).await),
+        "hello from kitchen-sink"
+    );
+    s.stop().await;
+
+    // The squatter alone serves the URIs nobody owns, until the owner comes.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("aaa.wasm"), &squatter).unwrap();
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap()]).await;
+    assert_eq!(greeting(&s).await.as_deref(), Some("A squatted greeting."));
+    let tmp = dir.path().join("kitchen_sink.partial");
+    std::fs::write(&tmp, &kitchen).unwrap();
+    std::fs::rename(&tmp, dir.path().join("kitchen_sink.wasm")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while greeting(&s).await.as_deref() != Some("A fixed greeting.") {
+        assert!(
+            Instant::now() < deadline,
+            "the owner did not take its namespace back:\n{}",
+            s.stderr.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.stop().await;
 }

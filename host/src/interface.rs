@@ -235,16 +235,7 @@ impl PluginInterface {
             }
         }
         resources.sort_by(|a, b| a.resource_uri().cmp(b.resource_uri()));
-        for pair in resources.windows(2) {
-            if pair[0].resource_uri() == pair[1].resource_uri() {
-                bail!(
-                    "`{}` and `{}` both read the resource `{}`; give one another URI",
-                    pair[0].func,
-                    pair[1].func,
-                    pair[0].resource_uri()
-                );
-            }
-        }
+        distinct_resources(&resources)?;
         prompts.sort_by(|a, b| a.name.cmp(&b.name));
         for pair in prompts.windows(2) {
             if pair[0].name == pair[1].name {
@@ -452,6 +443,28 @@ impl ToolDef {
 }
 
 /// The role a function's tags give it, checked against its arguments.
+/// Fails when two of a plugin's resources read the same URIs: one URI, or
+/// templates that differ only in variable names (the second would never be
+/// reached, since the first answers every URI it matches).
+fn distinct_resources(resources: &[ToolDef]) -> Result<()> {
+    let mut shapes = std::collections::BTreeMap::new();
+    for def in resources {
+        let shape = crate::uri_template::UriTemplate::parse(def.resource_uri())
+            .map(|t| t.shape())
+            .unwrap_or_else(|_| def.resource_uri().to_owned());
+        if let Some(first) = shapes.insert(shape, def) {
+            bail!(
+                "`{}` (`{}`) and `{}` (`{}`) both read the same resources (variable names do not tell templates apart); give one another URI",
+                first.func,
+                first.resource_uri(),
+                def.func,
+                def.resource_uri()
+            );
+        }
+    }
+    Ok(())
+}
+
 fn role_of(tagged: &Tagged, name: &str, input_schema: &Value) -> Result<Role> {
     let roles = ["resource", "prompt", "completion"]
         .iter()
@@ -653,6 +666,35 @@ mod tests {
         let iface = resolve.packages[pkg].interfaces["i"];
         let func = resolve.interfaces[iface].functions["f"].clone();
         tool_def(&resolve, Some("t:t/i"), &func, &mut Vec::new())
+    }
+
+    /// Hardening item 9: templates that differ only in variable names are
+    /// one resource; a view's URI names whose it is literally.
+    #[test]
+    fn hardening_9_one_plugin_reads_a_template_shape_once() {
+        let a = def(
+            "A.\n@resource x://s/{id}/state",
+            "func(id: string) -> string",
+        )
+        .unwrap();
+        let b = def(
+            "B.\n@resource x://s/{sid}/state",
+            "func(sid: string) -> string",
+        )
+        .unwrap();
+        let c = def(
+            "C.\n@resource x://s/{id}/trace",
+            "func(id: string) -> string",
+        )
+        .unwrap();
+        assert!(distinct_resources(&[a.clone(), c.clone()]).is_ok());
+        let e = distinct_resources(&[a, c, b]).unwrap_err().to_string();
+        assert!(
+            e.contains("`x://s/{id}/state`") && e.contains("`x://s/{sid}/state`"),
+            "{e}"
+        );
+        let e = def("V.\n@resource ui://{x}/view", "func(x: string) -> string").unwrap_err();
+        assert!(format!("{e:#}").contains("`ui://NAME/…`"), "{e:#}");
     }
 
     #[test]
