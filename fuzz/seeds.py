@@ -463,6 +463,14 @@ seed("jsonrpc_framing", "lines-oversized", b"\x47" + rpc(11, "tools/call", {"nam
 seed("jsonrpc_framing", "lines-oversized-id-late", b"\x40" + b'{"jsonrpc":"2.0","params":{"pad":"'
      + b"B" * 150 + b'"},"id":123456789,"method":"ping"}\n')
 
+# --- x86_snapshot, cp1600_snapshot: edits of a real snapshot -----------------
+# (fuzz_targets/shared/edits.rs): the whole snapshot, one cut, a few flips.
+for target in ("x86_snapshot", "cp1600_snapshot"):
+    seed(target, "whole", struct.pack("<I", 0))
+    seed(target, "cut-early", struct.pack("<I", 40))
+    seed(target, "flips", struct.pack("<I", 0) + b"".join(
+        struct.pack("<IB", at, 0xFF) for at in (8, 64, 200, 5000)))
+
 # -----------------------------------------------------------------------------
 for target, files in seeds.items():
     d = OUT / target
