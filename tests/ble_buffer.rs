@@ -845,3 +845,141 @@ async fn the_sniff_prompt_device_completion_and_import_notices() {
     assert!(!p.messages.is_empty());
     ble.server.stop().await;
 }
+
+/// A btsnoop capture (H4, as Android writes it) of `count` ATT
+/// notifications of `size` bytes on handle 0x0015, each in one ACL packet,
+/// written to `path` record by record. The first value byte is `salt`, so
+/// captures differ (the same content twice would be refused).
+fn write_notifications_capture(path: &std::path::Path, count: u32, size: usize, salt: u8) {
+    use std::io::Write;
+    const EPOCH_OFFSET_US: i64 = 0x00DC_DDB3_0F2F_8000;
+    const T0: i64 = 1_753_437_600_000_000; // 2025-07-25T10:00:00Z, µs
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    out.write_all(b"btsnoop\0").unwrap();
+    out.write_all(&1u32.to_be_bytes()).unwrap();
+    out.write_all(&1002u32.to_be_bytes()).unwrap();
+    let mut value = vec![0x5A; size];
+    value[0] = salt;
+    let att_len = 3 + size; // opcode, handle, value
+    let l2cap_len = 4 + att_len;
+    assert!(l2cap_len <= 0xFFFF, "one ACL packet per notification");
+    for i in 0..count {
+        value[1..5].copy_from_slice(&i.to_be_bytes());
+        let incl = (1 + 4 + l2cap_len) as u32; // H4 type, ACL header, frame
+        out.write_all(&incl.to_be_bytes()).unwrap(); // original length
+        out.write_all(&incl.to_be_bytes()).unwrap(); // included length
+        out.write_all(&1u32.to_be_bytes()).unwrap(); // received
+        out.write_all(&0u32.to_be_bytes()).unwrap(); // drops
+        let ts = T0 + i as i64 * 1000 + EPOCH_OFFSET_US;
+        out.write_all(&ts.to_be_bytes()).unwrap();
+        out.write_all(&[0x02]).unwrap(); // H4 ACL
+        out.write_all(&(0x0040u16 | 0b10 << 12).to_le_bytes())
+            .unwrap(); // first packet
+        out.write_all(&(l2cap_len as u16).to_le_bytes()).unwrap();
+        out.write_all(&(att_len as u16).to_le_bytes()).unwrap();
+        out.write_all(&0x0004u16.to_le_bytes()).unwrap(); // ATT channel
+        out.write_all(&[0x1B]).unwrap(); // notification
+        out.write_all(&0x0015u16.to_le_bytes()).unwrap();
+        out.write_all(&value).unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// Hardening item 4: the ring was bounded in packets only. Captures of
+/// 65 KB notifications, each well within the 256 MiB import limit, filled
+/// it past the plugin's 512 MiB memory cap: an import trapped, the host
+/// rebuilt the instance, and the buffer (ids, readers, earlier imports)
+/// was lost. The ring is bounded in bytes too (64 MiB), an import streams
+/// the file and stages no more than the ring keeps: four 99 MiB captures
+/// import one after the other into the same instance, and the answers say
+/// what the buffer holds and what it let go for room.
+#[tokio::test]
+async fn ring_is_bounded_in_bytes_hardening_4() {
+    const COUNT: u32 = 1600;
+    const SIZE: usize = 65_000;
+    const MIB: u64 = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let captures: Vec<_> = (0..4u8)
+        .map(|k| {
+            let path = dir.path().join(format!("notify-{k}.log"));
+            write_notifications_capture(&path, COUNT, SIZE, k);
+            path
+        })
+        .collect();
+    let size = std::fs::metadata(&captures[0]).unwrap().len();
+    assert!((64 * MIB..256 * MIB).contains(&size), "{size} bytes");
+    // No bridge listens on this port: the plugin serves imports alone.
+    let grant = format!("allow = [{:?}]\n", format!("{}:ro", dir.path().display()));
+    let ble = Ble::start_with(free_port(), &grant).await;
+
+    let mut last_id = 0;
+    for (k, path) in captures.iter().enumerate() {
+        let r = ble
+            .server
+            .call("import_btsnoop", json!({"path": path}))
+            .await;
+        assert!(
+            !is_error(&r),
+            "import {} of {size} bytes failed (the plugin reset?): {}",
+            k + 1,
+            e2e::text(&r)
+        );
+        let r = r.structured_content.expect("structured result");
+        assert_eq!(r["rx"].as_u64(), Some(COUNT as u64), "{r}");
+        // Ids are never reused: a rebuilt instance would start again at 1.
+        let first = r["first_id"].as_u64().unwrap();
+        assert_eq!(first, last_id + 1, "import {}: ids go on: {r}", k + 1);
+        last_id = r["last_id"].as_u64().unwrap();
+        let warnings: Vec<&str> = r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert!(
+            warnings.iter().any(|w| w.starts_with(&format!(
+                "{COUNT} packets imported (99.2 MiB) but the buffer keeps 64.0 MiB: only the newest"
+            ))),
+            "{warnings:?}"
+        );
+        if k > 0 {
+            assert!(
+                warnings[0].starts_with("this import evicted")
+                    && warnings[0].contains("to stay within the buffer's byte limit of 64.0 MiB"),
+                "{warnings:?}"
+            );
+        }
+        let note = r["note"].as_str().unwrap();
+        assert!(note.contains("MiB of its 64.0 MiB byte limit"), "{note}");
+        // Where to read it: from the first packet it kept.
+        let page = ble
+            .ok("get_logs", json!({"since": r["since"], "limit": 1}))
+            .await;
+        assert_eq!(page["logs"][0]["size"].as_u64(), Some(SIZE as u64));
+        assert_eq!(page["logs"][0]["id"], page["oldest_available_id"]);
+    }
+
+    // One instance all along: four imports counted, the ring within bytes.
+    let m = ble.ok("get_metrics", json!({})).await;
+    assert_eq!(m["imported"]["files"], 4, "{m}");
+    // Every id went to an imported packet (the kept ones: an import
+    // stages only what the ring holds).
+    assert_eq!(m["imported"]["rx"].as_u64(), Some(last_id), "{m}");
+    assert!(m["buffer_use_percent"].as_f64().unwrap() > 99.0, "{m}");
+    let full = m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|w| w.contains("full by bytes (64.0 MiB of its 64.0 MiB byte limit"));
+    assert!(full, "{m}");
+    let status = ble.ok("status", json!({})).await;
+    assert_eq!(status["newest_id"].as_u64(), Some(last_id), "{status}");
+    let used = status["log_buffer_used"].as_u64().unwrap();
+    let per_packet = SIZE as u64 + 64;
+    assert_eq!(used, 64 * MIB / per_packet, "{status}");
+    let buf = read_json(&ble, "ble://buffer").await.unwrap();
+    assert_eq!(buf["buffer_byte_limit"].as_u64(), Some(64 * MIB));
+    assert_eq!(buf["buffer_bytes"].as_u64(), Some(used * per_packet));
+    ble.server.stop().await;
+}

@@ -5,10 +5,11 @@
 //! and ATT fields are little-endian. L2CAP frames split over several ACL
 //! packets are reassembled per connection handle and direction.
 
-use crate::buffer::Direction;
+use crate::buffer::{Direction, packet_cost};
 use crate::time::Micros;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::io::{self, Read};
 
 /// The 8 bytes every btsnoop file starts with.
 pub(crate) const MAGIC: &[u8; 8] = b"btsnoop\0";
@@ -21,6 +22,16 @@ pub const EPOCH_OFFSET_US: i64 = 0x00DC_DDB3_0F2F_8000;
 const ATT_CID: u16 = 0x0004;
 /// Warnings one parse keeps; further problems are only counted.
 pub(crate) const MAX_WARNINGS: usize = 10;
+/// Bytes of a record the parser looks at: an H4 type byte, the 4-byte ACL
+/// header and the most an ACL length field can announce. The rest of a
+/// longer record is read past (it is nothing the parser uses), so one
+/// record never takes more memory than this, whatever it claims.
+const RECORD_PREFIX: usize = 1 + 4 + 0xFFFF;
+/// Bytes of L2CAP frames being reassembled at once (each counted at the
+/// length its first fragment announces, which is reserved up front): real
+/// captures have a handful of frames open, and without a bound a capture
+/// of first fragments alone could stage 4,096 frames of 64 KiB.
+pub const REASSEMBLY_BYTES: usize = 16 << 20;
 
 /// Why a file is not a btsnoop capture this parser reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +45,8 @@ pub enum BtsnoopError {
     Version(u32),
     /// A datalink other than 1002 (H4) and 2001 (Linux monitor).
     Datalink(u32),
+    /// The input could not be read (never for a capture in memory).
+    Read(String),
 }
 
 impl fmt::Display for BtsnoopError {
@@ -49,6 +62,7 @@ impl fmt::Display for BtsnoopError {
                 f,
                 "btsnoop datalink {d} is not supported: only 1002 (H4, Android) and 2001 (Linux monitor, btmon)"
             ),
+            Self::Read(e) => write!(f, "the capture could not be read: {e}"),
         }
     }
 }
@@ -349,6 +363,8 @@ pub struct Tally {
     pub tx: u32,
     /// Values imported as RX.
     pub rx: u32,
+    /// Payload bytes of those values.
+    pub bytes: u64,
     /// (connection, attribute handle) → (writes, notifications).
     pub per_handle: BTreeMap<(u16, u16), (u32, u32)>,
     /// Values on handles beyond MAX_TALLY_HANDLES distinct ones.
@@ -369,7 +385,7 @@ pub struct Capture {
     pub datalink: u32,
     /// Records in the file (complete and cut).
     pub records: u32,
-    /// The newest values (all of them unless `parse_keeping` bounded it).
+    /// The newest values (all of them unless a [`Keep`] bounded them).
     pub values: VecDeque<AttValue>,
     /// Counts over every value found, kept or not.
     pub tally: Tally,
@@ -417,6 +433,8 @@ struct Pending {
 struct State {
     /// Keyed by (adapter, connection handle, sent-by-host).
     pending: HashMap<(u16, u16, bool), Pending>,
+    /// The `expected` lengths of `pending`, bounded by REASSEMBLY_BYTES.
+    pending_bytes: usize,
     /// (adapter, connection handle, CID) → PSM.
     psm: HashMap<(u16, u16, u16), u16>,
     /// Open requests (adapter, handle, identifier) → (PSM, source CIDs),
@@ -424,64 +442,139 @@ struct State {
     requests: HashMap<(u16, u16, u8), (u16, Vec<u16>)>,
 }
 
+impl State {
+    /// Takes a frame out of reassembly, returning its reserved bytes.
+    fn take(&mut self, key: &(u16, u16, bool)) -> Option<Pending> {
+        let p = self.pending.remove(key)?;
+        self.pending_bytes -= p.expected;
+        Some(p)
+    }
+}
+
 /// Bound on tracked channels, so a hostile capture cannot grow the maps
 /// without limit (real captures hold a handful).
 const MAX_CHANNELS: usize = 4096;
 
-/// Parses a whole capture, keeping every value (`parse_keeping` bounds them).
-pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
-    parse_keeping(bytes, usize::MAX)
+/// Which of a capture's values a parse keeps: the newest, at most
+/// `packets` of them taking at most `bytes` by [`packet_cost`], so the
+/// values staged for the buffer never outgrow what the buffer keeps of
+/// them (a huge capture of tiny packets, or of 64 KB notifications,
+/// cannot exhaust memory). The tally still counts them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// Most values kept.
+    pub packets: usize,
+    /// Most bytes the kept values take, payload plus per-packet overhead.
+    pub bytes: usize,
 }
 
-/// Parses, keeping only the newest `keep` values (the buffer holds no
-/// more), so a huge capture of tiny packets cannot exhaust memory; the
-/// tally still counts them all.
-pub fn parse_keeping(bytes: &[u8], keep: usize) -> Result<Capture, BtsnoopError> {
-    if bytes.len() < 8 || &bytes[..8] != MAGIC {
-        return Err(BtsnoopError::NotBtsnoop);
+impl Keep {
+    /// Every value.
+    pub const ALL: Keep = Keep {
+        packets: usize::MAX,
+        bytes: usize::MAX,
+    };
+}
+
+/// Parses a whole capture, keeping every value (`parse_keeping` bounds them).
+pub fn parse(bytes: &[u8]) -> Result<Capture, BtsnoopError> {
+    parse_keeping(bytes, Keep::ALL)
+}
+
+/// Parses a capture in memory, keeping the newest values `keep` allows.
+pub fn parse_keeping(bytes: &[u8], keep: Keep) -> Result<Capture, BtsnoopError> {
+    match read_keeping(&mut &bytes[..], keep) {
+        Ok(parsed) => parsed,
+        // Reading a slice never fails; were it to, the capture ends there.
+        Err(e) => Err(BtsnoopError::Read(e.to_string())),
     }
-    if bytes.len() < 16 {
-        return Err(BtsnoopError::TooShort);
+}
+
+/// Reads as many bytes as `r` has, up to `buf.len()`; fewer only at the
+/// end of the input.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
-    let version = be32(&bytes[8..]);
+    Ok(got)
+}
+
+/// Parses a capture from `r` front to back, one record in memory at a
+/// time, keeping the newest values `keep` allows: an import's memory is
+/// what it keeps, not the file's size. The outer error is a failed read;
+/// the inner one says the input is no capture this parser reads. Reading
+/// stops after the last record it could parse (the caller may read on).
+pub fn read_keeping(r: &mut impl Read, keep: Keep) -> io::Result<Result<Capture, BtsnoopError>> {
+    let mut head = [0u8; 16];
+    let got = read_full(r, &mut head)?;
+    if got < 8 || &head[..8] != MAGIC {
+        return Ok(Err(BtsnoopError::NotBtsnoop));
+    }
+    if got < 16 {
+        return Ok(Err(BtsnoopError::TooShort));
+    }
+    let version = be32(&head[8..]);
     if version != 1 {
-        return Err(BtsnoopError::Version(version));
+        return Ok(Err(BtsnoopError::Version(version)));
     }
-    let datalink = be32(&bytes[12..]);
+    let datalink = be32(&head[12..]);
     if datalink != DATALINK_H4 && datalink != DATALINK_MONITOR {
-        return Err(BtsnoopError::Datalink(datalink));
+        return Ok(Err(BtsnoopError::Datalink(datalink)));
     }
     let mut cap = Capture {
         datalink,
         ..Default::default()
     };
-    let keep = keep.max(1);
+    let keep_packets = keep.packets.max(1);
+    // What the kept values take, by packet_cost.
+    let mut kept_bytes = 0usize;
     let mut st = State::default();
-    let mut pos = 16;
-    while pos < bytes.len() {
-        if bytes.len() - pos < 24 {
+    let mut pos: u64 = 16;
+    // The record being parsed: at most RECORD_PREFIX bytes, reused.
+    let mut rec = Vec::new();
+    loop {
+        let mut h = [0u8; 24];
+        let got = read_full(r, &mut h)?;
+        if got == 0 {
+            break;
+        }
+        if got < 24 {
             cap.warn(format!(
                 "truncated record header at byte {pos}; stopped there"
             ));
             break;
         }
-        let h = &bytes[pos..pos + 24];
-        let orig = be32(h) as usize;
+        let orig = be32(&h) as usize;
         let incl = be32(&h[4..]) as usize;
         let flags = be32(&h[8..]);
         let ts_raw = i64::from_be_bytes(h[16..24].try_into().unwrap_or([0; 8]));
         let ts = ts_raw.wrapping_sub(EPOCH_OFFSET_US);
         pos += 24;
-        if bytes.len() - pos < incl {
+        let looked_at = incl.min(RECORD_PREFIX);
+        rec.resize(looked_at, 0);
+        let got = read_full(r, &mut rec)?;
+        let rest = (incl - looked_at) as u64;
+        let past = if got == looked_at {
+            io::copy(&mut r.by_ref().take(rest), &mut io::sink())?
+        } else {
+            0
+        };
+        if (got as u64) + past < incl as u64 {
             cap.warn(format!(
                 "record {} claims {incl} bytes but only {} remain; stopped there",
                 cap.records + 1,
-                bytes.len() - pos
+                got as u64 + past
             ));
             break;
         }
-        let data = &bytes[pos..pos + incl];
-        pos += incl;
+        pos += incl as u64;
+        let data = &rec[..];
         cap.records += 1;
         let cut = incl < orig;
         cap.contents.cut += cut as u32;
@@ -518,16 +611,25 @@ pub fn parse_keeping(bytes: &[u8], keep: usize) -> Result<Capture, BtsnoopError>
             }
             0x02 => {
                 cap.contents.acl += 1;
-                let rec = Rec {
+                let meta = Rec {
                     sent,
                     adapter,
                     ts,
                     number: cap.records,
                     cut,
                 };
-                let imported = acl_record(body, &rec, &mut st, &mut cap);
-                if cap.values.len() > keep {
-                    cap.values.pop_front();
+                let imported = acl_record(body, &meta, &mut st, &mut cap);
+                if imported && let Some(v) = cap.values.back() {
+                    kept_bytes += packet_cost(v.value.len());
+                }
+                // The oldest go first, as the buffer would evict them.
+                while cap.values.len() > keep_packets
+                    || (kept_bytes > keep.bytes && cap.values.len() > 1)
+                {
+                    let Some(old) = cap.values.pop_front() else {
+                        break;
+                    };
+                    kept_bytes -= packet_cost(old.value.len());
                 }
                 imported
             }
@@ -558,6 +660,7 @@ pub fn parse_keeping(bytes: &[u8], keep: usize) -> Result<Capture, BtsnoopError>
         cap.warnings.insert(0, w);
         cap.warnings.truncate(MAX_WARNINGS);
     }
+    debug_assert!(st.pending_bytes <= REASSEMBLY_BYTES);
     let mut left: Vec<_> = st.pending.into_iter().collect();
     left.sort_by_key(|(_, p)| p.record);
     for ((_, handle, _), p) in left {
@@ -567,7 +670,7 @@ pub fn parse_keeping(bytes: &[u8], keep: usize) -> Result<Capture, BtsnoopError>
             p.expected.saturating_sub(p.buf.len())
         ));
     }
-    Ok(cap)
+    Ok(Ok(cap))
 }
 
 /// Notes connections opened and advertising seen, from an HCI event.
@@ -610,7 +713,7 @@ fn acl_record(acl: &[u8], rec: &Rec, st: &mut State, cap: &mut Capture) -> bool 
         // spoils the frame it belongs to.
         if acl.len() >= 2 {
             let handle = le16(acl) & 0x0FFF;
-            st.pending.remove(&(adapter, handle, sent));
+            st.take(&(adapter, handle, sent));
         }
         return false;
     }
@@ -642,10 +745,10 @@ fn acl_record(acl: &[u8], rec: &Rec, st: &mut State, cap: &mut Capture) -> bool 
         if p.buf.len() < p.expected {
             return false;
         }
-        let p = st.pending.remove(&key).expect("present");
+        let p = st.take(&key).expect("present");
         (p.buf, p.ts)
     } else {
-        if let Some(p) = st.pending.remove(&key) {
+        if let Some(p) = st.take(&key) {
             cap.warn(format!(
                 "record {}: L2CAP frame left unfinished by a new start",
                 p.record
@@ -657,16 +760,26 @@ fn acl_record(acl: &[u8], rec: &Rec, st: &mut State, cap: &mut Capture) -> bool 
         }
         let expected = le16(payload) as usize + 4;
         if payload.len() < expected {
-            if st.pending.len() < MAX_CHANNELS {
+            if st.pending.len() < MAX_CHANNELS && st.pending_bytes + expected <= REASSEMBLY_BYTES {
+                // Reserved whole, so the frame never grows by doubling.
+                let mut buf = Vec::with_capacity(expected);
+                buf.extend_from_slice(payload);
+                st.pending_bytes += expected;
                 st.pending.insert(
                     key,
                     Pending {
-                        buf: payload.to_vec(),
+                        buf,
                         expected,
                         ts,
                         record,
                     },
                 );
+            } else {
+                cap.warn(format!(
+                    "record {record}: an L2CAP frame of {expected} bytes on handle 0x{handle:03X} was not reassembled: {} frames ({} KiB) were being reassembled already",
+                    st.pending.len(),
+                    st.pending_bytes >> 10
+                ));
             }
             return false;
         }
@@ -778,6 +891,7 @@ fn att_pdu(att: &[u8], sent: bool, conn: u16, ts: Micros, cap: &mut Capture) -> 
     } else {
         t.rx += 1;
     }
+    t.bytes += value.len() as u64;
     let known =
         t.per_handle.len() < MAX_TALLY_HANDLES || t.per_handle.contains_key(&(conn, handle));
     if known {
@@ -1086,6 +1200,96 @@ mod tests {
         );
     }
 
+    /// Hands out a few bytes per read, as a file or stream may.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(7);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// Hardening item 4: an import read the whole file and staged every
+    /// value the packet count allowed, 64 KB ones included. It streams now
+    /// (a record longer than any ACL packet is read past, not held) and
+    /// keeps only the newest values the buffer's byte limit holds.
+    #[test]
+    fn reading_streams_records_and_keeps_values_within_a_byte_budget() {
+        let mut f = header(DATALINK_H4);
+        for i in 0..5u8 {
+            let frame = att(NOTIFICATION, 0x15, &vec![i; 60_000]);
+            let mut body = h4(0x02, &acl(0x40, &frame, 0xFFFF)[0]);
+            // Bytes after the ACL packet, beyond what its header announces.
+            body.extend(std::iter::repeat_n(0xEE, 100_000));
+            record(&mut f, 1, T0 + i as i64, &body);
+        }
+        let whole = parse(&f).unwrap();
+        let streamed = read_keeping(&mut Trickle(&f), Keep::ALL).unwrap().unwrap();
+        assert_eq!(streamed, whole);
+        assert_eq!(
+            (whole.records, whole.tally.rx, whole.values.len()),
+            (5, 5, 5)
+        );
+        assert_eq!(whole.tally.bytes, 300_000);
+        assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
+
+        let budget = Keep {
+            packets: usize::MAX,
+            bytes: 3 * packet_cost(60_000) + 10,
+        };
+        let cap = read_keeping(&mut Trickle(&f), budget).unwrap().unwrap();
+        let kept: Vec<u8> = cap.values.iter().map(|v| v.value[0]).collect();
+        assert_eq!(kept, [2, 3, 4], "the newest that fit");
+        assert_eq!(cap.tally, whole.tally, "counts cover every value");
+
+        // A record claiming more than the file holds stops the parse and
+        // says how much there was.
+        let mut cut = f.clone();
+        record(&mut cut, 1, T0, &[0x02; 10]);
+        cut.truncate(cut.len() - 4);
+        let cap = read_keeping(&mut Trickle(&cut), Keep::ALL)
+            .unwrap()
+            .unwrap();
+        assert_eq!(cap.records, 5);
+        assert_eq!(
+            cap.warnings,
+            ["record 6 claims 10 bytes but only 6 remain; stopped there"]
+        );
+    }
+
+    #[test]
+    fn reassembly_is_bounded_in_bytes() {
+        let mut f = header(DATALINK_H4);
+        let frame = att(WRITE_COMMAND, 0x12, &[0xA5; 65_000]);
+        // 300 frames started on as many handles, none finished.
+        for handle in 0..300u16 {
+            let first = &acl(handle, &frame, 1000)[0];
+            record(&mut f, 0, T0, &h4(0x02, first));
+        }
+        // A small frame on another handle still imports.
+        record(
+            &mut f,
+            0,
+            T0,
+            &h4(0x02, &acl(0x400, &att(WRITE_COMMAND, 1, &[7]), 64)[0]),
+        );
+        let cap = parse(&f).unwrap();
+        assert_eq!(cap.tally.tx, 1);
+        let open = REASSEMBLY_BYTES / frame.len();
+        assert!(
+            cap.warnings[0].starts_with(&format!(
+                "record {}: an L2CAP frame of {} bytes on handle 0x{open:03X} was not reassembled",
+                open + 1,
+                frame.len()
+            )),
+            "{:?}",
+            cap.warnings
+        );
+    }
+
     #[test]
     fn parse_keeping_bounds_the_values_but_counts_them_all() {
         let mut f = header(DATALINK_H4);
@@ -1094,7 +1298,11 @@ mod tests {
                 record(&mut f, 0, T0 + i as i64, &h4(0x02, &frag));
             }
         }
-        let cap = parse_keeping(&f, 4).unwrap();
+        let four = Keep {
+            packets: 4,
+            bytes: usize::MAX,
+        };
+        let cap = parse_keeping(&f, four).unwrap();
         let kept: Vec<u8> = cap.values.iter().map(|v| v.value[0]).collect();
         assert_eq!(kept, [6, 7, 8, 9], "the newest are kept");
         assert_eq!((cap.tally.tx, cap.tally.rx, cap.tally.total()), (10, 0, 10));

@@ -18,6 +18,20 @@ pub const DEFAULT_CAPACITY: usize = 10_000;
 pub const MIN_CAPACITY: usize = 100;
 /// Largest buffer accepted (about 1 M packets); larger sizes are cut to it.
 pub const MAX_CAPACITY: usize = 1_000_000;
+/// Bytes the ring's packets may take at most, each counted as its payload
+/// plus [`PACKET_OVERHEAD`]; the oldest are evicted beyond it, as beyond the
+/// packet capacity. The plugin's instance may use 512 MiB in all (its
+/// memory cap: exceeding it traps and the host rebuilds the instance, losing
+/// every packet), and an import stages up to this much besides the ring
+/// (`btsnoop::Keep`), so ring and staging together stay at a quarter of
+/// the cap. Ordinary traffic never reaches it: ATT values are at most 512
+/// bytes, so 10,000 packets take under 6 MiB; it binds for captures of
+/// 64 KB L2CAP frames and for a 1,000,000-packet ring of larger values.
+pub const RING_BYTES: usize = 64 << 20;
+/// What a packet costs the ring besides its payload: its slot in the ring
+/// (32 bytes on wasm32, 48 natively) and the allocator's header and
+/// rounding of its payload block, rounded up.
+pub const PACKET_OVERHEAD: usize = 64;
 /// System events kept; the oldest is dropped beyond this.
 pub const EVENT_CAPACITY: usize = 1_000;
 /// How far a reply/request is looked for, in packets.
@@ -273,6 +287,25 @@ pub struct SearchOut<'a> {
     pub in_window: usize,
 }
 
+/// The bytes a packet with a payload of `len` bytes counts against
+/// [`RING_BYTES`].
+pub fn packet_cost(len: usize) -> usize {
+    len + PACKET_OVERHEAD
+}
+
+/// A byte count as people read it: `812 B`, `48.0 KiB`, `63.9 MiB`.
+pub fn human_bytes(n: usize) -> String {
+    const KIB: f64 = 1024.0;
+    let x = n as f64;
+    if x < KIB {
+        format!("{n} B")
+    } else if x < KIB * KIB {
+        format!("{:.1} KiB", x / KIB)
+    } else {
+        format!("{:.1} MiB", x / (KIB * KIB))
+    }
+}
+
 /// True when `p` lies beyond an `until` bound.
 fn after(p: &Packet, until: &Since) -> bool {
     match *until {
@@ -287,9 +320,15 @@ fn after(p: &Packet, until: &Since) -> bool {
 #[derive(Debug)]
 pub struct PacketLog {
     capacity: usize,
+    /// Most bytes the packets may take, by [`packet_cost`].
+    byte_limit: usize,
     packets: VecDeque<Packet>,
+    /// What the buffered packets take now, by [`packet_cost`].
+    bytes: usize,
     next_id: u64,
     evicted: u64,
+    /// Of `evicted`, those pushed out for bytes rather than for the count.
+    evicted_for_bytes: u64,
     events: VecDeque<Event>,
     next_event_id: u64,
     readers: BTreeMap<String, u64>,
@@ -306,14 +345,26 @@ impl Default for PacketLog {
 }
 
 impl PacketLog {
-    /// A buffer of `capacity` packets, clamped to 100..=1,000,000.
+    /// A buffer of `capacity` packets, clamped to 100..=1,000,000, and at
+    /// most [`RING_BYTES`].
     pub fn new(capacity: usize) -> Self {
+        Self::with_byte_limit(capacity, RING_BYTES)
+    }
+
+    /// A buffer of `capacity` packets (clamped as in [`PacketLog::new`])
+    /// taking at most `byte_limit` bytes by [`packet_cost`], clamped to
+    /// [`PACKET_OVERHEAD`]..=[`RING_BYTES`] so no caller can lift the
+    /// memory bound.
+    pub fn with_byte_limit(capacity: usize, byte_limit: usize) -> Self {
         let capacity = capacity.clamp(MIN_CAPACITY, MAX_CAPACITY);
         Self {
             capacity,
+            byte_limit: byte_limit.clamp(PACKET_OVERHEAD, RING_BYTES),
             packets: VecDeque::with_capacity(capacity),
+            bytes: 0,
             next_id: 1,
             evicted: 0,
+            evicted_for_bytes: 0,
             events: VecDeque::new(),
             next_event_id: 1,
             readers: BTreeMap::new(),
@@ -328,6 +379,23 @@ impl PacketLog {
     pub fn capacity(&self) -> usize {
         self.capacity
     }
+    /// Most bytes the packets may take (payload plus [`PACKET_OVERHEAD`]
+    /// each); the oldest are evicted beyond it.
+    pub fn byte_limit(&self) -> usize {
+        self.byte_limit
+    }
+    /// Bytes the buffered packets take now, counted as for
+    /// [`PacketLog::byte_limit`].
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+    /// How full the ring is, in percent of whichever limit is nearer:
+    /// packets or bytes.
+    pub fn use_percent(&self) -> f64 {
+        let by_count = self.packets.len() as f64 / self.capacity as f64;
+        let by_bytes = self.bytes as f64 / self.byte_limit as f64;
+        100.0 * by_count.max(by_bytes)
+    }
     /// Packets buffered now.
     pub fn len(&self) -> usize {
         self.packets.len()
@@ -339,6 +407,11 @@ impl PacketLog {
     /// Packets evicted from the ring since the start (live and imported).
     pub fn evicted(&self) -> u64 {
         self.evicted
+    }
+    /// Of [`PacketLog::evicted`], the packets evicted to stay within the
+    /// byte limit (the rest made room for the packet count).
+    pub fn evicted_for_bytes(&self) -> u64 {
+        self.evicted_for_bytes
     }
     /// Id of the oldest packet still buffered.
     pub fn oldest_id(&self) -> Option<u64> {
@@ -379,26 +452,25 @@ impl PacketLog {
         t.packets += 1;
         t.bytes += data.len() as u64;
         self.rates.add(now, dir);
-        self.append(dir, data, ts, None).0
+        self.append(dir, data.into(), ts, None).0
     }
 
     /// Appends an imported packet: buffered and counted as imported, not as
     /// live traffic (no rates, no link counters). Returns its id and the
-    /// packet it evicted, if any.
+    /// packets it evicted, oldest first: none, one for the packet count, or
+    /// several small ones to make room for a large one.
     pub fn push_imported(
         &mut self,
         dir: Direction,
         data: &[u8],
         ts: Micros,
         att: Att,
-    ) -> (u64, Option<Packet>) {
+    ) -> (u64, Vec<Packet>) {
         let t = &mut self.imported[dir.index()];
         t.packets += 1;
         t.bytes += data.len() as u64;
-        let (id, gone) = self.append(dir, data, ts, Some(att));
-        if gone.is_some() {
-            self.evicted_by_imports += 1;
-        }
+        let (id, gone) = self.append(dir, data.into(), ts, Some(att));
+        self.evicted_by_imports += gone.len() as u64;
         (id, gone)
     }
 
@@ -418,28 +490,48 @@ impl PacketLog {
         self.packets.get(id.checked_sub(first)? as usize)
     }
 
+    /// Buffers a packet, evicting the oldest first for the packet count,
+    /// then for bytes until it fits. A packet larger than the whole byte
+    /// limit would be kept alone; none is (a bridge message is at most
+    /// 16 MiB, an imported value 64 KiB).
     fn append(
         &mut self,
         dir: Direction,
-        data: &[u8],
+        data: Box<[u8]>,
         ts: Micros,
         att: Option<Att>,
-    ) -> (u64, Option<Packet>) {
-        let mut gone = None;
+    ) -> (u64, Vec<Packet>) {
+        let mut gone = Vec::new();
         if self.packets.len() == self.capacity {
-            gone = self.packets.pop_front();
-            self.evicted += 1;
+            gone.extend(self.pop_oldest());
+        }
+        let cost = packet_cost(data.len());
+        while self.bytes + cost > self.byte_limit {
+            let Some(p) = self.pop_oldest() else {
+                break;
+            };
+            self.evicted_for_bytes += 1;
+            gone.push(p);
         }
         let id = self.next_id;
         self.next_id += 1;
+        self.bytes += cost;
         self.packets.push_back(Packet {
             id,
             ts,
             dir,
-            data: data.into(),
+            data,
             att,
         });
         (id, gone)
+    }
+
+    /// Evicts the oldest packet, keeping the byte count.
+    fn pop_oldest(&mut self) -> Option<Packet> {
+        let p = self.packets.pop_front()?;
+        self.bytes -= packet_cost(p.data.len());
+        self.evicted += 1;
+        Some(p)
     }
 
     /// Records a system event at `ts`, dropping the oldest beyond
@@ -780,8 +872,80 @@ mod tests {
             log.push(Tx, &[i], 0, 0);
         }
         let (id, gone) = log.push_imported(Rx, &[7], 5, att(0x1B, 1, 1));
-        assert_eq!((id, gone.map(|p| p.id)), (101, Some(1)));
+        assert_eq!(
+            (id, gone.iter().map(|p| p.id).collect::<Vec<_>>()),
+            (101, vec![1])
+        );
         assert_eq!((log.evicted(), log.evicted_by_imports()), (1, 1));
+    }
+
+    /// Hardening item 4: the ring was bounded in packets only, so 10,000
+    /// imported 64 KB notifications took 640 MB, over the plugin's 512 MiB
+    /// memory cap. It is bounded in bytes too, evicting the oldest first.
+    #[test]
+    fn ring_evicts_by_bytes_and_stays_within_the_byte_limit() {
+        let limit = 10 * packet_cost(1000);
+        let mut log = PacketLog::with_byte_limit(MIN_CAPACITY, limit);
+        assert_eq!(log.byte_limit(), limit);
+        for i in 0..25u64 {
+            log.push(Rx, &[i as u8; 1000], i as i64, 0);
+            assert!(log.bytes() <= limit, "{} > {limit}", log.bytes());
+        }
+        assert_eq!(log.len(), 10);
+        assert_eq!((log.oldest_id(), log.newest_id()), (Some(16), Some(25)));
+        assert_eq!(log.bytes(), limit);
+        assert_eq!((log.evicted(), log.evicted_for_bytes()), (15, 15));
+        assert_eq!(log.use_percent(), 100.0);
+        // A large packet evicts as many old ones as it needs, oldest first,
+        // and an import is told which.
+        let (id, gone) = log.push_imported(Tx, &[0xAB; 4500], 99, att(0x52, 1, 1));
+        let gone: Vec<u64> = gone.iter().map(|p| p.id).collect();
+        assert_eq!((id, gone), (26, vec![16, 17, 18, 19, 20]));
+        assert_eq!(log.bytes(), 5 * packet_cost(1000) + packet_cost(4500));
+        assert_eq!(log.evicted_by_imports(), 5);
+        // Ids stay contiguous, so cursors keep working.
+        for (k, p) in log.packets().enumerate() {
+            assert_eq!(p.id, 21 + k as u64);
+        }
+        // Tiny packets push the six large ones out for bytes, then the
+        // packet count binds, and the byte total follows what is evicted.
+        for _ in 0..300 {
+            log.push(Tx, &[1], 0, 0);
+            assert!(log.bytes() <= limit);
+        }
+        assert_eq!(log.len(), MIN_CAPACITY);
+        assert_eq!(log.bytes(), MIN_CAPACITY * packet_cost(1));
+        assert_eq!(log.evicted_for_bytes(), 26);
+        assert_eq!(log.evicted(), 326 - MIN_CAPACITY as u64);
+        // No caller can lift the memory bound.
+        assert_eq!(
+            PacketLog::with_byte_limit(100, usize::MAX).byte_limit(),
+            RING_BYTES
+        );
+    }
+
+    /// The default ring fed 64 KB values (the captures of the security
+    /// review) holds at most RING_BYTES of them, not 10,000.
+    #[test]
+    fn the_default_ring_of_64_kb_values_stays_within_ring_bytes() {
+        let mut log = PacketLog::default();
+        let value = vec![0x5A; 65_000];
+        for i in 0..2_000 {
+            log.push_imported(Rx, &value, i, att(0x1B, 0x15, 0x40));
+        }
+        let held: usize = log.packets().map(|p| packet_cost(p.data.len())).sum();
+        assert_eq!(held, log.bytes());
+        assert!(held <= RING_BYTES, "{held} bytes held");
+        assert_eq!(log.len(), RING_BYTES / packet_cost(65_000));
+        assert_eq!(log.newest_id(), Some(2_000));
+        assert!(log.use_percent() > 99.0);
+    }
+
+    #[test]
+    fn human_bytes_reads_well() {
+        assert_eq!(human_bytes(812), "812 B");
+        assert_eq!(human_bytes(48 * 1024), "48.0 KiB");
+        assert_eq!(human_bytes(RING_BYTES), "64.0 MiB");
     }
 
     #[test]

@@ -198,6 +198,8 @@ impl Guest for Component {
             bridge_connected: s.link_state() == feed::LinkState::Connected,
             log_buffer_size: s.log.capacity() as u32,
             log_buffer_used: s.log.len() as u32,
+            log_buffer_bytes: s.log.bytes() as u64,
+            log_buffer_byte_limit: s.log.byte_limit() as u64,
             system_events: s.log.events().count() as u32,
             oldest_id: s.log.oldest_id(),
             newest_id: s.log.newest_id(),
@@ -295,7 +297,8 @@ impl Guest for Component {
                 rx: m(buffer::Direction::Rx),
                 buffer_capacity: s.log.capacity() as u32,
                 buffer_used: s.log.len() as u32,
-                buffer_use_percent: 100.0 * s.log.len() as f64 / s.log.capacity() as f64,
+                // Of the nearer limit: a ring full by bytes evicts too.
+                buffer_use_percent: s.log.use_percent(),
                 evicted: s.log.evicted(),
                 system_events: s.log.events_total(),
                 parse_errors: s.parse_errors(),

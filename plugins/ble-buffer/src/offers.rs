@@ -158,6 +158,8 @@ fn page(s: &Service, window: Option<Since>) -> String {
     without_nulls(json!({
         "buffer_capacity": log.capacity(),
         "buffer_used": log.len(),
+        "buffer_bytes": log.bytes(),
+        "buffer_byte_limit": log.byte_limit(),
         "oldest_id": log.oldest_id(),
         "newest_id": newest,
         "packets_transmitted": live(Direction::Tx),
@@ -199,14 +201,20 @@ impl Watch {
     }
 }
 
+/// Characters of a `ble_sniff_session` goal quoted in the prompt.
+const GOAL_MAX: usize = 2000;
+
 /// The `ble_sniff_session` prompt: the steps of a capture session with the
 /// real tools, starting from the plugin's state now.
 pub fn sniff_session(s: &Service, device: Option<&str>, goal: Option<&str>) -> String {
+    // Both are quoted back in the prompt, bounded (hardening item 11): a
+    // device name is short, a goal is free text worth a paragraph.
     let device = device.map(str::trim).filter(|d| !d.is_empty());
-    let goal = goal
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-        .unwrap_or("understand the protocol the device speaks: which commands the host writes and what the device answers");
+    let shown = device.map(plugin_kit::text::clip);
+    let goal = goal.map(str::trim).filter(|g| !g.is_empty()).map_or_else(
+        || "understand the protocol the device speaks: which commands the host writes and what the device answers".to_owned(),
+        |g| plugin_kit::text::head(g, GOAL_MAX),
+    );
     let link = s.link_state().label();
     let now = match (&s.ble.device, s.ble.connected) {
         (Some(d), true) => format!("the bridge ({link}) has {d} connected"),
@@ -217,9 +225,11 @@ pub fn sniff_session(s: &Service, device: Option<&str>, goal: Option<&str>) -> S
         (Some(a), Some(b)) => format!("{} packets are buffered (ids {a}..{b})", s.log.len()),
         _ => "the buffer is empty".to_string(),
     };
-    let target = device.map_or("the device".to_string(), |d| format!("the device {d}"));
-    let connect = match device {
-        Some(d) if s.ble.connected && s.ble.device.as_deref() == Some(d) => {
+    let target = shown
+        .as_ref()
+        .map_or("the device".to_string(), |d| format!("the device {d}"));
+    let connect = match &shown {
+        Some(d) if s.ble.connected && s.ble.device.as_deref() == device => {
             format!("{d} is already connected: go on with step 3.")
         }
         _ if s.ble.connected => "A device is connected already; scan_devices is refused while it is (SCAN_WHILE_CONNECTED). If it is not the one you want, ask the user to disconnect it.".to_string(),
@@ -469,6 +479,25 @@ mod tests {
         assert!(p.contains("3 packets are buffered (ids 1..3)"));
         let p = sniff_session(&s, Some("Other"), None);
         assert!(p.contains("SCAN_WHILE_CONNECTED"));
+    }
+
+    /// Hardening item 11: a 100 KB device or goal is quoted bounded; a
+    /// device name past the clip still counts as the connected one.
+    #[test]
+    fn hardening_11_the_prompt_quotes_device_and_goal_bounded() {
+        let mut s = svc();
+        let long = "x".repeat(100_000);
+        let p = sniff_session(&s, Some(&long), Some(&long));
+        assert!(
+            p.len() < 8192 && p.contains("(100000 characters)") && p.contains("[…cut]"),
+            "{} bytes",
+            p.len()
+        );
+        let name = "n".repeat(200);
+        s.ble.connected = true;
+        s.ble.device = Some(name.clone());
+        let p = sniff_session(&s, Some(&name), None);
+        assert!(p.contains("(200 characters) is already connected"), "{p}");
     }
 
     #[test]

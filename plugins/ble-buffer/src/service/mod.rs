@@ -5,15 +5,20 @@ use crate::bridge::{self, BridgeMsg, ScannedDevice};
 use crate::btsnoop;
 use crate::buffer::{
     Att, DEFAULT_CAPACITY, Direction, Filter, Level, LogPage, LogQuery, PacketLog, SearchOut,
+    human_bytes,
 };
 use crate::feed::{self, Budget, Feed, FeedConfig, FeedEvent, LinkState};
 use crate::hex::Pattern;
 use crate::since::{Since, parse_since};
 use crate::time::{Micros, format_iso, now_us};
 use std::collections::{BTreeMap, VecDeque};
-
+use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+mod import;
+pub use import::{HandleCount, ImportMetrics, ImportRecord, ImportSummary, content_hash};
+pub use plugin_kit::ToolError;
 
 /// Environment variable with the bridge's WebSocket URL (the `--bridge-url`
 /// setting).
@@ -30,10 +35,6 @@ pub const MAX_LIMIT: u32 = 1000;
 pub const SCAN_MIN_MS: u32 = 1000;
 /// Below the host's default 30 s call deadline, so a scan never traps.
 pub const SCAN_MAX_MS: u32 = 25_000;
-const MAX_IMPORT_BYTES: u64 = 256 << 20;
-/// Imports remembered (for duplicate checks and notes); older ones are
-/// forgotten, so repeated imports cannot grow the state without bound.
-const MAX_IMPORTS: usize = 64;
 /// Warnings kept for get_metrics.
 const MAX_RECENT_WARNINGS: usize = 10;
 /// Per-handle rows in an import's answer.
@@ -43,48 +44,6 @@ pub const DEFAULT_SINCE: &str = "30s";
 /// Devices remembered from scans and connections (for completing device
 /// names); the oldest are forgotten, so repeated scans stay bounded.
 pub const MAX_SEEN_DEVICES: usize = 64;
-
-/// One import, remembered for duplicate checks, default windows and notes.
-#[derive(Debug, Clone)]
-pub struct ImportRecord {
-    /// 1, 2, … since the plugin started.
-    pub number: u32,
-    /// The capture's path as given to import_btsnoop.
-    pub path: String,
-    /// FNV-1a hash of the file's bytes, to recognise the same capture again.
-    pub hash: u64,
-    /// File size in bytes.
-    pub size: u64,
-    /// Id of the first packet it added, if any.
-    pub first_id: Option<u64>,
-    /// Id of the last packet it added, if any.
-    pub last_id: Option<u64>,
-    /// Time of the capture's first record, in µs since 1970 UTC.
-    pub capture_start: Option<Micros>,
-    /// Time of the capture's last record.
-    pub capture_end: Option<Micros>,
-    /// When the import ran, in µs since 1970 UTC.
-    pub at: Micros,
-}
-
-impl ImportRecord {
-    fn ids(&self) -> String {
-        match (self.first_id, self.last_id) {
-            (Some(a), Some(b)) => format!("ids {a}..{b}"),
-            _ => "no packets".into(),
-        }
-    }
-}
-
-/// FNV-1a (64 bit) of a file's bytes: enough to recognise the same capture
-/// imported twice, without a hashing dependency in the guest.
-pub fn content_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3)
-    })
-}
-
-pub use plugin_kit::ToolError;
 
 /// The BLE link as the bridge reports it.
 #[derive(Debug, Default, Clone)]
@@ -183,110 +142,13 @@ pub struct Logs<'a> {
 /// A search_packets answer.
 #[derive(Debug)]
 pub struct Found<'a> {
-    /// The pattern as understood, or how the search was narrowed.
+    /// The pattern as understood (clipped when long), or empty when the
+    /// search is by handle alone.
     pub pattern: String,
     /// The matches and counts, borrowing from the buffer.
     pub out: SearchOut<'a>,
     /// What was left out or how the search was narrowed, one sentence each.
     pub notes: Vec<String>,
-}
-
-/// ATT writes and notifications on one attribute handle in an import.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HandleCount {
-    /// HCI connection handle.
-    pub conn: u16,
-    /// ATT attribute handle.
-    pub handle: u16,
-    /// Write requests, write commands and signed writes imported.
-    pub writes: u32,
-    /// Notifications and indications imported.
-    pub notifications: u32,
-}
-
-/// What import_btsnoop did with a capture.
-pub struct ImportSummary {
-    /// The capture's datalink: 1002 (H4 UART, Android) or 2001 (Linux monitor,
-    /// btmon).
-    pub datalink: u32,
-    /// Records in the file.
-    pub records: u32,
-    /// ATT writes imported as TX.
-    pub tx: u32,
-    /// ATT notifications and indications imported as RX.
-    pub rx: u32,
-    /// Records that were not ATT writes or notifications.
-    pub skipped: u32,
-    /// First packet id assigned (the earlier import's, when already imported).
-    pub first_id: Option<u64>,
-    /// Last packet id assigned.
-    pub last_id: Option<u64>,
-    /// Problems found (evictions, a duplicate, truncated records, unfinished
-    /// fragments), at most 12.
-    pub warnings: Vec<String>,
-    /// get_logs `since` that starts at this import's first packet.
-    pub since: Option<String>,
-    /// Older packets this import pushed out of the buffer.
-    pub evicted: u32,
-    /// FNV-1a hash of the file's bytes as `fnv1a64:` and 16 hex digits.
-    pub content_hash: String,
-    /// Time of the capture's first record, in µs since 1970 UTC.
-    pub capture_start: Option<Micros>,
-    /// Time of the capture's last record.
-    pub capture_end: Option<Micros>,
-    /// Short kinds of traffic in the capture (`ble-att`, `a2dp`, …).
-    pub holds: Vec<&'static str>,
-    /// What the capture holds besides the imported values, in a sentence.
-    pub contents: String,
-    /// L2CAP frames per protocol, most first.
-    pub channels: Vec<(String, u32)>,
-    /// Imported values per (connection, attribute handle), most first.
-    pub handles: Vec<HandleCount>,
-    /// Handles left out of `handles` (beyond MAX_HANDLE_ROWS).
-    pub handles_left_out: u32,
-    /// What to do next, or why nothing was imported.
-    pub note: String,
-    /// The number of the earlier import of the same content, when this
-    /// one added nothing because those packets are still buffered.
-    pub already_imported: Option<u32>,
-}
-
-/// The per-handle table of an import, most packets first, capped.
-fn handle_rows(per_handle: BTreeMap<(u16, u16), (u32, u32)>) -> (Vec<HandleCount>, u32) {
-    let mut handles: Vec<HandleCount> = per_handle
-        .into_iter()
-        .map(|((conn, handle), (writes, notifications))| HandleCount {
-            conn,
-            handle,
-            writes,
-            notifications,
-        })
-        .collect();
-    handles.sort_by(|a, b| {
-        (b.writes + b.notifications)
-            .cmp(&(a.writes + a.notifications))
-            .then((a.conn, a.handle).cmp(&(b.conn, b.handle)))
-    });
-    let left_out = handles.len().saturating_sub(MAX_HANDLE_ROWS) as u32;
-    handles.truncate(MAX_HANDLE_ROWS);
-    (handles, left_out)
-}
-
-/// Metrics about imports.
-#[derive(Debug, Clone, Default)]
-pub struct ImportMetrics {
-    /// Captures imported since the plugin started.
-    pub files: u32,
-    /// Packets imported as TX.
-    pub tx: u64,
-    /// Packets imported as RX.
-    pub rx: u64,
-    /// Payload bytes imported.
-    pub bytes: u64,
-    /// Packets evicted from the buffer by imports.
-    pub evicted: u64,
-    /// The path of the last capture imported.
-    pub last_file: Option<String>,
 }
 
 fn check_limit(limit: Option<u32>) -> Result<usize, ToolError> {
@@ -734,8 +596,9 @@ impl Service {
             let ctx = self.empty_context(&window, "", &filter, a.since.as_deref(), now);
             notes.push(ctx.why_empty(out.in_window));
         }
+        // The pattern as understood, clipped: a valid one may be 100 KB.
         let pattern = match &pat {
-            Some(p) => p.to_string(),
+            Some(p) => plugin_kit::text::clip(&p.to_string()),
             None => String::new(),
         };
         Ok(Found {
@@ -824,244 +687,22 @@ impl Service {
         }
     }
 
-    /// Imports a capture. The same content (by hash) is refused while its
-    /// packets are still buffered, unless `force`.
-    pub fn import_btsnoop(&mut self, path: &Path, force: bool) -> Result<ImportSummary, ToolError> {
-        let shown = path.display().to_string();
-        let unreadable = |e: std::io::Error| {
-            ToolError::new(
-                "FILE_NOT_READABLE",
-                plugin_kit::paths::explain_io_error(path, &e, false),
-            )
-        };
-        let meta = std::fs::metadata(path).map_err(unreadable)?;
-        if meta.len() > MAX_IMPORT_BYTES {
-            return Err(ToolError::new(
-                "FILE_TOO_LARGE",
-                format!(
-                    "{shown} is {} MiB; the import reads at most {} MiB (split the capture)",
-                    meta.len() >> 20,
-                    MAX_IMPORT_BYTES >> 20
-                ),
-            ));
-        }
-        let bytes = plugin_kit::paths::read_regular_file(path).map_err(unreadable)?;
-        let hash = content_hash(&bytes);
-        let mut warnings = Vec::new();
-        // Only what the buffer can hold is kept from the capture.
-        let cap = btsnoop::parse_keeping(&bytes, self.log.capacity())
-            .map_err(|e| ToolError::new("BAD_CAPTURE", format!("{shown}: {e}")))?;
-        let (tx, rx) = (cap.tally.tx, cap.tally.rx);
-        let (handles, left_out) = handle_rows(cap.tally.per_handle.clone());
-        // Beyond MAX_TALLY_HANDLES distinct handles the rest count as one.
-        let handles_left_out = left_out + (cap.tally.other_handles > 0) as u32;
-        // What every answer says of the capture itself; each outcome below
-        // adds its ids, warnings and note.
-        let capture = ImportSummary {
-            datalink: cap.datalink,
-            records: cap.records,
-            tx,
-            rx,
-            skipped: cap.skipped,
-            first_id: None,
-            last_id: None,
-            warnings: Vec::new(),
-            since: None,
-            evicted: 0,
-            content_hash: format!("fnv1a64:{hash:016x}"),
-            capture_start: cap.first_ts,
-            capture_end: cap.last_ts,
-            holds: cap.contents.kinds(),
-            contents: cap.contents.describe(),
-            channels: cap.contents.channel_list(),
-            handles,
-            handles_left_out,
-            note: String::new(),
-            already_imported: None,
-        };
-        let oldest = self.log.oldest_id();
-        if let Some(prev) = self
-            .imports
-            .iter()
-            .rev()
-            .find(|r| r.hash == hash && r.size == bytes.len() as u64)
-        {
-            let still_here = prev.last_id.is_some_and(|l| oldest.is_some_and(|o| l >= o));
-            if still_here && !force {
-                // Idempotent: the same capture again adds nothing and
-                // answers with the earlier import's ids.
-                let since = prev
-                    .first_id
-                    .map_or(0, |f| f - 1)
-                    .max(oldest.unwrap_or(1) - 1);
-                return Ok(ImportSummary {
-                    first_id: prev.first_id,
-                    last_id: prev.last_id,
-                    warnings: vec![format!(
-                        "already imported: {shown} has the same content (fnv1a64 {hash:016x}) as import #{} of {} at {}, whose packets ({}) are still in the buffer; nothing was added (force=true imports a second copy)",
-                        prev.number,
-                        prev.path,
-                        format_iso(prev.at),
-                        prev.ids(),
-                    )],
-                    since: prev.first_id.map(|_| since.to_string()),
-                    note: format!(
-                        "already imported as #{} ({}): nothing added; read them with get_logs since=\"{since}\"",
-                        prev.number,
-                        prev.ids()
-                    ),
-                    already_imported: Some(prev.number),
-                    ..capture
-                });
-            }
-            warnings.push(if prev.first_id.is_none() {
-                format!(
-                    "same content as import #{} of {}, which held no ATT packets either",
-                    prev.number, prev.path
-                )
-            } else if still_here {
-                format!(
-                    "duplicate: same content as import #{} of {} ({}), imported again because force=true",
-                    prev.number,
-                    prev.path,
-                    prev.ids()
-                )
-            } else {
-                format!(
-                    "same content as import #{} of {}, whose packets have since been evicted; imported again",
-                    prev.number, prev.path
-                )
-            });
-        }
-        let (mut first, mut last) = (None, None);
-        // Evicted packets: how many, their id range, how many were live.
-        let (mut evicted, mut ev_first, mut ev_last, mut ev_live) = (0u32, None, None, 0u32);
-        let this_import_first = self.log.newest_id().map_or(1, |n| n + 1);
-        for v in &cap.values {
-            let att = Att {
-                opcode: v.opcode,
-                handle: v.handle,
-                conn: v.conn,
-            };
-            let (id, gone) = self.log.push_imported(v.dir, &v.value, v.ts, att);
-            if let Some(g) = gone
-                && g.id < this_import_first
-            {
-                evicted += 1;
-                ev_first.get_or_insert(g.id);
-                ev_last = Some(g.id);
-                ev_live += g.att.is_none() as u32;
-            }
-            first.get_or_insert(id);
-            last = Some(id);
-        }
-        let n = cap.tally.total() as usize;
-        let at = now_us();
-        self.imports_total += 1;
-        let number = self.imports_total;
-        if evicted > 0 {
-            let w = format!(
-                "this import evicted {evicted} older packets (ids {}..{}{}) to stay within the buffer's {} packets",
-                ev_first.unwrap_or(0),
-                ev_last.unwrap_or(0),
-                if ev_live > 0 {
-                    format!(", {ev_live} of them live bridge packets")
-                } else {
-                    String::new()
-                },
-                self.log.capacity()
-            );
-            self.log
-                .push_event(Level::Warn, format!("import #{number} of {shown}: {w}"), at);
-            warnings.push(w);
-        }
-        let mut since_id = first.map(|f| f - 1);
-        if n > self.log.capacity() {
-            let kept_from = self.log.oldest_id().unwrap_or(0);
-            warnings.push(format!(
-                "{n} packets imported but the buffer keeps {}: only the newest remain (ids {kept_from}..{})",
-                self.log.capacity(),
-                last.unwrap_or(0)
-            ));
-            since_id = Some(kept_from - 1);
-        }
-        warnings.extend(cap.warnings.iter().cloned());
-        let note = if n == 0 {
-            format!(
-                "no ATT writes or notifications in this capture, so nothing was imported: it holds {}",
-                capture.contents
-            )
-        } else {
-            format!(
-                "read them with get_logs since=\"{}\" (get_logs without since also starts there until they are read); filter with handle, connection or opcode",
-                since_id.unwrap_or(0)
-            )
-        };
-        self.log.push_event(
-            Level::Info,
-            format!(
-                "import #{number}: {n} ATT packets ({tx} TX, {rx} RX) from {shown}{}",
-                match (first, last) {
-                    (Some(a), Some(b)) => format!(" as ids {a}..{b}"),
-                    _ => String::new(),
-                }
-            ),
-            at,
-        );
-        for w in &warnings {
-            if self.recent_warnings.len() == MAX_RECENT_WARNINGS {
-                self.recent_warnings.pop_front();
-            }
-            self.recent_warnings
-                .push_back(format!("import #{number} of {shown}: {w}"));
-        }
-        if self.imports.len() == MAX_IMPORTS {
-            self.imports.pop_front();
-        }
-        self.imports.push_back(ImportRecord {
-            number,
-            path: shown,
-            hash,
-            size: bytes.len() as u64,
-            first_id: first,
-            last_id: last,
-            capture_start: cap.first_ts,
-            capture_end: cap.last_ts,
-            at,
-        });
-        warnings.truncate(btsnoop::MAX_WARNINGS + 2);
-        Ok(ImportSummary {
-            first_id: first,
-            last_id: last,
-            warnings,
-            since: since_id.map(|s| s.to_string()),
-            evicted,
-            note,
-            ..capture
-        })
-    }
-
-    /// Import counts for get_metrics.
-    pub fn import_metrics(&self) -> ImportMetrics {
-        let (t, r) = (
-            self.log.imported(Direction::Tx),
-            self.log.imported(Direction::Rx),
-        );
-        ImportMetrics {
-            files: self.imports_total,
-            tx: t.packets,
-            rx: r.packets,
-            bytes: t.bytes + r.bytes,
-            evicted: self.log.evicted_by_imports(),
-            last_file: self.imports.back().map(|r| r.path.clone()),
-        }
-    }
-
     /// Warnings for get_metrics: recent import problems and buffer health.
     pub fn warnings(&self) -> Vec<String> {
         let mut w: Vec<String> = self.recent_warnings.iter().cloned().collect();
         let used = self.log.len() * 100 / self.log.capacity();
-        if used >= 90 {
+        // In u64: 100 times 64 MiB overflows a wasm32 usize.
+        let used_bytes = (self.log.bytes() as u64 * 100 / self.log.byte_limit() as u64) as usize;
+        if used_bytes >= 90 && used_bytes > used {
+            w.push(format!(
+                "the buffer is {used_bytes}% full by bytes ({} of its {} byte limit, in {} packets): further packets evict the oldest ({} evicted so far, {} of them for bytes)",
+                human_bytes(self.log.bytes()),
+                human_bytes(self.log.byte_limit()),
+                self.log.len(),
+                self.log.evicted(),
+                self.log.evicted_for_bytes()
+            ));
+        } else if used >= 90 {
             w.push(format!(
                 "the buffer is {used}% full: further packets evict the oldest ({} evicted so far)",
                 self.log.evicted()
@@ -1114,8 +755,12 @@ fn describe_filter(f: &Filter<'_>) -> String {
     if let Some(d) = f.direction {
         parts.push(format!("direction {}", d.label()));
     }
+    // A valid pattern may be 100 KB of hex (hardening item 11).
     if let Some(p) = f.pattern {
-        parts.push(format!("pattern \"{p}\""));
+        parts.push(format!(
+            "pattern \"{}\"",
+            plugin_kit::text::clip(&p.to_string())
+        ));
     }
     if let Some(h) = f.handle {
         parts.push(format!("handle 0x{h:04X}"));
@@ -1217,6 +862,36 @@ mod tests {
 
     fn text(s: &mut Service, json: &str) {
         s.handle(FeedEvent::Text(json.into()), now_us());
+    }
+
+    /// Hardening item 11: a valid hex pattern of 100 KB is echoed clipped,
+    /// in search_packets' `pattern` and in the note saying why nothing
+    /// matched.
+    #[test]
+    fn hardening_11_a_long_pattern_is_not_echoed_whole() {
+        let mut s = svc();
+        let now = now_us();
+        s.log.push(Direction::Tx, &[0xA7, 0xB3], now, now);
+        let long = "A7".repeat(50_000);
+        let found = s
+            .search(&SearchArgs {
+                hex_pattern: Some(long),
+                since: Some("all".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(
+            found.pattern.len() < 300 && found.pattern.ends_with("characters)"),
+            "{}",
+            found.pattern
+        );
+        let notes = found.notes.join("; ");
+        assert!(
+            notes.len() < 4096 && notes.contains("none with pattern \"A7 A7"),
+            "{} bytes: {}",
+            notes.len(),
+            &notes[..notes.len().min(600)]
+        );
     }
 
     #[test]
@@ -1678,6 +1353,78 @@ mod tests {
                 .any(|w| w.contains("only the newest remain"))
         );
         assert_eq!(r.since, Some((s.log.oldest_id().unwrap() - 1).to_string()));
+    }
+
+    /// A capture of `n` notifications of `size` bytes on handle 0x15, in
+    /// ACL fragments of 1000 bytes (reassembled by the import).
+    fn big_capture(n: u16, size: usize, salt: u8) -> Vec<u8> {
+        let mut f = header(btsnoop::DATALINK_H4);
+        for i in 0..n {
+            let mut value = vec![salt; size];
+            value[0] = i as u8;
+            for frag in acl(0x40, &att(0x1B, 0x0015, &value), 1000) {
+                record(&mut f, 1, T0 + i as i64 * 1000, &h4(2, &frag));
+            }
+        }
+        f
+    }
+
+    /// Hardening item 4: imports of large notifications are bounded by the
+    /// ring's bytes, and the answers say what the buffer holds and what it
+    /// let go for room.
+    #[test]
+    fn imports_are_bounded_by_bytes_and_say_so() {
+        let mut s = svc();
+        let limit = 10 * crate::buffer::packet_cost(2000);
+        s.log = PacketLog::with_byte_limit(100, limit);
+        let r = s
+            .import_btsnoop(&temp("bytes-a.log", &big_capture(8, 2000, 1)), false)
+            .unwrap();
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(
+            r.note
+                .ends_with("the buffer holds 8 packets, 16.1 KiB of its 20.2 KiB byte limit"),
+            "{}",
+            r.note
+        );
+        let r = s
+            .import_btsnoop(&temp("bytes-b.log", &big_capture(8, 2000, 2)), false)
+            .unwrap();
+        assert_eq!(r.evicted, 6);
+        assert_eq!(
+            r.warnings[0],
+            "this import evicted 6 older packets (ids 1..6) to stay within the buffer's byte limit of 20.2 KiB (it holds 10 packets, 20.2 KiB)"
+        );
+        // More than the limit holds: the newest that fit, and since there.
+        let r = s
+            .import_btsnoop(&temp("bytes-c.log", &big_capture(30, 2000, 3)), false)
+            .unwrap();
+        assert_eq!((r.rx, r.first_id, r.last_id), (30, Some(17), Some(26)));
+        assert!(
+            r.warnings.iter().any(|w| w
+                == "30 packets imported (58.6 KiB) but the buffer keeps 20.2 KiB: only the newest 10 remain (ids 17..26)"),
+            "{:?}",
+            r.warnings
+        );
+        assert_eq!(r.since.as_deref(), Some("16"));
+        assert!(s.log.bytes() <= limit && s.log.len() == 10);
+        let w = s.warnings();
+        assert!(
+            w.iter().any(|w| w.starts_with("the buffer is 100% full by bytes (20.2 KiB of its 20.2 KiB byte limit, in 10 packets)")),
+            "{w:?}"
+        );
+        // The packet count still evicts as before, with its own words.
+        let mut s = svc();
+        let r = s
+            .import_btsnoop(&temp("count.log", &capture(80, 9)), false)
+            .unwrap();
+        assert!(
+            r.warnings.iter().any(|w| w.starts_with(
+                "160 packets imported but the buffer keeps 100: only the newest remain"
+            )),
+            "{:?}",
+            r.warnings
+        );
     }
 
     #[test]
