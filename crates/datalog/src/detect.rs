@@ -9,7 +9,7 @@
 //! the channel names and where the rows start, so detection costs one pass
 //! over the first few hundred lines and nothing per row.
 
-use crate::reader::{Format, TimeUnit, general_number, time_unit_of};
+use crate::format::{Format, TimeUnit, civil, general_number, time_unit_of};
 
 /// Bytes of a file looked at to detect its layout.
 pub const HEAD: usize = 64 << 10;
@@ -378,7 +378,7 @@ fn vcds_date(line: &str) -> Option<i64> {
     let year: i64 = c.get(start + 2)?.parse().ok()?;
     let clock = c.get(start + 3)?.split('-').next()?;
     let (h, m, s) = clock_parts(clock)?;
-    crate::logs::civil(year, month, day, h, m, s)
+    civil(year, month, day, h, m, s)
 }
 
 /// A date and time in free text: `2014-02-22 17:47:01`, `22.02.2014
@@ -405,7 +405,7 @@ fn text_date(text: &str) -> Option<i64> {
         };
         let clock = tail.split_whitespace().next().unwrap_or("");
         let (h, mi, s) = clock_parts(clock).unwrap_or((0, 0, 0));
-        if let Some(t) = crate::logs::civil(y, mo, d, h, mi, s) {
+        if let Some(t) = civil(y, mo, d, h, mi, s) {
             return Some(t);
         }
     }

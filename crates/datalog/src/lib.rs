@@ -11,6 +11,7 @@
 pub mod column;
 pub mod error;
 pub mod filter;
+pub mod format;
 pub mod logs;
 pub mod reader;
 pub mod separators;

@@ -3,7 +3,8 @@
 
 use crate::error::{self, ToolError};
 use crate::reader::{self, Log, Need, ReadError};
-use plugin_kit::civil::{DateTime, SECS_PER_DAY, days_from_civil};
+use crate::format::civil;
+use plugin_kit::civil::DateTime;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -62,20 +63,6 @@ fn date_regex() -> &'static regex_lite::Regex {
         )
         .expect("valid date regex")
     })
-}
-
-/// Seconds since the Unix epoch of a date and time a log carries (in its
-/// name, preamble or header), or `None` when a field is out of range (years
-/// 1980..=2200, so a stray number is not taken for a date).
-pub(crate) fn civil(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64) -> Option<i64> {
-    let ok = (1980..=2200).contains(&y)
-        && (1..=12).contains(&mo)
-        && (1..=31).contains(&d)
-        && (0..24).contains(&h)
-        && (0..60).contains(&mi)
-        && (0..61).contains(&s);
-    // The checks above keep month and day in u32 range.
-    ok.then(|| days_from_civil(y, mo as u32, d as u32) * SECS_PER_DAY + h * 3600 + mi * 60 + s)
 }
 
 /// The recording time a file name carries: `log-2026-02-22T14-30-00-000Z`,

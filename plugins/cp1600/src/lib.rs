@@ -6,6 +6,7 @@
 pub mod asm;
 pub mod cart;
 pub mod cpu;
+mod diagnose;
 pub mod disasm;
 pub mod machine;
 pub mod memory;

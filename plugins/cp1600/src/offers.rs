@@ -5,7 +5,6 @@
 
 use crate::results::Json;
 use crate::tools::{DISASM_DEFAULT_SPAN, Look, MEMORY_MAX, Sessions, ToolError};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Trace entries the trace resource shows (the newest ones).
@@ -127,29 +126,12 @@ pub fn trace(s: &mut Sessions, session_id: &str) -> Result<String, ToolError> {
 /// announced: a subscriber re-reads them on a state notice. One notice per
 /// URI per call however many instructions ran.
 pub fn changed_uris(before: &[(String, Look)], after: &[(String, Look)]) -> Vec<String> {
-    let old: BTreeMap<&str, &Look> = before.iter().map(|(id, l)| (id.as_str(), l)).collect();
-    let mut uris = Vec::new();
-    let mut announce = |id: &str, state: bool, trace: bool| {
-        if state {
-            uris.push(format!("cp1600://sessions/{id}/state"));
-        }
-        if trace {
-            uris.push(format!("cp1600://sessions/{id}/trace"));
-        }
-    };
-    for (id, now) in after {
-        match old.get(id.as_str()) {
-            Some(was) => announce(id, was.state != now.state, was.trace != now.trace),
-            None => announce(id, true, true),
-        }
-    }
-    let new: BTreeMap<&str, &Look> = after.iter().map(|(id, l)| (id.as_str(), l)).collect();
-    for (id, _) in before {
-        if !new.contains_key(id.as_str()) {
-            announce(id, true, true);
-        }
-    }
-    uris
+    plugin_kit::changes::changed_uris(
+        before,
+        after,
+        |was, now| [was.state != now.state, was.trace != now.trace],
+        |id, part| format!("cp1600://sessions/{id}/{}", ["state", "trace"][part]),
+    )
 }
 
 /// Completion: the caller's own session ids matching `value` as every

@@ -5,6 +5,7 @@
 //! tests and benchmarks use); this file declares them, and `component` is
 //! the thin wit-bindgen glue.
 
+pub mod bins;
 pub mod checksum;
 pub mod decode;
 pub mod definition;

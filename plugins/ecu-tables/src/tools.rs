@@ -833,7 +833,7 @@ pub(crate) fn axis_span(
             if rows { "no range" } else { "rows_where" }
         )));
     };
-    let (first, n) = crate::overlay::axis_window(axis, axis_data, text, arg)?;
+    let (first, n) = crate::bins::axis_window(axis, axis_data, text, arg)?;
     let what = if rows { "rows" } else { "columns" };
     // A range padded with spaces or leading zeros parses, so its text is
     // clipped before it goes back in the frontmatter.

@@ -114,6 +114,8 @@ pub enum Flow {
 
 /// Default bytes one machine may write to files over its life.
 pub const DEFAULT_WRITE_LIMIT_KIB: u32 = 16 * 1024;
+/// Largest total file-write limit a client may set per machine.
+pub const MAX_WRITE_LIMIT_KIB: u32 = 256 * 1024;
 /// Largest size a file may reach through DOS writes.
 pub const FILE_SIZE_LIMIT: u64 = 8 << 20;
 
@@ -278,7 +280,7 @@ impl Dos {
         };
         // A snapshot may not raise what a machine is allowed to hold.
         let max_console = crate::console::MAX_CONSOLE_KIB as usize * 1024;
-        let max_write = crate::tools::MAX_WRITE_LIMIT_KIB as u64 * 1024;
+        let max_write = MAX_WRITE_LIMIT_KIB as u64 * 1024;
         if limits.console_bytes == 0
             || limits.console_bytes > max_console
             || limits.write_bytes > max_write

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use crate::cpu::{CS, Cpu, Exit, Model};
 use crate::dos::{Dos, Flow, Limits, LoadError, Program};
-use crate::results::MachineState;
 use crate::tracking::{SegOff, Tracker};
 
 /// Why a run or step stopped.
@@ -320,6 +319,18 @@ impl Machine {
         }
         Ok((count, StopReason::Budget))
     }
+}
+
+/// Whether a machine can run on.
+#[derive(serde::Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MachineState {
+    /// It can run or step.
+    Ready,
+    /// HLT with no interrupt source.
+    Halted,
+    /// The program exited.
+    Exited,
 }
 
 /// Names an x86-inspect machine snapshot (`plugin_kit::blob`'s frame).

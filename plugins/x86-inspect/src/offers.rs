@@ -8,7 +8,6 @@ use crate::console::Stream;
 use crate::cpu::Cpu;
 use crate::machine::{Machine, MachineId};
 use crate::tools::{Look, Session, ToolError};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Most bytes one memory read shows (as read_memory).
@@ -183,33 +182,12 @@ fn status_line(m: &Machine) -> String {
 /// so they are not announced: a subscriber re-reads them on a registers
 /// notice. One notice per URI per call however many instructions ran.
 pub fn changed_uris(before: &[(MachineId, Look)], after: &[(MachineId, Look)]) -> Vec<String> {
-    let old: BTreeMap<MachineId, &Look> = before.iter().map(|(id, l)| (*id, l)).collect();
-    let mut uris = Vec::new();
-    let mut announce = |id: MachineId, registers: bool, console: bool| {
-        if registers {
-            uris.push(format!("x86://machines/{id}/registers"));
-        }
-        if console {
-            uris.push(format!("x86://machines/{id}/console"));
-        }
-    };
-    for (id, now) in after {
-        match old.get(id) {
-            Some(was) => announce(
-                *id,
-                was.registers != now.registers,
-                was.console != now.console,
-            ),
-            None => announce(*id, true, true),
-        }
-    }
-    let new: BTreeMap<MachineId, &Look> = after.iter().map(|(id, l)| (*id, l)).collect();
-    for (id, _) in before {
-        if !new.contains_key(id) {
-            announce(*id, true, true);
-        }
-    }
-    uris
+    plugin_kit::changes::changed_uris(
+        before,
+        after,
+        |was, now| [was.registers != now.registers, was.console != now.console],
+        |id, part| format!("x86://machines/{id}/{}", ["registers", "console"][part]),
+    )
 }
 
 /// Completion: the caller's own machine ids starting with `value`, for any

@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use crate::dos::Format;
+pub use crate::machine::MachineState;
 use crate::machine::{MachineId, StopReason};
 
 /// The 32-bit general-purpose registers (the upper halves read 0 on an
@@ -345,18 +346,6 @@ impl Serialize for Format {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
     }
-}
-
-/// Whether a machine can run on.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum MachineState {
-    /// It can run or step.
-    Ready,
-    /// HLT with no interrupt source.
-    Halted,
-    /// The program exited.
-    Exited,
 }
 
 /// The kind of a breakpoint: benchtop has execution breakpoints only.

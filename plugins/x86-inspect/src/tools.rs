@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::console::{MAX_CONSOLE_KIB, MAX_PENDING_INPUT};
 use crate::cpu::{self, Cpu, Model};
 use crate::disasm;
-use crate::dos::{self, Limits};
+use crate::dos::{self, Limits, MAX_WRITE_LIMIT_KIB};
 use crate::machine::{MAX_BREAKPOINTS, Machine, MachineId, StopReason};
 use crate::results::*;
 use crate::tracking::SegOff;
@@ -34,8 +34,6 @@ const OUTPUT_PREVIEW: usize = 2000;
 /// intact), well before the host's call deadline resets the plugin and
 /// every machine in it.
 pub const RUN_TIME_LIMIT: Duration = Duration::from_secs(10);
-/// Largest total file-write limit a client may set per machine.
-pub const MAX_WRITE_LIMIT_KIB: u32 = 256 * 1024;
 
 /// Bytes the console streams of every machine of every client may keep
 /// together. The plugin's memory cap (512 MiB by default) must hold them

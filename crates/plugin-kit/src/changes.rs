@@ -1,0 +1,58 @@
+//! Which resource URIs to announce after a call (`benchtop:host/resources`),
+//! from the items a client holds (emulator sessions, machines) as they
+//! looked before and after it: each item has a few parts a resource shows
+//! (its state, its trace, its console), and only the parts that changed
+//! are announced, one notice per URI per call however much ran. An item
+//! that came or went is announced whole.
+
+use std::collections::BTreeMap;
+
+/// The URIs to announce: `differs(was, now)` says which of an item's `N`
+/// parts changed, `uri(id, part)` names a part's resource.
+pub fn changed_uris<K: Ord, L, const N: usize>(
+    before: &[(K, L)],
+    after: &[(K, L)],
+    differs: impl Fn(&L, &L) -> [bool; N],
+    uri: impl Fn(&K, usize) -> String,
+) -> Vec<String> {
+    let old: BTreeMap<&K, &L> = before.iter().map(|(k, l)| (k, l)).collect();
+    let new: BTreeMap<&K, &L> = after.iter().map(|(k, l)| (k, l)).collect();
+    let mut uris = Vec::new();
+    let mut announce = |k: &K, which: [bool; N]| {
+        for (part, changed) in which.into_iter().enumerate() {
+            if changed {
+                uris.push(uri(k, part));
+            }
+        }
+    };
+    for (k, now) in after {
+        match old.get(k) {
+            Some(was) => announce(k, differs(was, now)),
+            None => announce(k, [true; N]),
+        }
+    }
+    for (k, _) in before {
+        if !new.contains_key(k) {
+            announce(k, [true; N]);
+        }
+    }
+    uris
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changed_parts_and_whole_items_that_came_or_went() {
+        let uri = |id: &u32, part: usize| format!("x://{id}/{}", ["a", "b"][part]);
+        let differs = |was: &(u8, u8), now: &(u8, u8)| [was.0 != now.0, was.1 != now.1];
+        let before = [(1, (0, 0)), (2, (0, 0))];
+        let after = [(1, (0, 1)), (3, (0, 0))];
+        assert_eq!(
+            changed_uris(&before, &after, differs, uri),
+            ["x://1/b", "x://3/a", "x://3/b", "x://2/a", "x://2/b"]
+        );
+        assert!(changed_uris(&before, &before, differs, uri).is_empty());
+    }
+}
