@@ -1,39 +1,25 @@
 //! benchtop: an MCP server runtime whose tools come from WebAssembly components.
 //!
-//! The layers, bottom up (docs/design.md tells the whole story):
-//! - [`interface`] derives tools from a component's WIT ([`docs`], [`schema`], [`names`]);
-//! - [`engine`] is the shared WebAssembly engine, [`imports`] what a plugin
-//!   may import, [`sandbox`] its WASI context, and [`plugin`] one running
-//!   instance under its limits, failing with an [`error`];
-//! - [`cache`] keeps compiled components on disk;
-//! - [`host`] loads plugins into a [`registry`] (the live catalogue);
-//! - [`call`] is a tool call's one path: lookup, [`convert`] arguments,
-//!   invoke, [`result`]; [`server`] (stdio, and [`http`] with [`framing`])
-//!   and `benchtop call` both go through it.
+//! Four layers, each importing only the ones below it (`cargo run -p xtask
+//! -- layers`, part of `make lint`, fails otherwise; docs/design.md tells
+//! the whole story):
+//! - [`wit`]: what a component's WIT says, and nothing else: its tools,
+//!   resources and prompts ([`wit::interface`]), their JSON Schemas, and
+//!   JSON ↔ WIT values. No engine, no MCP: it is its own crate,
+//!   `benchtop-wit`, re-exported here.
+//! - [`runtime`]: components running under their limits: the engine and
+//!   its compile cache, the sandbox, what a plugin may import, one plugin
+//!   instance, the live catalogue ([`runtime::registry`]) and the host that
+//!   loads, watches and swaps plugins.
+//! - [`mcp`]: MCP over that catalogue: a tool call's one path
+//!   ([`mcp::call`]), resources, prompts and completions, elicitation
+//!   rounds, and rmcp's server handler.
+//! - [`transport`]: how messages arrive: stdio framing and streamable HTTP.
+//!
+//! [`scaffold`] writes a new plugin's files (`benchtop new`).
 
-pub mod cache;
-pub mod call;
-pub mod config;
-pub mod convert;
-pub mod docs;
-pub mod engine;
-pub mod error;
-pub mod framing;
-pub mod host;
-pub mod http;
-pub mod imports;
-pub mod interface;
-pub mod names;
-pub mod plugin;
-pub mod primitives;
-pub mod registry;
-pub mod result;
-pub mod rounds;
-pub mod sandbox;
+pub mod mcp;
+pub mod runtime;
 pub mod scaffold;
-pub mod schema;
-pub mod server;
-pub mod settings;
-pub mod shape;
-pub mod uri_template;
-pub mod watch;
+pub mod transport;
+pub use benchtop_wit as wit;

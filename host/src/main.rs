@@ -1,9 +1,9 @@
 //! The `benchtop` command line.
 
 use anyhow::{Context, Result, bail};
-use benchtop::host::{Host, Options};
-use benchtop::interface::PluginInterface;
-use benchtop::server::Server;
+use benchtop::mcp::server::Server;
+use benchtop::runtime::host::{Host, Options};
+use benchtop::wit::interface::PluginInterface;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rmcp::ServiceExt;
 use std::io::IsTerminal;
@@ -203,7 +203,9 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             host.load_all().await?;
             // Kept alive while serving: dropping the watcher stops hot swap.
             let _watcher = match host.plugins_dir() {
-                Some(dir) if !no_watch => Some(benchtop::watch::watch(host.clone(), &dir)?),
+                Some(dir) if !no_watch => {
+                    Some(benchtop::runtime::watch::watch(host.clone(), &dir)?)
+                }
                 _ => None,
             };
             serve(host, http, web).await?;
@@ -273,7 +275,7 @@ async fn serve(host: Arc<Host>, http: Option<String>, web: Option<PathBuf>) -> R
         None => {
             // Our framing, not rmcp's: it answers lines rmcp would drop.
             let (transport, writer) =
-                benchtop::framing::framed(tokio::io::stdin(), tokio::io::stdout());
+                benchtop::transport::framing::framed(tokio::io::stdin(), tokio::io::stdout());
             let server = Server::new(registry, logs)
                 .serve(transport)
                 .await
@@ -283,9 +285,9 @@ async fn serve(host: Arc<Host>, http: Option<String>, web: Option<PathBuf>) -> R
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
         }
         Some(addr) => {
-            let limits = benchtop::http::HttpLimits::from_config(host.http_config())
+            let limits = benchtop::transport::http::HttpLimits::from_config(host.http_config())
                 .context("the config file's [http] section")?;
-            benchtop::http::serve(&addr, registry, logs, web, limits).await?
+            benchtop::transport::http::serve(&addr, registry, logs, web, limits).await?
         }
     }
     Ok(())
@@ -315,11 +317,11 @@ async fn call(host: &Host, tool: &str, json: &str, raw: bool) -> Result<std::pro
         bail!("the arguments must be a JSON object, like '{{\"name\": \"value\"}}'");
     };
     let catalog = host.registry().snapshot();
-    let result = benchtop::call::call_tool(
+    let result = benchtop::mcp::call::call_tool(
         &catalog,
         tool,
         &args,
-        benchtop::call::CallContext::detached(),
+        benchtop::runtime::context::CallContext::detached(),
     )
     .await?;
     let failed = result.is_error == Some(true);
@@ -352,9 +354,9 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         }
     };
     problems.extend(interface.warnings.iter().cloned());
-    let engine = benchtop::engine::new_engine()?;
-    let linker = benchtop::imports::new_linker(&engine)?;
-    match benchtop::engine::compile(&engine, &wasm).and_then(|c| {
+    let engine = benchtop::runtime::engine::new_engine()?;
+    let linker = benchtop::runtime::imports::new_linker(&engine)?;
+    match benchtop::runtime::engine::compile(&engine, &wasm).and_then(|c| {
         linker
             .instantiate_pre(&c)
             .map(|_| ())
@@ -403,7 +405,7 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         println!(
             "\n● {kind} {} ({})",
             r.resource_uri(),
-            benchtop::primitives::mime_of(r)
+            benchtop::wit::interface::mime_of(r)
         );
         println!(
             "    read by `{}`: {}",

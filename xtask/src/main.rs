@@ -11,6 +11,11 @@
 //!
 //! `cargo run -p xtask -- inject-docs WIT_DIR IN.wasm OUT.wasm` does the
 //! injection alone, for plugin authors with their own build.
+//!
+//! `cargo run -p xtask -- layers` fails when a crate's modules import each
+//! other in a loop, or a host layer imports one above it ([`layers`]).
+
+mod layers;
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -20,13 +25,23 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("plugins") => build_plugins(&args[1..]),
+        Some("layers") => {
+            let root = args.get(1).map_or_else(workspace_root, PathBuf::from);
+            let report = layers::check_workspace(&root)?;
+            if report.is_empty() {
+                println!("layers: no import loops; the host's layers import only downward");
+                Ok(())
+            } else {
+                bail!("{}", report.join("\n"))
+            }
+        }
         Some("inject-docs") if args.len() == 4 => inject_docs(
             Path::new(&args[1]),
             Path::new(&args[2]),
             Path::new(&args[3]),
         ),
         _ => bail!(
-            "usage:\n  xtask plugins [NAME...]              build plugins and test components\n  xtask inject-docs WIT_DIR IN.wasm OUT.wasm"
+            "usage:\n  xtask plugins [NAME...]              build plugins and test components\n  xtask inject-docs WIT_DIR IN.wasm OUT.wasm\n  xtask layers [ROOT]                  check that no modules import each other in a loop"
         ),
     }
 }

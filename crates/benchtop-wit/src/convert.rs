@@ -4,7 +4,7 @@
 //! received, so an agent can fix its call without reading the schema.
 
 use crate::names::{json_name, matches};
-use crate::schema::{int_bounds, resolve_alias};
+use crate::types::{int_bounds, resolve_alias};
 use serde_json::{Map, Number, Value, json};
 use std::fmt;
 use wasmtime::component::Val;
@@ -36,7 +36,7 @@ impl std::error::Error for ArgumentError {}
 type Result<T> = std::result::Result<T, ArgumentError>;
 
 /// Describes a JSON value briefly, for error messages.
-pub(crate) fn describe(v: &Value) -> String {
+pub fn describe(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("the boolean {b}"),

@@ -3,12 +3,34 @@
 
 use crate::docs::{self, Tagged};
 use crate::names::{check_tool_name, json_name};
-use crate::schema::{self, Direction, resolve_alias};
+use crate::schema::{self, Direction};
 use crate::shape::Shape;
+use crate::types::resolve_alias;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wit_parser::{Resolve, Type, TypeDefKind, TypeId, TypeOwner, WorldItem, WorldKey};
+
+/// Directory access granted to a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Read only.
+    Ro,
+    /// Read and write.
+    Rw,
+}
+
+impl std::str::FromStr for Access {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        match s {
+            "ro" => Ok(Access::Ro),
+            "rw" => Ok(Access::Rw),
+            other => bail!("unknown access `{other}`: use `ro` (read-only) or `rw` (read-write)"),
+        }
+    }
+}
 
 /// MCP tool annotations taken from doc-comment tags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -138,7 +160,7 @@ pub struct SettingDecl {
     /// `.vscode/settings.json` key, if any.
     pub vscode: Option<String>,
     /// Directory access to grant for the value, if it names a directory.
-    pub access: Option<crate::sandbox::Access>,
+    pub access: Option<Access>,
 }
 
 /// Everything benchtop derives from a component's bytes.
@@ -401,6 +423,29 @@ fn tool_def(
         output_schema,
         view,
     })
+}
+
+/// The MIME type of a resource's contents: as tagged, else by its type.
+pub fn mime_of(def: &ToolDef) -> String {
+    if let Role::Resource {
+        mime: Some(mime), ..
+    } = &def.role
+    {
+        return mime.clone();
+    }
+    if def.resource_uri().starts_with("ui://") {
+        return VIEW_MIME.to_owned();
+    }
+    let ok = match &def.output {
+        Output::Result { ok, .. } => ok.as_ref(),
+        other => other,
+    };
+    match ok {
+        Output::Json => "application/json",
+        Output::Text => "text/markdown",
+        _ => "application/octet-stream",
+    }
+    .to_owned()
 }
 
 impl ToolDef {

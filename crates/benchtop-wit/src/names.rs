@@ -34,6 +34,16 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// At most 80 characters of a name a client sent, for error messages.
+pub fn clip(name: &str) -> String {
+    let count = name.chars().count();
+    if count <= 80 {
+        return name.to_owned();
+    }
+    let head: String = name.chars().take(60).collect();
+    format!("{head}… ({count} characters)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,8 @@
 //! schemas are what MCP clients render and validate most reliably.
 
 use crate::names::json_name;
-use crate::shape::{field_description, field_key};
+use crate::types::{field_description, field_key};
+use crate::types::{int_bounds, resolve_alias};
 use serde_json::{Map, Value, json};
 use wit_parser::{Handle, Resolve, Type, TypeDefKind};
 
@@ -23,35 +24,6 @@ pub enum Direction {
     "type `{0}` cannot be expressed in JSON (resources, futures and streams are not supported in tool signatures)"
 )]
 pub struct Unsupported(pub String);
-
-/// Follows type aliases to the definition that gives a type its shape.
-pub fn resolve_alias<'a>(resolve: &'a Resolve, ty: &Type) -> Result<Type, &'a TypeDefKind> {
-    let mut ty = *ty;
-    loop {
-        match ty {
-            Type::Id(id) => match &resolve.types[id].kind {
-                TypeDefKind::Type(inner) => ty = *inner,
-                kind => return Err(kind),
-            },
-            other => return Ok(other),
-        }
-    }
-}
-
-/// Integer bounds of a primitive integer type.
-pub fn int_bounds(ty: Type) -> Option<(i128, i128)> {
-    Some(match ty {
-        Type::U8 => (0, u8::MAX as i128),
-        Type::U16 => (0, u16::MAX as i128),
-        Type::U32 => (0, u32::MAX as i128),
-        Type::U64 => (0, u64::MAX as i128),
-        Type::S8 => (i8::MIN as i128, i8::MAX as i128),
-        Type::S16 => (i16::MIN as i128, i16::MAX as i128),
-        Type::S32 => (i32::MIN as i128, i32::MAX as i128),
-        Type::S64 => (i64::MIN as i128, i64::MAX as i128),
-        _ => return None,
-    })
-}
 
 fn bound_json(n: i128) -> Value {
     if n < 0 {

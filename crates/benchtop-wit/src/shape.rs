@@ -10,31 +10,12 @@
 //! from the type once when the plugin loads.
 
 use crate::convert::to_json;
-use crate::docs::split_tags;
 use crate::names::json_name;
-use crate::schema::resolve_alias;
+use crate::types::{field_key, resolve_alias};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use wasmtime::component::Val;
-use wit_parser::{Field, Resolve, Type, TypeDefKind};
-
-/// The JSON key of a record field: its `@key NAME` tag, else the snake_case
-/// of its name.
-pub fn field_key(field: &Field) -> String {
-    field
-        .docs
-        .contents
-        .as_deref()
-        .and_then(|d| split_tags(d).arg("key").map(str::to_owned))
-        .filter(|k| !k.is_empty())
-        .unwrap_or_else(|| json_name(&field.name))
-}
-
-/// The description of a record field: its doc comment without tag lines.
-pub fn field_description(field: &Field) -> Option<String> {
-    let text = split_tags(field.docs.contents.as_deref()?).text;
-    (!text.is_empty()).then_some(text)
-}
+use wit_parser::{Resolve, Type, TypeDefKind};
 
 /// The parts of a type that change how its values read as JSON.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -180,6 +161,7 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::field_description;
 
     fn resolve_with(wit: &str) -> (Resolve, Type) {
         let mut resolve = Resolve::default();

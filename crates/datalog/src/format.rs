@@ -143,4 +143,3 @@ pub(crate) fn general_number(text: &str, delim: u8, quoted: bool) -> Option<(f64
     }
     None
 }
-

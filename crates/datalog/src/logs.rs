@@ -2,8 +2,8 @@
 //! of parsed logs keyed by path, modification time and size.
 
 use crate::error::{self, ToolError};
-use crate::reader::{self, Log, Need, ReadError};
 use crate::format::civil;
+use crate::reader::{self, Log, Need, ReadError};
 use plugin_kit::civil::DateTime;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -9,9 +9,9 @@
 
 use crate::column::Column;
 pub use crate::detect::Encoding;
+use crate::detect::{self, Plan};
 pub use crate::format::{Format, TimeUnit};
 use crate::format::{general_number, time_unit_of};
-use crate::detect::{self, Plan};
 use crate::separators::Separators;
 use std::fmt;
 

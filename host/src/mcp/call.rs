@@ -5,79 +5,17 @@
 //! (docs/design.md, "A call's path"). Front ends only decide how a
 //! [`CallContext`] is made and how an [`UnknownTool`] is shown.
 
-use crate::convert::{ArgumentError, FromJson};
-use crate::error::CallError;
-use crate::imports::ProgressSink;
-use crate::interface::ToolDef;
-use crate::plugin::Plugin;
-use crate::registry::Catalog;
-use crate::result::to_call_result;
+use crate::mcp::result::to_call_result;
+use crate::runtime::context::CallContext;
+use crate::runtime::error::CallError;
+use crate::runtime::plugin::Plugin;
+use crate::runtime::registry::Catalog;
+use crate::wit::convert::{ArgumentError, FromJson};
+use crate::wit::interface::ToolDef;
+use crate::wit::names::clip;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
-
-/// What the host knows about the call in progress.
-#[derive(Clone)]
-pub struct CallContext {
-    /// Cancelled when the client cancels the request.
-    pub cancel: CancellationToken,
-    /// Where progress goes, when the client asked for it.
-    pub progress: Option<ProgressSink>,
-    /// The opaque id of the calling client (`benchtop:host/caller.id`).
-    pub caller: Arc<str>,
-    /// How to ask the client's user a question (`benchtop:host/elicit`),
-    /// when the client can.
-    pub elicit: Option<Elicitor>,
-}
-
-/// What a user made of a question ([`Elicitor`]).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Elicited {
-    /// Accepted, with the form's values (an object).
-    Accepted(Value),
-    /// Declined.
-    Declined,
-    /// Dismissed.
-    Cancelled,
-    /// The client could not ask (it said why).
-    Unsupported(String),
-}
-
-/// A question for the client's user (`benchtop:host/elicit`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Question {
-    /// The plugin's name for it (`ask-keyed`), if it gave one.
-    pub key: Option<String>,
-    /// What to ask.
-    pub message: String,
-    /// The form: a JSON Schema object of flat properties.
-    pub schema: Value,
-}
-
-/// Asks the client's user a [`Question`].
-pub type Elicitor = Arc<
-    dyn Fn(Question) -> std::pin::Pin<Box<dyn std::future::Future<Output = Elicited> + Send>>
-        + Send
-        + Sync,
->;
-
-/// The caller id of calls no MCP client made: `benchtop call`, hooks.
-pub const CLI_CALLER: &str = "cli";
-
-impl CallContext {
-    /// A context that is never cancelled, reports no progress, and whose
-    /// caller is [`CLI_CALLER`].
-    pub fn detached() -> Self {
-        Self {
-            cancel: CancellationToken::new(),
-            progress: None,
-            caller: CLI_CALLER.into(),
-            elicit: None,
-        }
-    }
-}
 
 /// A tool name the catalogue does not hold, with the names it may have
 /// meant.
@@ -96,16 +34,6 @@ fn hint(similar: &[String]) -> String {
     }
     let names: Vec<String> = similar.iter().map(|s| format!("`{s}`")).collect();
     format!("did you mean {}?", names.join(" or "))
-}
-
-/// At most 80 characters of a name a client sent, for error messages.
-pub fn clip(name: &str) -> String {
-    let count = name.chars().count();
-    if count <= 80 {
-        return name.to_owned();
-    }
-    let head: String = name.chars().take(60).collect();
-    format!("{head}… ({count} characters)")
 }
 
 /// Calls tool `name` of `catalog`. A failure of the call itself (bad

@@ -4,11 +4,15 @@
 //! through the same instance, limits and recovery as a tool call
 //! ([`Plugin::call_export`]); only the mapping of values differs.
 
-use crate::call::{CallContext, arguments_for, clip};
-use crate::interface::{Output, Role, ToolDef};
-use crate::plugin::{Export, Plugin};
-use crate::registry::Catalog;
-use crate::result::ok_or_text;
+use crate::mcp::call::arguments_for;
+use crate::mcp::result::ok_or_text;
+use crate::runtime::context::CallContext;
+use crate::runtime::plugin::{Export, Plugin};
+use crate::runtime::registry::Catalog;
+use crate::runtime::registry::view_meta;
+use crate::wit::interface::ToolDef;
+use crate::wit::interface::mime_of;
+use crate::wit::names::clip;
 use base64::Engine as _;
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -23,51 +27,6 @@ const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 
 /// At most this many completion values are returned (MCP's own cap).
 const MAX_COMPLETIONS: usize = CompletionInfo::MAX_VALUES;
-
-/// The MIME type of a resource's contents: as tagged, else by its type.
-pub fn mime_of(def: &ToolDef) -> String {
-    if let Role::Resource {
-        mime: Some(mime), ..
-    } = &def.role
-    {
-        return mime.clone();
-    }
-    if def.resource_uri().starts_with("ui://") {
-        return crate::interface::VIEW_MIME.to_owned();
-    }
-    let ok = match &def.output {
-        Output::Result { ok, .. } => ok.as_ref(),
-        other => other,
-    };
-    match ok {
-        Output::Json => "application/json",
-        Output::Text => "text/markdown",
-        _ => "application/octet-stream",
-    }
-    .to_owned()
-}
-
-/// The `_meta` of a view (an MCP Apps `ui://` resource), for its listing
-/// and its contents: `ui.csp` with no outside domains (a component serves
-/// its views whole and the sandbox gives it no network, so a view has
-/// nothing to fetch: the client may lock the frame down completely) and
-/// `ui.prefersBorder` (an explicit value, as the extension recommends,
-/// since clients' defaults differ). `None` for any other resource.
-pub fn view_meta(uri: &str) -> Option<rmcp::model::MetaObject> {
-    if !uri.starts_with("ui://") {
-        return None;
-    }
-    let meta = serde_json::json!({
-        "ui": {
-            "csp": { "connectDomains": [], "resourceDomains": [] },
-            "prefersBorder": true,
-        }
-    });
-    match meta {
-        Value::Object(m) => Some(rmcp::model::MetaObject(m)),
-        _ => None,
-    }
-}
 
 /// `resources/read`: finds the function behind `uri` (a fixed URI, or a
 /// template's variables) and returns what it returns as text or bytes.
@@ -130,7 +89,7 @@ pub async fn get_prompt(
     let def = &plugin.interface.prompts[index];
     let messages = match invoke(&plugin, Export::Prompt(index), def, &args, ctx).await? {
         Some(Val::String(s)) => vec![PromptMessage::new_text(MessageRole::User, s)],
-        blocks @ Some(Val::List(_)) => crate::result::blocks(blocks)
+        blocks @ Some(Val::List(_)) => crate::mcp::result::blocks(blocks)
             .into_iter()
             .map(|b| PromptMessage::new(MessageRole::User, b))
             .collect(),
@@ -233,7 +192,7 @@ async fn invoke(
 
 #[cfg(test)]
 mod tests {
-    use super::view_meta;
+    use crate::runtime::registry::view_meta;
 
     #[test]
     fn views_carry_a_closed_csp_and_a_border_preference() {

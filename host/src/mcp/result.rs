@@ -1,7 +1,7 @@
 //! Component return values as MCP tool results (docs/design.md, Contract 1).
 
-use crate::convert::to_json;
-use crate::interface::{ErrorOutput, Output};
+use crate::wit::convert::to_json;
+use crate::wit::interface::{ErrorOutput, Output};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{CallToolResult, ContentBlock as Content, Resource, ResourceContents};

@@ -23,8 +23,8 @@
 //! never passes for a confirmation. A plugin must ask before it changes
 //! anything (the WIT of `benchtop:host/elicit` says so).
 
-use crate::cache::hmac_sha256;
-use crate::call::{Elicited, Elicitor, Question};
+use crate::runtime::cache::hmac_sha256;
+use crate::runtime::context::{Elicited, Elicitor, Question};
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
     InputRequests, InputRequiredResult, InputResponses,
@@ -142,7 +142,7 @@ impl Rounds {
                 return Err(format!(
                     "inputResponses.{} is not an elicitation result ({e}); answer with \
                      {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}",
-                    crate::call::clip(key)
+                    crate::wit::names::clip(key)
                 ));
             }
             // An answer counts only for the question it was given for:
@@ -153,7 +153,7 @@ impl Rounds {
                     "inputResponses.{} answers no question this call was asked ({}); send the \
                      requestState of the input_required result with the answers to its \
                      inputRequests, or {AFRESH}",
-                    crate::call::clip(key),
+                    crate::wit::names::clip(key),
                     if asked.is_empty() {
                         "it asked none: no requestState came with the answers".to_owned()
                     } else {

@@ -5,11 +5,14 @@
 // 2025-11-25, which are most clients in the field, still use it.
 #![allow(deprecated)]
 
-use crate::call::{CallContext, call_tool, clip};
-use crate::host::LogEvent;
-use crate::imports::{LogLevel, ProgressSink};
-use crate::registry::Registry;
-use crate::rounds::Rounds;
+use crate::mcp::call::call_tool;
+use crate::mcp::rounds::Rounds;
+use crate::runtime::context::{CallContext, ProgressSink};
+use crate::runtime::host::LogEvent;
+use crate::runtime::imports::LogLevel;
+use crate::runtime::registry::Registry;
+use crate::runtime::registry::ResourceUpdate;
+use crate::wit::names::clip;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -92,8 +95,8 @@ fn caller_of(extensions: &Extensions, anonymous: &Arc<str>) -> Arc<str> {
 
 /// How a plugin asks this client's user (`benchtop:host/elicit`): an MCP
 /// `elicitation/create` form request, when the client declared it can.
-fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::call::Elicitor> {
-    use crate::call::Elicited;
+fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::runtime::context::Elicitor> {
+    use crate::runtime::context::Elicited;
     let asks = peer
         .peer_info()
         .is_some_and(|i| i.capabilities.elicitation.is_some());
@@ -102,17 +105,17 @@ fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::call::Elicitor> {
     }
     let peer = peer.clone();
     Some(Arc::new(
-        move |crate::call::Question {
+        move |crate::runtime::context::Question {
                   message, schema, ..
               }| {
             let peer = peer.clone();
             Box::pin(async move {
-                let params = match crate::rounds::form_request(message, schema) {
+                let params = match crate::mcp::rounds::form_request(message, schema) {
                     Ok(params) => params,
                     Err(unsupported) => return unsupported,
                 };
                 match peer.create_elicitation(params).await {
-                    Ok(r) => crate::rounds::answer_of(r),
+                    Ok(r) => crate::mcp::rounds::answer_of(r),
                     Err(e) => Elicited::Unsupported(e.to_string()),
                 }
             })
@@ -208,10 +211,118 @@ fn rounds_of(
     } else {
         &*caller
     };
-    let call = crate::rounds::call_binding(who, method, name, arguments);
+    let call = crate::mcp::rounds::call_binding(who, method, name, arguments);
     Rounds::new(state, responses, &call)
         .map(|r| Some(Arc::new(r)))
         .map_err(|why| ErrorData::invalid_params(why, None))
+}
+
+/// Where one client's notices go: a session's peer (`notifications/…`
+/// until it closes), or a 2026-07-28 `subscriptions/listen` stream's sink.
+/// Each send says whether the client is still there.
+trait Notices {
+    /// `tools`, `prompts` and `resources` `list_changed`: a swap may change
+    /// any of the three lists.
+    async fn lists_changed(&self) -> bool;
+    /// `notifications/resources/updated` for `uri`.
+    async fn resource_updated(&self, uri: &str) -> bool;
+    /// A plugin's log message.
+    async fn log(&self, param: LoggingMessageNotificationParam) -> bool;
+}
+
+impl Notices for rmcp::Peer<RoleServer> {
+    async fn lists_changed(&self) -> bool {
+        self.notify_tool_list_changed().await.is_ok()
+            && self.notify_prompt_list_changed().await.is_ok()
+            && self.notify_resource_list_changed().await.is_ok()
+    }
+    async fn resource_updated(&self, uri: &str) -> bool {
+        let param = ResourceUpdatedNotificationParam::new(uri.to_owned());
+        self.notify_resource_updated(param).await.is_ok()
+    }
+    async fn log(&self, param: LoggingMessageNotificationParam) -> bool {
+        self.notify_logging_message(param).await.is_ok()
+    }
+}
+
+impl Notices for &rmcp::service::SubscriptionSink {
+    async fn lists_changed(&self) -> bool {
+        self.notify_tool_list_changed().await.is_ok()
+            && self.notify_prompt_list_changed().await.is_ok()
+            && self.notify_resource_list_changed().await.is_ok()
+    }
+    async fn resource_updated(&self, uri: &str) -> bool {
+        self.notify_resource_updated(uri.to_owned()).await.is_ok()
+    }
+    async fn log(&self, _: LoggingMessageNotificationParam) -> bool {
+        true
+    }
+}
+
+/// What one client hears of: catalogue swaps, resource updates and, for a
+/// session, plugin logs at or above its level.
+struct FanOut {
+    changes: broadcast::Receiver<()>,
+    updates: broadcast::Receiver<ResourceUpdate>,
+    logs: Option<(broadcast::Receiver<LogEvent>, Arc<AtomicU8>)>,
+}
+
+impl FanOut {
+    /// Sends to `to` until it is gone or `stop` completes: list changes at
+    /// once, the updates `wanted` picks at most every [`UPDATE_INTERVAL`]
+    /// per URI (changes in between are merged), logs as they come.
+    async fn run(
+        mut self,
+        to: impl Notices,
+        wanted: impl Fn(&ResourceUpdate) -> bool,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
+        use broadcast::error::RecvError;
+        let mut pending: HashSet<Arc<str>> = HashSet::new();
+        let mut flush = tokio::time::interval(UPDATE_INTERVAL);
+        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(stop);
+        loop {
+            let log = async {
+                match &mut self.logs {
+                    Some((logs, _)) => logs.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = &mut stop => return,
+                change = self.changes.recv() => match change {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        if !to.lists_changed().await { return; }
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                event = log => match event {
+                    Ok(event) => {
+                        let lvl = mcp_level(event.level);
+                        let floor = self.logs.as_ref().map_or(0, |(_, l)| l.load(Ordering::Relaxed));
+                        if rank(lvl) >= floor {
+                            let param = LoggingMessageNotificationParam::new(lvl, serde_json::Value::String(event.message))
+                                .with_logger(event.plugin);
+                            if !to.log(param).await { return; }
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                },
+                update = self.updates.recv() => match update {
+                    Ok(update) if wanted(&update) => { pending.insert(update.uri); }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                },
+                _ = flush.tick(), if !pending.is_empty() => {
+                    for uri in pending.drain() {
+                        if !to.resource_updated(&uri).await { return; }
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl ServerHandler for Server {
@@ -231,7 +342,7 @@ impl ServerHandler for Server {
         let mut ui = serde_json::Map::new();
         ui.insert(
             "mimeTypes".into(),
-            serde_json::json!([crate::interface::VIEW_MIME]),
+            serde_json::json!([crate::wit::interface::VIEW_MIME]),
         );
         capabilities.extensions = Some([("io.modelcontextprotocol/ui".to_owned(), ui)].into());
         ServerConfig::new(capabilities)
@@ -243,75 +354,35 @@ impl ServerHandler for Server {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Forward catalogue changes, plugin logs and updates of subscribed
-        // resources to this session until it closes.
+        // Catalogue changes, plugin logs and updates of subscribed
+        // resources go to this session until it closes.
         let peer = context.peer;
-        let mut changes = self.registry.subscribe();
-        let mut logs = self.logs.subscribe();
-        let mut updates = self.registry.resource_updates();
         let subscriptions = self.subscriptions.clone();
-        let level = self.log_level.clone();
-        tokio::spawn(async move {
-            let mut pending: HashSet<Arc<str>> = HashSet::new();
-            let mut flush = tokio::time::interval(UPDATE_INTERVAL);
-            flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            // A session closed by DELETE or for idling sends nothing here,
-            // so without a look of our own this task (and the session's
-            // subscriptions it holds) would outlive it forever.
-            let mut alive = tokio::time::interval(CLOSED_CHECK);
-            alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = alive.tick() => {}
-                    change = changes.recv() => match change {
-                        Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // A swap may change any of the three lists.
-                            if peer.notify_tool_list_changed().await.is_err()
-                                || peer.notify_prompt_list_changed().await.is_err()
-                                || peer.notify_resource_list_changed().await.is_err()
-                            {
-                                break;
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
-                    event = logs.recv() => match event {
-                        Ok(event) => {
-                            let lvl = mcp_level(event.level);
-                            if rank(lvl) < level.load(Ordering::Relaxed) { continue; }
-                            let param = LoggingMessageNotificationParam::new(lvl, serde_json::Value::String(event.message))
-                                .with_logger(event.plugin);
-                            if peer.notify_logging_message(param).await.is_err() { break; }
-                        }
-                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
-                    update = updates.recv() => match update {
-                        Ok(update) => {
-                            let subscribed = subscriptions
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .get(&*update.uri)
-                                .is_some_and(|caller| update.reaches(caller));
-                            if subscribed {
-                                pending.insert(update.uri);
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
-                    _ = flush.tick(), if !pending.is_empty() => {
-                        for uri in pending.drain() {
-                            let param = ResourceUpdatedNotificationParam::new(uri.to_string());
-                            if peer.notify_resource_updated(param).await.is_err() { return; }
-                        }
-                    }
-                }
-                if peer.is_transport_closed() {
-                    break;
+        let fan_out = FanOut {
+            changes: self.registry.subscribe(),
+            updates: self.registry.resource_updates(),
+            logs: Some((self.logs.subscribe(), self.log_level.clone())),
+        };
+        // A session closed by DELETE or for idling sends nothing here, so
+        // without a look of its own this task (and the session's
+        // subscriptions it holds) would outlive it forever.
+        let closed = {
+            let peer = peer.clone();
+            async move {
+                let mut look = tokio::time::interval(CLOSED_CHECK);
+                while !peer.is_transport_closed() {
+                    look.tick().await;
                 }
             }
-        });
+        };
+        let wanted = move |update: &ResourceUpdate| {
+            subscriptions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&*update.uri)
+                .is_some_and(|caller| update.reaches(caller))
+        };
+        tokio::spawn(fan_out.run(peer, wanted, closed));
     }
 
     async fn subscribe(
@@ -387,8 +458,6 @@ impl ServerHandler for Server {
     /// `subscriptions/listen` stream (its sink passes only what the client
     /// asked for and was accepted).
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.registry.subscribe();
-        let mut updates = self.registry.resource_updates();
         let caller = caller_of(&context.request_context().extensions, &self.anonymous);
         let wanted: HashSet<String> = context
             .accepted()
@@ -397,40 +466,20 @@ impl ServerHandler for Server {
             .unwrap_or_default()
             .into_iter()
             .collect();
-        let mut pending: HashSet<Arc<str>> = HashSet::new();
-        let mut flush = tokio::time::interval(UPDATE_INTERVAL);
-        flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = context.cancelled() => return Ok(()),
-                change = changes.recv() => match change {
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let sink = context.sink();
-                        if sink.notify_tool_list_changed().await.is_err()
-                            || sink.notify_prompt_list_changed().await.is_err()
-                            || sink.notify_resource_list_changed().await.is_err()
-                        {
-                            return Ok(());
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-                update = updates.recv() => match update {
-                    Ok(update) if wanted.contains(&*update.uri) && update.reaches(&caller) => {
-                        pending.insert(update.uri);
-                    }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-                _ = flush.tick(), if !pending.is_empty() => {
-                    for uri in pending.drain() {
-                        if context.sink().notify_resource_updated(uri.to_string()).await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                }
-            }
-        }
+        let fan_out = FanOut {
+            changes: self.registry.subscribe(),
+            updates: self.registry.resource_updates(),
+            // 2026-07-28 moved the log level into each request's `_meta`.
+            logs: None,
+        };
+        fan_out
+            .run(
+                context.sink(),
+                |update: &ResourceUpdate| wanted.contains(&*update.uri) && update.reaches(&caller),
+                context.cancelled(),
+            )
+            .await;
+        Ok(())
     }
 
     async fn set_level(
@@ -481,7 +530,7 @@ impl ServerHandler for Server {
         )?;
         let catalog = self.registry.snapshot();
         let ctx = self.context(&context, rounds.as_ref());
-        let prompt = crate::primitives::get_prompt(&catalog, &request.name, args, ctx).await;
+        let prompt = crate::mcp::primitives::get_prompt(&catalog, &request.name, args, ctx).await;
         // Unanswered questions come first: the prompt's own answer to a
         // question not yet put to the user means nothing.
         if let Some(questions) = rounds.and_then(|r| r.input_required()) {
@@ -524,7 +573,7 @@ impl ServerHandler for Server {
         )?;
         let catalog = self.registry.snapshot();
         let ctx = self.context(&context, rounds.as_ref());
-        let contents = crate::primitives::read_resource(&catalog, &request.uri, ctx).await;
+        let contents = crate::mcp::primitives::read_resource(&catalog, &request.uri, ctx).await;
         if let Some(questions) = rounds.and_then(|r| r.input_required()) {
             return Ok(questions.into());
         }
@@ -537,7 +586,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let catalog = self.registry.snapshot();
-        crate::primitives::complete(
+        crate::mcp::primitives::complete(
             &catalog,
             &request.r#ref,
             &request.argument.name,
@@ -675,17 +724,17 @@ fn malformed_request(method: &str, params: Option<&serde_json::Value>) -> ErrorD
             }
             (Some(name), _) if !name.is_string() => format!(
                 "`params.name` must be a string, the name of the tool to call, but got {}",
-                crate::convert::describe(name)
+                crate::wit::convert::describe(name)
             ),
             (_, Some(args)) if !args.is_object() && !args.is_null() => format!(
                 "`params.arguments` must be an object of named arguments, but got {}",
-                crate::convert::describe(args)
+                crate::wit::convert::describe(args)
             ),
             _ => "`params` do not fit tools/call: expected `name` (a string), `arguments` (an object) and optionally `_meta` (an object)".to_owned(),
         },
         (_, Some(other)) if !other.is_object() => format!(
             "`params` must be an object, but got {}",
-            crate::convert::describe(other)
+            crate::wit::convert::describe(other)
         ),
         _ => format!("the params do not fit `{method}`"),
     };

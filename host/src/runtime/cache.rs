@@ -100,7 +100,7 @@ impl CompileCache {
     pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((
-                crate::engine::compile(engine, wasm)?,
+                crate::runtime::engine::compile(engine, wasm)?,
                 CacheOutcome::Compiled,
             ));
         };

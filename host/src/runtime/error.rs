@@ -1,8 +1,8 @@
 //! Why a call failed, and the words for it: a trap, an interruption or a
 //! plugin that cannot start, said so that a user knows what was lost.
 
-use crate::convert::ArgumentError;
-use crate::sandbox::GuestOutput;
+use crate::runtime::sandbox::GuestOutput;
+use crate::wit::convert::ArgumentError;
 use std::time::Duration;
 
 /// How long a cancelled call may take to return on its own before the host

@@ -1,14 +1,14 @@
 //! The host: turns options and a config file into loaded plugins and a live
 //! catalogue, and keeps it current as plugin files change.
 
-use crate::cache::{CacheOutcome, CompileCache};
-use crate::config::{ConfigFile, PluginConfig};
-use crate::engine;
-use crate::imports::{self, LogLevel, PluginState, Sinks};
-use crate::interface::{PluginInterface, SettingDecl};
-use crate::plugin::{Limits, Plugin, PluginSpec};
-use crate::registry::{Catalog, Refusal, Registry};
-use crate::sandbox::{Access, DirGrant, Policy};
+use crate::runtime::cache::{CacheOutcome, CompileCache};
+use crate::runtime::config::{ConfigFile, PluginConfig};
+use crate::runtime::engine;
+use crate::runtime::imports::{self, LogLevel, PluginState, Sinks};
+use crate::runtime::plugin::{Limits, Plugin, PluginSpec};
+use crate::runtime::registry::{Catalog, Refusal, Registry};
+use crate::runtime::sandbox::{Access, DirGrant, Policy};
+use crate::wit::interface::{PluginInterface, SettingDecl};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,7 +122,7 @@ impl Host {
     }
 
     /// The config file's limits of the HTTP transport.
-    pub fn http_config(&self) -> &crate::config::HttpConfig {
+    pub fn http_config(&self) -> &crate::runtime::config::HttpConfig {
         &self.config.http
     }
 
@@ -368,7 +368,7 @@ impl Host {
         }
         policy.network = Policy::resolve_network(&cfg.network)?;
         for decl in settings {
-            let Some((value, base)) = crate::settings::setting_value(
+            let Some((value, base)) = crate::runtime::settings::setting_value(
                 decl,
                 &self.options.settings,
                 &cfg.env,
@@ -457,7 +457,7 @@ fn file_digest(file: &Path) -> Result<Vec<u8>> {
 fn add_grant(policy: &mut Policy, grant: DirGrant) {
     match policy.dirs.iter_mut().find(|d| d.path == grant.path) {
         Some(existing) => {
-            if grant.access == crate::sandbox::Access::Rw {
+            if grant.access == crate::runtime::sandbox::Access::Rw {
                 existing.access = grant.access;
             }
         }

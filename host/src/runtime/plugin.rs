@@ -2,11 +2,11 @@
 //! limits enforced per call, and a trapped instance rebuilt
 //! (docs/design.md, Contracts 2 and 3).
 
-use crate::call::CallContext;
-use crate::error::{CANCEL_GRACE, CallError, Interrupted, describe_trap};
-use crate::imports::{ActiveCall, PluginState, Sinks};
-use crate::interface::PluginInterface;
-use crate::sandbox::{GuestOutput, Policy};
+use crate::runtime::context::CallContext;
+use crate::runtime::error::{CANCEL_GRACE, CallError, Interrupted, describe_trap};
+use crate::runtime::imports::{ActiveCall, PluginState, Sinks};
+use crate::runtime::sandbox::{GuestOutput, Policy};
+use crate::wit::interface::PluginInterface;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -141,7 +141,7 @@ impl Plugin {
                 .get_export_index(parent.as_ref(), func)
                 .with_context(|| format!("exported function `{func}` not found"))
         };
-        let lookup_all = |defs: &[crate::interface::ToolDef]| {
+        let lookup_all = |defs: &[crate::wit::interface::ToolDef]| {
             defs.iter()
                 .map(|t| lookup(t.interface.as_deref(), &t.func))
                 .collect::<Result<Vec<_>>>()
@@ -241,7 +241,7 @@ impl Plugin {
         }
     }
 
-    /// Calls tool `index` with its parameters (see [`crate::call`] for
+    /// Calls tool `index` with its parameters (see [`crate::mcp::call`] for
     /// where they come from). Calls to one plugin are serialized; a trap or
     /// an interruption rebuilds the instance before the error is returned.
     pub async fn call(
@@ -290,7 +290,7 @@ impl Plugin {
     }
 
     /// The definition behind an export.
-    pub fn def(&self, export: Export) -> Option<&crate::interface::ToolDef> {
+    pub fn def(&self, export: Export) -> Option<&crate::wit::interface::ToolDef> {
         match export {
             Export::Tool(i) => self.interface.tools.get(i),
             Export::Resource(i) => self.interface.resources.get(i),

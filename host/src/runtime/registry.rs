@@ -4,8 +4,8 @@
 //! A catalogue is an immutable snapshot; changes (hot swap) build a new one
 //! and swap it in, so in-flight calls keep the plugin they started with.
 
-use crate::plugin::Plugin;
-use crate::uri_template::{Namespace, UriTemplate};
+use crate::runtime::plugin::Plugin;
+use crate::wit::uri_template::{Namespace, UriTemplate};
 // The same distance the plugins use for their own "did you mean" hints.
 use plugin_kit::suggest::edit_distance;
 use rmcp::model::{Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
@@ -98,7 +98,7 @@ impl Catalog {
         for (t, plugin, i) in &catalog.resources {
             let def = &plugin.interface.resources[*i];
             let description = def.description.clone();
-            let mime = crate::primitives::mime_of(def);
+            let mime = crate::wit::interface::mime_of(def);
             let name = def.name.clone();
             if t.is_template() {
                 catalog.template_listing.push(
@@ -110,7 +110,7 @@ impl Catalog {
                 let mut resource = Resource::new(t.as_str(), name)
                     .with_description(description)
                     .with_mime_type(mime);
-                resource.meta = crate::primitives::view_meta(t.as_str());
+                resource.meta = view_meta(t.as_str());
                 catalog.resource_listing.push(resource);
             }
         }
@@ -410,7 +410,7 @@ impl Offer for Arc<Plugin> {
 /// in one catalogue build, all pairs together (see [`UriTemplate::overlap`]):
 /// ten times what one pair may, so that plugins with many templates in a
 /// shared namespace delay a build by a bounded time (seconds at most).
-const ADMISSION_SEARCH_BUDGET: usize = 10 * crate::uri_template::SEARCH_BUDGET;
+const ADMISSION_SEARCH_BUDGET: usize = 10 * crate::wit::uri_template::SEARCH_BUDGET;
 
 /// Decides which plugins join a catalogue, one verdict per plugin (`None`:
 /// admitted), in load order. A plugin is refused whole, as for a tool name
@@ -579,7 +579,7 @@ fn mcp_tool(name: &str, plugin: &Plugin, index: usize) -> Tool {
     tool
 }
 
-fn mcp_prompt(name: &str, def: &crate::interface::ToolDef) -> Prompt {
+fn mcp_prompt(name: &str, def: &crate::wit::interface::ToolDef) -> Prompt {
     let arguments: Vec<PromptArgument> = def
         .argument_names()
         .into_iter()
@@ -671,6 +671,28 @@ impl Registry {
     /// Subscribes to resource change notices.
     pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
         self.updates.subscribe()
+    }
+}
+
+/// The `_meta` of a view (an MCP Apps `ui://` resource), for its listing
+/// and its contents: `ui.csp` with no outside domains (a component serves
+/// its views whole and the sandbox gives it no network, so a view has
+/// nothing to fetch: the client may lock the frame down completely) and
+/// `ui.prefersBorder` (an explicit value, as the extension recommends,
+/// since clients' defaults differ). `None` for any other resource.
+pub fn view_meta(uri: &str) -> Option<rmcp::model::MetaObject> {
+    if !uri.starts_with("ui://") {
+        return None;
+    }
+    let meta = serde_json::json!({
+        "ui": {
+            "csp": { "connectDomains": [], "resourceDomains": [] },
+            "prefersBorder": true,
+        }
+    });
+    match meta {
+        serde_json::Value::Object(m) => Some(rmcp::model::MetaObject(m)),
+        _ => None,
     }
 }
 

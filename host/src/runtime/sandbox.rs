@@ -12,26 +12,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-/// Directory access granted to a plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    /// Read only.
-    Ro,
-    /// Read and write.
-    Rw,
-}
-
-impl std::str::FromStr for Access {
-    type Err = anyhow::Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "ro" => Ok(Access::Ro),
-            "rw" => Ok(Access::Rw),
-            other => bail!("unknown access `{other}`: use `ro` (read-only) or `rw` (read-write)"),
-        }
-    }
-}
+pub use crate::wit::interface::Access;
 
 /// A directory a plugin may use, mapped at its own (canonical) path.
 #[derive(Debug, Clone, PartialEq, Eq)]

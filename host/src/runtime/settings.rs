@@ -3,7 +3,7 @@
 //! config file, then the workspace's `.vscode/settings.json` (JSON with
 //! comments, as VS Code writes it).
 
-use crate::interface::SettingDecl;
+use crate::wit::interface::SettingDecl;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -6,7 +6,7 @@
 //! instance and a broken file leaves the old version serving. A removed file
 //! unloads its tools. Every change reaches clients as `tools/list_changed`.
 
-use crate::host::Host;
+use crate::runtime::host::Host;
 use anyhow::{Context, Result};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::collections::BTreeSet;

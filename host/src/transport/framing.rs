@@ -140,7 +140,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
             }
             other => format!(
                 "a message must be a JSON object, but got {}",
-                crate::convert::describe(other)
+                crate::wit::convert::describe(other)
             ),
         };
     };
@@ -151,7 +151,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
         Some(id) if readable_id(value).is_null() => {
             return format!(
                 "`id` must be a string or an integer, but got {}",
-                crate::convert::describe(id)
+                crate::wit::convert::describe(id)
             );
         }
         _ => {}
@@ -161,7 +161,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
         Some(other) => {
             return format!(
                 "`method` must be a string, but got {}",
-                crate::convert::describe(other)
+                crate::wit::convert::describe(other)
             );
         }
         None if fields.contains_key("result") || fields.contains_key("error") => {
@@ -172,7 +172,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
     match fields.get("params") {
         Some(p) if !p.is_object() && !p.is_null() => format!(
             "`params` must be an object, but got {}",
-            crate::convert::describe(p)
+            crate::wit::convert::describe(p)
         ),
         _ => format!("the message fits no request of this server ({e})"),
     }

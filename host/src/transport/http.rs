@@ -8,11 +8,11 @@
 //! bodies with JSON-RPC errors (rmcp answers them with a bare 415) and takes
 //! `Accept: */*` as accepting what the transport sends (rmcp answers 406).
 
-use crate::config::HttpConfig;
-use crate::framing::{Verdict, error_response, judge};
-use crate::host::LogEvent;
-use crate::registry::Registry;
-use crate::server::Server;
+use crate::mcp::server::Server;
+use crate::runtime::config::HttpConfig;
+use crate::runtime::host::LogEvent;
+use crate::runtime::registry::Registry;
+use crate::transport::framing::{Verdict, error_response, judge};
 use anyhow::{Context, Result, bail};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -376,7 +376,7 @@ async fn gate_request(State(gate): State<Arc<Gate>>, mut req: Request, next: Nex
                      DELETE, or after {} s idle, or never opened here); send initialize for a \
                      new session, or with MCP 2026-07-28 drop the header and send \
                      `benchtop-owner` to be recognised across requests",
-                    crate::call::clip(id),
+                    crate::wit::names::clip(id),
                     gate.limits.session_idle.as_secs()
                 ),
             ),

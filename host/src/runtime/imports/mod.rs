@@ -1,8 +1,10 @@
-//! What a plugin's store holds and the `benchtop:host` imports it answers
-//! (`log`, `progress`, `caller`, and the `errors` types), beside WASI p2 (docs/design.md, Contract 2).
+//! What a plugin's store holds and the `benchtop:host` imports it answers,
+//! beside WASI p2 (docs/design.md, Contracts 2 and 3): one file per
+//! interface, each over the one store context, [`PluginState`], as
+//! wasmtime-wasi keeps one file per WASI interface over its `WasiCtx`.
 //! The linker built here is the whole of what a component may import.
 
-use crate::call::{CLI_CALLER, CallContext};
+use crate::runtime::context::CallContext;
 use anyhow::Result;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,9 +27,6 @@ mod bindings {
 }
 
 pub use bindings::benchtop::host::log::Level as LogLevel;
-
-/// Receives progress reports of the current call: `(done, total, message)`.
-pub type ProgressSink = Arc<dyn Fn(u64, u64, String) + Send + Sync>;
 
 /// Receives a plugin's log messages: `(plugin, level, message)`.
 pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
@@ -100,165 +99,14 @@ impl WasiView for PluginState {
     }
 }
 
-impl bindings::benchtop::host::progress::Host for PluginState {
-    fn report(&mut self, done: u64, total: u64, message: String) -> bool {
-        let Some(call) = &mut self.call else {
-            return true;
-        };
-        if call.ctx.cancel.is_cancelled() {
-            return false;
-        }
-        if let Some(sink) = &call.ctx.progress {
-            // Progress must increase, and a chatty guest must not flood the client.
-            let now = Instant::now();
-            let due = match call.last_progress {
-                None => true,
-                Some((last, at)) => {
-                    done > last
-                        && (now.duration_since(at) >= Duration::from_millis(20) || done == total)
-                }
-            };
-            if due {
-                call.last_progress = Some((done, now));
-                sink(done, total, message);
-            }
-        }
-        true
-    }
-
-    fn cancelled(&mut self) -> bool {
-        self.call
-            .as_ref()
-            .is_some_and(|c| c.ctx.cancel.is_cancelled())
-    }
-}
-
-impl bindings::benchtop::host::caller::Host for PluginState {
-    fn id(&mut self) -> String {
-        self.call
-            .as_ref()
-            .map_or(CLI_CALLER, |c| &*c.ctx.caller)
-            .to_owned()
-    }
-}
-
-impl bindings::benchtop::host::resources::Host for PluginState {
-    fn changed(&mut self, uri: String) {
-        self.announce(&uri, None);
-    }
-
-    fn changed_for_caller(&mut self, uri: String) {
-        // A tick's (or the command line's) call belongs to no client.
-        let caller = self
-            .call
-            .as_ref()
-            .map(|c| c.ctx.caller.clone())
-            .filter(|c| &**c != CLI_CALLER);
-        self.announce(&uri, caller.as_deref());
-    }
-}
-
-impl PluginState {
-    fn announce(&self, uri: &str, caller: Option<&str>) {
-        // Bounded: a URI is at most a few KiB of text, and the host
-        // coalesces notices per URI.
-        if uri.len() <= 4096 {
-            (self.sinks.changed)(&self.plugin, uri, caller);
-        }
-    }
-}
-
-/// The longest a question may wait for its user.
-const MAX_QUESTION: Duration = Duration::from_secs(600);
-
-impl bindings::benchtop::host::elicit::Host for PluginState {
-    async fn ask(
-        &mut self,
-        message: String,
-        schema: String,
-    ) -> bindings::benchtop::host::elicit::Answer {
-        self.question(None, message, schema).await
-    }
-
-    async fn ask_keyed(
-        &mut self,
-        key: String,
-        message: String,
-        schema: String,
-    ) -> bindings::benchtop::host::elicit::Answer {
-        if let Err(why) = crate::names::check_tool_name(&key) {
-            tracing::warn!(plugin = %self.plugin, "elicit.ask-keyed: {}; not asking", why.replace("tool name", "question key"));
-            return bindings::benchtop::host::elicit::Answer::Unsupported;
-        }
-        self.question(Some(key), message, schema).await
-    }
-}
-
-impl PluginState {
-    /// Asks the calling client's user, when there is one who can be asked.
-    async fn question(
-        &mut self,
-        key: Option<String>,
-        message: String,
-        schema: String,
-    ) -> bindings::benchtop::host::elicit::Answer {
-        use crate::call::{Elicited, Question};
-        use bindings::benchtop::host::elicit::Answer;
-        let Some(call) = &mut self.call else {
-            return Answer::Unsupported;
-        };
-        let Some(elicit) = call.ctx.elicit.clone() else {
-            return Answer::Unsupported;
-        };
-        let schema = if schema.trim().is_empty() {
-            serde_json::json!({"type": "object", "properties": {}})
-        } else {
-            match serde_json::from_str(&schema) {
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::warn!(plugin = %self.plugin, "elicit.ask: the schema is not JSON ({e}); not asking");
-                    return Answer::Unsupported;
-                }
-            }
-        };
-        let started = Instant::now();
-        let question = Question {
-            key,
-            message,
-            schema,
-        };
-        let outcome = tokio::time::timeout(MAX_QUESTION, elicit(question)).await;
-        // The user's thinking time is not the plugin's: move the deadline on.
-        let waited = started.elapsed();
-        call.deadline += waited;
-        *call.watchdog.lock().unwrap_or_else(|p| p.into_inner()) += waited;
-        match outcome {
-            Ok(Elicited::Accepted(v)) => Answer::Accepted(v.to_string()),
-            Ok(Elicited::Declined) => Answer::Declined,
-            Ok(Elicited::Cancelled) | Err(_) => Answer::Cancelled,
-            Ok(Elicited::Unsupported(why)) => {
-                tracing::debug!(plugin = %self.plugin, "elicit.ask unsupported: {why}");
-                Answer::Unsupported
-            }
-        }
-    }
-}
+mod caller;
+mod elicit;
+mod log;
+mod progress;
+mod resources;
 
 // `errors` holds only the `tool-error` type: nothing to answer.
 impl bindings::benchtop::host::errors::Host for PluginState {}
-
-impl bindings::benchtop::host::log::Host for PluginState {
-    fn write(&mut self, level: LogLevel, message: String) {
-        let plugin = self.plugin.clone();
-        match level {
-            LogLevel::Debug => tracing::debug!(target: "guest", plugin = %plugin, "{message}"),
-            LogLevel::Info => tracing::info!(target: "guest", plugin = %plugin, "{message}"),
-            LogLevel::Warning => tracing::warn!(target: "guest", plugin = %plugin, "{message}"),
-            LogLevel::Error => tracing::error!(target: "guest", plugin = %plugin, "{message}"),
-        }
-        (self.sinks.log)(&plugin, level, &message);
-    }
-}
 
 /// Builds the linker every plugin is instantiated with: WASI p2 plus `benchtop:host`.
 pub fn new_linker(engine: &Engine) -> Result<Linker<PluginState>> {

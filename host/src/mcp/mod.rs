@@ -1,0 +1,12 @@
+//! MCP over the [`crate::runtime`] catalogue.
+//!
+//! Bottom up: [`result`] (a return value as an MCP result), [`call`] (a
+//! tool call's one path, for every front end), [`primitives`] (resources,
+//! prompts, completions), [`rounds`] (2026-07-28 elicitation rounds) and
+//! [`server`] (rmcp's `ServerHandler`).
+
+pub mod call;
+pub mod primitives;
+pub mod result;
+pub mod rounds;
+pub mod server;

@@ -1,0 +1,80 @@
+//! `benchtop:host/elicit`: asking the calling client's user, in whichever form of elicitation it has.
+
+use super::{PluginState, bindings};
+use std::time::{Duration, Instant};
+
+/// The longest a question may wait for its user.
+const MAX_QUESTION: Duration = Duration::from_secs(600);
+
+impl bindings::benchtop::host::elicit::Host for PluginState {
+    async fn ask(
+        &mut self,
+        message: String,
+        schema: String,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        self.question(None, message, schema).await
+    }
+
+    async fn ask_keyed(
+        &mut self,
+        key: String,
+        message: String,
+        schema: String,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        if let Err(why) = crate::wit::names::check_tool_name(&key) {
+            tracing::warn!(plugin = %self.plugin, "elicit.ask-keyed: {}; not asking", why.replace("tool name", "question key"));
+            return bindings::benchtop::host::elicit::Answer::Unsupported;
+        }
+        self.question(Some(key), message, schema).await
+    }
+}
+
+impl PluginState {
+    /// Asks the calling client's user, when there is one who can be asked.
+    async fn question(
+        &mut self,
+        key: Option<String>,
+        message: String,
+        schema: String,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        use crate::runtime::context::{Elicited, Question};
+        use bindings::benchtop::host::elicit::Answer;
+        let Some(call) = &mut self.call else {
+            return Answer::Unsupported;
+        };
+        let Some(elicit) = call.ctx.elicit.clone() else {
+            return Answer::Unsupported;
+        };
+        let schema = if schema.trim().is_empty() {
+            serde_json::json!({"type": "object", "properties": {}})
+        } else {
+            match serde_json::from_str(&schema) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!(plugin = %self.plugin, "elicit.ask: the schema is not JSON ({e}); not asking");
+                    return Answer::Unsupported;
+                }
+            }
+        };
+        let started = Instant::now();
+        let question = Question {
+            key,
+            message,
+            schema,
+        };
+        let outcome = tokio::time::timeout(MAX_QUESTION, elicit(question)).await;
+        // The user's thinking time is not the plugin's: move the deadline on.
+        let waited = started.elapsed();
+        call.deadline += waited;
+        *call.watchdog.lock().unwrap_or_else(|p| p.into_inner()) += waited;
+        match outcome {
+            Ok(Elicited::Accepted(v)) => Answer::Accepted(v.to_string()),
+            Ok(Elicited::Declined) => Answer::Declined,
+            Ok(Elicited::Cancelled) | Err(_) => Answer::Cancelled,
+            Ok(Elicited::Unsupported(why)) => {
+                tracing::debug!(plugin = %self.plugin, "elicit.ask unsupported: {why}");
+                Answer::Unsupported
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! How MCP messages reach the [`crate::mcp`] server: [`framing`] (stdio
+//! lines and JSON-RPC bodies judged before rmcp parses them) and [`http`]
+//! (streamable HTTP with its session gate).
+
+pub mod framing;
+pub mod http;
