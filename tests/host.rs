@@ -1031,3 +1031,53 @@ async fn a_plugin_asks_the_user_and_falls_back_when_it_cannot() {
     assert_eq!(text(&r), "deleted apple (confirmed by argument)");
     s.stop().await;
 }
+
+/// docs/design.md says how many first-party tools list an `outputSchema`
+/// and how many `benchtop:host` interfaces there are; both are checked
+/// here against `benchtop tools --json` and the WIT, so the document stays
+/// true to the code.
+#[test]
+fn the_design_documents_figures_match_the_code() {
+    let out = std::process::Command::new(e2e::bin())
+        .args(["tools", "--json", "--plugins"])
+        .arg(e2e::plugins())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = tools
+        .as_array()
+        .or_else(|| tools["tools"].as_array())
+        .expect("a list of tools")
+        .clone();
+    let typed = tools
+        .iter()
+        .filter(|t| t.get("outputSchema").is_some())
+        .count();
+    let design = std::fs::read_to_string(e2e::repo().join("docs/design.md")).unwrap();
+    let said = format!(
+        "so {typed} of the\n{} first-party tools list an `outputSchema`",
+        tools.len()
+    );
+    assert!(
+        design.replace("\n", " ").contains(&said.replace("\n", " ")),
+        "docs/design.md should say \"{said}\""
+    );
+    let wit = std::fs::read_to_string(e2e::repo().join("wit/host/host.wit")).unwrap();
+    let interfaces = wit.lines().filter(|l| l.starts_with("interface ")).count();
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    let count = format!(
+        "{} interfaces",
+        words.get(interfaces).copied().unwrap_or("many")
+    );
+    assert!(
+        design.replace("\n", " ").contains(&count),
+        "docs/design.md should say \"{count}\" of benchtop:host"
+    );
+}
