@@ -155,4 +155,3 @@ pub(crate) fn describe_diagnosis(m: &Machine, d: &Diagnosis) -> Stop {
         }
     }
 }
-

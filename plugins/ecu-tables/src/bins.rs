@@ -201,4 +201,3 @@ pub(crate) fn short(v: f64) -> String {
         s
     }
 }
-

@@ -1427,10 +1427,9 @@ mod tests {
         let mut all = Clients::default();
         assert!(all.with("s-a", |s| s.load(&p, &big)).is_ok());
         assert!(all.with("s-b", |s| s.load(&p, &big)).is_ok());
-        let e = all
-            .with("s-c", |s| s.load(&p, &big))
-            .err()
-            .expect("over budget");
+        let Err(e) = all.with("s-c", |s| s.load(&p, &big)) else {
+            panic!("over budget");
+        };
         assert_eq!(e.code, "CONSOLE_BUDGET");
         assert!(e.message.contains("remove a machine"), "{}", e.message);
         // Reloading one's own machine gives back its share first.
@@ -1441,10 +1440,9 @@ mod tests {
             ..LoadOptions::default()
         };
         assert!(all.with("s-a", |s| s.load(&p, &half)).is_ok());
-        let e = all
-            .with("s-c", |s| s.load(&p, &big))
-            .err()
-            .expect("over budget");
+        let Err(e) = all.with("s-c", |s| s.load(&p, &big)) else {
+            panic!("over budget");
+        };
         assert!(
             e.message
                 .contains(&format!("pass console_kib {} or less", MAX_CONSOLE_KIB / 2)),
@@ -1461,7 +1459,7 @@ mod tests {
         m.dos
             .stdout
             .extend(&vec![b'x'; MAX_CONSOLE_KIB as usize * 1024]);
-        let e = m.snapshot().err().expect("too big");
+        let e = m.snapshot().expect_err("too big");
         assert!(e.contains("smaller console_kib"), "{e}");
     }
 
@@ -1473,10 +1471,9 @@ mod tests {
         let p = dir.join("T.COM");
         std::fs::write(&p, PROG).unwrap();
         let mut all = Clients::default();
-        let e = all
-            .with("anon-1", |s| s.load(&p, &LoadOptions::default()))
-            .err()
-            .expect("refused");
+        let Err(e) = all.with("anon-1", |s| s.load(&p, &LoadOptions::default())) else {
+            panic!("refused");
+        };
         assert_eq!(e.code, "UNIDENTIFIED_CLIENT");
         assert!(e.message.contains("benchtop-owner"), "{}", e.message);
     }

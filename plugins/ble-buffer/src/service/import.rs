@@ -78,7 +78,6 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-
 /// ATT writes and notifications on one attribute handle in an import.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandleCount {
@@ -454,5 +453,4 @@ impl Service {
             last_file: self.imports.back().map(|r| r.path.clone()),
         }
     }
-
 }
