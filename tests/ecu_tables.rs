@@ -2298,7 +2298,8 @@ async fn propose_patch_then_patch_table_with_confirmation_then_read_back() {
 /// Hardening item 7: a 2026-07-28 confirmation is bound to its question.
 /// Round one's `requestState` with "accept" once wrote a different ROM,
 /// table and whole-table `set`, and an answer sent with no state and no
-/// question asked also wrote. Both are refused now, and the ROM untouched.
+/// question asked also wrote. The first is refused, the second asks the
+/// question, and the ROM is untouched by both.
 #[tokio::test]
 async fn a_2026_confirmation_writes_only_the_call_it_was_asked_for() {
     use e2e::Asker;
@@ -2324,10 +2325,11 @@ async fn a_2026_confirmation_writes_only_the_call_it_was_asked_for() {
     let e = client.call_tool_once(other).await.expect_err("refused");
     assert!(e.to_string().contains("another call"), "{e}");
 
-    // An answer with no state: no question was asked, nothing confirmed.
+    // An answer with no state: no question was asked, so it confirms
+    // nothing; the question is asked instead.
     let bare = params.clone().with_input_responses(accept.clone());
-    let e = client.call_tool_once(bare).await.expect_err("refused");
-    assert!(e.to_string().contains("answers no question"), "{e}");
+    let r = client.call_tool_once(bare).await.unwrap();
+    assert!(matches!(r, CallToolResponse::InputRequired(_)), "{r:?}");
     assert_eq!(std::fs::read(rom).unwrap(), before, "nothing was written");
 
     // The state with its own call is the confirmation, and writes.

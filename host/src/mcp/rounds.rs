@@ -100,7 +100,7 @@ impl Rounds {
     /// `state` (the `requestState` of an earlier round, if any) and
     /// `responses` (its `inputResponses`). A state this process did not
     /// seal, sealed for another call, or expired is refused, saying what to
-    /// do; so is an answer to a question the state did not ask.
+    /// do; an answer to a question the state did not ask is ignored.
     pub fn new(
         state: Option<&str>,
         responses: Option<&InputResponses>,
@@ -145,21 +145,13 @@ impl Rounds {
                     crate::wit::names::clip(key)
                 ));
             }
-            // An answer counts only for the question it was given for:
-            // one the issuing round asked, as it asked it.
+            // An answer counts only for the question it was given for: one
+            // the issuing round asked, as it asked it. Any other is ignored
+            // (as SEP-2322 has servers ignore what they did not ask), so
+            // the question it might stand for is asked again, never taken
+            // as answered.
             let Some(question) = asked.get(key) else {
-                let asked: Vec<&str> = asked.keys().map(String::as_str).collect();
-                return Err(format!(
-                    "inputResponses.{} answers no question this call was asked ({}); send the \
-                     requestState of the input_required result with the answers to its \
-                     inputRequests, or {AFRESH}",
-                    crate::wit::names::clip(key),
-                    if asked.is_empty() {
-                        "it asked none: no requestState came with the answers".to_owned()
-                    } else {
-                        format!("it asked {}", asked.join(", "))
-                    }
-                ));
+                continue;
             };
             answers.insert(
                 key.clone(),
@@ -428,21 +420,23 @@ mod tests {
     }
 
     /// Hardening item 7: an answer sent with no state and no question
-    /// asked once wrote.
+    /// asked once wrote. It is ignored: the question is asked.
     #[tokio::test]
-    async fn an_answer_to_no_question_is_refused() {
-        let e = Rounds::new(None, Some(&accept("confirm_patch")), CALL)
-            .err()
-            .expect("refused");
+    async fn an_answer_to_no_question_is_not_taken() {
+        let keyed = || Question {
+            key: Some("confirm_patch".into()),
+            message: "Write?".into(),
+            schema: form(),
+        };
+        let bare = round(None, Some(&accept("confirm_patch")));
+        assert_eq!((bare.elicitor())(keyed()).await, Elicited::Cancelled);
         assert!(
-            e.contains("answers no question") && e.contains("asked none"),
-            "{e}"
+            bare.input_required().is_some(),
+            "asked, not taken as answered"
         );
         let (_, state) = asked(Some("confirm_patch"), "Write?").await;
-        let e = Rounds::new(Some(&state), Some(&accept("other")), CALL)
-            .err()
-            .expect("refused");
-        assert!(e.contains("it asked confirm_patch"), "{e}");
+        let other = round(Some(&state), Some(&accept("other")));
+        assert_eq!((other.elicitor())(keyed()).await, Elicited::Cancelled);
     }
 
     /// Hardening item 7: states replayed and never expired.
