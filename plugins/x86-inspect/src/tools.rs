@@ -2060,7 +2060,11 @@ mod tests {
         for src in [
             include_str!("tools.rs"),
             include_str!("machine.rs"),
-            include_str!("dos.rs"),
+            include_str!("dos/mod.rs"),
+            include_str!("dos/console.rs"),
+            include_str!("dos/files.rs"),
+            include_str!("dos/loader.rs"),
+            include_str!("dos/snapshot.rs"),
             include_str!("offers.rs"),
         ] {
             for (i, _) in src.match_indices("x86_") {

@@ -1,0 +1,210 @@
+//! The console: characters to the screen and stdout streams, the keyboard (INT 16h, the character and line input services), and INT 10h's teletype.
+
+use super::*;
+
+impl Dos {
+    /// Character output to standard output (handle 1, maybe redirected).
+    pub(super) fn con_out(&mut self, bytes: &[u8]) {
+        // A closed or full standard output drops characters, as DOS does.
+        let _ = self.write_handle(1, bytes);
+    }
+
+    pub(super) fn stdin_is_keyboard(&self) -> bool {
+        !matches!(self.handles.first(), Some(Some(Handle::File(_))))
+    }
+
+    /// One byte of standard input for the character services.
+    pub(super) fn stdin_byte(&mut self) -> InRead {
+        match self.handles.first_mut() {
+            Some(Some(Handle::File(f))) => {
+                let mut b = [0u8];
+                match f.read(&mut b) {
+                    Ok(1) => InRead::Byte(b[0]),
+                    _ => InRead::Eof,
+                }
+            }
+            _ => self.input.take(),
+        }
+    }
+
+    /// Whether standard input has a character ready (no waiting).
+    pub(super) fn stdin_ready(&mut self) -> bool {
+        match self.handles.first_mut() {
+            Some(Some(Handle::File(f))) => {
+                let pos = f.stream_position().unwrap_or(0);
+                f.metadata().is_ok_and(|m| pos < m.len())
+            }
+            _ => matches!(self.input.peek(), InRead::Byte(_)),
+        }
+    }
+
+    /// A blocking character read: the byte, Ctrl-Z at end of input, or
+    /// None when the keyboard is empty and more input may come.
+    pub(super) fn read_char(&mut self) -> Option<u8> {
+        match self.stdin_byte() {
+            InRead::Byte(b) => Some(b),
+            InRead::Eof => Some(0x1A),
+            InRead::Wait => None,
+        }
+    }
+
+    /// INT 21h AH=0Ah: buffered line input into DS:DX.
+    pub(super) fn buffered_input(&mut self, cpu: &mut Cpu) -> Flow {
+        let keyboard = self.stdin_is_keyboard();
+        if keyboard && !self.input.has_line() {
+            return Flow::WaitInput;
+        }
+        let (ds, dx) = (cpu.sregs[DS], cpu.regs[DX]);
+        let max = cpu.rb(Cpu::lin(ds, dx)) as usize;
+        if max == 0 {
+            return Flow::Continue;
+        }
+        let mut line = Vec::new();
+        loop {
+            match self.stdin_byte() {
+                InRead::Byte(b'\r') if keyboard => break,
+                InRead::Byte(b'\n') => break,
+                InRead::Byte(b'\r') => {}
+                // Past the buffer DOS beeps and drops the character.
+                InRead::Byte(b) if line.len() + 1 < max => line.push(b),
+                InRead::Byte(_) => {}
+                InRead::Eof | InRead::Wait => break,
+            }
+        }
+        self.con_out(&line);
+        self.con_out(b"\r");
+        cpu.wb(Cpu::lin(ds, dx.wrapping_add(1)), line.len() as u8);
+        for (i, b) in line.iter().chain(b"\r").enumerate() {
+            cpu.wb(Cpu::lin(ds, dx.wrapping_add(2 + i as u16)), *b);
+        }
+        Flow::Continue
+    }
+
+    /// INT 21h AH=3Fh on the keyboard: DOS reads a whole line (echoing it)
+    /// and hands it out with CR LF, the rest kept for the next read.
+    pub(super) fn read_console_line(&mut self, want: usize) -> Option<Vec<u8>> {
+        if self.cooked.is_empty() {
+            if !self.input.has_line() {
+                return None;
+            }
+            let mut line = Vec::new();
+            loop {
+                match self.input.take() {
+                    InRead::Byte(b'\r') => {
+                        line.extend_from_slice(b"\r\n");
+                        break;
+                    }
+                    InRead::Byte(b) => line.push(b),
+                    InRead::Eof | InRead::Wait => break,
+                }
+            }
+            self.con_out(&line);
+            self.cooked.extend(line);
+        }
+        let n = want.min(self.cooked.len());
+        Some(self.cooked.drain(..n).collect())
+    }
+
+    pub(super) fn int16(&mut self, cpu: &mut Cpu) -> Flow {
+        let key = |b: u8| (scan_code(b) as u16) << 8 | b as u16;
+        match cpu.regs[AX] >> 8 {
+            0x00 | 0x10 => match self.input.take() {
+                InRead::Byte(b) => cpu.regs[AX] = key(b),
+                InRead::Eof => cpu.regs[AX] = key(0x1A),
+                InRead::Wait => return Flow::WaitInput,
+            },
+            0x01 | 0x11 => match self.input.peek() {
+                InRead::Byte(b) => {
+                    cpu.regs[AX] = key(b);
+                    cpu.flags &= !ZF;
+                }
+                _ => cpu.flags |= ZF,
+            },
+            0x02 | 0x12 => cpu.regs[AX] &= 0xFF00,
+            ah => {
+                *self
+                    .unsupported
+                    .entry(format!("INT 16h AH={ah:02X}h"))
+                    .or_default() += 1
+            }
+        }
+        Flow::Continue
+    }
+
+    pub(super) fn int10(&mut self, cpu: &mut Cpu) {
+        let ah = (cpu.regs[AX] >> 8) as u8;
+        let al = cpu.regs[AX] as u8;
+        match ah {
+            0x00 => {
+                cpu.wb(0x449, al & 0x7F);
+                self.cursor = (0, 0);
+            }
+            0x02 => self.cursor = ((cpu.regs[DX] >> 8) as u8, cpu.regs[DX] as u8),
+            0x03 => {
+                cpu.regs[DX] = (self.cursor.0 as u16) << 8 | self.cursor.1 as u16;
+                cpu.regs[CX] = 0x0607;
+            }
+            0x09 | 0x0A => {
+                for _ in 0..cpu.regs[CX].min(2000) {
+                    self.screen.push(al);
+                }
+            }
+            0x0E => {
+                self.screen.push(al);
+                match al {
+                    b'\r' => self.cursor.1 = 0,
+                    // AH=02h may have put the row anywhere (DH=255).
+                    b'\n' => self.cursor.0 = self.cursor.0.saturating_add(1).min(24),
+                    _ => self.cursor.1 = self.cursor.1.saturating_add(1),
+                }
+            }
+            0x0F => {
+                let mode = cpu.rb(0x449);
+                cpu.regs[AX] = 80 << 8 | mode as u16;
+                cpu.regs[BX] &= 0x00FF;
+            }
+            0x01 | 0x05 | 0x06 | 0x07 | 0x08 | 0x0B | 0x10 | 0x11 | 0x12 => {}
+            _ => {
+                *self
+                    .unsupported
+                    .entry(format!("INT 10h AH={ah:02X}h"))
+                    .or_default() += 1
+            }
+        }
+    }
+}
+
+/// The BIOS scan code of the key typing `b` (enough for Enter, Esc and the
+/// keys programs test by scan code).
+pub(super) fn scan_code(b: u8) -> u8 {
+    match b {
+        b'\r' => 0x1C,
+        0x1B => 0x01,
+        0x08 => 0x0E,
+        b'\t' => 0x0F,
+        b' ' => 0x39,
+        0x1A => 0x2C,
+        b'0' => 0x0B,
+        b'1'..=b'9' => b - b'1' + 2,
+        _ => 0,
+    }
+}
+
+/// Text for the keyboard: every line end (LF, CR LF or CR) is the Enter
+/// key, which types CR.
+pub fn keyboard_text(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'\r' if text.get(i + 1) == Some(&b'\n') => {
+                out.push(b'\r');
+                i += 1;
+            }
+            b'\n' => out.push(b'\r'),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
