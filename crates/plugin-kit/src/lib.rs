@@ -25,6 +25,7 @@ pub mod changes;
 pub mod civil;
 pub mod clients;
 pub mod error;
+pub mod fnv;
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;

@@ -23,7 +23,7 @@
 //! never passes for a confirmation. A plugin must ask before it changes
 //! anything (the WIT of `benchtop:host/elicit` says so).
 
-use crate::runtime::cache::hmac_sha256;
+use crate::runtime::cache::{hex, hmac_sha256};
 use crate::runtime::context::{Elicited, Elicitor, Question};
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
@@ -241,10 +241,6 @@ fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// This process's key for sealing request states, drawn once.

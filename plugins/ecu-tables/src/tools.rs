@@ -1196,19 +1196,13 @@ pub fn patch_confirmation(
 /// a change elsewhere in the ROM does not. FNV-1a: this tells a confirmed
 /// change from another, it guards against no one who could write the ROM.
 pub(crate) fn change_digest(path: &Path, before: &[u8], after: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    eat(path.as_os_str().as_encoded_bytes());
-    eat(&(after.len() as u64).to_le_bytes());
+    use plugin_kit::fnv::{OFFSET, fold};
+    let mut h = fold(OFFSET, path.as_os_str().as_encoded_bytes());
+    h = fold(h, &(after.len() as u64).to_le_bytes());
     for (i, (b, a)) in before.iter().zip(after).enumerate() {
         if b != a {
-            eat(&(i as u64).to_le_bytes());
-            eat(&[*b, *a]);
+            h = fold(h, &(i as u64).to_le_bytes());
+            h = fold(h, &[*b, *a]);
         }
     }
     format!("{h:016x}")

@@ -45,20 +45,10 @@ impl ImportRecord {
     }
 }
 
-/// FNV-1a's starting value (64 bit).
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// Folds `bytes` into an FNV-1a (64 bit) hash.
-fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(h, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3)
-    })
-}
-
 /// FNV-1a (64 bit) of a file's bytes: enough to recognise the same capture
 /// imported twice, without a hashing dependency in the guest.
 pub fn content_hash(bytes: &[u8]) -> u64 {
-    fnv1a(FNV_OFFSET, bytes)
+    plugin_kit::fnv::fold(plugin_kit::fnv::OFFSET, bytes)
 }
 
 /// A reader that hashes and counts what passes through it, so a capture
@@ -72,7 +62,7 @@ struct Hashing<R> {
 impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hash = fnv1a(self.hash, &buf[..n]);
+        self.hash = plugin_kit::fnv::fold(self.hash, &buf[..n]);
         self.len += n as u64;
         Ok(n)
     }
@@ -209,7 +199,7 @@ impl Service {
                 IMPORT_READ_BUFFER,
                 file.take(MAX_IMPORT_BYTES),
             ),
-            hash: FNV_OFFSET,
+            hash: plugin_kit::fnv::OFFSET,
             len: 0,
         };
         let keep = btsnoop::Keep {
