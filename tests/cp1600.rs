@@ -3,7 +3,9 @@
 //! documents, the debugging tools, the errors; in `shared_` tests every
 //! fixture program of ../shared/fixtures/cp1600 reaches its jzIntv final state.
 
-use e2e::{Server, fixtures, is_error, json as result_json, only_plugin, repo, text};
+use e2e::{
+    Server, fixtures, heard, is_error, json as result_json, only_plugin, repo, samples, text,
+};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +49,7 @@ impl Cp {
     }
 
     async fn samples() -> Cp {
-        Cp::start(&[&samples()], None).await
+        Cp::start(&[&samples("cp1600")], None).await
     }
 
     /// Calls a tool that must succeed; returns its JSON document, checked
@@ -159,12 +161,8 @@ fn conforms(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn samples() -> PathBuf {
-    repo().join("samples/cp1600")
-}
-
 fn sample(name: &str) -> PathBuf {
-    samples().join(format!("{name}.bin"))
+    samples("cp1600").join(format!("{name}.bin"))
 }
 
 // ---------------------------------------------------------------- samples
@@ -293,7 +291,7 @@ async fn every_sample_program_reaches_its_documented_final_state() {
 
 #[tokio::test]
 async fn the_readme_walkthrough_works_with_a_workspace_relative_path() {
-    let cp = Cp::start(&[&samples()], Some(&repo())).await;
+    let cp = Cp::start(&[&samples("cp1600")], Some(&repo())).await;
     let c = cp.ok("cp1600_create_session", json!({})).await;
     let id = c["session_id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("session_"), "{id}");
@@ -626,7 +624,7 @@ async fn errors_carry_codes_and_say_what_to_do() {
     let scratch = tempfile::tempdir().unwrap();
     let scratch = scratch.path().canonicalize().unwrap();
     std::fs::write(scratch.join("odd.bin"), [0u8, 1, 2]).unwrap();
-    let cp = Cp::start(&[&samples(), &scratch], None).await;
+    let cp = Cp::start(&[&samples("cp1600"), &scratch], None).await;
     let (code, msg) = cp.err("cp1600_get_state", json!({})).await;
     assert_eq!(code, "SESSION_NOT_FOUND");
     assert!(msg.contains("cp1600_create_session"), "{msg}");
@@ -642,7 +640,7 @@ async fn errors_carry_codes_and_say_what_to_do() {
     assert_eq!(code, "SESSION_EXISTS");
     let (code, _) = cp.err("cp1600_run", json!({})).await;
     assert_eq!(code, "NO_ROM_LOADED");
-    let missing = samples().join("missing.bin");
+    let missing = samples("cp1600").join("missing.bin");
     let (code, msg) = cp
         .err("cp1600_load_rom", json!({"rom_path": missing}))
         .await;
@@ -722,7 +720,7 @@ async fn a_rom_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
         "should say the path is outside the allowed directories: {msg}"
     );
     assert!(
-        msg.contains(&samples().display().to_string()),
+        msg.contains(&samples("cp1600").display().to_string()),
         "should list the allowed roots: {msg}"
     );
     cp.server.stop().await;
@@ -1327,11 +1325,6 @@ async fn another_clients_session_is_unknown_to_resources_prompt_and_completion()
 }
 
 /// Resource notices heard so far, after the host's 250 ms merge window.
-async fn heard(server: &Server) -> Vec<String> {
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    server.events.lock().unwrap().resource_updates.clone()
-}
-
 /// A call that changes a session announces its state (and its trace when
 /// tracing), once however many instructions ran; subscribers of other
 /// sessions or of unchanged URIs hear nothing, nor after a read.

@@ -2,7 +2,10 @@
 //! bundled sample (samples/ecu) and, in `shared_` tests, every ROM of
 //! ../shared/fixtures/ecuflash against its expected JSON.
 
-use e2e::{Server, field, fixtures, is_error, markdown_rows, only_plugin, repo, text};
+use e2e::{
+    Server, field, fixtures, is_error, markdown_rows, only_plugin, repo, required_field, samples,
+    text,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -19,12 +22,12 @@ const TOOLS: [&str; 8] = [
     "rom_info",
 ];
 
-fn samples() -> PathBuf {
-    repo().join("samples/ecu")
+fn ecu_samples() -> PathBuf {
+    samples("ecu")
 }
 
 fn sample_rom() -> String {
-    samples()
+    ecu_samples()
         .join("BT000001.bin")
         .to_string_lossy()
         .into_owned()
@@ -60,11 +63,11 @@ impl Ecu {
 
     /// The sample definitions, samples/ecu read-only, and `rw` read-write.
     async fn sample(rw: Option<&Path>) -> Ecu {
-        let mut allow = vec![format!("{}:ro", samples().display())];
+        let mut allow = vec![format!("{}:ro", ecu_samples().display())];
         if let Some(rw) = rw {
             allow.push(format!("{}:rw", rw.display()));
         }
-        Ecu::start(&samples().join("definitions"), &allow, rw).await
+        Ecu::start(&ecu_samples().join("definitions"), &allow, rw).await
     }
 
     /// Calls a tool that must succeed; returns its text.
@@ -100,11 +103,9 @@ fn mitsucan_valid(image: &[u8]) -> bool {
 }
 
 /// A frontmatter value without YAML quotes.
+/// A frontmatter value without the quotes YAML puts around some strings.
 fn val(doc: &str, key: &str) -> String {
-    field(doc, key)
-        .unwrap_or_else(|| panic!("no `{key}` in\n{doc}"))
-        .trim_matches('"')
-        .to_owned()
+    required_field(doc, key).trim_matches('"').to_owned()
 }
 
 /// A read_table/patch_table grid: column labels, row labels, cells
@@ -287,7 +288,7 @@ async fn overlay_log_counts_and_summarises_hand_placed_samples() {
     )
     .unwrap();
     let plugins = only_plugin("ecu_tables.wasm");
-    let defs = samples().join("definitions");
+    let defs = ecu_samples().join("definitions");
     let args = [
         "--plugins",
         &plugins.path().to_string_lossy(),
@@ -296,7 +297,7 @@ async fn overlay_log_counts_and_summarises_hand_placed_samples() {
         "--logs-dir",
         &logs.path().to_string_lossy(),
         "--allow",
-        &format!("{}:ro", samples().display()),
+        &format!("{}:ro", ecu_samples().display()),
     ]
     .map(|a| a.to_string());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -455,8 +456,8 @@ async fn rom_info_identifies_the_sample_rom() {
 async fn workspace_relative_rom_paths_resolve() {
     // The repository as the workspace: the README's `rom: samples/ecu/BT000001.bin`.
     let ecu = Ecu::start(
-        &samples().join("definitions"),
-        &[format!("{}:ro", samples().display())],
+        &ecu_samples().join("definitions"),
+        &[format!("{}:ro", ecu_samples().display())],
         Some(&repo()),
     )
     .await;
@@ -629,7 +630,7 @@ async fn read_table_shows_physical_values_with_axes() {
 
 #[tokio::test]
 async fn patch_table_on_a_copy_keeps_the_checksum_valid_and_diff_sees_it() {
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+    let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "BT000001.bin");
     let ecu = Ecu::sample(Some(dir.path())).await;
     let rom_s = rom.to_string_lossy().into_owned();
     let out = ecu
@@ -720,7 +721,7 @@ async fn patch_table_on_a_copy_keeps_the_checksum_valid_and_diff_sees_it() {
 async fn diff_tables_and_checksum_see_a_hand_edited_copy() {
     // Edit two cells of the timing map by hand: uint8, raw = (deg + 10) * 2,
     // swapxy (rows vary fastest): cell [row][col] at 0x51000 + col * 12 + row.
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "edited.bin");
+    let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "edited.bin");
     let mut image = std::fs::read(&rom).unwrap();
     assert_eq!(
         (image[0x51000 + 11], image[0x51000 + 9 * 12 + 11]),
@@ -782,7 +783,7 @@ async fn diff_tables_and_checksum_see_a_hand_edited_copy() {
 
 #[tokio::test]
 async fn unknown_roms_and_tables_get_errors_with_suggestions() {
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+    let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "BT000001.bin");
     let ecu = Ecu::sample(Some(dir.path())).await;
     let rom_s = rom.to_string_lossy().into_owned();
     let before = std::fs::read(&rom).unwrap();
@@ -887,10 +888,10 @@ async fn unknown_roms_and_tables_get_errors_with_suggestions() {
 
 #[tokio::test]
 async fn a_rom_in_a_read_only_directory_is_not_patched() {
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+    let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "BT000001.bin");
     // The directory is granted read-only.
     let ecu = Ecu::start(
-        &samples().join("definitions"),
+        &ecu_samples().join("definitions"),
         &[format!("{}:ro", dir.path().display())],
         None,
     )
@@ -915,7 +916,7 @@ async fn a_rom_in_a_read_only_directory_is_not_patched() {
 
 #[tokio::test]
 async fn a_rom_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
-    let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+    let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "BT000001.bin");
     let ecu = Ecu::sample(None).await;
     let e = ecu.err("rom_info", json!({"rom": rom})).await;
     assert!(!e.contains("checksum_valid"), "{e}");
@@ -924,7 +925,7 @@ async fn a_rom_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
         "should say the path is outside the allowed directories: {e}"
     );
     assert!(
-        e.contains(&samples().display().to_string()),
+        e.contains(&ecu_samples().display().to_string()),
         "should list the allowed roots: {e}"
     );
     drop(dir);
@@ -939,7 +940,7 @@ async fn without_definitions_rom_info_says_how_to_configure_them() {
         "--plugins",
         plugins.path().to_str().unwrap(),
         "--allow",
-        &format!("{}:ro", samples().display()),
+        &format!("{}:ro", ecu_samples().display()),
         "--workspace",
         empty.path().to_str().unwrap(),
     ])
@@ -1535,7 +1536,7 @@ mod offers {
     #[tokio::test]
     async fn a_patch_tells_subscribers_of_the_table() {
         use rmcp::model::SubscribeRequestParams;
-        let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "my car.bin");
+        let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "my car.bin");
         let e = Ecu::sample(Some(dir.path())).await;
         let rom = rom.to_string_lossy().into_owned();
         let fuel = rom_uri(&rom, "tables/Fuel%20Map");
@@ -1811,14 +1812,14 @@ struct PatchScene {
 
 impl PatchScene {
     fn new() -> Self {
-        let (dir, rom) = copy_rom(&samples().join("BT000001.bin"), "BT000001.bin");
+        let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "BT000001.bin");
         let plugins = only_plugin("ecu_tables.wasm");
         let args = vec![
             "serve".to_owned(),
             "--plugins".to_owned(),
             plugins.path().display().to_string(),
             "--definitions-path".to_owned(),
-            samples().join("definitions").display().to_string(),
+            ecu_samples().join("definitions").display().to_string(),
             "--allow".to_owned(),
             format!("{}:rw", dir.path().display()),
         ];

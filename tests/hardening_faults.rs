@@ -9,7 +9,7 @@
 use e2e::hardening::{
     CALL_TIMEOUT, LEAKS, MAX_MESSAGE, Rng, copy_dir, ecu_server, sample_defs, serial, simulator,
 };
-use e2e::{Server, free_port, is_error, repo, sigkill, test_plugins, text};
+use e2e::{Server, free_port, install, is_error, repo, sigkill, test_plugins, text};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,12 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A rename-based install, as a build does: write beside, then rename.
-fn install(src: &Path, dest: &Path) {
-    let tmp = dest.with_extension("partial");
-    std::fs::copy(src, &tmp).unwrap();
-    std::fs::rename(&tmp, dest).unwrap();
-}
-
 async fn wait_until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) -> Duration {
     let started = Instant::now();
     while started.elapsed() < limit {

@@ -1,7 +1,7 @@
 //! End-to-end tests of the lifecycle (docs/design.md, Contracts 4–5): hot swap
 //! while serving, the compile cache, name collisions, streamable HTTP.
 
-use e2e::{Server, bin, is_error, serve_http, test_plugins, text};
+use e2e::{Server, bin, install, is_error, serve_http, test_plugins, text};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
@@ -16,12 +16,6 @@ fn component(name: &str) -> PathBuf {
 }
 
 /// Replaces `dest` the way a build does: write beside, then rename.
-fn install(src: &Path, dest: &Path) {
-    let tmp = dest.with_extension("partial");
-    std::fs::copy(src, &tmp).unwrap();
-    std::fs::rename(&tmp, dest).unwrap();
-}
-
 fn install_bytes(bytes: &[u8], dest: &Path) {
     let tmp = dest.with_extension("partial");
     std::fs::write(&tmp, bytes).unwrap();

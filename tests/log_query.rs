@@ -2,7 +2,10 @@
 //! bundled logs (samples/logs), and in `shared_` tests the three fixture log
 //! formats and a sample of the filtrex differential corpus.
 
-use e2e::{Server, coded_error, field, fixtures, is_error, markdown_rows, only_plugin, repo, text};
+use e2e::{
+    Server, coded_error, field, fixtures, is_error, markdown_rows, only_plugin, repo,
+    required_field, text,
+};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -56,10 +59,6 @@ impl Logs {
 
 fn sample_logs() -> PathBuf {
     repo().join("samples/logs")
-}
-
-fn val(doc: &str, key: &str) -> String {
-    field(doc, key).unwrap_or_else(|| panic!("no `{key}` in\n{doc}"))
 }
 
 /// A comma-separated log read independently of the plugin: header and rows.
@@ -175,8 +174,11 @@ const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 async fn list_logs_describes_the_samples_newest_first() {
     let logs = Logs::start(&sample_logs()).await;
     let out = logs.ok("list_logs", json!({})).await;
-    assert_eq!(val(&out, "total_files"), "3");
-    assert_eq!(val(&out, "logs_dir"), sample_logs().display().to_string());
+    assert_eq!(required_field(&out, "total_files"), "3");
+    assert_eq!(
+        required_field(&out, "logs_dir"),
+        sample_logs().display().to_string()
+    );
     let (header, rows) = table(&out);
     assert_eq!(
         header,
@@ -240,10 +242,13 @@ async fn query_logs_matches_what_the_csv_says() {
     let out = logs
         .query(json!({"filter": "RPM > 3000 && Knock > 0", "file": PLAIN, "limit": 5000}))
         .await;
-    assert_eq!(val(&out, "files_searched"), "1");
-    assert_eq!(val(&out, "rows_matched"), want.len().to_string());
-    assert_eq!(val(&out, "rows_returned"), want.len().to_string());
-    assert_eq!(val(&out, "channels"), "[Time, RPM, Knock]");
+    assert_eq!(required_field(&out, "files_searched"), "1");
+    assert_eq!(required_field(&out, "rows_matched"), want.len().to_string());
+    assert_eq!(
+        required_field(&out, "rows_returned"),
+        want.len().to_string()
+    );
+    assert_eq!(required_field(&out, "channels"), "[Time, RPM, Knock]");
     let (header, rows) = table(&out);
     assert_eq!(header, ["Time (s)", "RPM", "Knock"]);
     let want_times: Vec<f64> = want.iter().map(|&r| csv.time(r)).collect();
@@ -256,7 +261,10 @@ async fn query_logs_matches_what_the_csv_says() {
     let again = logs
         .query(json!({"filter": "RPM > 3000 and Knock > 0", "file": "#1", "limit": 5000}))
         .await;
-    assert_eq!(val(&again, "rows_matched"), want.len().to_string());
+    assert_eq!(
+        required_field(&again, "rows_matched"),
+        want.len().to_string()
+    );
     // Quoted names with spaces, strings, chained comparisons, functions.
     let knock_sum = csv.matching(|r| {
         csv.num(r, "Knock Sum").unwrap() >= 5.0 && csv.rows[r][csv.col("Phase")] == "pull2"
@@ -264,7 +272,10 @@ async fn query_logs_matches_what_the_csv_says() {
     let out = logs
         .query(json!({"filter": "'Knock Sum' >= 5 and Phase == \"pull2\"", "file": PLAIN}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), knock_sum.len().to_string());
+    assert_eq!(
+        required_field(&out, "rows_matched"),
+        knock_sum.len().to_string()
+    );
     let band = csv.matching(|r| {
         (3000.0..5000.0).contains(&csv.num(r, "RPM").unwrap())
             && csv.num(r, "RPM").unwrap() > 3000.0
@@ -272,19 +283,25 @@ async fn query_logs_matches_what_the_csv_says() {
     let out = logs
         .query(json!({"filter": "3000 < RPM < 5000", "file": PLAIN}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), band.len().to_string());
+    assert_eq!(required_field(&out, "rows_matched"), band.len().to_string());
     // Empty AFR cells never match and are counted.
     let lean = csv.matching(|r| csv.num(r, "AFR").is_some_and(|a| a < 11.5));
     let empty = csv.matching(|r| csv.num(r, "AFR").is_none());
     let out = logs
         .query(json!({"filter": "AFR < 11.5", "file": PLAIN}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), lean.len().to_string());
-    assert_eq!(val(&out, "rows_with_errors"), empty.len().to_string());
+    assert_eq!(required_field(&out, "rows_matched"), lean.len().to_string());
+    assert_eq!(
+        required_field(&out, "rows_with_errors"),
+        empty.len().to_string()
+    );
     let out = logs
         .query(json!({"filter": "empty(AFR)", "file": PLAIN}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), empty.len().to_string());
+    assert_eq!(
+        required_field(&out, "rows_matched"),
+        empty.len().to_string()
+    );
     logs.server.stop().await;
 }
 
@@ -407,7 +424,10 @@ async fn channels_sample_rate_limit_and_offset_shape_the_output() {
     let out = logs
         .query(json!({"filter": "Phase == \"pull1\"", "channels": ["AFR", "Timing"], "file": PLAIN, "limit": 3}))
         .await;
-    assert_eq!(val(&out, "channels"), "[Time, Phase, AFR, Timing]");
+    assert_eq!(
+        required_field(&out, "channels"),
+        "[Time, Phase, AFR, Timing]"
+    );
     let (header, rows) = table(&out);
     assert_eq!(header, ["Time (s)", "Phase", "AFR", "Timing"]);
     assert_eq!(
@@ -415,8 +435,8 @@ async fn channels_sample_rate_limit_and_offset_shape_the_output() {
         csv.num(pull[0], "Timing").unwrap()
     );
     // limit keeps the first rows; rows_matched still counts every match.
-    assert_eq!(val(&out, "rows_matched"), pull.len().to_string());
-    assert_eq!(val(&out, "rows_returned"), "3");
+    assert_eq!(required_field(&out, "rows_matched"), pull.len().to_string());
+    assert_eq!(required_field(&out, "rows_returned"), "3");
     close_times(
         &times(&out),
         &pull[..3].iter().map(|&r| csv.time(r)).collect::<Vec<_>>(),
@@ -434,11 +454,17 @@ async fn channels_sample_rate_limit_and_offset_shape_the_output() {
     );
     // sample_rate 10 Hz on a 100 Hz log keeps every 10th matching row.
     let thin = logs.query(json!({"filter": "Phase == \"pull1\"", "file": PLAIN, "sample_rate": 10, "limit": 5000})).await;
-    assert_eq!(val(&thin, "actual_sample_rate_hz"), "100");
-    assert_eq!(val(&thin, "output_sample_rate_hz"), "10");
-    assert_eq!(val(&thin, "rows_matched"), pull.len().to_string());
+    assert_eq!(required_field(&thin, "actual_sample_rate_hz"), "100");
+    assert_eq!(required_field(&thin, "output_sample_rate_hz"), "10");
+    assert_eq!(
+        required_field(&thin, "rows_matched"),
+        pull.len().to_string()
+    );
     let kept: Vec<f64> = pull.iter().step_by(10).map(|&r| csv.time(r)).collect();
-    assert_eq!(val(&thin, "rows_returned"), kept.len().to_string());
+    assert_eq!(
+        required_field(&thin, "rows_returned"),
+        kept.len().to_string()
+    );
     close_times(&times(&thin), &kept, "sample_rate 10");
     logs.server.stop().await;
 }
@@ -451,8 +477,8 @@ async fn query_over_every_log_reports_per_file() {
     let out = logs
         .query(json!({"filter": "RPM > 6500", "limit": 3}))
         .await;
-    assert_eq!(val(&out, "files_searched"), "3");
-    assert_eq!(val(&out, "rows_returned"), "3");
+    assert_eq!(required_field(&out, "files_searched"), "3");
+    assert_eq!(required_field(&out, "rows_returned"), "3");
     assert!(
         out.contains(&format!("{ROMRAIDER} has no channel `RPM`")),
         "{out}"
@@ -474,7 +500,7 @@ async fn query_over_every_log_reports_per_file() {
     assert_eq!(row(PLAIN)[3], plain_matches.to_string());
     assert_eq!(row(ROMRAIDER)[3], "0");
     let total: usize = rows.iter().map(|r| r[3].parse::<usize>().unwrap()).sum();
-    assert_eq!(val(&out, "rows_matched"), total.to_string());
+    assert_eq!(required_field(&out, "rows_matched"), total.to_string());
     logs.server.stop().await;
 }
 
@@ -686,7 +712,7 @@ async fn shared_three_fixture_formats_list_and_query() {
     };
     let logs = Logs::start(&dir).await;
     let out = logs.ok("list_logs", json!({})).await;
-    assert_eq!(val(&out, "total_files"), "3");
+    assert_eq!(required_field(&out, "total_files"), "3");
     let (_, rows) = table(&out);
     let names: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
     assert_eq!(names, [FX_RR, FX_EVO, FX_PLAIN]);
@@ -710,15 +736,15 @@ async fn shared_three_fixture_formats_list_and_query() {
     let out = logs
         .query(json!({"filter": "RPM > 3000 && Knock > 0", "file": FX_PLAIN}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), "107");
+    assert_eq!(required_field(&out, "rows_matched"), "107");
     assert_eq!(times(&out)[0], 6.11);
     let out = logs
         .query(json!({"filter": "AFR < 11.2", "file": "#3"}))
         .await;
     assert_eq!(
         (
-            val(&out, "rows_matched").as_str(),
-            val(&out, "rows_with_errors").as_str()
+            required_field(&out, "rows_matched").as_str(),
+            required_field(&out, "rows_with_errors").as_str()
         ),
         ("196", "83")
     );
@@ -727,8 +753,8 @@ async fn shared_three_fixture_formats_list_and_query() {
         .await;
     assert_eq!(
         (
-            val(&out, "rows_matched").as_str(),
-            val(&out, "rows_returned").as_str()
+            required_field(&out, "rows_matched").as_str(),
+            required_field(&out, "rows_returned").as_str()
         ),
         ("500", "50")
     );
@@ -737,15 +763,15 @@ async fn shared_three_fixture_formats_list_and_query() {
     let out = logs
         .query(json!({"filter": "empty(WGDC_Active)", "file": FX_EVO}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), "240");
+    assert_eq!(required_field(&out, "rows_matched"), "240");
     let out = logs
         .query(json!({"filter": "'01_LogMark' == 1", "file": FX_EVO}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), "121");
+    assert_eq!(required_field(&out, "rows_matched"), "121");
     let out = logs
         .query(json!({"filter": "LogNotes ~= \"^pull\"", "file": FX_EVO}))
         .await;
-    assert_eq!(val(&out, "rows_matched"), "2");
+    assert_eq!(required_field(&out, "rows_matched"), "2");
     let out = logs
         .query(json!({"filter": "RPM > 6000 and Knock > 0", "file": FX_EVO}))
         .await;
@@ -765,11 +791,16 @@ async fn shared_three_fixture_formats_list_and_query() {
     let out = logs
         .query(json!({"filter": "'Knock Count (count)' > 0", "file": FX_RR}))
         .await;
-    assert!(val(&out, "rows_matched").parse::<usize>().unwrap() > 0);
+    assert!(
+        required_field(&out, "rows_matched")
+            .parse::<usize>()
+            .unwrap()
+            > 0
+    );
 
     // All files at once, and a plot of the fixture log.
     let out = logs.query(json!({"filter": "Knock > 0"})).await;
-    assert_eq!(val(&out, "files_searched"), "3");
+    assert_eq!(required_field(&out, "files_searched"), "3");
     assert!(
         out.contains(&format!("{FX_RR} has no channel `Knock`")),
         "{out}"
@@ -1119,25 +1150,29 @@ async fn shared_real_loggers_logs_list_and_query_as_read_by_hand() {
             let q = logs
                 .query(json!({"filter": format!("exists('{first}') or not exists('{first}')"), "file": w.name, "limit": 1}))
                 .await;
-            assert_eq!(val(&q, "rows_matched"), w.rows.to_string(), "{ctx}\n{q}");
+            assert_eq!(
+                required_field(&q, "rows_matched"),
+                w.rows.to_string(),
+                "{ctx}\n{q}"
+            );
         }
         // What a person checks in each, counted from the files by hand.
         match *dir {
             "btssm_subaru" => {
                 let q = logs.query(json!({"filter": "'Boost (psi)' > 10", "file": "BtSsm_20251004_172148.csv"})).await;
-                assert_eq!(val(&q, "rows_matched"), "259", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "259", "{q}");
                 let q = logs
                     .query(json!({"filter": "RPM > 1000", "file": "BtSsm_20251008_090109.csv"}))
                     .await;
-                assert_eq!(val(&q, "rows_matched"), "639", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "639", "{q}");
             }
             "evoscan_evo8" => {
                 let q = logs.query(json!({"filter": "RPM > 3000", "file": "EvoScanDataLog_2025.11.19_18.08.43.csv"})).await;
-                assert_eq!(val(&q, "rows_matched"), "167", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "167", "{q}");
             }
             "openport2_subaru" => {
                 let q = logs.query(json!({"filter": "time > 102190", "file": "log0182.csv", "channels": ["time"]})).await;
-                assert_eq!(val(&q, "rows_matched"), "13", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "13", "{q}");
                 let (_, rows) = table(&q);
                 assert_eq!(
                     rows[0][..2],
@@ -1158,15 +1193,15 @@ async fn shared_real_loggers_logs_list_and_query_as_read_by_hand() {
             "romraider_5eat" => {
                 // `;`-separated with decimal commas (`0,00`).
                 let q = logs.query(json!({"filter": "'Accelerator Pedal Angle (%)' > 0", "file": "romraiderlog_20241016_133923.csv"})).await;
-                assert_eq!(val(&q, "rows_matched"), "184", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "184", "{q}");
                 let q = logs.query(json!({"filter": "'Gear Position (gear)' == 3", "file": "romraiderlog_20241016_133923.csv"})).await;
-                assert_eq!(val(&q, "rows_matched"), "91", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "91", "{q}");
             }
             "other_loggers" => {
                 let q = logs
                     .query(json!({"filter": "RPM > 1200", "file": "logworks.csv"}))
                     .await;
-                assert_eq!(val(&q, "rows_matched"), "4", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "4", "{q}");
                 assert!(
                     field(&q, "rows_with_errors").is_none(),
                     "the units row is not data:\n{q}"
@@ -1174,12 +1209,12 @@ async fn shared_real_loggers_logs_list_and_query_as_read_by_hand() {
                 let q = logs
                     .query(json!({"filter": "LambdaControl > 1", "file": "me7l-semicolons.csv"}))
                     .await;
-                assert_eq!(val(&q, "rows_matched"), "1", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "1", "{q}");
                 assert_eq!(times(&q), [0.1]);
                 let q = logs
                     .query(json!({"filter": "'Coolant Temp. (F)' == 115", "file": "cobb-ap.csv"}))
                     .await;
-                assert_eq!(val(&q, "rows_matched"), "3", "{q}");
+                assert_eq!(required_field(&q, "rows_matched"), "3", "{q}");
             }
             _ => unreachable!(),
         }
@@ -1218,8 +1253,8 @@ async fn many_logs_wide_headers_and_regex_bombs_are_bounded() {
     }
     assert!(field(&out, "not_read_yet").is_none(), "{out}");
     assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
-    assert_eq!(val(&out, "total_files"), "4001");
-    assert_eq!(val(&out, "problems"), "1");
+    assert_eq!(required_field(&out, "total_files"), "4001");
+    assert_eq!(required_field(&out, "problems"), "1");
     assert!(
         out.lines().any(|l| l.contains("| wide.csv ")
             && l.contains(
@@ -1230,7 +1265,7 @@ async fn many_logs_wide_headers_and_regex_bombs_are_bounded() {
     );
     assert!(out.contains("Showing the 100 most recent of 4000 readable logs"));
     let q = logs.query(json!({"filter": "RPM > 3998"})).await;
-    assert_eq!(val(&q, "rows_matched"), "3", "{q}");
+    assert_eq!(required_field(&q, "rows_matched"), "3", "{q}");
     assert!(q.contains("Skipped 1 unreadable file: wide.csv"), "{q}");
     let bomb = format!("Note ~= \"{}\"", "(a)".repeat(40));
     let e = logs
@@ -1328,14 +1363,17 @@ mod offers {
                 })
                 .collect();
             let summary = read(logs, &format!("log://{file}")).await.unwrap();
-            assert_eq!(val(&summary, "file"), row[1]);
-            assert_eq!(val(&summary, "index"), row[0]);
-            assert_eq!(val(&summary, "date"), row[2]);
-            assert_eq!(val(&summary, "duration_s"), row[3]);
-            assert_eq!(val(&summary, "rows"), row[4]);
-            assert_eq!(val(&summary, "sample_rate_hz"), row[5]);
-            assert_eq!(flow_list(&val(&summary, "channels")).join(", "), row[6]);
-            assert_eq!(val(&summary, "logger"), row[7]);
+            assert_eq!(required_field(&summary, "file"), row[1]);
+            assert_eq!(required_field(&summary, "index"), row[0]);
+            assert_eq!(required_field(&summary, "date"), row[2]);
+            assert_eq!(required_field(&summary, "duration_s"), row[3]);
+            assert_eq!(required_field(&summary, "rows"), row[4]);
+            assert_eq!(required_field(&summary, "sample_rate_hz"), row[5]);
+            assert_eq!(
+                flow_list(&required_field(&summary, "channels")).join(", "),
+                row[6]
+            );
+            assert_eq!(required_field(&summary, "logger"), row[7]);
             assert!(summary.contains("query_logs"), "{summary}");
         }
     }
@@ -1364,9 +1402,9 @@ mod offers {
         std::fs::write(dir.path().join("my pull.csv"), "Time,RPM\n0,800\n0.5,900\n").unwrap();
         let logs = Logs::start(&dir.path().canonicalize().unwrap()).await;
         let summary = read(&logs, "log://my%20pull.csv").await.unwrap();
-        assert_eq!(val(&summary, "file"), "my pull.csv");
-        assert_eq!(val(&summary, "rows"), "2");
-        assert_eq!(val(&summary, "channels"), "[RPM]");
+        assert_eq!(required_field(&summary, "file"), "my pull.csv");
+        assert_eq!(required_field(&summary, "rows"), "2");
+        assert_eq!(required_field(&summary, "channels"), "[RPM]");
         logs.server.stop().await;
     }
 

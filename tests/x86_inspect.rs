@@ -4,7 +4,7 @@
 //! ../shared/fixtures/dos gives its reference stdout, exit code, files and
 //! call counts.
 
-use e2e::{Server, fixtures, is_error, json as result_json, only_plugin, repo, text};
+use e2e::{Server, fixtures, heard, is_error, json as result_json, only_plugin, samples, text};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ impl X86 {
     }
 
     async fn samples() -> X86 {
-        X86::start(&[format!("{}:ro", samples().display())]).await
+        X86::start(&[format!("{}:ro", samples("dos").display())]).await
     }
 
     /// Calls a tool that must succeed; returns its JSON document.
@@ -46,12 +46,8 @@ impl X86 {
     }
 }
 
-fn samples() -> PathBuf {
-    repo().join("samples/dos")
-}
-
 fn sample(name: &str) -> PathBuf {
-    samples().join(name)
+    samples("dos").join(name)
 }
 
 fn keys(v: &Value) -> Vec<&str> {
@@ -537,7 +533,7 @@ const CAT: [u8; 35] = [
 async fn a_program_printing_forever_leaves_the_plugin_serving() {
     let drive = drive_with(&[("FOREVER.COM", &PRINT_FOREVER)]);
     let x = X86::start(&[
-        format!("{}:ro", samples().display()),
+        format!("{}:ro", samples("dos").display()),
         format!("{}:rw", drive.path().display()),
     ])
     .await;
@@ -749,7 +745,7 @@ async fn a_program_outside_the_sandbox_is_refused_naming_the_allowed_roots() {
         "should say the path is outside the allowed directories: {msg}"
     );
     assert!(
-        msg.contains(&samples().display().to_string()),
+        msg.contains(&samples("dos").display().to_string()),
         "should list the allowed roots: {msg}"
     );
     x.server.stop().await;
@@ -1109,7 +1105,7 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
     use e2e::{http_client, prompt_completions, read_as};
     use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
     let plugins = only_plugin("x86_inspect.wasm");
-    let allow = format!("{}:ro", samples().display());
+    let allow = format!("{}:ro", samples("dos").display());
     let (_child, url) = e2e::serve_http(&[
         "--plugins",
         plugins.path().to_str().unwrap(),
@@ -1167,9 +1163,10 @@ async fn another_clients_machine_is_unknown_to_resources_prompt_and_completion()
 }
 
 /// Resource notices heard so far, after the host's 250 ms merge window.
-async fn heard(server: &Server) -> Vec<String> {
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    let mut got = server.events.lock().unwrap().resource_updates.clone();
+/// The URIs announced so far, sorted: a run announces its URIs in no set
+/// order.
+async fn heard_sorted(server: &Server) -> Vec<String> {
+    let mut got = heard(server).await;
     got.sort();
     got
 }
@@ -1205,11 +1202,14 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
             .await
             .unwrap();
     }
-    assert!(heard(&x.server).await.is_empty(), "nothing changed yet");
+    assert!(
+        heard_sorted(&x.server).await.is_empty(),
+        "nothing changed yet"
+    );
     x.ok("x86_write_registers", json!({"machine": a, "ax": 7}))
         .await;
     assert_eq!(
-        heard(&x.server).await,
+        heard_sorted(&x.server).await,
         [regs.as_str()],
         "AX is not on the console"
     );
@@ -1219,12 +1219,20 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
     )
     .await;
     x.ok("x86_read_console", json!({"machine": a})).await;
-    assert_eq!(heard(&x.server).await.len(), 1, "reads change nothing");
+    assert_eq!(
+        heard_sorted(&x.server).await.len(),
+        1,
+        "reads change nothing"
+    );
     let run = x.ok("x86_run", json!({"machine": a})).await;
     assert_eq!(run["stop_reason"], "exited");
     let mut want = vec![console.clone(), regs.clone(), regs.clone()];
     want.sort();
-    assert_eq!(heard(&x.server).await, want, "one notice each for the run");
+    assert_eq!(
+        heard_sorted(&x.server).await,
+        want,
+        "one notice each for the run"
+    );
     x.ok(
         "x86_write_console_input",
         json!({"machine": b, "text": "y"}),
@@ -1233,7 +1241,7 @@ async fn subscribers_hear_when_a_call_changes_their_machine() {
     want.push(other.clone());
     want.sort();
     assert_eq!(
-        heard(&x.server).await,
+        heard_sorted(&x.server).await,
         want,
         "typed input is news for b only"
     );
@@ -1249,7 +1257,7 @@ async fn another_client_subscribed_to_your_machine_hears_nothing() {
     use rmcp::model::{CallToolRequestParams, SubscribeRequestParams};
     use rmcp::transport::StreamableHttpClientTransport;
     let plugins = only_plugin("x86_inspect.wasm");
-    let allow = format!("{}:ro", samples().display());
+    let allow = format!("{}:ro", samples("dos").display());
     let (_child, url) = e2e::serve_http(&[
         "--plugins",
         plugins.path().to_str().unwrap(),

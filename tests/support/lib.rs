@@ -70,6 +70,26 @@ pub fn fixtures(sub: &str) -> Option<PathBuf> {
     }
 }
 
+/// `samples/<sub>` of the repository (the bundled sample data).
+pub fn samples(sub: &str) -> PathBuf {
+    repo().join("samples").join(sub)
+}
+
+/// Puts `src` at `dest` the way a deploy would: copied beside it, then
+/// renamed, so a watching server never sees half a file.
+pub fn install(src: &Path, dest: &Path) {
+    let tmp = dest.with_extension("partial");
+    std::fs::copy(src, &tmp).expect("copying the plugin");
+    std::fs::rename(&tmp, dest).expect("renaming the plugin into place");
+}
+
+/// The `notifications/resources/updated` URIs the server sent so far, in
+/// arrival order, after waiting out the host's 250 ms coalescing window.
+pub async fn heard(server: &Server) -> Vec<String> {
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    server.events.lock().unwrap().resource_updates.clone()
+}
+
 /// What the server sent besides responses.
 #[derive(Default, Debug)]
 pub struct Events {
@@ -343,6 +363,17 @@ pub fn only_plugin(file: &str) -> tempfile::TempDir {
     isolate(&plugins().join(file))
 }
 
+/// Directory of the examples for plugin authors (`make plugins` builds
+/// them from `examples/`).
+pub fn examples() -> PathBuf {
+    let dir = repo().join("target/examples");
+    assert!(
+        dir.join("units.wasm").exists(),
+        "examples missing: run `make plugins`"
+    );
+    dir
+}
+
 /// A temporary plugins directory holding only this test component.
 pub fn only_test_plugin(file: &str) -> tempfile::TempDir {
     isolate(&test_plugins().join(file))
@@ -374,6 +405,12 @@ pub fn field(doc: &str, key: &str) -> Option<String> {
     doc.lines()
         .find_map(|l| l.strip_prefix(&prefix))
         .map(str::to_owned)
+}
+
+/// The value of `key: value` in a frontmatter document; panics, showing the
+/// document, when the key is missing.
+pub fn required_field(doc: &str, key: &str) -> String {
+    field(doc, key).unwrap_or_else(|| panic!("no `{key}` in\n{doc}"))
 }
 
 /// The rows of the first markdown table in a document, header first,
