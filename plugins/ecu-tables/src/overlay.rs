@@ -487,6 +487,263 @@ pub fn overlay(
     progress: &mut dyn FnMut(u64, u64, &str) -> bool,
 ) -> Result<Overlay, Error> {
     let (_, t, data) = table_data(ex, cfg, &args.rom, &args.table)?;
+    let Plan {
+        axes,
+        bins,
+        stats,
+        p,
+        cells,
+    } = plan(&t, &data, args)?;
+
+    let filter = match args.filter.as_deref().map(str::trim) {
+        Some(f) if !f.is_empty() => {
+            Some(Filter::compile(f).map_err(|e| Error::Log(log_error::bad_filter(e)))?)
+        }
+        _ => None,
+    };
+    let named: Vec<&str> = filter
+        .iter()
+        .flat_map(|f| f.channel_names())
+        .chain(args.channels.iter().map(String::as_str))
+        .collect();
+    let log_err = Error::Log;
+    // Not parsed up front: each log is read once, after its header has
+    // told which channels the axes are, with exactly those converted.
+    let mut listing = Listing::read(logs_dir, cache, None, progress).map_err(log_err)?;
+    let selected: Vec<usize> = match &args.file {
+        Some(f) => vec![listing.find(f).map_err(log_err)?],
+        None => (0..listing.files.len()).collect(),
+    };
+    if selected.is_empty() {
+        return Err(Error::Log(ToolError::new(
+            log_error::NO_LOGS,
+            format!(
+                "the logs directory {} holds no .csv files; nothing to overlay",
+                logs_dir.display()
+            ),
+        )));
+    }
+
+    let mut tally = Tally::new(
+        Grid {
+            cols: data.cols,
+            two_axes: t.table_type == TableType::Grid,
+        },
+        cells,
+        args,
+    );
+    let mut channels = ChannelsSeen::new(args.channels.len());
+    let mut parts: Vec<LogPart> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut unread = 0usize;
+    let total = selected.len() as u64;
+    let started = std::time::Instant::now();
+    for (k, &i) in selected.iter().enumerate() {
+        let name = listing.files[i].file.name.clone();
+        let cached = matches!(listing.files[i].log, Some(Ok(_)));
+        if args.file.is_none() && !cached && started.elapsed() > READ_BUDGET {
+            // Left for a later call, which finds what this one read cached.
+            unread += 1;
+            continue;
+        }
+        if !progress(k as u64, total, &format!("overlaying {name}")) {
+            return Err(Error::Log(log_error::cancelled()));
+        }
+        let fail = |e: String, skipped: &mut Vec<String>| {
+            if args.file.is_some() {
+                return Err(Error::Log(ToolError::new(
+                    log_error::UNKNOWN_CHANNEL,
+                    format!("{name}: {e}"),
+                )));
+            }
+            skipped.push(format!("{name}: {e}"));
+            Ok(())
+        };
+        let head = match cache.head(&listing.files[i].file) {
+            Ok(l) => l,
+            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
+            Err(e) => {
+                skipped.push(format!("{name}: {}", e.message));
+                continue;
+            }
+        };
+        let matched = match match_all(&head, &axes) {
+            Ok(m) => m,
+            Err(e) => {
+                fail(e, &mut skipped)?;
+                continue;
+            }
+        };
+        let mut need = Need::named(
+            named
+                .iter()
+                .copied()
+                .chain(matched.iter().map(|m| head.columns[m.column].name.as_str())),
+        );
+        let mut log = match listing.log(i, cache, &need) {
+            Ok(l) => l,
+            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
+            Err(e) => {
+                skipped.push(format!("{name}: {}", e.message));
+                continue;
+            }
+        };
+        // A header change later in the file can rename the channels: match
+        // again on the whole log, and convert what that adds (rare).
+        let mut matched = match match_all(&log, &axes) {
+            Ok(m) => m,
+            Err(e) => {
+                fail(e, &mut skipped)?;
+                continue;
+            }
+        };
+        if matched.iter().any(|m| !log.columns[m.column].loaded) {
+            need = Need::named(
+                named
+                    .iter()
+                    .copied()
+                    .chain(matched.iter().map(|m| log.columns[m.column].name.as_str())),
+            );
+            log = listing.log(i, cache, &need).map_err(log_err)?;
+            matched = match_all(&log, &axes).map_err(|e| {
+                Error::Log(ToolError::new(
+                    log_error::UNKNOWN_CHANNEL,
+                    format!("{name}: {e}"),
+                ))
+            })?;
+        }
+        channels.note_filter(&log, filter.as_ref());
+        let axis_cols: Vec<&Column> = matched.iter().map(|m| &log.columns[m.column]).collect();
+        let stat_cols: Vec<Option<&Column>> = args
+            .channels
+            .iter()
+            .map(|c| log.column(c).filter(|c| c.loaded))
+            .collect();
+        channels.note_log(&log, &stat_cols);
+        let mut place = |row: usize| tally.place(&bins, &axis_cols, &stat_cols, row);
+        let rows = log.rows();
+        let mut selected_rows = 0usize;
+        match &filter {
+            Some(f) => {
+                let bound = f.bind(&log.columns);
+                bound.scan(0..rows, |row| {
+                    selected_rows += 1;
+                    place(row);
+                });
+            }
+            None => {
+                for row in 0..rows {
+                    place(row);
+                }
+                selected_rows = rows;
+            }
+        }
+        let chan =
+            |m: Option<&Matched>| m.map(|m| format!("{} ({})", log.columns[m.column].name, m.how));
+        parts.push(LogPart {
+            name,
+            x: chan(matched.first()),
+            y: chan(matched.get(1)),
+            rows,
+            selected: selected_rows,
+        });
+    }
+    if parts.is_empty() {
+        let why = if unread > 0 && skipped.is_empty() {
+            return Err(Error::Log(ToolError::new(
+                log_error::NOT_READ_YET,
+                format!(
+                    "none of the {unread} logs was read within this call's time budget; call \
+                     overlay_log again (what is read is kept), or pass file"
+                ),
+            )));
+        } else {
+            skipped
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        return Err(Error::Log(ToolError::new(
+            log_error::UNKNOWN_CHANNEL,
+            format!("no log could be laid over `{}`:\n{why}", t.id),
+        )));
+    }
+    if let Some(f) = &filter {
+        let all: Vec<&str> = channels.in_filter.iter().map(String::as_str).collect();
+        f.check_channels(&all).map_err(|e| {
+            Error::Log(ToolError::new(
+                log_error::UNKNOWN_CHANNEL,
+                format!("{e} (in the logs overlaid)"),
+            ))
+        })?;
+    }
+    if let Some(j) = channels.seen.iter().position(|s| !s) {
+        return Err(Error::Log(ToolError::new(
+            log_error::UNKNOWN_CHANNEL,
+            format!(
+                "channel `{}` is in none of the logs overlaid.{} Names are case-sensitive, as \
+                 list_logs shows them",
+                plugin_kit::text::clip(&args.channels[j]),
+                filter::closest(
+                    &args.channels[j],
+                    &channels
+                        .known
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                )
+                .map(|b| format!(" Did you mean `{b}`?"))
+                .unwrap_or_default()
+            ),
+        )));
+    }
+
+    let summaries = tally.summaries(&channels.decimals, p);
+    let outside = Outside {
+        counts: tally.outside,
+        held: tally.held,
+        held_samples: tally.held_samples,
+        clamp: args.clamp_to_edges,
+        axes: axes
+            .iter()
+            .zip(&bins)
+            .map(|((axis, ..), b)| (axis.label(), b.lo, b.hi))
+            .collect(),
+    };
+    Ok(Overlay {
+        table: t,
+        data,
+        counts: tally.counts,
+        points: tally.points,
+        points_over: tally.points_over,
+        stats,
+        p,
+        summaries,
+        parts,
+        outside,
+        no_axis_value: tally.no_axis_value,
+        skipped,
+        unread,
+    })
+}
+
+/// What an overlay is checked to be before any log is read: the axes the
+/// samples are placed on and the figures asked for.
+struct Plan<'a> {
+    axes: Vec<AxisRef<'a>>,
+    bins: Vec<AxisBins>,
+    stats: Vec<Stat>,
+    /// The percentile asked for.
+    p: f64,
+    /// Cells of the table.
+    cells: usize,
+}
+
+/// Checks `args` against table `t` (its axes, the channels and stats
+/// named, the size of the grids) before any log is read.
+fn plan<'a>(t: &'a Table, data: &'a TableData, args: &'a OverlayLog) -> Result<Plan<'a>, Error> {
     // Axes: (table axis, its data, which argument names its channel).
     let missing = |which: &str| {
         Error::InvalidArgument(format!(
@@ -570,328 +827,191 @@ pub fn overlay(
             cells * grids
         )));
     }
+    Ok(Plan {
+        axes,
+        bins,
+        stats,
+        p,
+        cells,
+    })
+}
 
-    let filter = match args.filter.as_deref().map(str::trim) {
-        Some(f) if !f.is_empty() => {
-            Some(Filter::compile(f).map_err(|e| Error::Log(log_error::bad_filter(e)))?)
+/// How cells are numbered: row-major over `cols` columns; with two axes X
+/// is the column and Y the row, with one its value picks the row.
+#[derive(Clone, Copy)]
+struct Grid {
+    cols: usize,
+    two_axes: bool,
+}
+
+/// Where the selected samples of every log fell: the accumulators of
+/// [`overlay`].
+struct Tally {
+    grid: Grid,
+    keep_points: bool,
+    clamp_to_edges: bool,
+    /// Samples per cell.
+    counts: Vec<usize>,
+    /// Per named channel, per cell: the values of the samples in the cell.
+    values: Vec<Vec<Vec<f64>>>,
+    /// Per axis: samples below its lowest and above its highest cell.
+    outside: [[usize; 2]; 2],
+    /// With clamp_to_edges: per axis and side, samples held at the outer
+    /// cell, and how many samples that is (one may be beyond both axes).
+    held: [[usize; 2]; 2],
+    held_samples: usize,
+    points: Vec<[f64; 2]>,
+    points_over: usize,
+    /// Samples with no value on some axis.
+    no_axis_value: usize,
+}
+
+impl Tally {
+    fn new(grid: Grid, cells: usize, args: &OverlayLog) -> Self {
+        Tally {
+            grid,
+            keep_points: args.keep_points,
+            clamp_to_edges: args.clamp_to_edges,
+            counts: vec![0; cells],
+            values: vec![vec![Vec::new(); cells]; args.channels.len()],
+            outside: [[0; 2]; 2],
+            held: [[0; 2]; 2],
+            held_samples: 0,
+            points: Vec::new(),
+            points_over: 0,
+            no_axis_value: 0,
         }
-        _ => None,
-    };
-    let named: Vec<&str> = filter
-        .iter()
-        .flat_map(|f| f.channel_names())
-        .chain(args.channels.iter().map(String::as_str))
-        .collect();
-    let log_err = Error::Log;
-    // Not parsed up front: each log is read once, after its header has
-    // told which channels the axes are, with exactly those converted.
-    let mut listing = Listing::read(logs_dir, cache, None, progress).map_err(log_err)?;
-    let selected: Vec<usize> = match &args.file {
-        Some(f) => vec![listing.find(f).map_err(log_err)?],
-        None => (0..listing.files.len()).collect(),
-    };
-    if selected.is_empty() {
-        return Err(Error::Log(ToolError::new(
-            log_error::NO_LOGS,
-            format!(
-                "the logs directory {} holds no .csv files; nothing to overlay",
-                logs_dir.display()
-            ),
-        )));
     }
 
-    let mut counts = vec![0usize; cells];
-    // Per named channel, per cell: the values of the samples in the cell.
-    let mut values: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cells]; args.channels.len()];
-    let mut decimals = vec![0u8; args.channels.len()];
-    let mut seen_channel = vec![false; args.channels.len()];
-    let mut parts: Vec<LogPart> = Vec::new();
-    // Per axis: samples below its lowest and above its highest cell.
-    let mut outside = [[0usize; 2]; 2];
-    // With clamp_to_edges: per axis and side, samples held at the outer
-    // cell, and how many samples that is (one may be beyond both axes).
-    let mut held = [[0usize; 2]; 2];
-    let mut held_samples = 0usize;
-    let mut points: Vec<[f64; 2]> = Vec::new();
-    let mut points_over = 0usize;
-    let mut no_axis_value = 0usize;
-    let mut skipped: Vec<String> = Vec::new();
-    let mut unread = 0usize;
-    let mut filter_seen = Vec::new();
-    // Channel names of the logs overlaid, for "did you mean" (bounded).
-    let mut known: Vec<String> = Vec::new();
-    let total = selected.len() as u64;
-    let started = std::time::Instant::now();
-    for (k, &i) in selected.iter().enumerate() {
-        let name = listing.files[i].file.name.clone();
-        let cached = matches!(listing.files[i].log, Some(Ok(_)));
-        if args.file.is_none() && !cached && started.elapsed() > READ_BUDGET {
-            // Left for a later call, which finds what this one read cached.
-            unread += 1;
-            continue;
+    /// Places `row` of a log: its axis values pick the cell, whose count
+    /// and channel values grow; a sample beyond an axis is counted as
+    /// outside (or held at the edge with clamp_to_edges).
+    fn place(
+        &mut self,
+        bins: &[AxisBins],
+        axis_cols: &[&Column],
+        stat_cols: &[Option<&Column>],
+        row: usize,
+    ) {
+        let mut cell = [0usize; 2];
+        let mut point = [0f64; 2];
+        let mut was_held = false;
+        for (a, col) in axis_cols.iter().enumerate() {
+            let Some(v) = col.number(row) else {
+                self.no_axis_value += 1;
+                return;
+            };
+            point[a] = v;
+            match bins[a].cell(v) {
+                Some(c) => cell[a] = c,
+                None if self.clamp_to_edges && !v.is_nan() => {
+                    let side = usize::from(v >= bins[a].hi);
+                    self.held[a][side] += 1;
+                    was_held = true;
+                    cell[a] = bins[a].edge(side);
+                }
+                None => {
+                    // A sample outside both axes counts under the first.
+                    self.outside[a][usize::from(v >= bins[a].hi)] += 1;
+                    return;
+                }
+            }
         }
-        if !progress(k as u64, total, &format!("overlaying {name}")) {
-            return Err(Error::Log(log_error::cancelled()));
+        self.held_samples += usize::from(was_held);
+        if self.keep_points {
+            if self.points.len() < MAX_POINTS {
+                self.points.push(point);
+            } else {
+                self.points_over += 1;
+            }
         }
-        let fail = |e: String, skipped: &mut Vec<String>| {
-            if args.file.is_some() {
-                return Err(Error::Log(ToolError::new(
-                    log_error::UNKNOWN_CHANNEL,
-                    format!("{name}: {e}"),
-                )));
-            }
-            skipped.push(format!("{name}: {e}"));
-            Ok(())
+        let idx = if self.grid.two_axes {
+            cell[1] * self.grid.cols + cell[0]
+        } else {
+            cell[0] * self.grid.cols
         };
-        let head = match cache.head(&listing.files[i].file) {
-            Ok(l) => l,
-            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
-            Err(e) => {
-                skipped.push(format!("{name}: {}", e.message));
-                continue;
+        self.counts[idx] += 1;
+        for (j, c) in stat_cols.iter().enumerate() {
+            if let Some(v) = c.and_then(|c| c.number(row)) {
+                self.values[j][idx].push(v);
             }
-        };
-        let matched = match match_all(&head, &axes) {
-            Ok(m) => m,
-            Err(e) => {
-                fail(e, &mut skipped)?;
-                continue;
-            }
-        };
-        let mut need = Need::named(
-            named
-                .iter()
-                .copied()
-                .chain(matched.iter().map(|m| head.columns[m.column].name.as_str())),
-        );
-        let mut log = match listing.log(i, cache, &need) {
-            Ok(l) => l,
-            Err(e) if args.file.is_some() => return Err(Error::Log(e)),
-            Err(e) => {
-                skipped.push(format!("{name}: {}", e.message));
-                continue;
-            }
-        };
-        // A header change later in the file can rename the channels: match
-        // again on the whole log, and convert what that adds (rare).
-        let mut matched = match match_all(&log, &axes) {
-            Ok(m) => m,
-            Err(e) => {
-                fail(e, &mut skipped)?;
-                continue;
-            }
-        };
-        if matched.iter().any(|m| !log.columns[m.column].loaded) {
-            need = Need::named(
-                named
-                    .iter()
-                    .copied()
-                    .chain(matched.iter().map(|m| log.columns[m.column].name.as_str())),
-            );
-            log = listing.log(i, cache, &need).map_err(log_err)?;
-            matched = match_all(&log, &axes).map_err(|e| {
-                Error::Log(ToolError::new(
-                    log_error::UNKNOWN_CHANNEL,
-                    format!("{name}: {e}"),
-                ))
-            })?;
         }
+    }
+
+    /// Each named channel's figures per cell, printed with `decimals`.
+    fn summaries(&mut self, decimals: &[u8], p: f64) -> Vec<Summary> {
+        std::mem::take(&mut self.values)
+            .into_iter()
+            .zip(decimals)
+            .map(|(per_cell, &decimals)| Summary {
+                cells: per_cell
+                    .into_iter()
+                    .map(|mut v| {
+                        if v.is_empty() {
+                            return None;
+                        }
+                        Some(CellStats {
+                            n: v.len(),
+                            sum: v.iter().sum(),
+                            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                            pct: percentile(&mut v, p),
+                        })
+                    })
+                    .collect(),
+                decimals,
+            })
+            .collect()
+    }
+}
+
+/// What the logs overlaid said about channels: which named channels some
+/// log had, and the names an unknown one is checked against.
+struct ChannelsSeen {
+    /// Per named channel: whether some log has it.
+    seen: Vec<bool>,
+    /// Per named channel: the most digits a log prints it with.
+    decimals: Vec<u8>,
+    /// Channels of the filter found in some log.
+    in_filter: Vec<String>,
+    /// Channel names of the logs overlaid, for "did you mean" (bounded).
+    known: Vec<String>,
+}
+
+impl ChannelsSeen {
+    /// At most this many names are kept for suggestions.
+    const MAX_KNOWN: usize = 1000;
+
+    fn new(named: usize) -> Self {
+        ChannelsSeen {
+            seen: vec![false; named],
+            decimals: vec![0; named],
+            in_filter: Vec::new(),
+            known: Vec::new(),
+        }
+    }
+
+    fn note_filter(&mut self, log: &Log, filter: Option<&Filter>) {
         for c in filter.iter().flat_map(|f| f.channel_names()) {
-            if log.column(c).is_some() && !filter_seen.contains(&c.to_string()) {
-                filter_seen.push(c.to_string());
+            if log.column(c).is_some() && !self.in_filter.iter().any(|s| s == c) {
+                self.in_filter.push(c.to_string());
             }
         }
-        let axis_cols: Vec<&Column> = matched.iter().map(|m| &log.columns[m.column]).collect();
-        let stat_cols: Vec<Option<&Column>> = args
-            .channels
-            .iter()
-            .map(|c| log.column(c).filter(|c| c.loaded))
-            .collect();
+    }
+
+    fn note_log(&mut self, log: &Log, stat_cols: &[Option<&Column>]) {
         for c in log.columns.iter().filter(|c| !c.hidden) {
-            if known.len() < 1000 && !known.contains(&c.name) {
-                known.push(c.name.clone());
+            if self.known.len() < Self::MAX_KNOWN && !self.known.contains(&c.name) {
+                self.known.push(c.name.clone());
             }
         }
         for (j, c) in stat_cols.iter().enumerate() {
             if let Some(c) = c {
-                seen_channel[j] = true;
-                decimals[j] = decimals[j].max(c.decimals);
+                self.seen[j] = true;
+                self.decimals[j] = self.decimals[j].max(c.decimals);
             }
         }
-        let mut place = |row: usize| {
-            let mut cell = [0usize; 2];
-            let mut point = [0f64; 2];
-            let mut was_held = false;
-            for (a, col) in axis_cols.iter().enumerate() {
-                let Some(v) = col.number(row) else {
-                    no_axis_value += 1;
-                    return;
-                };
-                point[a] = v;
-                match bins[a].cell(v) {
-                    Some(c) => cell[a] = c,
-                    None if args.clamp_to_edges && !v.is_nan() => {
-                        let side = usize::from(v >= bins[a].hi);
-                        held[a][side] += 1;
-                        was_held = true;
-                        cell[a] = bins[a].edge(side);
-                    }
-                    None => {
-                        // A sample outside both axes counts under the first.
-                        outside[a][usize::from(v >= bins[a].hi)] += 1;
-                        return;
-                    }
-                }
-            }
-            held_samples += usize::from(was_held);
-            if args.keep_points {
-                if points.len() < MAX_POINTS {
-                    points.push(point);
-                } else {
-                    points_over += 1;
-                }
-            }
-            // X is the column, Y the row; a 2D table's one axis is its rows.
-            let idx = match t.table_type {
-                TableType::Grid => cell[1] * data.cols + cell[0],
-                _ => cell[0] * data.cols,
-            };
-            counts[idx] += 1;
-            for (j, c) in stat_cols.iter().enumerate() {
-                if let Some(v) = c.and_then(|c| c.number(row)) {
-                    values[j][idx].push(v);
-                }
-            }
-        };
-        let rows = log.rows();
-        let mut selected_rows = 0usize;
-        match &filter {
-            Some(f) => {
-                let bound = f.bind(&log.columns);
-                bound.scan(0..rows, |row| {
-                    selected_rows += 1;
-                    place(row);
-                });
-            }
-            None => {
-                for row in 0..rows {
-                    place(row);
-                }
-                selected_rows = rows;
-            }
-        }
-        let chan =
-            |m: Option<&Matched>| m.map(|m| format!("{} ({})", log.columns[m.column].name, m.how));
-        parts.push(LogPart {
-            name,
-            x: chan(matched.first()),
-            y: chan(matched.get(1)),
-            rows,
-            selected: selected_rows,
-        });
     }
-    if parts.is_empty() {
-        let why = if unread > 0 && skipped.is_empty() {
-            return Err(Error::Log(ToolError::new(
-                log_error::NOT_READ_YET,
-                format!(
-                    "none of the {unread} logs was read within this call's time budget; call \
-                     overlay_log again (what is read is kept), or pass file"
-                ),
-            )));
-        } else {
-            skipped
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        return Err(Error::Log(ToolError::new(
-            log_error::UNKNOWN_CHANNEL,
-            format!("no log could be laid over `{}`:\n{why}", t.id),
-        )));
-    }
-    if let Some(f) = &filter {
-        let all: Vec<&str> = filter_seen.iter().map(String::as_str).collect();
-        f.check_channels(&all).map_err(|e| {
-            Error::Log(ToolError::new(
-                log_error::UNKNOWN_CHANNEL,
-                format!("{e} (in the logs overlaid)"),
-            ))
-        })?;
-    }
-    if let Some(j) = seen_channel.iter().position(|s| !s) {
-        return Err(Error::Log(ToolError::new(
-            log_error::UNKNOWN_CHANNEL,
-            format!(
-                "channel `{}` is in none of the logs overlaid.{} Names are case-sensitive, as \
-                 list_logs shows them",
-                plugin_kit::text::clip(&args.channels[j]),
-                filter::closest(
-                    &args.channels[j],
-                    &known.iter().map(String::as_str).collect::<Vec<_>>()
-                )
-                .map(|b| format!(" Did you mean `{b}`?"))
-                .unwrap_or_default()
-            ),
-        )));
-    }
-
-    let summaries: Vec<Summary> = values
-        .into_iter()
-        .zip(&decimals)
-        .map(|(per_cell, &d)| Summary {
-            cells: per_cell
-                .into_iter()
-                .map(|mut v| {
-                    if v.is_empty() {
-                        return None;
-                    }
-                    let sum: f64 = v.iter().sum();
-                    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-                    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let n = v.len();
-                    let pv = percentile(&mut v, p);
-                    Some(CellStats {
-                        n,
-                        sum,
-                        min,
-                        max,
-                        pct: pv,
-                    })
-                })
-                .collect(),
-            decimals: d,
-        })
-        .collect();
-
-    let outside = Outside {
-        counts: outside,
-        held,
-        held_samples,
-        clamp: args.clamp_to_edges,
-        axes: axes
-            .iter()
-            .zip(&bins)
-            .map(|((axis, ..), b)| (axis.label(), b.lo, b.hi))
-            .collect(),
-    };
-    Ok(Overlay {
-        table: t,
-        data,
-        counts,
-        points,
-        points_over,
-        stats,
-        p,
-        summaries,
-        parts,
-        outside,
-        no_axis_value,
-        skipped,
-        unread,
-    })
 }
 
 impl Overlay {
