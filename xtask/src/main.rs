@@ -3,7 +3,8 @@
 //! `cargo run -p xtask -- plugins [NAME…]` builds plugin crates for
 //! `wasm32-wasip2` and writes each component, with its WIT docs injected as a
 //! custom section, to `target/plugins/` (first-party plugins) or
-//! `target/test-plugins/` (test components). The component toolchain drops
+//! `target/test-plugins/` (test components) or `target/examples/` (the
+//! examples for plugin authors). The component toolchain drops
 //! WIT doc comments, and benchtop turns them into tool descriptions, so a
 //! component without them would serve undocumented tools.
 //!
@@ -65,6 +66,7 @@ fn component_crates(root: &Path) -> Result<Vec<ComponentCrate>> {
     for (dir, out, wit_of) in [
         ("plugins", "plugins", WitLocation::Shared),
         ("tests/components", "test-plugins", WitLocation::InCrate),
+        ("examples", "examples", WitLocation::InCrate),
     ] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;
@@ -93,7 +95,7 @@ fn component_crates(root: &Path) -> Result<Vec<ComponentCrate>> {
 enum WitLocation {
     /// `wit/<name>/`, for first-party plugins.
     Shared,
-    /// `<crate>/wit/`, for test components.
+    /// `<crate>/wit/`, for test components and the examples.
     InCrate,
 }
 
