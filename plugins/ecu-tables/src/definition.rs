@@ -205,6 +205,44 @@ pub struct Definition {
 }
 
 impl Definition {
+    /// Assembles a definition from tables any family's reader resolved
+    /// (ECUFlash chains through [`merge`], RomRaider documents through
+    /// [`crate::romraider`]): tables sharing a name get unique ids
+    /// `NAME @0xADDRESS`, and lookups by id and name are indexed.
+    pub fn new(
+        file: PathBuf,
+        romid: RomId,
+        fields: HashMap<String, String>,
+        chain: Vec<String>,
+        mut tables: Vec<Table>,
+        unresolvable: Vec<(String, String)>,
+    ) -> Self {
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, t) in tables.iter().enumerate() {
+            by_name.entry(t.name.clone()).or_default().push(i);
+        }
+        for idxs in by_name.values().filter(|v| v.len() > 1) {
+            for &i in idxs {
+                tables[i].id = format!("{} @0x{:X}", tables[i].name, tables[i].address);
+            }
+        }
+        let by_id = tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        Definition {
+            file,
+            romid,
+            fields,
+            chain,
+            tables,
+            unresolvable,
+            by_id,
+            by_name,
+        }
+    }
+
     fn field(&self, key: &str) -> Option<&str> {
         self.fields
             .get(key)
@@ -394,34 +432,17 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
         }
     }
 
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, t) in out.iter().enumerate() {
-        by_name.entry(t.name.clone()).or_default().push(i);
-    }
-    for idxs in by_name.values().filter(|v| v.len() > 1) {
-        for &i in idxs {
-            out[i].id = format!("{} @0x{:X}", out[i].name, out[i].address);
-        }
-    }
-    let by_id = out
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.id.clone(), i))
-        .collect();
-
-    Definition {
+    Definition::new(
         file,
-        romid: files
+        files
             .last()
             .map(|f| f.raw.romid.clone())
             .unwrap_or_default(),
         fields,
-        chain: files.iter().map(|f| f.label.clone()).collect(),
-        tables: out,
+        files.iter().map(|f| f.label.clone()).collect(),
+        out,
         unresolvable,
-        by_id,
-        by_name,
-    }
+    )
 }
 
 /// Attribute recording which file of the chain gave a table its address

@@ -19,6 +19,7 @@ pub mod overlay;
 pub mod patch;
 pub mod printf;
 pub mod propose;
+pub mod romraider;
 pub mod sample;
 pub mod scaling;
 pub mod store;
