@@ -2346,3 +2346,69 @@ async fn a_2026_confirmation_writes_only_the_call_it_was_asked_for() {
     assert_ne!(std::fs::read(rom).unwrap(), before);
     client.cancel().await.unwrap();
 }
+
+/// Issue 31: a Subaru owner whose definitions are RomRaider's. The server
+/// reads the RomRaider file beside a ROM, names the format, reads a table
+/// and patches it with the checksum fixed, through MCP.
+#[tokio::test]
+async fn shared_romraider_definitions_read_and_patch_through_mcp() {
+    let Some(defs) = fixtures("realworld/ecu-families/romraider") else {
+        return;
+    };
+    // A synthetic AE5L500V image: its id, a boost speed limit of 40 raw
+    // (a big-endian float), and one checksum entry over the calibration.
+    let mut image = vec![0u8; 0x10_0000];
+    image[0x2004..0x200C].copy_from_slice(b"AE5L500V");
+    image[0xC0A60..0xC0A64].copy_from_slice(&40f32.to_be_bytes());
+    let (start, end) = (0xC0000u32, 0xC1000u32);
+    let sum = image[start as usize..end as usize]
+        .chunks_exact(4)
+        .fold(0u32, |s, w| {
+            s.wrapping_add(u32::from_be_bytes(w.try_into().unwrap()))
+        });
+    // The other 16 of the 17 entries are unused: (0, 0, 0x5AA5A55A).
+    let mut entries = vec![[0, 0, 0x5AA5_A55Au32]; 17];
+    entries[0] = [start, end, 0x5AA5_A55Au32.wrapping_sub(sum)];
+    for (i, word) in entries.iter().flatten().enumerate() {
+        image[0xFFB80 + 4 * i..0xFFB84 + 4 * i].copy_from_slice(&word.to_be_bytes());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rw = dir.path().canonicalize().unwrap();
+    let rom = rw.join("AE5L500V.bin");
+    std::fs::write(&rom, &image).unwrap();
+    let rom_s = rom.to_string_lossy().into_owned();
+    let ecu = Ecu::start(
+        &defs,
+        &[
+            format!("{}:ro", defs.display()),
+            format!("{}:rw", rw.display()),
+        ],
+        Some(&rw),
+    )
+    .await;
+    let info = ecu.ok("rom_info", json!({"rom": rom_s})).await;
+    assert!(val(&info, "definition").starts_with("AE5L500V"), "{info}");
+    assert_eq!(val(&info, "definition_format"), "RomRaider", "{info}");
+    assert_eq!(val(&info, "checksum_valid"), "true", "{info}");
+    let table = "Target Boost Compensation (1st Gear) Speed Disable";
+    let read = ecu
+        .ok("read_table", json!({"rom": rom_s, "table": table}))
+        .await;
+    // 40 raw × 0.621 = 24.84 mph, shown with RomRaider's format `#`.
+    assert_eq!(grid(&read).cells, [["25"]], "{read}");
+    let out = ecu
+        .ok(
+            "patch_table",
+            json!({"rom": rom_s, "table": table, "op": "set", "value": 31}),
+        )
+        .await;
+    assert_eq!(val(&out, "checksum_valid"), "true", "{out}");
+    let read = ecu
+        .ok("read_table", json!({"rom": rom_s, "table": table}))
+        .await;
+    assert_eq!(grid(&read).cells, [["31"]], "{read}");
+    let written = std::fs::read(&rom).unwrap();
+    let raw = f32::from_be_bytes(written[0xC0A60..0xC0A64].try_into().unwrap());
+    assert!((raw * 0.621 - 31.0).abs() < 1e-3, "{raw}");
+    ecu.server.stop().await;
+}

@@ -11,6 +11,7 @@ pub mod decode;
 pub mod definition;
 pub mod error;
 pub mod expr;
+pub mod family;
 pub mod image;
 pub mod lookup;
 pub mod memmodel;

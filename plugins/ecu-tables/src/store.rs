@@ -5,46 +5,16 @@
 //! warm call costs a few `stat`s plus the table decode.
 
 use crate::checksum::Module;
-use crate::definition::{ChainFile, Definition, merge, parse_hex};
+use crate::definition::Definition;
 use crate::error::Error;
-use crate::scaling::parse_hex_bytes;
-use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
+pub use crate::family::Stamp;
+use crate::family::{Family, SNIFF_BYTES};
 use plugin_kit::safe_write::FileLock;
 use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
-
-/// Size + modification time: a file is re-read when either changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    /// File size in bytes.
-    pub len: u64,
-    /// Modification time, when the filesystem keeps one.
-    pub mtime: Option<SystemTime>,
-}
-
-impl Stamp {
-    fn of(meta: &fs::Metadata) -> Self {
-        Self {
-            len: meta.len(),
-            mtime: meta.modified().ok(),
-        }
-    }
-}
-
-struct CachedFile {
-    stamp: Stamp,
-    romid: Result<RomId, String>,
-    full: Option<Result<Arc<RawDefinition>, String>>,
-}
-
-struct CachedDefinition {
-    chain: Vec<(PathBuf, Stamp)>,
-    definition: Arc<Definition>,
-}
 
 struct CachedRom {
     stamp: Stamp,
@@ -62,6 +32,8 @@ pub struct OpenedRom {
     pub layout: crate::image::Layout,
     /// The matched definition; none when no definition's id matches.
     pub definition: Option<Arc<Definition>>,
+    /// The family (format) of `definition`: `ECUFlash`, `RomRaider`.
+    pub format: Option<&'static str>,
     /// `xmlid @address` ids tried, with what the ROM holds there.
     pub tried: Vec<String>,
     /// Notes such as "several definitions match".
@@ -134,13 +106,26 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
     }
 }
 
-/// The plugin's long-lived state: parsed files, merged definitions, ROMs.
-#[derive(Default)]
+/// The plugin's long-lived state: the definition families (each caching
+/// its own parsed files), which family each definitions file is, ROMs.
 pub struct Explorer {
-    files: HashMap<PathBuf, CachedFile>,
-    definitions: HashMap<PathBuf, CachedDefinition>,
+    families: Vec<Box<dyn Family>>,
+    /// Per definitions file: its stamp when sniffed, and the index in
+    /// `families` of the family that claims it (none: no family does).
+    claimed: HashMap<PathBuf, (Stamp, Option<usize>)>,
     roms: HashMap<PathBuf, CachedRom>,
     listing: Option<Listing>,
+}
+
+impl Default for Explorer {
+    fn default() -> Self {
+        Explorer {
+            families: crate::family::first_party(),
+            claimed: HashMap::new(),
+            roms: HashMap::new(),
+            listing: None,
+        }
+    }
 }
 
 /// The last walk of the definitions directory.
@@ -247,76 +232,32 @@ impl Explorer {
             ),
         };
         let files = self.listing(dir, fresh_listing)?;
-        self.refresh(&files);
-        let mut matches = Vec::new();
+        let mut matches: Vec<(&'static str, Arc<Definition>)> = Vec::new();
         let mut tried = Vec::new();
-        for (path, _) in &files {
-            let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path) else {
+        for (index, own) in self.claim(&files).into_iter().enumerate() {
+            let family = &mut self.families[index];
+            if own.is_empty() {
                 continue;
-            };
-            let base = crate::image::base_for(id.field("memmodel"), bytes.len());
-            if let Some(result) = match_id(id, &bytes, base) {
-                let label = id.xmlid.clone().unwrap_or_else(|| file_label(path));
-                match result {
-                    Ok(()) => matches.push(path.clone()),
-                    Err(found) => tried.push(format!("{label} ({found})")),
-                }
             }
+            let found = family.recognize(dir, &own, &bytes)?;
+            let name = family.name();
+            matches.extend(found.matches.into_iter().map(|d| (name, d)));
+            tried.extend(found.tried);
         }
         let mut warnings = Vec::new();
-        if matches.is_empty() {
-            // Say why a folder of RomRaider files matches nothing.
-            let romraider: Vec<String> = files
-                .iter()
-                .filter(|(p, _)| {
-                    matches!(self.files.get(p), Some(CachedFile { romid: Err(e), .. })
-                        if e == crate::xml::ROMRAIDER)
-                })
-                .map(|(p, _)| file_label(p))
-                .collect();
-            if let Some(first) = romraider.first() {
-                warnings.push(format!(
-                    "{} file(s) in the definitions path were skipped ({first}{}): {}",
-                    romraider.len(),
-                    if romraider.len() > 1 { ", …" } else { "" },
-                    crate::xml::ROMRAIDER
-                ));
-            }
-        }
-        let definition = match matches.len() {
-            0 => None,
-            _ => {
-                let mut resolved = Vec::new();
-                for path in &matches {
-                    resolved.push(self.definition(dir, &files, path)?);
-                }
-                // A definition included by another match is the less specific one.
-                let keep: Vec<&Arc<Definition>> = resolved
+        if matches.len() > 1 {
+            warnings.push(format!(
+                "{} definitions match this ROM ({}); using {}",
+                matches.len(),
+                matches
                     .iter()
-                    .filter(|d| {
-                        let id = d.romid.xmlid.as_deref();
-                        !resolved.iter().any(|o| {
-                            !Arc::ptr_eq(o, d)
-                                && o.chain[..o.chain.len() - 1]
-                                    .iter()
-                                    .any(|c| Some(c.as_str()) == id)
-                        })
-                    })
-                    .collect();
-                if keep.len() > 1 {
-                    warnings.push(format!(
-                        "{} definitions match this ROM ({}); using {}",
-                        keep.len(),
-                        keep.iter()
-                            .map(|d| d.file.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        keep[0].file.display()
-                    ));
-                }
-                keep.first().map(|d| (*d).clone())
-            }
-        };
+                    .map(|(family, d)| format!("{} ({family})", d.file.display()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                matches[0].1.file.display()
+            ));
+        }
+        let (format, definition) = matches.into_iter().next().unzip();
         let layout = crate::image::Layout {
             base: crate::image::base_for(
                 definition.as_ref().and_then(|d| d.memmodel()),
@@ -334,10 +275,38 @@ impl Explorer {
             bytes,
             layout,
             definition,
+            format,
             tried,
             warnings,
             definitions_dir: dir.to_path_buf(),
         })
+    }
+
+    /// `files` split by the family that claims each (indexed as
+    /// `families`), sniffing only files new or changed since last time.
+    fn claim(&mut self, files: &[(PathBuf, Stamp)]) -> Vec<Vec<(PathBuf, Stamp)>> {
+        let mut own = vec![Vec::new(); self.families.len()];
+        for (path, stamp) in files {
+            let family = match self.claimed.get(path) {
+                Some((seen, family)) if seen == stamp => *family,
+                _ => {
+                    let head = sniff(path);
+                    let family = self.families.iter().position(|f| f.claims(&head));
+                    self.claimed.insert(path.clone(), (*stamp, family));
+                    family
+                }
+            };
+            if let Some(family) = family {
+                own[family].push((path.clone(), *stamp));
+            }
+        }
+        // Forget files no longer listed, so the map stays the folder's size.
+        if self.claimed.len() > files.len() {
+            let listed: std::collections::HashSet<&PathBuf> =
+                files.iter().map(|(p, _)| p).collect();
+            self.claimed.retain(|p, _| listed.contains(p));
+        }
+        own
     }
 
     fn cache_rom(&mut self, path: &Path, stamp: Stamp, bytes: Arc<Vec<u8>>) {
@@ -422,215 +391,18 @@ impl Explorer {
         }
         Ok(bytes)
     }
-
-    /// Updates the per-file romid cache for the files now in the directory.
-    fn refresh(&mut self, files: &[(PathBuf, Stamp)]) {
-        for (path, stamp) in files {
-            if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
-                continue;
-            }
-            let romid = read_romid(path);
-            self.files.insert(
-                path.clone(),
-                CachedFile {
-                    stamp: *stamp,
-                    romid,
-                    full: None,
-                },
-            );
-        }
-    }
-
-    fn full(&mut self, path: &Path) -> Result<Arc<RawDefinition>, Error> {
-        let entry = self.files.get_mut(path).ok_or_else(|| Error::Definition {
-            file: path.into(),
-            message: "file disappeared from the definitions directory".into(),
-        })?;
-        if entry.full.is_none() {
-            entry.full = Some(
-                fs::read_to_string(path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| parse_definition(&t))
-                    .map(Arc::new),
-            );
-        }
-        match entry.full.as_ref() {
-            Some(Ok(raw)) => Ok(raw.clone()),
-            Some(Err(message)) => Err(Error::Definition {
-                file: path.into(),
-                message: format!("not a readable ECUFlash XML file: {message}"),
-            }),
-            None => unreachable!(),
-        }
-    }
-
-    /// The merged definition rooted at `leaf`, cached while no file of its
-    /// chain changes.
-    fn definition(
-        &mut self,
-        dir: &Path,
-        files: &[(PathBuf, Stamp)],
-        leaf: &Path,
-    ) -> Result<Arc<Definition>, Error> {
-        let stamps: HashMap<&Path, Stamp> = files.iter().map(|(p, s)| (p.as_path(), *s)).collect();
-        if let Some(cached) = self.definitions.get(leaf)
-            && cached
-                .chain
-                .iter()
-                .all(|(p, s)| stamps.get(p.as_path()) == Some(s))
-        {
-            return Ok(cached.definition.clone());
-        }
-        // Index every file by xmlid (and by file stem as a fallback).
-        let mut by_id: HashMap<String, PathBuf> = HashMap::new();
-        for (path, _) in files {
-            if let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path)
-                && let Some(x) = &id.xmlid
-            {
-                by_id.entry(x.clone()).or_insert_with(|| path.clone());
-            }
-        }
-        for (path, _) in files {
-            by_id
-                .entry(file_label(path))
-                .or_insert_with(|| path.clone());
-        }
-        let mut order: Vec<PathBuf> = Vec::new();
-        let mut stack: Vec<PathBuf> = Vec::new();
-        self.visit(dir, leaf, &by_id, &mut order, &mut stack)?;
-        let raws: Vec<(PathBuf, Arc<RawDefinition>)> = order
-            .iter()
-            .map(|p| Ok((p.clone(), self.full(p)?)))
-            .collect::<Result<_, Error>>()?;
-        let chain_files: Vec<ChainFile<'_>> = raws
-            .iter()
-            .map(|(p, raw)| ChainFile {
-                label: raw.romid.xmlid.clone().unwrap_or_else(|| file_label(p)),
-                raw,
-            })
-            .collect();
-        let definition = Arc::new(merge(leaf.to_path_buf(), &chain_files));
-        self.definitions.insert(
-            leaf.to_path_buf(),
-            CachedDefinition {
-                chain: order
-                    .iter()
-                    .filter_map(|p| stamps.get(p.as_path()).map(|s| (p.clone(), *s)))
-                    .collect(),
-                definition: definition.clone(),
-            },
-        );
-        Ok(definition)
-    }
-
-    /// Depth-first include resolution: parents first, each file once.
-    fn visit(
-        &mut self,
-        dir: &Path,
-        path: &Path,
-        by_id: &HashMap<String, PathBuf>,
-        order: &mut Vec<PathBuf>,
-        stack: &mut Vec<PathBuf>,
-    ) -> Result<(), Error> {
-        if order.iter().any(|p| p == path) {
-            return Ok(());
-        }
-        if stack.iter().any(|p| p == path) {
-            let mut cycle: Vec<String> = stack.iter().map(|p| file_label(p)).collect();
-            cycle.push(file_label(path));
-            return Err(Error::Definition {
-                file: path.into(),
-                message: format!("include cycle: {}", cycle.join(" → ")),
-            });
-        }
-        let raw = self.full(path)?;
-        stack.push(path.to_path_buf());
-        for include in &raw.includes {
-            let target = by_id.get(include).ok_or_else(|| Error::Definition {
-                file: path.into(),
-                message: format!(
-                    "<include>{include}</include> not found: no file under {} has <xmlid>{include}</xmlid>; add the base definition to the directory",
-                    dir.display()
-                ),
-            })?;
-            self.visit(dir, &target.clone(), by_id, order, stack)?;
-        }
-        stack.pop();
-        order.push(path.to_path_buf());
-        Ok(())
-    }
 }
 
-/// Bytes read first when looking for a file's `<romid>`: it sits in the
-/// first few hundred bytes of real definitions, and reading all of a
-/// 333-file tree (7.5 MB, every read a host call in the sandbox) was most of
-/// the first rom_info.
-const ROMID_HEAD: usize = 16 * 1024;
-
-/// A definition's `<romid>` from the head of the file, reading the rest
-/// only when the head does not hold it (base files without one, long
-/// comments before it).
-fn read_romid(path: &Path) -> Result<RomId, String> {
+/// The first [`SNIFF_BYTES`] of a file as text (lossily: a family only
+/// looks for its root element); empty when unreadable, which the catch-all
+/// family then reports.
+fn sniff(path: &Path) -> String {
     use std::io::Read;
-    let mut file = fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut head = Vec::with_capacity(ROMID_HEAD);
-    (&mut file)
-        .take(ROMID_HEAD as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| e.to_string())?;
-    let end = b"</romid>";
-    if let Some(at) = head.windows(end.len()).position(|w| w == end)
-        && let Ok(text) = std::str::from_utf8(&head[..at + end.len()])
-    {
-        return parse_romid_only(text);
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    if let Ok(file) = fs::File::open(path) {
+        let _ = file.take(SNIFF_BYTES as u64).read_to_end(&mut head);
     }
-    file.read_to_end(&mut head).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(head).map_err(|e| e.to_string())?;
-    parse_romid_only(&text)
-}
-
-fn file_label(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Compares a definition's internal id with the ROM. None when the
-/// definition has no id (base files); Err with what the ROM holds instead.
-/// `base` is the ECU address of `rom[0]` (H8/539F reads start at 0x10000).
-fn match_id(id: &RomId, rom: &[u8], base: usize) -> Option<Result<(), String>> {
-    let address = parse_hex(id.internal_id_address.as_deref()?)? as usize;
-    let Some(offset) = address.checked_sub(base) else {
-        return Some(Err(format!(
-            "id address 0x{address:X} is below the image start 0x{base:X}"
-        )));
-    };
-    let (expected, shown_as_text) = if let Some(hex) = &id.internal_id_hex {
-        (parse_hex_bytes(hex)?, false)
-    } else {
-        (id.internal_id_string.as_ref()?.as_bytes().to_vec(), true)
-    };
-    let found = rom.get(offset..offset + expected.len());
-    Some(match found {
-        Some(f) if f == expected.as_slice() => Ok(()),
-        Some(f) => Err(if shown_as_text {
-            format!(
-                "expects \"{}\" at 0x{address:X}, ROM has \"{}\"",
-                String::from_utf8_lossy(&expected),
-                String::from_utf8_lossy(f)
-            )
-        } else {
-            format!(
-                "expects {} at 0x{address:X}, ROM has {}",
-                crate::scaling::hex_upper(&expected),
-                crate::scaling::hex_upper(f)
-            )
-        }),
-        None => Err(format!(
-            "id address 0x{address:X} is past the end of the {}-byte ROM",
-            rom.len()
-        )),
-    })
+    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// Every `*.xml` under `dir`, recursively, sorted by path.
@@ -732,86 +504,6 @@ pub fn write_locked(path: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(addr: &str, hex: Option<&str>, text: Option<&str>) -> RomId {
-        RomId {
-            xmlid: Some("x".into()),
-            internal_id_address: Some(addr.into()),
-            internal_id_hex: hex.map(str::to_string),
-            internal_id_string: text.map(str::to_string),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn romids_are_read_from_the_head_or_the_whole_file() {
-        let dir = std::env::temp_dir().join(format!("ecu-romid-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        let short = dir.join("a.xml");
-        fs::write(
-            &short,
-            "<rom><romid><xmlid>A2UG000N</xmlid></romid><table name=\"t\"/></rom>",
-        )
-        .unwrap();
-        assert_eq!(
-            read_romid(&short).unwrap().xmlid.as_deref(),
-            Some("A2UG000N")
-        );
-        // A romid past the head (a long comment first) is still found.
-        let long = dir.join("b.xml");
-        let pad = "x".repeat(ROMID_HEAD);
-        fs::write(
-            &long,
-            format!("<rom><!-- {pad} --><romid><xmlid>B</xmlid></romid></rom>"),
-        )
-        .unwrap();
-        assert_eq!(read_romid(&long).unwrap().xmlid.as_deref(), Some("B"));
-        let rr = dir.join("rr.xml");
-        fs::write(
-            &rr,
-            "<roms><rom><romid><xmlid>C</xmlid></romid></rom></roms>",
-        )
-        .unwrap();
-        assert!(read_romid(&rr).unwrap_err().contains("RomRaider"));
-        let _ = fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn ids_match_by_hex_or_ascii() {
-        let mut rom = vec![0u8; 0x3000];
-        rom[0x2004..0x200C].copy_from_slice(b"DZ1E402B");
-        assert_eq!(
-            match_id(&id("2004", None, Some("DZ1E402B")), &rom, 0),
-            Some(Ok(()))
-        );
-        assert_eq!(
-            match_id(&id("2004", Some("445A3145"), None), &rom, 0),
-            Some(Ok(()))
-        );
-        let miss = match_id(&id("2004", None, Some("DZ1E402C")), &rom, 0)
-            .unwrap()
-            .unwrap_err();
-        assert!(miss.contains("ROM has \"DZ1E402B\""), "{miss}");
-        let past = match_id(&id("2ffe", Some("11223344"), None), &rom, 0)
-            .unwrap()
-            .unwrap_err();
-        assert!(past.contains("past the end"), "{past}");
-        // Base files (no id) are never candidates.
-        assert_eq!(match_id(&id("0", None, None), &rom, 0), None);
-        // H8/539F: ECU address 0x1021A is file offset 0x21A.
-        let mut h8 = vec![0u8; 0x2_0000];
-        h8[0x21A..0x21E].copy_from_slice(&[0x22, 0x49, 0x00, 0x05]);
-        assert_eq!(
-            match_id(&id("1021a", Some("22490005"), None), &h8, 0x1_0000),
-            Some(Ok(()))
-        );
-        assert!(
-            match_id(&id("21a", Some("22490005"), None), &h8, 0x1_0000)
-                .unwrap()
-                .is_err()
-        );
-    }
 
     #[test]
     fn locked_write_replaces_and_cleans_up() {

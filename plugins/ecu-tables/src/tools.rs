@@ -302,6 +302,9 @@ pub struct RomInfo {
     pub checksum_valid: Option<bool>,
     /// The checksum module in use, e.g. "subarudbw".
     pub checksum_algorithm: Option<String>,
+    /// The format of the matched definition (its family): `ECUFlash`,
+    /// `RomRaider`.
+    pub definition_format: Option<String>,
     /// The definition file matched (the leaf of its include chain).
     pub definition_file: Option<String>,
     /// xmlids (or file names) of the include chain, parents first.
@@ -536,6 +539,7 @@ pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomIn
         memmodel: def.and_then(|d| d.memmodel().map(str::to_string)),
         checksum_valid: checksum.valid,
         checksum_algorithm: checksum.algorithm,
+        definition_format: opened.format.map(str::to_string),
         definition_file: def.map(|d| d.file.display().to_string()),
         include_chain: def.map(|d| d.chain.clone()).unwrap_or_default(),
         notes,
@@ -564,6 +568,7 @@ pub fn rom_info(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<String, Er
         .opt_text("checksum_algorithm", info.checksum_algorithm.as_ref());
     if let Some(f) = &info.definition_file {
         fm = fm
+            .opt_text("definition_format", info.definition_format.as_ref())
             .text("definition_file", f)
             .list("include_chain", &info.include_chain);
     }

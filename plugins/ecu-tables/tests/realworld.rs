@@ -550,10 +550,11 @@ fn ex_bytes(ex: &mut Explorer, cfg: &Config, rom: &Path) -> Vec<u8> {
         .to_vec()
 }
 
-/// Issue 17: a RomRaider-format file (RR_EA1M511A.xml) among the
-/// definitions is named as RomRaider's, not a bare XML error.
+/// Issue 17 named a RomRaider-format file (RR_EA1M511A.xml) among the
+/// definitions as RomRaider's; with the RomRaider family (issue 31) it is
+/// read: the ROM it describes gets its definition and its tables.
 #[test]
-fn shared_romraider_definitions_are_named() {
+fn shared_romraider_definitions_are_read() {
     let Some(root) = realworld() else { return };
     let work = scratch("romraider");
     let defs = work.join("defs");
@@ -566,13 +567,10 @@ fn shared_romraider_definitions_are_named() {
     let cfg = Config::with_definitions(&defs);
     let mut ex = Explorer::new();
     let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
-    assert_eq!(info.definition, None);
-    let notes = info.notes.join("\n");
-    assert!(
-        notes.contains("(RR_EA1M511A): this is a RomRaider definition"),
-        "{notes}"
-    );
-    let err = tools::list_tables(
+    let definition = info.definition.expect("the RomRaider definition matches");
+    assert!(definition.starts_with("EA1M511A"), "{definition}");
+    assert_eq!(info.definition_format.as_deref(), Some("RomRaider"));
+    let listed = tools::list_tables(
         &mut ex,
         &cfg,
         &tools::ListTables {
@@ -580,9 +578,9 @@ fn shared_romraider_definitions_are_named() {
             ..Default::default()
         },
     )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("no definition matches"), "{err}");
+    .unwrap();
+    assert!(listed.contains("tables:"), "{listed}");
+    // Parsed as ECUFlash, the file is still named for what it is.
     let text = std::fs::read_to_string(root.join("RR_EA1M511A.xml")).unwrap();
     let err = ecu_tables::xml::parse_definition(&text).unwrap_err();
     assert!(err.starts_with("this is a RomRaider definition"), "{err}");

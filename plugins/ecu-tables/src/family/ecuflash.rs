@@ -1,0 +1,298 @@
+//! The ECUFlash family: `<rom>` files with a `<romid>`, built on other
+//! files by `<include>XMLID</include>`, as EcuFlash's own definitions
+//! trees (SubaruDefs, EvoScan) are kept.
+
+use super::{Family, Recognition, Stamp, file_label, match_id};
+use crate::definition::{ChainFile, Definition, merge};
+use crate::error::Error;
+use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One definitions file: its id, read from its head, and the whole file
+/// once a match needs it.
+struct CachedFile {
+    stamp: Stamp,
+    romid: Result<RomId, String>,
+    full: Option<Result<Arc<RawDefinition>, String>>,
+}
+
+/// A merged definition and the files (with their stamps) it was built from.
+struct CachedDefinition {
+    chain: Vec<(PathBuf, Stamp)>,
+    definition: Arc<Definition>,
+}
+
+/// ECUFlash definitions, parsed and merged once per change of their files.
+#[derive(Default)]
+pub struct EcuFlash {
+    files: HashMap<PathBuf, CachedFile>,
+    definitions: HashMap<PathBuf, CachedDefinition>,
+}
+
+impl Family for EcuFlash {
+    fn name(&self) -> &'static str {
+        "ECUFlash"
+    }
+
+    fn claims(&self, head: &str) -> bool {
+        // The catch-all: any XML file no other family claims is tried as
+        // ECUFlash, so a broken one is reported rather than ignored.
+        !crate::xml::is_romraider(head)
+    }
+
+    fn recognize(
+        &mut self,
+        dir: &Path,
+        files: &[(PathBuf, Stamp)],
+        image: &[u8],
+    ) -> Result<Recognition, Error> {
+        self.refresh(files);
+        let mut matches = Vec::new();
+        let mut tried = Vec::new();
+        for (path, _) in files {
+            let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path) else {
+                continue;
+            };
+            let base = crate::image::base_for(id.field("memmodel"), image.len());
+            if let Some(result) = match_id(id, image, base) {
+                let label = id.xmlid.clone().unwrap_or_else(|| file_label(path));
+                match result {
+                    Ok(()) => matches.push(path.clone()),
+                    Err(found) => tried.push(format!("{label} ({found})")),
+                }
+            }
+        }
+        let mut resolved = Vec::new();
+        for path in &matches {
+            resolved.push(self.definition(dir, files, path)?);
+        }
+        // A definition included by another match is the less specific one.
+        let keep: Vec<Arc<Definition>> = resolved
+            .iter()
+            .filter(|d| {
+                let id = d.romid.xmlid.as_deref();
+                !resolved.iter().any(|o| {
+                    !Arc::ptr_eq(o, d)
+                        && o.chain[..o.chain.len() - 1]
+                            .iter()
+                            .any(|c| Some(c.as_str()) == id)
+                })
+            })
+            .cloned()
+            .collect();
+        Ok(Recognition {
+            matches: keep,
+            tried,
+        })
+    }
+}
+
+impl EcuFlash {
+    /// Updates the per-file romid cache for the files now in the directory.
+    fn refresh(&mut self, files: &[(PathBuf, Stamp)]) {
+        for (path, stamp) in files {
+            if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
+                continue;
+            }
+            let romid = read_romid(path);
+            self.files.insert(
+                path.clone(),
+                CachedFile {
+                    stamp: *stamp,
+                    romid,
+                    full: None,
+                },
+            );
+        }
+    }
+
+    fn full(&mut self, path: &Path) -> Result<Arc<RawDefinition>, Error> {
+        let entry = self.files.get_mut(path).ok_or_else(|| Error::Definition {
+            file: path.into(),
+            message: "file disappeared from the definitions directory".into(),
+        })?;
+        if entry.full.is_none() {
+            entry.full = Some(
+                fs::read_to_string(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| parse_definition(&t))
+                    .map(Arc::new),
+            );
+        }
+        match entry.full.as_ref() {
+            Some(Ok(raw)) => Ok(raw.clone()),
+            Some(Err(message)) => Err(Error::Definition {
+                file: path.into(),
+                message: format!("not a readable ECUFlash XML file: {message}"),
+            }),
+            None => unreachable!(),
+        }
+    }
+
+    /// The merged definition rooted at `leaf`, cached while no file of its
+    /// chain changes.
+    fn definition(
+        &mut self,
+        dir: &Path,
+        files: &[(PathBuf, Stamp)],
+        leaf: &Path,
+    ) -> Result<Arc<Definition>, Error> {
+        let stamps: HashMap<&Path, Stamp> = files.iter().map(|(p, s)| (p.as_path(), *s)).collect();
+        if let Some(cached) = self.definitions.get(leaf)
+            && cached
+                .chain
+                .iter()
+                .all(|(p, s)| stamps.get(p.as_path()) == Some(s))
+        {
+            return Ok(cached.definition.clone());
+        }
+        // Index every file by xmlid (and by file stem as a fallback).
+        let mut by_id: HashMap<String, PathBuf> = HashMap::new();
+        for (path, _) in files {
+            if let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path)
+                && let Some(x) = &id.xmlid
+            {
+                by_id.entry(x.clone()).or_insert_with(|| path.clone());
+            }
+        }
+        for (path, _) in files {
+            by_id
+                .entry(file_label(path))
+                .or_insert_with(|| path.clone());
+        }
+        let mut order: Vec<PathBuf> = Vec::new();
+        let mut stack: Vec<PathBuf> = Vec::new();
+        self.visit(dir, leaf, &by_id, &mut order, &mut stack)?;
+        let raws: Vec<(PathBuf, Arc<RawDefinition>)> = order
+            .iter()
+            .map(|p| Ok((p.clone(), self.full(p)?)))
+            .collect::<Result<_, Error>>()?;
+        let chain_files: Vec<ChainFile<'_>> = raws
+            .iter()
+            .map(|(p, raw)| ChainFile {
+                label: raw.romid.xmlid.clone().unwrap_or_else(|| file_label(p)),
+                raw,
+            })
+            .collect();
+        let definition = Arc::new(merge(leaf.to_path_buf(), &chain_files));
+        self.definitions.insert(
+            leaf.to_path_buf(),
+            CachedDefinition {
+                chain: order
+                    .iter()
+                    .filter_map(|p| stamps.get(p.as_path()).map(|s| (p.clone(), *s)))
+                    .collect(),
+                definition: definition.clone(),
+            },
+        );
+        Ok(definition)
+    }
+
+    /// Depth-first include resolution: parents first, each file once.
+    fn visit(
+        &mut self,
+        dir: &Path,
+        path: &Path,
+        by_id: &HashMap<String, PathBuf>,
+        order: &mut Vec<PathBuf>,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<(), Error> {
+        if order.iter().any(|p| p == path) {
+            return Ok(());
+        }
+        if stack.iter().any(|p| p == path) {
+            let mut cycle: Vec<String> = stack.iter().map(|p| file_label(p)).collect();
+            cycle.push(file_label(path));
+            return Err(Error::Definition {
+                file: path.into(),
+                message: format!("include cycle: {}", cycle.join(" → ")),
+            });
+        }
+        let raw = self.full(path)?;
+        stack.push(path.to_path_buf());
+        for include in &raw.includes {
+            let target = by_id.get(include).ok_or_else(|| Error::Definition {
+                file: path.into(),
+                message: format!(
+                    "<include>{include}</include> not found: no file under {} has <xmlid>{include}</xmlid>; add the base definition to the directory",
+                    dir.display()
+                ),
+            })?;
+            self.visit(dir, &target.clone(), by_id, order, stack)?;
+        }
+        stack.pop();
+        order.push(path.to_path_buf());
+        Ok(())
+    }
+}
+
+/// Bytes read first when looking for a file's `<romid>`: it sits in the
+/// first few hundred bytes of real definitions, and reading all of a
+/// 333-file tree (7.5 MB, every read a host call in the sandbox) was most of
+/// the first rom_info.
+const ROMID_HEAD: usize = 16 * 1024;
+
+/// A definition's `<romid>` from the head of the file, reading the rest
+/// only when the head does not hold it (base files without one, long
+/// comments before it).
+fn read_romid(path: &Path) -> Result<RomId, String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut head = Vec::with_capacity(ROMID_HEAD);
+    (&mut file)
+        .take(ROMID_HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| e.to_string())?;
+    let end = b"</romid>";
+    if let Some(at) = head.windows(end.len()).position(|w| w == end)
+        && let Ok(text) = std::str::from_utf8(&head[..at + end.len()])
+    {
+        return parse_romid_only(text);
+    }
+    file.read_to_end(&mut head).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(head).map_err(|e| e.to_string())?;
+    parse_romid_only(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn romids_are_read_from_the_head_or_the_whole_file() {
+        let dir = std::env::temp_dir().join(format!("ecu-romid-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let short = dir.join("a.xml");
+        fs::write(
+            &short,
+            "<rom><romid><xmlid>A2UG000N</xmlid></romid><table name=\"t\"/></rom>",
+        )
+        .unwrap();
+        assert_eq!(
+            read_romid(&short).unwrap().xmlid.as_deref(),
+            Some("A2UG000N")
+        );
+        // A romid past the head (a long comment first) is still found.
+        let long = dir.join("b.xml");
+        let pad = "x".repeat(ROMID_HEAD);
+        fs::write(
+            &long,
+            format!("<rom><!-- {pad} --><romid><xmlid>B</xmlid></romid></rom>"),
+        )
+        .unwrap();
+        assert_eq!(read_romid(&long).unwrap().xmlid.as_deref(), Some("B"));
+        let rr = dir.join("rr.xml");
+        fs::write(
+            &rr,
+            "<roms><rom><romid><xmlid>C</xmlid></romid></rom></roms>",
+        )
+        .unwrap();
+        assert!(read_romid(&rr).unwrap_err().contains("RomRaider"));
+        assert!(!EcuFlash::default().claims("<roms><rom base=\"X\">"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

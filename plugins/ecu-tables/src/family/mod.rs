@@ -1,0 +1,183 @@
+//! Definition families: the formats ROM definitions come in.
+//!
+//! A family knows one format: which files of a definitions folder are its
+//! own, which of their definitions describe an image (by the internal id
+//! the image carries), and each one's resolved [`Definition`]: table
+//! layouts, scalings, checksum module. Everything else (reading and caching
+//! images, decoding and patching tables, checksums, the tools) is
+//! family-neutral and never asks which family a definition came from.
+//!
+//! [`EcuFlash`] and [`RomRaider`] are the first-party families; the store
+//! asks each in turn (see [`crate::store::Explorer`]).
+
+mod ecuflash;
+mod romraider;
+
+pub use ecuflash::EcuFlash;
+pub use romraider::RomRaider;
+
+use crate::definition::{Definition, parse_hex};
+use crate::error::Error;
+use crate::scaling::parse_hex_bytes;
+use crate::xml::RomId;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Size + modification time: a file is re-read when either changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// File size in bytes.
+    pub len: u64,
+    /// Modification time, when the filesystem keeps one.
+    pub mtime: Option<SystemTime>,
+}
+
+impl Stamp {
+    /// The stamp of a file's metadata.
+    pub fn of(meta: &fs::Metadata) -> Self {
+        Self {
+            len: meta.len(),
+            mtime: meta.modified().ok(),
+        }
+    }
+}
+
+/// One definition format.
+pub trait Family: Send {
+    /// The format's name as tuners know it (`ECUFlash`, `RomRaider`).
+    fn name(&self) -> &'static str;
+
+    /// Whether a definitions file whose text starts with `head` (its first
+    /// [`SNIFF_BYTES`]) is in this format. Cheap: asked once per file and
+    /// change.
+    fn claims(&self, head: &str) -> bool;
+
+    /// The definitions among `files` (the ones this family claims, freshly
+    /// stamped; parse again only what changed) whose internal id `image`
+    /// holds, resolved, the most specific first.
+    fn recognize(
+        &mut self,
+        dir: &Path,
+        files: &[(PathBuf, Stamp)],
+        image: &[u8],
+    ) -> Result<Recognition, Error>;
+}
+
+/// What a family found for an image.
+#[derive(Debug, Default)]
+pub struct Recognition {
+    /// Definitions whose internal id the image holds, most specific first.
+    pub matches: Vec<Arc<Definition>>,
+    /// `XMLID (expects … at 0x…, ROM has …)` for each id that did not match.
+    pub tried: Vec<String>,
+}
+
+/// The first-party families, in the order their matches are preferred.
+pub fn first_party() -> Vec<Box<dyn Family>> {
+    vec![
+        Box::new(EcuFlash::default()),
+        Box::new(RomRaider::default()),
+    ]
+}
+
+/// Bytes of a definitions file read to tell its family.
+pub const SNIFF_BYTES: usize = 4096;
+
+/// The file name without its extension: how a file is named in answers.
+pub(crate) fn file_label(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Compares a definition's internal id with the image. None when the
+/// definition has no id (base files); Err with what the image holds
+/// instead. `base` is the ECU address of `rom[0]` (H8/539F reads start at
+/// 0x10000).
+pub(crate) fn match_id(id: &RomId, rom: &[u8], base: usize) -> Option<Result<(), String>> {
+    let address = parse_hex(id.internal_id_address.as_deref()?)? as usize;
+    let Some(offset) = address.checked_sub(base) else {
+        return Some(Err(format!(
+            "id address 0x{address:X} is below the image start 0x{base:X}"
+        )));
+    };
+    let (expected, shown_as_text) = if let Some(hex) = &id.internal_id_hex {
+        (parse_hex_bytes(hex)?, false)
+    } else {
+        (id.internal_id_string.as_ref()?.as_bytes().to_vec(), true)
+    };
+    let found = rom.get(offset..offset + expected.len());
+    Some(match found {
+        Some(f) if f == expected.as_slice() => Ok(()),
+        Some(f) => Err(if shown_as_text {
+            format!(
+                "expects \"{}\" at 0x{address:X}, ROM has \"{}\"",
+                String::from_utf8_lossy(&expected),
+                String::from_utf8_lossy(f)
+            )
+        } else {
+            format!(
+                "expects {} at 0x{address:X}, ROM has {}",
+                crate::scaling::hex_upper(&expected),
+                crate::scaling::hex_upper(f)
+            )
+        }),
+        None => Err(format!(
+            "id address 0x{address:X} is past the end of the {}-byte ROM",
+            rom.len()
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(addr: &str, hex: Option<&str>, text: Option<&str>) -> RomId {
+        RomId {
+            xmlid: Some("x".into()),
+            internal_id_address: Some(addr.into()),
+            internal_id_hex: hex.map(str::to_string),
+            internal_id_string: text.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ids_match_by_hex_or_ascii() {
+        let mut rom = vec![0u8; 0x3000];
+        rom[0x2004..0x200C].copy_from_slice(b"DZ1E402B");
+        assert_eq!(
+            match_id(&id("2004", None, Some("DZ1E402B")), &rom, 0),
+            Some(Ok(()))
+        );
+        assert_eq!(
+            match_id(&id("2004", Some("445A3145"), None), &rom, 0),
+            Some(Ok(()))
+        );
+        let miss = match_id(&id("2004", None, Some("DZ1E402C")), &rom, 0)
+            .unwrap()
+            .unwrap_err();
+        assert!(miss.contains("ROM has \"DZ1E402B\""), "{miss}");
+        let past = match_id(&id("2ffe", Some("11223344"), None), &rom, 0)
+            .unwrap()
+            .unwrap_err();
+        assert!(past.contains("past the end"), "{past}");
+        // Base files (no id) are never candidates.
+        assert_eq!(match_id(&id("0", None, None), &rom, 0), None);
+        // H8/539F: ECU address 0x1021A is file offset 0x21A.
+        let mut h8 = vec![0u8; 0x2_0000];
+        h8[0x21A..0x21E].copy_from_slice(&[0x22, 0x49, 0x00, 0x05]);
+        assert_eq!(
+            match_id(&id("1021a", Some("22490005"), None), &h8, 0x1_0000),
+            Some(Ok(()))
+        );
+        assert!(
+            match_id(&id("21a", Some("22490005"), None), &h8, 0x1_0000)
+                .unwrap()
+                .is_err()
+        );
+    }
+}
