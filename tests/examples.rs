@@ -1,6 +1,10 @@
 //! The examples for plugin authors (`examples/`), each through a real MCP
 //! client: what its README says it shows is what a client gets.
 
+// resources/subscribe is legacy-only in MCP 2026-07-28, but it is what the
+// clients in the field send, and what the notes example shows.
+#![allow(deprecated)]
+
 use e2e::{Asker, Server, coded_error, examples, heard, is_error, json as result_json, text};
 use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CompleteRequestParams, ElicitationAction,
@@ -23,7 +27,11 @@ async fn units_converts_with_a_typed_result_and_typed_errors() {
         .find(|t| t.name == "convert_pressure")
         .expect("convert_pressure listed");
     let schema = serde_json::to_value(tool.output_schema.expect("an outputSchema")).unwrap();
-    assert_eq!(schema["required"], json!(["value", "unit", "text"]), "{schema}");
+    assert_eq!(
+        schema["required"],
+        json!(["value", "unit", "text"]),
+        "{schema}"
+    );
     let r = s
         .ok(
             "convert_pressure",
