@@ -11,11 +11,14 @@ use ecu_tables::decode::{Cell, TableData, read_table};
 use ecu_tables::definition::{AxisSource, Definition, Lookup, Table};
 use ecu_tables::patch::{self, Op, Target};
 use ecu_tables::romraider;
-use ecu_tables::scaling::{Endian, Kind, Storage};
+use ecu_tables::scaling::{Endian, Storage};
 use ecu_tables::store::checksum_state;
 use ecu_tables::tools::{self, Config};
 use ecu_tables::{Explorer, memmodel};
 use std::path::{Path, PathBuf};
+
+mod common;
+use common::{patch_round_trip, scratch};
 
 /// (xmlid, RomRaider file) of each ROM described in both families.
 const PAIRS: [(&str, &str); 2] = [
@@ -72,13 +75,6 @@ fn families() -> Option<PathBuf> {
         eprintln!("skipping: {} not found", dir.display());
         None
     }
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ecu-romraider-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn rr_definition(root: &Path, xmlid: &str, file: &str) -> Definition {
@@ -387,62 +383,6 @@ fn shared_romraider_and_ecuflash_read_the_same_values() {
         problems.len(),
         problems.join("\n")
     );
-}
-
-/// Patches cell (0,0) of every table to a different value and reads it
-/// back (realworld.rs's round trip, on the RomRaider definition).
-fn patch_round_trip(def: &Definition, image: &[u8]) -> Vec<String> {
-    let mut failures = Vec::new();
-    let mut patched = image.to_vec();
-    for t in &def.tables {
-        let before = match read_table(t, image) {
-            Ok(d) => d,
-            Err(e) => {
-                failures.push(format!("{}: read: {e}", t.id));
-                continue;
-            }
-        };
-        let op = match &t.scaling.kind {
-            Kind::Blobs(choices) => {
-                let current = match before.cell(0, 0) {
-                    Cell::Blob(name, _) => name.clone(),
-                    Cell::Num(_) => None,
-                };
-                let Some((name, _)) = choices.iter().find(|(n, _)| Some(n) != current.as_ref())
-                else {
-                    continue;
-                };
-                Op::Choose(name.clone())
-            }
-            Kind::Bit => Op::Set(1.0 - before.value(0, 0)),
-            Kind::Numeric { from: None, .. } => continue,
-            Kind::Numeric { .. } => {
-                let raw = before.raw[0];
-                let new_raw = if raw == 0.0 { 1.0 } else { raw - 1.0 };
-                Op::Set(t.scaling.to_physical(new_raw))
-            }
-        };
-        if let Err(e) = patch::apply(t, &before, &mut patched, &op, &Target::cell(0, 0), true) {
-            failures.push(format!("{}: patch {op:?}: {e}", t.id));
-            continue;
-        }
-        let after = read_table(t, &patched).unwrap();
-        let ok = match (&op, after.cell(0, 0)) {
-            (Op::Choose(n), Cell::Blob(Some(got), _)) => got == n,
-            (Op::Set(v), Cell::Num(got)) => (got - v).abs() <= 1e-6 * v.abs().max(1.0),
-            _ => false,
-        };
-        if !ok {
-            failures.push(format!(
-                "{}: wanted {op:?}, read back {:?}",
-                t.id,
-                after.cell(0, 0)
-            ));
-        }
-        let span = t.address as usize..(t.address as usize + t.byte_len()).min(image.len());
-        patched[span.clone()].copy_from_slice(&image[span]);
-    }
-    failures
 }
 
 #[test]
