@@ -50,74 +50,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// True when `head` (the first KiB or so of a file) looks like a RomRaider
-/// definition: its first element is `<roms>`, or a `<rom base="…">`
-/// (ECUFlash's root `<rom>` never has `base=`).
-///
-/// RomRaider files often open with a disclaimer comment longer than a KiB
-/// (the AE5I910V fixture's `<roms>` is at byte 1838). When `head` ends
-/// inside the prolog, the decision falls back on the comments' first lines:
-/// one naming RomRaider ("ROMRAIDER STANDARD UNITS ECU DEFINITION FILE")
-/// and none naming EcuFlash. A store that wants certainty reads on to the
-/// first element.
-pub fn is_romraider(head: &str) -> bool {
-    let mut rest = head;
-    let mut romraider_heading = false;
-    let mut ecuflash_heading = false;
-    let mut heading = |comment: &str| {
-        let first = comment
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        romraider_heading |= first.contains("romraider");
-        ecuflash_heading |= first.contains("ecuflash");
-    };
-    while let Some(i) = rest.find('<') {
-        rest = &rest[i..];
-        if rest.starts_with("<?") {
-            match rest.find("?>") {
-                Some(e) => rest = &rest[e + 2..],
-                None => break,
-            }
-        } else if let Some(body) = rest.strip_prefix("<!--") {
-            match body.find("-->") {
-                Some(e) => {
-                    heading(&body[..e]);
-                    rest = &body[e + 3..];
-                }
-                None => {
-                    heading(body);
-                    break;
-                }
-            }
-        } else if rest.starts_with("<!") {
-            match rest.find('>') {
-                Some(e) => rest = &rest[e + 1..],
-                None => break,
-            }
-        } else {
-            let name: String = rest[1..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if name.eq_ignore_ascii_case("roms") {
-                return true;
-            }
-            if name.eq_ignore_ascii_case("rom") {
-                let tag = rest.find('>').map_or(rest, |e| &rest[..e]);
-                return tag
-                    .split_whitespace()
-                    .skip(1)
-                    .any(|a| a.starts_with("base=") || a.starts_with("base ="));
-            }
-            return false;
-        }
-    }
-    // The head ended inside the prolog.
-    romraider_heading && !ecuflash_heading
-}
+pub use crate::xml::is_romraider;
 
 /// A parsed RomRaider document: every `<rom>` as written, before any
 /// inheritance is resolved.
@@ -1413,17 +1346,23 @@ fn switch_scaling(t: &State) -> Result<Scaling, String> {
             t.data_size
         ));
     }
-    Ok(Scaling {
+    Ok(states_scaling(t, Storage::Blob(len), Kind::Blobs(blobs)))
+}
+
+/// The scaling of a table of named states (a Switch's byte strings, a
+/// BitwiseSwitch's bits): no unit, format or bounds.
+fn states_scaling(t: &State, storage: Storage, kind: Kind) -> Scaling {
+    Scaling {
         name: t.name.clone(),
         units: None,
         format_text: None,
         format: Format::default(),
         min: None,
         max: None,
-        storage: Storage::Blob(len),
+        storage,
         endian: Endian::Big,
-        kind: Kind::Blobs(blobs),
-    })
+        kind,
+    }
 }
 
 /// A BitwiseSwitch: one cell of the storage type whose named bits are
@@ -1462,20 +1401,7 @@ fn bitwise(t: &State) -> Result<(Scaling, Vec<String>), String> {
             names[p].clone().unwrap_or_else(|| format!("bit {p}"))
         })
         .collect();
-    Ok((
-        Scaling {
-            name: t.name.clone(),
-            units: None,
-            format_text: None,
-            format: Format::default(),
-            min: None,
-            max: None,
-            storage: Storage::Bits,
-            endian: Endian::Big,
-            kind: Kind::Bit,
-        },
-        labels,
-    ))
+    Ok((states_scaling(t, Storage::Bits, Kind::Bit), labels))
 }
 
 /// Java DecimalFormat (`#`, `0.00`, `#0.00`, `0.0###`, `0.00E0`) as the

@@ -8,7 +8,7 @@ use crate::checksum::Module;
 use crate::definition::Definition;
 use crate::error::Error;
 pub use crate::family::Stamp;
-use crate::family::{Family, SNIFF_BYTES};
+use crate::family::{Family, Listed, SNIFF_BYTES, read_head};
 use plugin_kit::safe_write::FileLock;
 use std::collections::HashMap;
 use std::fs;
@@ -284,20 +284,26 @@ impl Explorer {
 
     /// `files` split by the family that claims each (indexed as
     /// `families`), sniffing only files new or changed since last time.
-    fn claim(&mut self, files: &[(PathBuf, Stamp)]) -> Vec<Vec<(PathBuf, Stamp)>> {
+    fn claim(&mut self, files: &[(PathBuf, Stamp)]) -> Vec<Vec<Listed>> {
         let mut own = vec![Vec::new(); self.families.len()];
         for (path, stamp) in files {
-            let family = match self.claimed.get(path) {
-                Some((seen, family)) if seen == stamp => *family,
+            let (family, head) = match self.claimed.get(path) {
+                Some((seen, family)) if seen == stamp => (*family, None),
                 _ => {
-                    let head = sniff(path);
-                    let family = self.families.iter().position(|f| f.claims(&head));
+                    // Unreadable: empty, which the catch-all family reports.
+                    let head = read_head(path, SNIFF_BYTES).unwrap_or_default();
+                    let text = String::from_utf8_lossy(&head);
+                    let family = self.families.iter().position(|f| f.claims(&text));
                     self.claimed.insert(path.clone(), (*stamp, family));
-                    family
+                    (family, Some(head))
                 }
             };
             if let Some(family) = family {
-                own[family].push((path.clone(), *stamp));
+                own[family].push(Listed {
+                    path: path.clone(),
+                    stamp: *stamp,
+                    head,
+                });
             }
         }
         // Forget files no longer listed, so the map stays the folder's size.
@@ -391,18 +397,6 @@ impl Explorer {
         }
         Ok(bytes)
     }
-}
-
-/// The first [`SNIFF_BYTES`] of a file as text (lossily: a family only
-/// looks for its root element); empty when unreadable, which the catch-all
-/// family then reports.
-fn sniff(path: &Path) -> String {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(SNIFF_BYTES);
-    if let Ok(file) = fs::File::open(path) {
-        let _ = file.take(SNIFF_BYTES as u64).read_to_end(&mut head);
-    }
-    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// Every `*.xml` under `dir`, recursively, sorted by path.

@@ -2,7 +2,7 @@
 //! files by `<include>XMLID</include>`, as EcuFlash's own definitions
 //! trees (SubaruDefs, EvoScan) are kept.
 
-use super::{Family, Recognition, Stamp, file_label, match_id};
+use super::{Family, Listed, Recognition, SNIFF_BYTES, Stamp, file_label, match_id, read_head};
 use crate::definition::{ChainFile, Definition, merge};
 use crate::error::Error;
 use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
@@ -46,13 +46,13 @@ impl Family for EcuFlash {
     fn recognize(
         &mut self,
         dir: &Path,
-        files: &[(PathBuf, Stamp)],
+        files: &[Listed],
         image: &[u8],
     ) -> Result<Recognition, Error> {
         self.refresh(files);
         let mut matches = Vec::new();
         let mut tried = Vec::new();
-        for (path, _) in files {
+        for Listed { path, .. } in files {
             let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path) else {
                 continue;
             };
@@ -92,12 +92,12 @@ impl Family for EcuFlash {
 
 impl EcuFlash {
     /// Updates the per-file romid cache for the files now in the directory.
-    fn refresh(&mut self, files: &[(PathBuf, Stamp)]) {
-        for (path, stamp) in files {
+    fn refresh(&mut self, files: &[Listed]) {
+        for Listed { path, stamp, head } in files {
             if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
                 continue;
             }
-            let romid = read_romid(path);
+            let romid = read_romid(path, head.as_deref());
             self.files.insert(
                 path.clone(),
                 CachedFile {
@@ -137,10 +137,11 @@ impl EcuFlash {
     fn definition(
         &mut self,
         dir: &Path,
-        files: &[(PathBuf, Stamp)],
+        files: &[Listed],
         leaf: &Path,
     ) -> Result<Arc<Definition>, Error> {
-        let stamps: HashMap<&Path, Stamp> = files.iter().map(|(p, s)| (p.as_path(), *s)).collect();
+        let stamps: HashMap<&Path, Stamp> =
+            files.iter().map(|l| (l.path.as_path(), l.stamp)).collect();
         if let Some(cached) = self.definitions.get(leaf)
             && cached
                 .chain
@@ -151,14 +152,14 @@ impl EcuFlash {
         }
         // Index every file by xmlid (and by file stem as a fallback).
         let mut by_id: HashMap<String, PathBuf> = HashMap::new();
-        for (path, _) in files {
+        for Listed { path, .. } in files {
             if let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path)
                 && let Some(x) = &id.xmlid
             {
                 by_id.entry(x.clone()).or_insert_with(|| path.clone());
             }
         }
-        for (path, _) in files {
+        for Listed { path, .. } in files {
             by_id
                 .entry(file_label(path))
                 .or_insert_with(|| path.clone());
@@ -229,31 +230,25 @@ impl EcuFlash {
     }
 }
 
-/// Bytes read first when looking for a file's `<romid>`: it sits in the
-/// first few hundred bytes of real definitions, and reading all of a
-/// 333-file tree (7.5 MB, every read a host call in the sandbox) was most of
-/// the first rom_info.
-const ROMID_HEAD: usize = 16 * 1024;
-
-/// A definition's `<romid>` from the head of the file, reading the rest
-/// only when the head does not hold it (base files without one, long
-/// comments before it).
-fn read_romid(path: &Path) -> Result<RomId, String> {
-    use std::io::Read;
-    let mut file = fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut head = Vec::with_capacity(ROMID_HEAD);
-    (&mut file)
-        .take(ROMID_HEAD as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| e.to_string())?;
+/// A definition's `<romid>` from the head of the file (`head`, when the
+/// store has read it already), reading the whole file only when the head
+/// does not hold it (base files without one, long comments before it).
+fn read_romid(path: &Path, head: Option<&[u8]>) -> Result<RomId, String> {
+    let read;
+    let head = match head {
+        Some(head) => head,
+        None => {
+            read = read_head(path, SNIFF_BYTES).map_err(|e| e.to_string())?;
+            &read
+        }
+    };
     let end = b"</romid>";
     if let Some(at) = head.windows(end.len()).position(|w| w == end)
         && let Ok(text) = std::str::from_utf8(&head[..at + end.len()])
     {
         return parse_romid_only(text);
     }
-    file.read_to_end(&mut head).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(head).map_err(|e| e.to_string())?;
+    let text = fs::read_to_string(path).map_err(|e| e.to_string())?;
     parse_romid_only(&text)
 }
 
@@ -273,25 +268,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            read_romid(&short).unwrap().xmlid.as_deref(),
+            read_romid(&short, None).unwrap().xmlid.as_deref(),
             Some("A2UG000N")
         );
         // A romid past the head (a long comment first) is still found.
         let long = dir.join("b.xml");
-        let pad = "x".repeat(ROMID_HEAD);
+        let pad = "x".repeat(SNIFF_BYTES);
         fs::write(
             &long,
             format!("<rom><!-- {pad} --><romid><xmlid>B</xmlid></romid></rom>"),
         )
         .unwrap();
-        assert_eq!(read_romid(&long).unwrap().xmlid.as_deref(), Some("B"));
+        assert_eq!(read_romid(&long, None).unwrap().xmlid.as_deref(), Some("B"));
         let rr = dir.join("rr.xml");
         fs::write(
             &rr,
             "<roms><rom><romid><xmlid>C</xmlid></romid></rom></roms>",
         )
         .unwrap();
-        assert!(read_romid(&rr).unwrap_err().contains("RomRaider"));
+        assert!(read_romid(&rr, None).unwrap_err().contains("RomRaider"));
         assert!(!EcuFlash::default().claims("<roms><rom base=\"X\">"));
         let _ = fs::remove_dir_all(&dir);
     }

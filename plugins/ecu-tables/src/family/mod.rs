@@ -60,9 +60,22 @@ pub trait Family: Send {
     fn recognize(
         &mut self,
         dir: &Path,
-        files: &[(PathBuf, Stamp)],
+        files: &[Listed],
         image: &[u8],
     ) -> Result<Recognition, Error>;
+}
+
+/// A definitions file as the store hands it to the family that claims it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size and mtime now.
+    pub stamp: Stamp,
+    /// Its first [`SNIFF_BYTES`], when the store read them during this call
+    /// to tell its family (the file is new or changed): a family that needs
+    /// the head uses these rather than reading the file again.
+    pub head: Option<Vec<u8>>,
 }
 
 /// What a family found for an image.
@@ -82,8 +95,22 @@ pub fn first_party() -> Vec<Box<dyn Family>> {
     ]
 }
 
-/// Bytes of a definitions file read to tell its family.
-pub const SNIFF_BYTES: usize = 4096;
+/// Bytes of a definitions file read to tell its family, which are also
+/// what ECUFlash reads its `<romid>` from: the id sits in the first few
+/// hundred bytes of real definitions (RomRaider's first element after a
+/// disclaimer of up to 2 KiB), and reading all of a 333-file tree (7.5 MB,
+/// every read a host call in the sandbox) was most of the first rom_info.
+pub const SNIFF_BYTES: usize = 16 * 1024;
+
+/// The first `len` bytes of the file at `path` (fewer when it is shorter).
+pub(crate) fn read_head(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(len);
+    fs::File::open(path)?
+        .take(len as u64)
+        .read_to_end(&mut head)?;
+    Ok(head)
+}
 
 /// The file name without its extension: how a file is named in answers.
 pub(crate) fn file_label(path: &Path) -> String {

@@ -3,7 +3,7 @@
 //! the definitions shipped beside Subaru ROMs are kept. The format itself
 //! is read by [`crate::romraider`].
 
-use super::{Family, Recognition, Stamp, file_label, match_id};
+use super::{Family, Listed, Recognition, Stamp, file_label, match_id};
 use crate::definition::Definition;
 use crate::error::Error;
 use crate::romraider::Document;
@@ -38,12 +38,12 @@ impl Family for RomRaider {
     fn recognize(
         &mut self,
         _dir: &Path,
-        files: &[(PathBuf, Stamp)],
+        files: &[Listed],
         image: &[u8],
     ) -> Result<Recognition, Error> {
         self.refresh(files);
         let mut found = Recognition::default();
-        for (path, _) in files {
+        for Listed { path, .. } in files {
             let Some(cached) = self.files.get_mut(path) else {
                 continue;
             };
@@ -90,8 +90,8 @@ impl Family for RomRaider {
 impl RomRaider {
     /// Parses the files new or changed since the last call and forgets
     /// the ones gone.
-    fn refresh(&mut self, files: &[(PathBuf, Stamp)]) {
-        for (path, stamp) in files {
+    fn refresh(&mut self, files: &[Listed]) {
+        for Listed { path, stamp, .. } in files {
             if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
                 continue;
             }
@@ -109,8 +109,9 @@ impl RomRaider {
             );
         }
         if self.files.len() > files.len() {
-            self.files
-                .retain(|p, _| files.iter().any(|(listed, _)| listed == p));
+            let listed: std::collections::HashSet<&PathBuf> =
+                files.iter().map(|l| &l.path).collect();
+            self.files.retain(|p, _| listed.contains(p));
         }
     }
 }

@@ -136,6 +136,19 @@ impl Dos {
         Some(self.handles.len() as u16 - 1)
     }
 
+    /// Answers an open or a create (AH=3Ch, 3Dh, 5Bh): the new handle in
+    /// AX, error 4 when every handle is taken, or the error `opened` gives.
+    pub(super) fn answer_open(&mut self, cpu: &mut Cpu, opened: std::io::Result<File>) {
+        match opened.map(|f| self.new_handle(Handle::File(f))) {
+            Ok(Some(h)) => {
+                cpu.regs[AX] = h;
+                dos_ok(cpu);
+            }
+            Ok(None) => dos_err(cpu, 4),
+            Err(e) => dos_err(cpu, io_error_code(&e)),
+        }
+    }
+
     /// Writes to handle `h` as DOS would: the console streams, or a file
     /// within the machine's write limits. A write cut short by a limit
     /// returns fewer bytes than asked, which is how DOS reports a full disk.

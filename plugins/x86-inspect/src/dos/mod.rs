@@ -446,16 +446,7 @@ impl Dos {
                     Err(e) => dos_err(cpu, e),
                     Ok(p) if ah == 0x5B && p.exists() => dos_err(cpu, 80),
                     Ok(p) if is_special(&p) => dos_err(cpu, 5),
-                    Ok(p) => match File::create(&p) {
-                        Ok(f) => match self.new_handle(Handle::File(f)) {
-                            Some(h) => {
-                                cpu.regs[AX] = h;
-                                dos_ok(cpu);
-                            }
-                            None => dos_err(cpu, 4),
-                        },
-                        Err(e) => dos_err(cpu, io_error_code(&e)),
-                    },
+                    Ok(p) => self.answer_open(cpu, File::create(&p)),
                 }
             }
             0x3D => {
@@ -465,20 +456,11 @@ impl Dos {
                     Err(e) => dos_err(cpu, e),
                     Ok(p) if is_special(&p) => dos_err(cpu, 5),
                     Ok(p) => {
-                        let r = std::fs::OpenOptions::new()
+                        let opened = std::fs::OpenOptions::new()
                             .read(mode != 1)
                             .write(mode != 0)
                             .open(&p);
-                        match r {
-                            Ok(f) => match self.new_handle(Handle::File(f)) {
-                                Some(h) => {
-                                    cpu.regs[AX] = h;
-                                    dos_ok(cpu);
-                                }
-                                None => dos_err(cpu, 4),
-                            },
-                            Err(e) => dos_err(cpu, io_error_code(&e)),
-                        }
+                        self.answer_open(cpu, opened);
                     }
                 }
             }
