@@ -754,14 +754,10 @@ async fn the_sniff_prompt_device_completion_and_import_notices() {
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(prompts.len(), 1);
     assert_eq!(prompts[0].name, "ble_sniff_session");
-    let args: Vec<_> = prompts[0]
-        .arguments
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|a| (a.name.as_str(), a.required))
-        .collect();
-    assert_eq!(args, [("device", Some(false)), ("goal", Some(false))]);
+    assert_eq!(
+        e2e::prompt_arguments(&prompts[0]),
+        [("device", Some(false)), ("goal", Some(false))]
+    );
 
     let complete = |reference: Reference, name: &str, value: &str| {
         client.complete(CompleteRequestParams::new(

@@ -1239,14 +1239,10 @@ async fn resources_prompt_and_completion_show_the_callers_sessions() {
     // The prompt: its arguments, and text naming only real tools.
     let prompts = client.list_all_prompts().await.unwrap();
     let p = prompts.iter().find(|p| p.name == "cp1600_debug").unwrap();
-    let args: Vec<(&str, Option<bool>)> = p
-        .arguments
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|a| (a.name.as_str(), a.required))
-        .collect();
-    assert_eq!(args, [("symptom", Some(true)), ("session_id", Some(false))]);
+    assert_eq!(
+        e2e::prompt_arguments(p),
+        [("symptom", Some(true)), ("session_id", Some(false))]
+    );
     let get = |args: Value| {
         let mut params = GetPromptRequestParams::new("cp1600_debug");
         params.arguments = args.as_object().cloned();

@@ -95,15 +95,8 @@ async fn briefing_lists_its_prompt_and_fills_it_in() {
         .iter()
         .find(|p| p.name == "investigate_log")
         .expect("investigate_log listed");
-    let args: Vec<(&str, Option<bool>)> = prompt
-        .arguments
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|a| (a.name.as_str(), a.required))
-        .collect();
     assert_eq!(
-        args,
+        e2e::prompt_arguments(prompt),
         [
             ("file", Some(true)),
             ("symptom", Some(true)),

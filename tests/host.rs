@@ -868,11 +868,8 @@ async fn resources_prompts_and_completions_come_from_tags() {
 
     let prompts = s.client.list_all_prompts().await.unwrap();
     assert_eq!(prompts.len(), 1);
-    let args = prompts[0].arguments.as_ref().unwrap();
     assert_eq!(
-        args.iter()
-            .map(|a| (a.name.as_str(), a.required))
-            .collect::<Vec<_>>(),
+        e2e::prompt_arguments(&prompts[0]),
         [("subject", Some(true)), ("focus", Some(false))]
     );
     let mut params = GetPromptRequestParams::new("review");

@@ -399,6 +399,16 @@ pub fn json(result: &CallToolResult) -> Value {
         .unwrap_or_else(|| serde_json::from_str(&text(result)).unwrap_or(Value::Null))
 }
 
+/// A prompt's arguments as `(name, required)`, in the server's order.
+pub fn prompt_arguments(prompt: &rmcp::model::Prompt) -> Vec<(&str, Option<bool>)> {
+    prompt
+        .arguments
+        .iter()
+        .flatten()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect()
+}
+
 /// The value of `key: value` in a YAML-frontmatter document (first match).
 pub fn field(doc: &str, key: &str) -> Option<String> {
     let prefix = format!("{key}: ");
