@@ -180,6 +180,15 @@ pub struct PluginInterface {
     pub settings: Vec<SettingDecl>,
     /// The export name of `benchtop:host/tick`, when the plugin exports it.
     pub tick_interface: Option<String>,
+    /// The interfaces it serves to other plugins (full names with
+    /// versions), when it exports `benchtop:host/provider`: their functions
+    /// are never tools.
+    pub provides: Vec<String>,
+    /// The export name of `benchtop:host/provider`, when it exports it.
+    pub provider_interface: Option<String>,
+    /// The interfaces it imports from other plugins (neither WASI nor
+    /// `benchtop:host`): the host routes their calls to a serving plugin.
+    pub uses: Vec<String>,
     /// Problems that do not prevent loading (such as missing docs).
     pub warnings: Vec<String>,
 }
@@ -198,6 +207,9 @@ impl PluginInterface {
         let mut warnings = Vec::new();
         let world_docs = match docs::read_section(wasm)? {
             Some(json) => docs::apply(&mut resolve, &json),
+            // A plugin that only serves other plugins has no descriptions
+            // to carry.
+            None if only_serves(&resolve, world) => Vec::new(),
             None => {
                 warnings.push(format!(
                     "no `{}` section: tool descriptions are generated; build the plugin with `make plugins` (xtask inject-docs) to carry its WIT docs",
@@ -215,18 +227,30 @@ impl PluginInterface {
 
         let mut tools = Vec::new();
         let mut tick_interface = None;
-        for (key, item) in &resolve.worlds[world].exports {
+        let exports = &resolve.worlds[world].exports;
+        let provider_interface = exports.iter().find_map(|(key, item)| match item {
+            WorldItem::Interface { id, .. }
+                if is_host_package(&resolve, resolve.interfaces[*id].package)
+                    && resolve.interfaces[*id].name.as_deref() == Some("provider") =>
+            {
+                Some(world_key_name(&resolve, key))
+            }
+            _ => None,
+        });
+        let mut provides = Vec::new();
+        for (key, item) in exports {
             match item {
                 WorldItem::Interface { id, .. } => {
                     let iface = &resolve.interfaces[*id];
-                    let export_name = match key {
-                        WorldKey::Name(n) => n.clone(),
-                        WorldKey::Interface(i) => resolve.id_of(*i).context("unnamed interface")?,
-                    };
+                    let export_name = world_key_name(&resolve, key);
                     if is_host_package(&resolve, iface.package) {
                         if iface.name.as_deref() == Some("tick") {
                             tick_interface = Some(export_name);
                         }
+                        continue;
+                    }
+                    if provider_interface.is_some() {
+                        provides.push(export_name);
                         continue;
                     }
                     for func in iface.functions.values() {
@@ -278,6 +302,21 @@ impl PluginInterface {
                 );
             }
         }
+        let uses = resolve.worlds[world]
+            .imports
+            .iter()
+            .filter_map(|(key, item)| match item {
+                WorldItem::Interface { id, .. } => {
+                    let iface = &resolve.interfaces[*id];
+                    let from_host = is_host_package(&resolve, iface.package);
+                    let from_wasi = iface
+                        .package
+                        .is_some_and(|p| resolve.packages[p].name.namespace == "wasi");
+                    (!from_host && !from_wasi).then(|| world_key_name(&resolve, key))
+                }
+                _ => None,
+            })
+            .collect();
         Ok(Self {
             resolve: Arc::new(resolve),
             tools,
@@ -286,8 +325,62 @@ impl PluginInterface {
             completion,
             settings,
             tick_interface,
+            provides,
+            provider_interface,
+            uses,
             warnings,
         })
+    }
+}
+
+/// True when the world exports `benchtop:host/provider` and nothing but
+/// interfaces: all it has is served to plugins, none of it is a tool.
+fn only_serves(resolve: &Resolve, world: wit_parser::WorldId) -> bool {
+    let exports = &resolve.worlds[world].exports;
+    let mut serves = false;
+    for item in exports.values() {
+        match item {
+            WorldItem::Interface { id, .. } => {
+                let iface = &resolve.interfaces[*id];
+                if is_host_package(resolve, iface.package)
+                    && iface.name.as_deref() == Some("provider")
+                {
+                    serves = true;
+                }
+            }
+            WorldItem::Function(_) => return false,
+            WorldItem::Type { .. } => {}
+        }
+    }
+    serves
+}
+
+/// `name(param, …)` of each function of the interface named `full_name`
+/// (`ns:pkg/iface@ver`) in `resolve`: what `benchtop check` shows of an
+/// interface served between plugins. None when there is no such interface.
+pub fn functions_of(resolve: &Resolve, full_name: &str) -> Option<Vec<String>> {
+    let (_, iface) = resolve
+        .interfaces
+        .iter()
+        .find(|(id, _)| resolve.id_of(*id).as_deref() == Some(full_name))?;
+    Some(
+        iface
+            .functions
+            .values()
+            .map(|f| {
+                let params: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+                format!("{}({})", f.name, params.join(", "))
+            })
+            .collect(),
+    )
+}
+
+/// The name a world item is imported or exported under: the interface's
+/// full name (`ns:pkg/iface@ver`) or the plain name.
+fn world_key_name(resolve: &Resolve, key: &WorldKey) -> String {
+    match key {
+        WorldKey::Name(n) => n.clone(),
+        WorldKey::Interface(i) => resolve.id_of(*i).unwrap_or_default(),
     }
 }
 

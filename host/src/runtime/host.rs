@@ -3,8 +3,9 @@
 
 use crate::runtime::cache::{CacheOutcome, CompileCache};
 use crate::runtime::config::{ConfigFile, PluginConfig};
+use crate::runtime::context::CallContext;
 use crate::runtime::engine;
-use crate::runtime::imports::{self, LogLevel, PluginState, Sinks};
+use crate::runtime::imports::{self, LogLevel, PeerCall, PeerDirectory, PluginState, Sinks};
 use crate::runtime::plugin::{Limits, Plugin, PluginSpec};
 use crate::runtime::registry::{Catalog, Refusal, Registry};
 use crate::runtime::sandbox::{Access, DirGrant, Policy};
@@ -265,11 +266,15 @@ impl Host {
                     message: message.to_owned(),
                 });
             }),
-            changed: Arc::new(move |plugin: &str, uri: &str, caller: Option<&str>| {
-                if let Some(registry) = registry.upgrade() {
-                    registry.resource_changed(plugin, uri, caller);
+            changed: Arc::new({
+                let registry = registry.clone();
+                move |plugin: &str, uri: &str, caller: Option<&str>| {
+                    if let Some(registry) = registry.upgrade() {
+                        registry.resource_changed(plugin, uri, caller);
+                    }
                 }
             }),
+            peers: Arc::new(CatalogPeers(registry)),
         };
         let plugin =
             Arc::new(Plugin::load(spec, &component, interface, &self.linker, sinks).await?);
@@ -445,6 +450,59 @@ impl Host {
             self.publish();
         }
         removed
+    }
+}
+
+/// Who serves which interface, as the live catalogue says at each call: a
+/// plugin added or removed (hot swap) is seen by the next call.
+struct CatalogPeers(std::sync::Weak<Registry>);
+
+impl CatalogPeers {
+    fn serving(&self, interface: &str) -> Vec<Arc<Plugin>> {
+        let Some(registry) = self.0.upgrade() else {
+            return Vec::new();
+        };
+        registry
+            .snapshot()
+            .plugins()
+            .iter()
+            .filter(|p| p.interface.provides.iter().any(|i| i == interface))
+            .cloned()
+            .collect()
+    }
+}
+
+impl PeerDirectory for CatalogPeers {
+    fn providers(&self, interface: &str) -> Vec<(String, u64)> {
+        self.serving(interface)
+            .iter()
+            .map(|p| (p.name.clone(), p.generation))
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        plugin: &'a str,
+        interface: &'a str,
+        func: &'a str,
+        params: &'a [wasmtime::component::Val],
+        ctx: CallContext,
+    ) -> PeerCall<'a> {
+        Box::pin(async move {
+            let Some(serving) = self
+                .serving(interface)
+                .into_iter()
+                .find(|p| p.name == plugin)
+            else {
+                return Err(format!(
+                    "plugin `{plugin}` no longer serves {interface} (it was removed or replaced)"
+                ));
+            };
+            serving
+                .call_provided(interface, func, params, ctx)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 

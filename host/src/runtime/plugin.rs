@@ -4,7 +4,7 @@
 
 use crate::runtime::context::CallContext;
 use crate::runtime::error::{CANCEL_GRACE, CallError, Interrupted, describe_trap};
-use crate::runtime::imports::{ActiveCall, PluginState, Sinks};
+use crate::runtime::imports::{ActiveCall, PluginState, Sinks, link_peer_imports};
 use crate::runtime::sandbox::{GuestOutput, Policy};
 use crate::wit::interface::PluginInterface;
 use anyhow::{Context, Result};
@@ -96,6 +96,9 @@ pub struct Plugin {
     pub policy: Policy,
     /// Limits.
     pub limits: Limits,
+    /// This load's number, distinct from every other load in the process:
+    /// what callers of its served interfaces key their caches by.
+    pub generation: u64,
     pre: InstancePre<PluginState>,
     funcs: Vec<ComponentExportIndex>,
     resource_funcs: Vec<ComponentExportIndex>,
@@ -124,6 +127,17 @@ impl Plugin {
             policy,
             limits,
         } = spec;
+        // Imports other plugins serve are forwarded by functions defined
+        // for this component alone.
+        let with_peers;
+        let linker = if interface.uses.is_empty() {
+            linker
+        } else {
+            let mut own = linker.clone();
+            link_peer_imports(&mut own, linker.engine(), component, &interface.uses)?;
+            with_peers = own;
+            &with_peers
+        };
         let pre = linker
             .instantiate_pre(component)
             .map_err(anyhow::Error::from)
@@ -160,6 +174,7 @@ impl Plugin {
             .map(|i| lookup(Some(i), "tick"))
             .transpose()?;
         let output = GuestOutput::new(&name);
+        static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let plugin = Self {
             name,
             source,
@@ -167,6 +182,7 @@ impl Plugin {
             interface,
             policy,
             limits,
+            generation: LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             pre,
             funcs,
             resource_funcs,
@@ -195,6 +211,7 @@ impl Plugin {
             call: None,
             deadline_budget: self.limits.deadline,
             sinks: self.sinks.clone(),
+            routes: Default::default(),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|s| &mut s.limits);
@@ -254,11 +271,12 @@ impl Plugin {
         self.invoke(
             self.funcs[index],
             params,
-            has_result,
+            Some(has_result),
             ctx,
             self.limits.deadline,
         )
         .await
+        .map(|mut r| r.pop())
     }
 
     /// Calls one of the plugin's other exports (a resource, a prompt, the
@@ -282,11 +300,40 @@ impl Plugin {
         self.invoke(
             index,
             params,
-            def.result.is_some(),
+            Some(def.result.is_some()),
             ctx,
             self.limits.deadline,
         )
         .await
+        .map(|mut r| r.pop())
+    }
+
+    /// Calls `func` of `interface`, an interface this plugin serves to
+    /// other plugins ([`PluginInterface::provides`]), with the same
+    /// serialization, limits and recovery as a tool call.
+    pub async fn call_provided(
+        &self,
+        interface: &str,
+        func: &str,
+        params: &[Val],
+        ctx: CallContext,
+    ) -> Result<Vec<Val>, CallError> {
+        let unavailable = |reason: String| CallError::Unavailable {
+            plugin: self.name.clone(),
+            reason,
+        };
+        if !self.interface.provides.iter().any(|p| p == interface) {
+            return Err(unavailable(format!("it does not serve {interface}")));
+        }
+        let component = self.pre.component();
+        let index = component
+            .get_export_index(None, interface)
+            .and_then(|parent| component.get_export_index(Some(&parent), func))
+            .ok_or_else(|| unavailable(format!("{interface} has no function `{func}`")))?;
+        let results = self
+            .invoke(index, params, None, ctx, self.limits.deadline)
+            .await?;
+        Ok(results)
     }
 
     /// The definition behind an export.
@@ -317,19 +364,21 @@ impl Plugin {
             return Ok(()); // a call is running; tick next time
         }
         let budget = self.limits.deadline.min(Duration::from_secs(5));
-        self.invoke(index, &[], false, CallContext::detached(), budget)
+        self.invoke(index, &[], Some(false), CallContext::detached(), budget)
             .await
             .map(|_| ())
     }
 
+    /// Runs export `index`. `has_result` says whether it returns a value;
+    /// none asks its type (served interfaces are not analysed at load).
     async fn invoke(
         &self,
         index: ComponentExportIndex,
         params: &[Val],
-        has_result: bool,
+        has_result: Option<bool>,
         ctx: CallContext,
         budget: Duration,
-    ) -> Result<Option<Val>, CallError> {
+    ) -> Result<Vec<Val>, CallError> {
         let mut guard = self.live.lock().await;
         // Taken out for the call, and put back only if the call completes:
         // a trapped or abandoned store is never entered again.
@@ -353,7 +402,11 @@ impl Plugin {
             .instance
             .get_func(&mut live.store, index)
             .expect("export index resolved at load time");
-        let mut results = vec![Val::Bool(false); usize::from(has_result)];
+        let result_count = match has_result {
+            Some(has) => usize::from(has),
+            None => func.ty(&live.store).results().len(),
+        };
+        let mut results = vec![Val::Bool(false); result_count];
         // Epochs cannot interrupt a guest blocked inside a host call (a
         // socket read, a sleep), so the call is also raced against timers.
         let outcome = {
@@ -372,7 +425,7 @@ impl Plugin {
             Ok(()) => {
                 live.store.data_mut().call = None;
                 *guard = Some(live);
-                Ok(results.pop())
+                Ok(results)
             }
             Err(reason) => {
                 drop(live);

@@ -27,6 +27,7 @@ mod bindings {
 }
 
 pub use bindings::benchtop::host::log::Level as LogLevel;
+pub use peers::{NoPeers, PeerCall, PeerDirectory, link_peer_imports};
 
 /// Receives a plugin's log messages: `(plugin, level, message)`.
 pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
@@ -35,13 +36,16 @@ pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
 /// the caller being the client whose call made the change, if any.
 pub type ChangeSink = Arc<dyn Fn(&str, &str, Option<&str>) + Send + Sync>;
 
-/// Where what a plugin tells the host, outside a call's result, goes.
+/// Where what a plugin tells the host, outside a call's result, goes, and
+/// where its calls to other plugins go.
 #[derive(Clone)]
 pub struct Sinks {
     /// Log messages (`benchtop:host/log`).
     pub log: LogSink,
     /// Resource change notices (`benchtop:host/resources`).
     pub changed: ChangeSink,
+    /// The plugins serving interfaces (`benchtop:host/peers`).
+    pub peers: Arc<dyn PeerDirectory>,
 }
 
 impl Sinks {
@@ -50,6 +54,7 @@ impl Sinks {
         Self {
             log: Arc::new(|_, _, _| {}),
             changed: Arc::new(|_, _, _| {}),
+            peers: Arc::new(NoPeers),
         }
     }
 }
@@ -88,6 +93,8 @@ pub struct PluginState {
     pub(crate) call: Option<ActiveCall>,
     pub(crate) deadline_budget: Duration,
     pub(crate) sinks: Sinks,
+    /// The plugin each served interface's calls go to (`peers.route`).
+    pub(crate) routes: std::collections::HashMap<String, String>,
 }
 
 impl WasiView for PluginState {
@@ -102,6 +109,7 @@ impl WasiView for PluginState {
 mod caller;
 mod elicit;
 mod log;
+mod peers;
 mod progress;
 mod resources;
 
