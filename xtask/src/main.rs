@@ -67,6 +67,8 @@ fn component_crates(root: &Path) -> Result<Vec<ComponentCrate>> {
         ("plugins", "plugins", WitLocation::Shared),
         ("tests/components", "test-plugins", WitLocation::InCrate),
         ("examples", "examples", WitLocation::InCrate),
+        // Definition families, each built as a third party would build one.
+        ("families", "plugins", WitLocation::InCrate),
     ] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;

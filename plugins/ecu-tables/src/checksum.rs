@@ -10,6 +10,43 @@ const MITSUCAN_SIZE: usize = 0x10_0000;
 pub const SUBARUDBW_TARGET: u32 = 0x5AA5_A55A;
 const SUBARUDBW_ENTRIES: usize = 17;
 
+/// An algorithm an image's checksum is kept with: one of the [`Module`]s
+/// built in here, or one a definition family component owns.
+pub trait Checksum: Send + Sync + std::fmt::Debug {
+    /// Its name, as answers show it (`subarudbw`).
+    fn name(&self) -> String;
+
+    /// True when the image's checksum is right; Err when it cannot be
+    /// checked on this image, saying why.
+    fn validate(&self, rom: &[u8]) -> Result<bool, String>;
+
+    /// Why nothing is checked although the algorithm applies, if so.
+    fn disabled_note(&self, _rom: &[u8]) -> Option<String> {
+        None
+    }
+
+    /// Rewrites the image's checksum so that it validates.
+    fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String>;
+}
+
+impl Checksum for Module {
+    fn name(&self) -> String {
+        Module::name(*self).to_owned()
+    }
+
+    fn validate(&self, rom: &[u8]) -> Result<bool, String> {
+        Module::validate(*self, rom).map_err(|e| e.to_string())
+    }
+
+    fn disabled_note(&self, rom: &[u8]) -> Option<String> {
+        Module::disabled_note(*self, rom)
+    }
+
+    fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String> {
+        Module::fix(*self, rom).map_err(|e| e.to_string())
+    }
+}
+
 /// A checksum module we can validate and fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Module {

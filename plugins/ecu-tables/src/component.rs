@@ -16,7 +16,13 @@ use std::cell::RefCell;
 thread_local! {
     // One instance serves every call, so parsed definitions and ROM images
     // stay cached between calls.
-    static EXPLORER: RefCell<Explorer> = RefCell::new(Explorer::new());
+    // Families other plugins serve are asked only inside a component:
+    // natively (tests, benchmarks) there is no host to route to.
+    static EXPLORER: RefCell<Explorer> = RefCell::new(if cfg!(target_arch = "wasm32") {
+        Explorer::with_served(Box::new(crate::family::peer::PeerFamilies))
+    } else {
+        Explorer::new()
+    });
 }
 
 fn with_explorer(

@@ -185,6 +185,18 @@ impl Table {
     }
 }
 
+/// How a definition's images keep their checksum.
+#[derive(Debug, Clone)]
+pub enum FamilyChecksum {
+    /// By the module its fields name (`checksummodule`), one of the
+    /// [`crate::checksum::Module`]s: ECUFlash and RomRaider definitions.
+    Named,
+    /// By an algorithm the definition's family owns.
+    Kept(Arc<dyn crate::checksum::Checksum>),
+    /// None the family knows: why, in a sentence.
+    Unknown(String),
+}
+
 /// A definition with its include chain merged.
 #[derive(Debug, Clone)]
 pub struct Definition {
@@ -200,6 +212,8 @@ pub struct Definition {
     pub tables: Vec<Table>,
     /// Addressed tables that cannot be read, with the reason.
     pub unresolvable: Vec<(String, String)>,
+    /// How its images' checksum is kept.
+    pub checksum: FamilyChecksum,
     by_id: HashMap<String, usize>,
     by_name: HashMap<String, Vec<usize>>,
 }
@@ -238,6 +252,7 @@ impl Definition {
             chain,
             tables,
             unresolvable,
+            checksum: FamilyChecksum::Named,
             by_id,
             by_name,
         }

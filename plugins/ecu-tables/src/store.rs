@@ -4,11 +4,11 @@
 //! but re-reads and re-parses only files whose size or mtime changed, so a
 //! warm call costs a few `stat`s plus the table decode.
 
-use crate::checksum::Module;
-use crate::definition::Definition;
+use crate::checksum::{Checksum, Module};
+use crate::definition::{Definition, FamilyChecksum};
 use crate::error::Error;
 pub use crate::family::Stamp;
-use crate::family::{Family, Listed, SNIFF_BYTES, read_head};
+use crate::family::{Family, Listed, SNIFF_BYTES, Served, read_head};
 use plugin_kit::safe_write::FileLock;
 use std::collections::HashMap;
 use std::fs;
@@ -33,7 +33,7 @@ pub struct OpenedRom {
     /// The matched definition; none when no definition's id matches.
     pub definition: Option<Arc<Definition>>,
     /// The family (format) of `definition`: `ECUFlash`, `RomRaider`.
-    pub format: Option<&'static str>,
+    pub format: Option<String>,
     /// `xmlid @address` ids tried, with what the ROM holds there.
     pub tried: Vec<String>,
     /// Notes such as "several definitions match".
@@ -59,13 +59,14 @@ impl OpenedRom {
 }
 
 /// Checksum state of an image under its definition.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ChecksumState {
-    /// The checksum module the definition names (`checksummodule`), even when
-    /// unsupported.
+    /// The checksum algorithm the definition names (`checksummodule`), even
+    /// when unsupported.
     pub algorithm: Option<String>,
-    /// The module, when it is one this plugin can verify and fix.
-    pub module: Option<Module>,
+    /// The algorithm, when it is one this plugin (or the definition's
+    /// family) can verify and fix.
+    pub module: Option<Arc<dyn Checksum>>,
     /// None: no module, unknown module, or the image does not fit it.
     pub valid: Option<bool>,
     /// Why the checksum is unknown or wrong, in a sentence for the agent.
@@ -74,34 +75,40 @@ pub struct ChecksumState {
 
 /// Checksum state of `bytes` for `definition`.
 pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> ChecksumState {
-    let Some(name) = definition.and_then(Definition::checksum_module) else {
-        return ChecksumState {
-            algorithm: None,
-            module: None,
-            valid: None,
-            note: None,
-        };
+    let unknown = |algorithm: Option<String>, note: Option<String>| ChecksumState {
+        algorithm,
+        module: None,
+        valid: None,
+        note,
     };
-    match Module::by_name(name) {
-        Ok(module) => match module.validate(bytes) {
-            Ok(valid) => ChecksumState {
-                algorithm: Some(name.to_string()),
-                module: Some(module),
-                valid: Some(valid),
-                note: module.disabled_note(bytes),
-            },
-            Err(e) => ChecksumState {
-                algorithm: Some(name.to_string()),
-                module: Some(module),
-                valid: None,
-                note: Some(e.to_string()),
-            },
+    let module: Arc<dyn Checksum> = match definition.map(|d| &d.checksum) {
+        None => return unknown(None, None),
+        Some(FamilyChecksum::Kept(module)) => module.clone(),
+        Some(FamilyChecksum::Unknown(why)) => {
+            return unknown(Some("unknown".into()), Some(why.clone()));
+        }
+        Some(FamilyChecksum::Named) => {
+            let Some(name) = definition.and_then(Definition::checksum_module) else {
+                return unknown(None, None);
+            };
+            match Module::by_name(name) {
+                Ok(module) => Arc::new(module),
+                Err(e) => return unknown(Some(name.to_string()), Some(e.to_string())),
+            }
+        }
+    };
+    match module.validate(bytes) {
+        Ok(valid) => ChecksumState {
+            algorithm: Some(module.name()),
+            note: module.disabled_note(bytes),
+            module: Some(module),
+            valid: Some(valid),
         },
         Err(e) => ChecksumState {
-            algorithm: Some(name.to_string()),
-            module: None,
+            algorithm: Some(module.name()),
+            module: Some(module),
             valid: None,
-            note: Some(e.to_string()),
+            note: Some(e),
         },
     }
 }
@@ -109,7 +116,16 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
 /// The plugin's long-lived state: the definition families (each caching
 /// its own parsed files), which family each definitions file is, ROMs.
 pub struct Explorer {
+    /// The first-party families, then those other plugins serve.
     families: Vec<Box<dyn Family>>,
+    /// How many of `families` are first-party.
+    first_party: usize,
+    /// Where families other plugins serve are found, in a component.
+    served: Option<Box<dyn Served>>,
+    /// `(plugin, generation)` of the served families in `families`.
+    serving: Vec<(String, u64)>,
+    /// Served families that could not be asked, and why.
+    family_problems: Vec<String>,
     /// Per definitions file: its stamp when sniffed, and the index in
     /// `families` of the family that claims it (none: no family does).
     claimed: HashMap<PathBuf, (Stamp, Option<usize>)>,
@@ -119,8 +135,13 @@ pub struct Explorer {
 
 impl Default for Explorer {
     fn default() -> Self {
+        let families = crate::family::first_party();
         Explorer {
-            families: crate::family::first_party(),
+            first_party: families.len(),
+            families,
+            served: None,
+            serving: Vec::new(),
+            family_problems: Vec::new(),
             claimed: HashMap::new(),
             roms: HashMap::new(),
             listing: None,
@@ -131,6 +152,7 @@ impl Default for Explorer {
 /// The last walk of the definitions directory.
 struct Listing {
     dir: PathBuf,
+    extensions: Vec<String>,
     at: std::time::Instant,
     files: Vec<(PathBuf, Stamp)>,
 }
@@ -152,6 +174,47 @@ impl Explorer {
     /// An explorer with empty caches.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An explorer that also asks the families `served` finds.
+    pub fn with_served(served: Box<dyn Served>) -> Self {
+        Self {
+            served: Some(served),
+            ..Self::default()
+        }
+    }
+
+    /// Brings the served families up to date with the plugins loaded now:
+    /// a family added, removed or loaded again (hot swap) since the last
+    /// call replaces the ones known, and what they claimed is sniffed again.
+    fn refresh_families(&mut self) {
+        let Some(served) = &self.served else {
+            return;
+        };
+        let now = served.providers();
+        if now == self.serving {
+            return;
+        }
+        self.families.truncate(self.first_party);
+        self.family_problems.clear();
+        for (plugin, _) in &now {
+            match served.family(plugin) {
+                Ok(family) => self.families.push(family),
+                Err(e) => self.family_problems.push(format!(
+                    "the definition family served by plugin `{plugin}` cannot be used: {e}"
+                )),
+            }
+        }
+        self.serving = now;
+        self.claimed.clear();
+    }
+
+    /// Extensions of the definition files some family reads, sorted.
+    fn extensions(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.families.iter().flat_map(|f| f.extensions()).collect();
+        all.sort();
+        all.dedup();
+        all
     }
 
     /// The ROM images cached so far (at most 8), sorted: what completion of
@@ -184,9 +247,11 @@ impl Explorer {
     /// The `*.xml` files under `dir` with fresh stamps, walked again when
     /// `fresh` (before a patch) or when the last walk is older than [`LISTING_TTL`].
     fn listing(&mut self, dir: &Path, fresh: bool) -> Result<Vec<(PathBuf, Stamp)>, Error> {
+        let extensions = self.extensions();
         if !fresh
             && let Some(l) = &self.listing
             && l.dir == dir
+            && l.extensions == extensions
             && l.at.elapsed() < LISTING_TTL
         {
             return Ok(l
@@ -199,9 +264,10 @@ impl Explorer {
                 })
                 .collect());
         }
-        let files = scan_dir(dir)?;
+        let files = scan_dir_for(dir, &extensions)?;
         self.listing = Some(Listing {
             dir: dir.to_owned(),
+            extensions,
             at: std::time::Instant::now(),
             files: files.clone(),
         });
@@ -231,8 +297,10 @@ impl Explorer {
                 }),
             ),
         };
+        self.refresh_families();
         let files = self.listing(dir, fresh_listing)?;
-        let mut matches: Vec<(&'static str, Arc<Definition>)> = Vec::new();
+        let mut matches: Vec<(String, Arc<Definition>)> = Vec::new();
+        let mut by_size: Vec<(String, Arc<Definition>)> = Vec::new();
         let mut tried = Vec::new();
         for (index, own) in self.claim(&files).into_iter().enumerate() {
             let family = &mut self.families[index];
@@ -240,11 +308,22 @@ impl Explorer {
                 continue;
             }
             let found = family.recognize(dir, &own, &bytes)?;
-            let name = family.name();
-            matches.extend(found.matches.into_iter().map(|d| (name, d)));
+            let name = family.name().to_owned();
+            matches.extend(found.matches.into_iter().map(|d| (name.clone(), d)));
+            by_size.extend(found.by_size.into_iter().map(|d| (name.clone(), d)));
             tried.extend(found.tried);
         }
-        let mut warnings = Vec::new();
+        let mut warnings = self.family_problems.clone();
+        if matches.is_empty()
+            && let Some((family, d)) = by_size.first()
+        {
+            warnings.push(format!(
+                "{} ({family}) was chosen by the image's size alone ({} bytes): its format carries no id to check, so make sure it describes this ROM",
+                d.file.display(),
+                bytes.len()
+            ));
+        }
+        matches.extend(by_size);
         if matches.len() > 1 {
             warnings.push(format!(
                 "{} definitions match this ROM ({}); using {}",
@@ -292,8 +371,12 @@ impl Explorer {
                 _ => {
                     // Unreadable: empty, which the catch-all family reports.
                     let head = read_head(path, SNIFF_BYTES).unwrap_or_default();
-                    let text = String::from_utf8_lossy(&head);
-                    let family = self.families.iter().position(|f| f.claims(&text));
+                    let family = (self.families.iter())
+                        .position(|f| !f.catch_all() && f.claims(path, &head))
+                        .or_else(|| {
+                            (self.families.iter())
+                                .position(|f| f.catch_all() && f.claims(path, &head))
+                        });
                     self.claimed.insert(path.clone(), (*stamp, family));
                     (family, Some(head))
                 }
@@ -401,22 +484,34 @@ impl Explorer {
 
 /// Every `*.xml` under `dir`, recursively, sorted by path.
 pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
+    scan_dir_for(dir, &["xml".to_owned()])
+}
+
+/// Every file under `dir` with one of `extensions` (lowercase),
+/// recursively, sorted by path.
+pub fn scan_dir_for(dir: &Path, extensions: &[String]) -> Result<Vec<(PathBuf, Stamp)>, Error> {
     let mut out = Vec::new();
     let top = plugin_kit::paths::read_dir_entries(dir).map_err(|source| Error::DefinitionsDir {
         path: dir.into(),
         source,
     })?;
-    walk(top, 0, &mut out);
+    walk(top, 0, extensions, &mut out);
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 
-fn walk(entries: Vec<fs::DirEntry>, depth: usize, out: &mut Vec<(PathBuf, Stamp)>) {
+fn walk(
+    entries: Vec<fs::DirEntry>,
+    depth: usize,
+    extensions: &[String],
+    out: &mut Vec<(PathBuf, Stamp)>,
+) {
     for entry in entries {
         let path = entry.path();
-        let is_xml = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
+        let is_xml = path.extension().is_some_and(|e| {
+            let e = e.to_string_lossy();
+            extensions.iter().any(|x| e.eq_ignore_ascii_case(x))
+        });
         // The listing already tells an entry's type; stat only what can
         // matter (each stat is a host call inside the sandbox, and a
         // definitions folder often holds many ROM images).
@@ -434,7 +529,7 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, out: &mut Vec<(PathBuf, Stamp)
             if depth < MAX_DEPTH
                 && let Ok(sub) = plugin_kit::paths::read_dir_entries(&path)
             {
-                walk(sub, depth + 1, out);
+                walk(sub, depth + 1, extensions, out);
             }
         } else if is_xml {
             out.push((path, Stamp::of(&meta)));

@@ -539,7 +539,7 @@ pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomIn
         memmodel: def.and_then(|d| d.memmodel().map(str::to_string)),
         checksum_valid: checksum.valid,
         checksum_algorithm: checksum.algorithm,
-        definition_format: opened.format.map(str::to_string),
+        definition_format: opened.format.clone(),
         definition_file: def.map(|d| d.file.display().to_string()),
         include_chain: def.map(|d| d.chain.clone()).unwrap_or_default(),
         notes,
@@ -1129,7 +1129,11 @@ fn prepare(
                 path: opened.path.clone(),
                 message: format!("{e}, so its checksum could not be fixed"),
             })?;
-            if !module.validate(&image)? {
+            let fixed = module.validate(&image).map_err(|e| Error::Write {
+                path: opened.path.clone(),
+                message: format!("{e}, so its checksum could not be checked after fixing"),
+            })?;
+            if !fixed {
                 return Err(Error::Write {
                     path: opened.path.clone(),
                     message: format!("{} checksum did not validate after fixing", module.name()),
@@ -1144,10 +1148,14 @@ fn prepare(
             checksum_state(Some(def), &image)
         }
         None => {
-            if let Some(alg) = &prior.algorithm {
-                warnings.push(format!(
+            match (&def.checksum, &prior.algorithm) {
+                (crate::definition::FamilyChecksum::Unknown(why), _) => warnings.push(format!(
+                    "the checksum was NOT updated: {why}"
+                )),
+                (_, Some(alg)) => warnings.push(format!(
                     "checksum module `{alg}` is not supported: the checksum was NOT updated; fix it with ECUFlash before flashing this ROM"
-                ));
+                )),
+                _ => {}
             }
             prior
         }

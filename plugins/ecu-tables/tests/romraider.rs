@@ -429,7 +429,10 @@ fn shared_every_romraider_table_reads_patches_and_keeps_the_checksum() {
         // A patch through the tools' sequence (apply, then fix the
         // checksum the definition names, then verify) on a 3D table.
         let before_state = checksum_state(Some(&def), &image);
-        assert_eq!(before_state.module, Some(Module::SubaruDbw));
+        assert_eq!(
+            before_state.algorithm.as_deref(),
+            Some(Module::SubaruDbw.name())
+        );
         assert_eq!(before_state.valid, Some(true), "{before_state:?}");
         let t = tools::find_table(&def, "Target Boost ").unwrap();
         assert_eq!(

@@ -33,14 +33,21 @@ pub struct EcuFlash {
 }
 
 impl Family for EcuFlash {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "ECUFlash"
     }
 
-    fn claims(&self, head: &str) -> bool {
+    fn claims(&self, path: &Path, head: &[u8]) -> bool {
         // The catch-all: any XML file no other family claims is tried as
         // ECUFlash, so a broken one is reported rather than ignored.
-        !crate::xml::is_romraider(head)
+        let xml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
+        xml && !crate::xml::is_romraider(&String::from_utf8_lossy(head))
+    }
+
+    fn catch_all(&self) -> bool {
+        true
     }
 
     fn recognize(
@@ -86,6 +93,7 @@ impl Family for EcuFlash {
         Ok(Recognition {
             matches: keep,
             tried,
+            ..Recognition::default()
         })
     }
 }
@@ -287,7 +295,11 @@ mod tests {
         )
         .unwrap();
         assert!(read_romid(&rr, None).unwrap_err().contains("RomRaider"));
-        assert!(!EcuFlash::default().claims("<roms><rom base=\"X\">"));
+        let ecuflash = EcuFlash::default();
+        assert!(!ecuflash.claims(&rr, b"<roms><rom base=\"X\">"));
+        assert!(ecuflash.claims(&rr, b"<rom><romid>"));
+        // Only XML: an .xdf in the folder belongs to another family.
+        assert!(!ecuflash.claims(Path::new("m3.xdf"), b"<XDFFORMAT>"));
         let _ = fs::remove_dir_all(&dir);
     }
 }

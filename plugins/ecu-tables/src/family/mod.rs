@@ -7,10 +7,13 @@
 //! images, decoding and patching tables, checksums, the tools) is
 //! family-neutral and never asks which family a definition came from.
 //!
-//! [`EcuFlash`] and [`RomRaider`] are the first-party families; the store
-//! asks each in turn (see [`crate::store::Explorer`]).
+//! [`EcuFlash`] and [`RomRaider`] are the first-party families; families
+//! other plugins serve (components answering `benchtop:ecu-family`, such
+//! as TunerPro XDF) come through [`Served`] and [`peer`]. The store asks
+//! each in turn (see [`crate::store::Explorer`]).
 
 mod ecuflash;
+pub mod peer;
 mod romraider;
 
 pub use ecuflash::EcuFlash;
@@ -47,12 +50,23 @@ impl Stamp {
 /// One definition format.
 pub trait Family: Send {
     /// The format's name as tuners know it (`ECUFlash`, `RomRaider`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
 
-    /// Whether a definitions file whose text starts with `head` (its first
-    /// [`SNIFF_BYTES`]) is in this format. Cheap: asked once per file and
-    /// change.
-    fn claims(&self, head: &str) -> bool;
+    /// Extensions (lowercase, no dot) of its definition files.
+    fn extensions(&self) -> Vec<String> {
+        vec!["xml".into()]
+    }
+
+    /// Whether the definitions file at `path`, whose first bytes (up to
+    /// [`SNIFF_BYTES`]) are `head`, is in this format. Cheap: asked once
+    /// per file and change.
+    fn claims(&self, path: &Path, head: &[u8]) -> bool;
+
+    /// True for the family that takes what no other claims (ECUFlash, so
+    /// a broken XML file is reported rather than ignored): asked last.
+    fn catch_all(&self) -> bool {
+        false
+    }
 
     /// The definitions among `files` (the ones this family claims, freshly
     /// stamped; parse again only what changed) whose internal id `image`
@@ -83,8 +97,22 @@ pub struct Listed {
 pub struct Recognition {
     /// Definitions whose internal id the image holds, most specific first.
     pub matches: Vec<Arc<Definition>>,
+    /// Definitions that fit the image by its size alone (their format
+    /// carries no id): chosen only when no id matches, and said so.
+    pub by_size: Vec<Arc<Definition>>,
     /// `XMLID (expects … at 0x…, ROM has …)` for each id that did not match.
     pub tried: Vec<String>,
+}
+
+/// Families other plugins serve, as found at each call (hot swap adds and
+/// removes them while the server runs).
+pub trait Served: Send {
+    /// `(plugin, generation)` of each plugin serving a family now; the
+    /// generation changes when the plugin is loaded again.
+    fn providers(&self) -> Vec<(String, u64)>;
+
+    /// The family `plugin` serves, or why it cannot be asked.
+    fn family(&self, plugin: &str) -> Result<Box<dyn Family>, String>;
 }
 
 /// The first-party families, in the order their matches are preferred.

@@ -27,12 +27,12 @@ pub struct RomRaider {
 }
 
 impl Family for RomRaider {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "RomRaider"
     }
 
-    fn claims(&self, head: &str) -> bool {
-        crate::romraider::is_romraider(head)
+    fn claims(&self, _path: &Path, head: &[u8]) -> bool {
+        crate::romraider::is_romraider(&String::from_utf8_lossy(head))
     }
 
     fn recognize(

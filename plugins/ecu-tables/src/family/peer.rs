@@ -1,0 +1,503 @@
+//! Families other plugins serve: components exporting
+//! `benchtop:ecu-family/family` (wit/ecu-family), reached through the
+//! host's `benchtop:host/peers` routing. This file turns their WIT answers
+//! into the same [`Definition`]s the built-in families build, so nothing
+//! past it knows a definition came from another component.
+//!
+//! A served family reads no files: this plugin reads the definitions
+//! folder (it holds the grant) and hands each file's bytes over once per
+//! change; the answers are cached here, keyed by the file's stamp and
+//! dropped when the serving plugin is loaded again.
+
+use super::{Family, Listed, Recognition, Served, Stamp, file_label};
+use crate::checksum::Checksum;
+use crate::component::benchtop::ecu_family::family as wit;
+use crate::component::benchtop::host::peers;
+use crate::definition::{Axis, AxisSource, Definition, FamilyChecksum, Table, TableType};
+use crate::error::Error;
+use crate::expr::Expr;
+use crate::printf::Format;
+use crate::scaling::{Endian, Kind, Scaling, Storage};
+use crate::xml::RomId;
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The interface a family component serves, as the host names it.
+pub const INTERFACE: &str = "benchtop:ecu-family/family@0.1.0";
+
+/// Sends the next calls of [`INTERFACE`] to `plugin`.
+fn route(plugin: &str) -> Result<(), String> {
+    peers::route(INTERFACE, plugin)
+}
+
+/// The families the host's loaded plugins serve.
+pub struct PeerFamilies;
+
+impl Served for PeerFamilies {
+    fn providers(&self) -> Vec<(String, u64)> {
+        peers::providers(INTERFACE)
+            .into_iter()
+            .map(|p| (p.plugin, p.generation))
+            .collect()
+    }
+
+    fn family(&self, plugin: &str) -> Result<Box<dyn Family>, String> {
+        route(plugin)?;
+        let name = wit::name()?;
+        let extensions = wit::extensions()?
+            .into_iter()
+            .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+            .filter(|e| !e.is_empty())
+            .collect();
+        Ok(Box::new(PeerFamily {
+            plugin: plugin.to_owned(),
+            name,
+            extensions,
+            files: HashMap::new(),
+        }))
+    }
+}
+
+/// A file's definitions as the family identified them.
+struct Identified {
+    stamp: Stamp,
+    candidates: Result<Vec<wit::Candidate>, String>,
+    /// Resolved definitions by candidate key (an unresolvable one keeps
+    /// its error, so it is not asked for again until the file changes).
+    resolved: HashMap<String, Result<Arc<Definition>, String>>,
+}
+
+/// A family served by plugin `plugin`.
+struct PeerFamily {
+    plugin: String,
+    name: String,
+    extensions: Vec<String>,
+    files: HashMap<PathBuf, Identified>,
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+impl Family for PeerFamily {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn extensions(&self) -> Vec<String> {
+        self.extensions.clone()
+    }
+
+    fn claims(&self, path: &Path, head: &[u8]) -> bool {
+        route(&self.plugin).is_ok() && wit::claims(&file_name(path), head).unwrap_or(false)
+    }
+
+    fn recognize(
+        &mut self,
+        _dir: &Path,
+        files: &[Listed],
+        image: &[u8],
+    ) -> Result<Recognition, Error> {
+        let mut found = Recognition::default();
+        if let Err(e) = route(&self.plugin) {
+            found.tried.push(format!("{} family: {e}", self.name));
+            return Ok(found);
+        }
+        // Forget files no longer listed, so the cache stays the folder's size.
+        self.files
+            .retain(|path, _| files.iter().any(|l| &l.path == path));
+        for Listed { path, stamp, .. } in files {
+            let fresh = self.files.get(path).is_some_and(|f| f.stamp == *stamp);
+            if !fresh {
+                let candidates = fs::read(path)
+                    .map_err(|e| format!("cannot be read: {e}"))
+                    .and_then(|bytes| wit::identify(&file_name(path), &bytes));
+                self.files.insert(
+                    path.clone(),
+                    Identified {
+                        stamp: *stamp,
+                        candidates,
+                        resolved: HashMap::new(),
+                    },
+                );
+            }
+            let file = self.files.get_mut(path).expect("inserted above");
+            let candidates = match &file.candidates {
+                Ok(c) => c,
+                Err(e) => {
+                    found
+                        .tried
+                        .push(format!("{} (unreadable: {e})", file_label(path)));
+                    continue;
+                }
+            };
+            for candidate in candidates {
+                let strong = match fits(&candidate.id, image) {
+                    Ok(strong) => strong,
+                    Err(why) => {
+                        found.tried.push(format!("{} ({why})", candidate.title));
+                        continue;
+                    }
+                };
+                let definition = file
+                    .resolved
+                    .entry(candidate.key.clone())
+                    .or_insert_with(|| {
+                        let bytes = fs::read(path).map_err(|e| e.to_string())?;
+                        let resolved = wit::resolve(&file_name(path), &bytes, &candidate.key)?;
+                        Ok(Arc::new(definition(
+                            path,
+                            candidate,
+                            resolved,
+                            &self.plugin,
+                            &self.name,
+                        )))
+                    });
+                match definition {
+                    Ok(d) if strong => found.matches.push(d.clone()),
+                    Ok(d) => found.by_size.push(d.clone()),
+                    Err(e) => found.tried.push(format!(
+                        "{} (matches, but {} could not resolve it: {e})",
+                        candidate.title, self.name
+                    )),
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Whether `image` is one of the candidate's: Ok(true) by its id bytes,
+/// Ok(false) by its size alone, Err with what differs.
+fn fits(id: &wit::ImageId, image: &[u8]) -> Result<bool, String> {
+    match id {
+        wit::ImageId::Bytes(id) => {
+            let at = usize::try_from(id.offset).unwrap_or(usize::MAX);
+            let found = at
+                .checked_add(id.bytes.len())
+                .and_then(|end| image.get(at..end));
+            match found {
+                Some(f) if f == id.bytes.as_slice() => Ok(true),
+                Some(f) => Err(format!(
+                    "expects {} at 0x{at:X}, ROM has {}",
+                    crate::scaling::hex_upper(&id.bytes),
+                    crate::scaling::hex_upper(f)
+                )),
+                None => Err(format!(
+                    "id offset 0x{at:X} is past the end of the {}-byte ROM",
+                    image.len()
+                )),
+            }
+        }
+        wit::ImageId::Length(n) if *n == image.len() as u64 => Ok(false),
+        wit::ImageId::Length(n) => Err(format!(
+            "describes a {n}-byte image, this one has {} bytes",
+            image.len()
+        )),
+    }
+}
+
+/// A served definition as the tools use it. Tables the family described
+/// but this plugin cannot use (an expression outside the subset, an
+/// address past 4 GiB) are listed as unreadable with the reason.
+fn definition(
+    path: &Path,
+    candidate: &wit::Candidate,
+    served: wit::Definition,
+    plugin: &str,
+    family: &str,
+) -> Definition {
+    let mut fields: HashMap<String, String> = candidate.fields.iter().cloned().collect();
+    fields.extend(served.fields);
+    let romid = RomId {
+        xmlid: Some(candidate.title.clone()),
+        fields: fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ..RomId::default()
+    };
+    let mut unresolvable = served.unreadable;
+    let mut tables = Vec::with_capacity(served.tables.len());
+    for t in served.tables {
+        let name = t.name.clone();
+        match table(t) {
+            Ok(t) => tables.push(t),
+            Err(why) => unresolvable.push((name, why)),
+        }
+    }
+    let mut definition = Definition::new(
+        path.to_owned(),
+        romid,
+        fields,
+        served.chain,
+        tables,
+        unresolvable,
+    );
+    definition.checksum = match served.checksum {
+        wit::Checksum::Plan(plan) => FamilyChecksum::Kept(Arc::new(PeerChecksum {
+            plugin: plugin.to_owned(),
+            family: family.to_owned(),
+            plan,
+        })),
+        wit::Checksum::Unknown(why) => FamilyChecksum::Unknown(why),
+    };
+    definition
+}
+
+fn table(t: wit::Table) -> Result<Table, String> {
+    let address = address(t.address)?;
+    let scaling = Arc::new(scaling(&t.name, t.scaling)?);
+    let (rows, columns) = match (t.rows, t.columns) {
+        // One axis is a one-axis table whichever side the family put it.
+        (None, Some(only)) => (Some(only), None),
+        other => other,
+    };
+    let table_type = match (&rows, &columns) {
+        (None, _) => TableType::Scalar,
+        (Some(_), None) => TableType::OneAxis,
+        (Some(_), Some(_)) => TableType::Grid,
+    };
+    let row_label = if columns.is_some() { "Y Axis" } else { "Axis" };
+    Ok(Table {
+        id: t.name.clone(),
+        name: t.name,
+        category: t.category,
+        table_type,
+        address,
+        scaling,
+        swapxy: t.column_major,
+        flipy: t.rows_reversed,
+        flipx: t.columns_reversed,
+        level: t.level,
+        row_axis: rows.map(|a| axis(a, row_label)).transpose()?,
+        col_axis: columns.map(|a| axis(a, "X Axis")).transpose()?,
+    })
+}
+
+fn address(offset: u64) -> Result<u32, String> {
+    u32::try_from(offset).map_err(|_| format!("address 0x{offset:X} is past 4 GiB"))
+}
+
+fn axis(a: wit::Axis, role: &str) -> Result<Axis, String> {
+    let (xml_type, source) = match a.points {
+        wit::Points::Labels(labels) => (format!("Static {role}"), AxisSource::Static(labels)),
+        wit::Points::Stored(p) => (
+            role.to_owned(),
+            AxisSource::Dynamic {
+                address: address(p.address)?,
+                elements: p.count as usize,
+                scaling: Arc::new(scaling(a.name.as_deref().unwrap_or(role), p.scaling)?),
+            },
+        ),
+    };
+    Ok(Axis {
+        name: a.name,
+        xml_type,
+        source,
+        flip: a.reversed,
+    })
+}
+
+fn scaling(name: &str, s: wit::Scaling) -> Result<Scaling, String> {
+    let endian = if s.little_endian {
+        Endian::Little
+    } else {
+        Endian::Big
+    };
+    let (storage, kind) = if s.choices.is_empty() {
+        let storage = match s.storage {
+            wit::Storage::Uint8 => Storage::U8,
+            wit::Storage::Int8 => Storage::I8,
+            wit::Storage::Uint16 => Storage::U16,
+            wit::Storage::Int16 => Storage::I16,
+            wit::Storage::Uint32 => Storage::U32,
+            wit::Storage::Int32 => Storage::I32,
+            wit::Storage::Float32 => Storage::F32,
+        };
+        let to = Expr::parse(&s.to_physical).map_err(|e| format!("to-physical: {e}"))?;
+        let from = s
+            .from_physical
+            .as_deref()
+            .map(Expr::parse)
+            .transpose()
+            .map_err(|e| format!("from-physical: {e}"))?;
+        (storage, Kind::Numeric { to, from })
+    } else {
+        let len = s.choices[0].bytes.len();
+        if len == 0 || s.choices.iter().any(|c| c.bytes.len() != len) {
+            return Err("its choices' byte patterns are empty or differ in length".into());
+        }
+        let blobs = s.choices.into_iter().map(|c| (c.name, c.bytes)).collect();
+        (Storage::Blob(len), Kind::Blobs(blobs))
+    };
+    Ok(Scaling {
+        name: name.to_owned(),
+        units: s.units.filter(|u| !u.is_empty()),
+        format: s.format.as_deref().map(Format::parse).unwrap_or_default(),
+        format_text: s.format,
+        min: s.min,
+        max: s.max,
+        storage,
+        endian,
+        kind,
+    })
+}
+
+/// A checksum the serving family verifies and fixes.
+#[derive(Debug)]
+struct PeerChecksum {
+    plugin: String,
+    family: String,
+    plan: String,
+}
+
+impl Checksum for PeerChecksum {
+    fn name(&self) -> String {
+        format!("{} ({})", self.plan, self.family)
+    }
+
+    fn validate(&self, rom: &[u8]) -> Result<bool, String> {
+        route(&self.plugin)?;
+        match wit::verify(&self.plan, rom)? {
+            wit::Verdict::Valid => Ok(true),
+            wit::Verdict::Invalid(_) => Ok(false),
+            wit::Verdict::Unknown(why) => Err(why),
+        }
+    }
+
+    fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String> {
+        route(&self.plugin)?;
+        let fixed = wit::fix(&self.plan, rom)?;
+        if fixed.len() != rom.len() {
+            return Err(format!(
+                "the {} family answered a {}-byte image for a {}-byte one",
+                self.family,
+                fixed.len(),
+                rom.len()
+            ));
+        }
+        *rom = fixed;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(storage: wit::Storage, to: &str, from: Option<&str>) -> wit::Scaling {
+        wit::Scaling {
+            storage,
+            little_endian: false,
+            to_physical: to.into(),
+            from_physical: from.map(str::to_string),
+            units: Some("kg/h".into()),
+            format: Some("%0.1f".into()),
+            min: None,
+            max: None,
+            choices: Vec::new(),
+        }
+    }
+
+    fn served_table(rows: Option<wit::Axis>, columns: Option<wit::Axis>) -> wit::Table {
+        wit::Table {
+            name: "KL_HFM".into(),
+            category: Some("Air".into()),
+            address: 0x608C,
+            scaling: cells(wit::Storage::Int16, "x/4", Some("x*4")),
+            rows,
+            columns,
+            column_major: false,
+            rows_reversed: false,
+            columns_reversed: false,
+            level: None,
+        }
+    }
+
+    fn stored(address: u64, count: u32) -> wit::Axis {
+        wit::Axis {
+            name: Some("Voltage".into()),
+            points: wit::Points::Stored(wit::StoredPoints {
+                address,
+                count,
+                scaling: cells(wit::Storage::Uint16, "x/1023*5", None),
+            }),
+            reversed: false,
+        }
+    }
+
+    #[test]
+    fn a_served_table_becomes_a_table_the_tools_read() {
+        let t = table(served_table(Some(stored(0x604A, 33)), None)).unwrap();
+        assert_eq!(t.table_type, TableType::OneAxis);
+        assert_eq!((t.address, t.rows(), t.cols()), (0x608C, 33, 1));
+        assert_eq!(t.scaling.storage, Storage::I16);
+        assert_eq!(t.scaling.to_physical(400.0), 100.0);
+        assert_eq!(t.unit(), Some("kg/h"));
+        // An axis given as columns alone is the table's only axis.
+        let t = table(served_table(None, Some(stored(0x604A, 33)))).unwrap();
+        assert_eq!(
+            (t.table_type, t.rows(), t.cols()),
+            (TableType::OneAxis, 33, 1)
+        );
+        let grid = table(served_table(Some(stored(0x10, 3)), Some(stored(0x20, 18)))).unwrap();
+        assert_eq!(
+            (grid.table_type, grid.rows(), grid.cols()),
+            (TableType::Grid, 3, 18)
+        );
+        let scalar = table(served_table(None, None)).unwrap();
+        assert_eq!(scalar.table_type, TableType::Scalar);
+    }
+
+    #[test]
+    fn what_the_tools_cannot_use_is_refused_with_the_reason() {
+        let mut t = served_table(None, None);
+        t.scaling.to_physical = "x % 7".into();
+        assert!(table(t).unwrap_err().contains("to-physical"));
+        let mut t = served_table(None, None);
+        t.address = 1 << 40;
+        assert!(table(t).unwrap_err().contains("past 4 GiB"));
+        let mut t = served_table(None, None);
+        t.scaling.choices = vec![
+            wit::Choice {
+                name: "on".into(),
+                bytes: vec![1],
+            },
+            wit::Choice {
+                name: "off".into(),
+                bytes: vec![0, 0],
+            },
+        ];
+        assert!(table(t).unwrap_err().contains("differ in length"));
+    }
+
+    #[test]
+    fn images_fit_by_id_or_by_size() {
+        let image = b"....DZ1E402B....".to_vec();
+        let id = |offset, bytes: &[u8]| {
+            wit::ImageId::Bytes(wit::IdBytes {
+                offset,
+                bytes: bytes.to_vec(),
+            })
+        };
+        assert_eq!(fits(&id(4, b"DZ1E402B"), &image), Ok(true));
+        assert!(
+            fits(&id(4, b"DZ1E402C"), &image)
+                .unwrap_err()
+                .contains("ROM has")
+        );
+        assert!(
+            fits(&id(u64::MAX, b"D"), &image)
+                .unwrap_err()
+                .contains("past the end")
+        );
+        assert_eq!(fits(&wit::ImageId::Length(16), &image), Ok(false));
+        assert!(
+            fits(&wit::ImageId::Length(0x8000), &image)
+                .unwrap_err()
+                .contains("32768-byte image")
+        );
+    }
+}
