@@ -86,6 +86,10 @@ enum Command {
         /// WIT package namespace (the `acme` of `acme:my-ecu`).
         #[arg(long, default_value = "my")]
         namespace: String,
+        /// Create an ECU definition family (a format the ECU tools read)
+        /// instead of a plugin with tools.
+        #[arg(long)]
+        family: bool,
     },
     /// Copy a WIT package's doc comments into a built component (they become tool descriptions).
     InjectDocs {
@@ -219,6 +223,25 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             } else {
                 for plugin in catalog.plugins() {
                     println!("{} ({})", plugin.name, plugin.source.display());
+                    for served in &plugin.interface.provides {
+                        println!("  serves {served} to plugins");
+                    }
+                    for used in &plugin.interface.uses {
+                        let by: Vec<&str> = catalog
+                            .plugins()
+                            .iter()
+                            .filter(|p| p.interface.provides.contains(used))
+                            .map(|p| p.name.as_str())
+                            .collect();
+                        println!(
+                            "  uses {used} from {}",
+                            if by.is_empty() {
+                                "no loaded plugin".into()
+                            } else {
+                                by.join(", ")
+                            }
+                        );
+                    }
                     for (i, tool) in plugin.interface.tools.iter().enumerate() {
                         let first = tool.description.lines().next().unwrap_or("");
                         println!("  {:<32} {first}", plugin.tool_name(i));
@@ -244,8 +267,13 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             name,
             dir,
             namespace,
+            family,
         } => {
-            let made = benchtop::scaffold::new_plugin(&dir, &name, &namespace)?;
+            let made = if family {
+                benchtop::scaffold::new_family(&dir, &name, &namespace)?
+            } else {
+                benchtop::scaffold::new_plugin(&dir, &name, &namespace)?
+            };
             println!(
                 "created {} — build it as its README.md says",
                 made.display()
@@ -355,8 +383,9 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
     };
     problems.extend(interface.warnings.iter().cloned());
     let engine = benchtop::runtime::engine::new_engine()?;
-    let linker = benchtop::runtime::imports::new_linker(&engine)?;
+    let mut linker = benchtop::runtime::imports::new_linker(&engine)?;
     match benchtop::runtime::engine::compile(&engine, &wasm).and_then(|c| {
+        benchtop::runtime::imports::link_peer_imports(&mut linker, &engine, &c, &interface.uses)?;
         linker
             .instantiate_pre(&c)
             .map(|_| ())
@@ -372,6 +401,27 @@ async fn check(file: &std::path::Path) -> Result<std::process::ExitCode> {
         interface.resources.len(),
         interface.prompts.len()
     );
+    for served in &interface.provides {
+        println!("\n● serves {served} to plugins (not as tools)");
+        match benchtop::wit::interface::functions_of(&interface.resolve, served) {
+            Some(funcs) => {
+                for f in funcs {
+                    println!("    {f}");
+                }
+            }
+            None => problems.push(format!(
+                "the served interface {served} is not in the component's WIT"
+            )),
+        }
+    }
+    for used in &interface.uses {
+        println!("\n● uses {used}, served by another plugin (peers.route chooses which)");
+        if let Some(funcs) = benchtop::wit::interface::functions_of(&interface.resolve, used) {
+            for f in funcs {
+                println!("    {f}");
+            }
+        }
+    }
     for tool in &interface.tools {
         println!("\n● {}", tool.name);
         for line in tool.description.lines() {

@@ -1,4 +1,5 @@
-//! `benchtop new`: a plugin crate that builds on its own, for plugin authors.
+//! `benchtop new`: a plugin crate, or an ECU definition family crate
+//! (`--family`), that builds on its own, for plugin authors.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,39 @@ const FILES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The family template's files: a component serving
+/// `benchtop:ecu-family/family` for an example format.
+const FAMILY_FILES: &[(&str, &str)] = &[
+    (
+        "Cargo.toml",
+        include_str!("../templates/plugin/Cargo.toml.tmpl"),
+    ),
+    (
+        "wit/{{name}}.wit",
+        include_str!("../templates/family/family.wit.tmpl"),
+    ),
+    (
+        "wit/deps/ecu-family/ecu-family.wit",
+        include_str!("../../wit/ecu-family/ecu-family.wit"),
+    ),
+    (
+        "wit/deps/host/host.wit",
+        include_str!("../../wit/host/host.wit"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../templates/family/lib.rs.tmpl"),
+    ),
+    (
+        "example.ecudef",
+        include_str!("../templates/family/example.ecudef"),
+    ),
+    (
+        "README.md",
+        include_str!("../templates/family/README.md.tmpl"),
+    ),
+];
+
 /// Checks a WIT identifier: lowercase words of letters and digits joined by `-`.
 fn check_identifier(what: &str, id: &str) -> Result<()> {
     let ok = !id.is_empty()
@@ -46,6 +80,16 @@ fn check_identifier(what: &str, id: &str) -> Result<()> {
 
 /// Creates the plugin crate `name` in `parent/name`; returns its directory.
 pub fn new_plugin(parent: &Path, name: &str, namespace: &str) -> Result<PathBuf> {
+    create(parent, name, namespace, FILES)
+}
+
+/// Creates the ECU definition family crate `name` in `parent/name`;
+/// returns its directory.
+pub fn new_family(parent: &Path, name: &str, namespace: &str) -> Result<PathBuf> {
+    create(parent, name, namespace, FAMILY_FILES)
+}
+
+fn create(parent: &Path, name: &str, namespace: &str, files: &[(&str, &str)]) -> Result<PathBuf> {
     check_identifier("the plugin name", name)?;
     check_identifier("the package namespace", namespace)?;
     let dir = parent.join(name);
@@ -61,7 +105,7 @@ pub fn new_plugin(parent: &Path, name: &str, namespace: &str) -> Result<PathBuf>
             .replace("{{namespace}}", namespace)
             .replace("{{namespace_rs}}", &namespace.replace('-', "_"))
     };
-    for (path, contents) in FILES {
+    for (path, contents) in files {
         let file = dir.join(fill(path));
         std::fs::create_dir_all(file.parent().expect("files are inside the crate"))
             .with_context(|| format!("creating {}", dir.display()))?;
