@@ -153,6 +153,7 @@ impl Default for Explorer {
 struct Listing {
     dir: PathBuf,
     extensions: Vec<String>,
+    unread: Vec<(PathBuf, &'static str)>,
     at: std::time::Instant,
     files: Vec<(PathBuf, Stamp)>,
 }
@@ -264,10 +265,11 @@ impl Explorer {
                 })
                 .collect());
         }
-        let files = scan_dir_for(dir, &extensions)?;
+        let Scan { files, unread } = scan(dir, &extensions)?;
         self.listing = Some(Listing {
             dir: dir.to_owned(),
             extensions,
+            unread,
             at: std::time::Instant::now(),
             files: files.clone(),
         });
@@ -314,6 +316,13 @@ impl Explorer {
             tried.extend(found.tried);
         }
         let mut warnings = self.family_problems.clone();
+        if matches.is_empty()
+            && by_size.is_empty()
+            && let Some(l) = &self.listing
+            && !l.unread.is_empty()
+        {
+            warnings.push(unread_note(&l.unread));
+        }
         if matches.is_empty()
             && let Some((family, d)) = by_size.first()
         {
@@ -490,35 +499,67 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
 /// Every file under `dir` with one of `extensions` (lowercase),
 /// recursively, sorted by path.
 pub fn scan_dir_for(dir: &Path, extensions: &[String]) -> Result<Vec<(PathBuf, Stamp)>, Error> {
-    let mut out = Vec::new();
+    Ok(scan(dir, extensions)?.files)
+}
+
+/// Definition formats tuners keep beside ROMs that no built-in family
+/// reads, by extension: named when no loaded family reads such a file.
+const OTHER_FORMATS: &[(&str, &str)] = &[
+    ("xdf", "TunerPro XDF"),
+    ("a2l", "ASAM A2L"),
+    ("kp", "WinOLS map pack"),
+];
+
+/// A walk of a definitions folder.
+struct Scan {
+    /// Files some loaded family reads, sorted by path.
+    files: Vec<(PathBuf, Stamp)>,
+    /// Definition files of [`OTHER_FORMATS`] no loaded family reads.
+    unread: Vec<(PathBuf, &'static str)>,
+}
+
+fn scan(dir: &Path, extensions: &[String]) -> Result<Scan, Error> {
+    let mut found = Scan {
+        files: Vec::new(),
+        unread: Vec::new(),
+    };
     let top = plugin_kit::paths::read_dir_entries(dir).map_err(|source| Error::DefinitionsDir {
         path: dir.into(),
         source,
     })?;
-    walk(top, 0, extensions, &mut out);
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    walk(top, 0, extensions, &mut found);
+    found.files.sort_by(|a, b| a.0.cmp(&b.0));
+    found.unread.sort();
+    Ok(found)
 }
 
-fn walk(
-    entries: Vec<fs::DirEntry>,
-    depth: usize,
-    extensions: &[String],
-    out: &mut Vec<(PathBuf, Stamp)>,
-) {
+fn walk(entries: Vec<fs::DirEntry>, depth: usize, extensions: &[String], found: &mut Scan) {
     for entry in entries {
         let path = entry.path();
-        let is_xml = path.extension().is_some_and(|e| {
-            let e = e.to_string_lossy();
-            extensions.iter().any(|x| e.eq_ignore_ascii_case(x))
-        });
+        let extension = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        let wanted = extension
+            .as_ref()
+            .is_some_and(|e| extensions.iter().any(|x| x == e));
         // The listing already tells an entry's type; stat only what can
         // matter (each stat is a host call inside the sandbox, and a
         // definitions folder often holds many ROM images).
         let Ok(file_type) = entry.file_type() else {
             continue;
         };
-        if !(is_xml || file_type.is_dir() || file_type.is_symlink()) {
+        if !wanted && file_type.is_file() {
+            let other = OTHER_FORMATS
+                .iter()
+                .find(|(e, _)| extension.as_deref() == Some(*e));
+            if let Some((_, format)) = other
+                && found.unread.len() < MAX_UNREAD
+            {
+                found.unread.push((path, format));
+            }
+            continue;
+        }
+        if !(wanted || file_type.is_dir() || file_type.is_symlink()) {
             continue;
         }
         // Follow symlinks (metadata, not symlink_metadata); depth bounds loops.
@@ -529,13 +570,39 @@ fn walk(
             if depth < MAX_DEPTH
                 && let Ok(sub) = plugin_kit::paths::read_dir_entries(&path)
             {
-                walk(sub, depth + 1, extensions, out);
+                walk(sub, depth + 1, extensions, found);
             }
-        } else if is_xml {
-            out.push((path, Stamp::of(&meta)));
+        } else if wanted {
+            found.files.push((path, Stamp::of(&meta)));
         }
     }
 }
+
+/// Names the definition files no loaded family reads, and what to do.
+fn unread_note(unread: &[(PathBuf, &str)]) -> String {
+    const SHOWN: usize = 5;
+    let mut names: Vec<String> = unread
+        .iter()
+        .take(SHOWN)
+        .map(|(path, format)| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            format!("{name} ({format})")
+        })
+        .collect();
+    if unread.len() > SHOWN {
+        names.push(format!("and {} more", unread.len() - SHOWN));
+    }
+    format!(
+        "{} definition file{} here {} in a format no loaded family reads: {}. Put that format's family component (.wasm) in the plugins directory; a running server picks it up",
+        unread.len(),
+        if unread.len() == 1 { "" } else { "s" },
+        if unread.len() == 1 { "is" } else { "are" },
+        names.join(", ")
+    )
+}
+
+/// Unread definition files a walk keeps: enough to name some and count.
+const MAX_UNREAD: usize = 1000;
 
 /// The ROM a patch writes, with symlinks followed (a link inside the grants
 /// is patched in its target, never replaced by a regular file), locked

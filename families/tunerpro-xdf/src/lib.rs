@@ -1,0 +1,79 @@
+//! TunerPro XDF definitions (XML, versions 1.50 and later) as a benchtop ECU
+//! definition family: the ECU tools read a bin through an XDF once this
+//! component is in the plugins directory.
+//!
+//! An XDF describes one bin, identified only by its size (`REGION size`).
+//! Its tables, constants and functions become tables; whatever cannot be
+//! read exactly (section headings, equations outside the tools' expression
+//! subset, flags, patches) is listed as unreadable with the reason. TunerPro
+//! keeps no checksum in an XDF that this family could verify, so patches
+//! are written with a warning saying so.
+//!
+//! [`convert`] holds the three calls the interface asks for; this file is
+//! only the export glue.
+
+/// Types and traits generated from `wit/` (the `family` world). Generated
+/// items carry the WIT doc comments where the WIT has them; the rest (enum
+/// cases, glue) cannot be documented here.
+#[allow(missing_docs)]
+pub mod bindings {
+    wit_bindgen::generate!({ path: "wit", world: "family", generate_all });
+}
+
+pub mod convert;
+pub mod equation;
+pub mod text;
+pub mod xdf;
+
+use bindings::exports::benchtop::ecu_family::family::{Candidate, Definition, Guest, Verdict};
+
+/// The component: a unit struct, because the family keeps no state (every
+/// answer is a function of the bytes it is given).
+pub struct Xdf;
+
+/// Answer of `verify` and `fix`: `resolve` says the checksum is unknown, so
+/// the tools never call them.
+const NO_PLAN: &str = "this family verifies no checksum";
+
+impl Guest for Xdf {
+    fn name() -> Result<String, String> {
+        Ok("TunerPro XDF".into())
+    }
+
+    fn extensions() -> Result<Vec<String>, String> {
+        Ok(vec!["xdf".into()])
+    }
+
+    fn claims(file_name: String, head: Vec<u8>) -> Result<bool, String> {
+        Ok(convert::claims(&file_name, &head))
+    }
+
+    fn identify(file_name: String, contents: Vec<u8>) -> Result<Vec<Candidate>, String> {
+        convert::identify(&file_name, &contents)
+    }
+
+    fn resolve(file_name: String, contents: Vec<u8>, key: String) -> Result<Definition, String> {
+        convert::resolve(&file_name, &contents, &key)
+    }
+
+    fn verify(_plan: String, _image: Vec<u8>) -> Result<Verdict, String> {
+        Err(NO_PLAN.into())
+    }
+
+    fn fix(_plan: String, _image: Vec<u8>) -> Result<Vec<u8>, String> {
+        Err(NO_PLAN.into())
+    }
+}
+
+impl bindings::exports::benchtop::host::provider::Guest for Xdf {
+    fn describe() -> String {
+        "ECU definition family: TunerPro XDF 1.50/1.60 definitions (.xdf)".into()
+    }
+}
+
+// Natively the exported symbol names (`benchtop:ecu-family/family@0.1.0#…`)
+// are not valid in a linker version script, so the cdylib exports them on
+// wasm only (as every benchtop plugin does); natively the glue above still
+// type-checks and the tests call `convert` directly.
+#[cfg(target_arch = "wasm32")]
+bindings::export!(Xdf with_types_in bindings);

@@ -1,0 +1,245 @@
+//! End-to-end tests of ECU definition families served by other plugins
+//! (docs/design.md, "Plugins serving plugins"): a family component dropped
+//! into the plugins directory of a running server is asked by the eight
+//! ECU tools, without a restart, and removing it removes it.
+
+use e2e::{Server, bin, fixtures, markdown_rows, only_plugin, plugins, repo, required_field, text};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A server with only ecu-tables in a plugins directory it watches, the
+/// definitions in `defs`, and `work` read-write.
+async fn ecu_server(plugins: &Path, defs: &Path, work: &Path) -> Server {
+    Server::start(&[
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--definitions-path",
+        defs.to_str().unwrap(),
+        "--allow",
+        &format!("{}:ro", defs.display()),
+        "--allow",
+        &format!("{}:rw", work.display()),
+        "--workspace",
+        work.to_str().unwrap(),
+    ])
+    .await
+}
+
+/// Calls rom_info until `done` holds of its answer (hot swap takes a
+/// moment), or fails after 30 s with the last answer.
+async fn rom_info_until(s: &Server, rom: &str, done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let info = text(&s.ok("rom_info", json!({"rom": rom})).await);
+        if done(&info) {
+            return info;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "rom_info never changed as expected:\n{info}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn val(doc: &str, key: &str) -> String {
+    required_field(doc, key).trim_matches('"').to_owned()
+}
+
+/// The cells of a read_table answer, row by row, without the axis column.
+fn cells(doc: &str) -> Vec<Vec<String>> {
+    let rows = markdown_rows(doc);
+    let skip = usize::from(rows[0].len() > 1);
+    rows[1..].iter().map(|r| r[skip..].to_vec()).collect()
+}
+
+#[tokio::test]
+async fn a_family_made_with_benchtop_new_is_asked_by_the_ecu_tools_while_it_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["new", "acme-ecu", "--family", "--namespace", "acme"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let krate = dir.path().join("acme-ecu");
+    // Built as an author would, sharing this repository's build cache.
+    let target = repo().join("target");
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--target", "wasm32-wasip2"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(&krate)
+            .status()
+            .unwrap();
+    assert!(status.success(), "the family template builds");
+    let built = target.join("wasm32-wasip2/release/acme_ecu.wasm");
+    let report = std::process::Command::new(bin())
+        .args(["check", built.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    assert!(
+        report.contains("serves benchtop:ecu-family/family@0.1.0")
+            && report.contains("resolve(file-name, contents, key)")
+            && report.contains("no problems found"),
+        "{report}"
+    );
+
+    let defs = dir.path().join("defs");
+    std::fs::create_dir(&defs).unwrap();
+    std::fs::copy(krate.join("example.ecudef"), defs.join("example.ecudef")).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut image = vec![0u8; 32768];
+    image[256..258].copy_from_slice(&3200u16.to_be_bytes()); // 800 rpm
+    let rom = work.join("car.bin");
+    std::fs::write(&rom, &image).unwrap();
+    let rom = rom.to_string_lossy().into_owned();
+    let plugins = only_plugin("ecu_tables.wasm");
+    let s = ecu_server(plugins.path(), &defs, &work).await;
+    let before = text(&s.ok("rom_info", json!({"rom": rom})).await);
+    assert_eq!(val(&before, "definition"), "null", "{before}");
+
+    std::fs::copy(&built, plugins.path().join("acme_ecu.wasm")).unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("definition_format: acme-ecu")).await;
+    assert_eq!(val(&info, "definition"), "Example ECU", "{info}");
+    assert!(info.contains("by the image's size alone"), "{info}");
+    assert!(info.contains("declares no checksum"), "{info}");
+    // The eight tools stay eight: the family adds none.
+    assert_eq!(s.tool_names().await.len(), 8);
+    let read = text(
+        &s.ok(
+            "read_table",
+            json!({"rom": rom, "table": "Idle speed target"}),
+        )
+        .await,
+    );
+    assert_eq!(cells(&read), [["800"]], "{read}");
+    let patched = text(
+        &s.ok(
+            "patch_table",
+            json!({"rom": rom, "table": "Idle speed target", "op": "set", "value": 850}),
+        )
+        .await,
+    );
+    assert!(patched.contains("checksum was NOT updated"), "{patched}");
+    let written = std::fs::read(&rom).unwrap();
+    assert_eq!(u16::from_be_bytes([written[256], written[257]]), 3400);
+
+    std::fs::remove_file(plugins.path().join("acme_ecu.wasm")).unwrap();
+    let after = rom_info_until(&s, &rom, |i| val(i, "definition") == "null").await;
+    assert!(after.contains("no definition matches"), "{after}");
+    s.stop().await;
+}
+
+/// The cells a 0x8000-byte MSS54 image holds in this test: every byte its
+/// offset's low byte, so each table reads distinct, checkable values.
+fn mss54_image() -> Vec<u8> {
+    (0..0x8000u32).map(|i| (i % 251) as u8).collect()
+}
+
+#[tokio::test]
+async fn shared_the_xdf_family_dropped_into_a_running_server_reads_and_patches_mss54_tables() {
+    let Some(xdf) = fixtures("realworld/ecu-families/tunerpro_xdf") else {
+        return;
+    };
+    let family: PathBuf = plugins().join("tunerpro_xdf.wasm");
+    assert!(family.exists(), "run `make plugins`");
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let rom = work.join("mss54.bin");
+    let image = mss54_image();
+    std::fs::write(&rom, &image).unwrap();
+    let rom = rom.to_string_lossy().into_owned();
+    let plugins = only_plugin("ecu_tables.wasm");
+    let s = ecu_server(plugins.path(), &xdf, &work).await;
+
+    // Without the family the XDF is named as unread, with what to do.
+    let before = text(&s.ok("rom_info", json!({"rom": rom})).await);
+    assert_eq!(val(&before, "definition"), "null", "{before}");
+    assert!(
+        before.contains("hw2801_V4_Basic.xdf (TunerPro XDF)")
+            && before.contains("plugins directory"),
+        "{before}"
+    );
+
+    std::fs::copy(&family, plugins.path().join("tunerpro_xdf.wasm")).unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("definition_format: TunerPro XDF")).await;
+    assert_eq!(val(&info, "definition"), "M3 MSS54 DME", "{info}");
+
+    // KL_HFM_ML_U: 33 signed 16-bit big-endian cells at 0x608C, x/4 kg/h.
+    let listed = text(
+        &s.ok("list_tables", json!({"rom": rom, "search": "KL_HFM_ML_U"}))
+            .await,
+    );
+    let name = markdown_rows(&listed)
+        .into_iter()
+        .skip(1)
+        .map(|r| r[0].clone())
+        .next()
+        .unwrap_or_else(|| panic!("KL_HFM_ML_U not listed:\n{listed}"));
+    let read = text(&s.ok("read_table", json!({"rom": rom, "table": name})).await);
+    let got = cells(&read);
+    assert_eq!(got.len(), 33, "{read}");
+    for (i, row) in got.iter().enumerate() {
+        let at = 0x608C + 2 * i;
+        let raw = i16::from_be_bytes([image[at], image[at + 1]]) as f64;
+        let shown: f64 = row[0].parse().unwrap_or_else(|_| panic!("{read}"));
+        // Shown with the XDF's one decimal place.
+        assert!(
+            (shown - raw / 4.0).abs() <= 0.051,
+            "cell {i}: {shown} vs {}",
+            raw / 4.0
+        );
+    }
+
+    // Every table the family lists reads.
+    let listing = text(
+        &s.ok("list_tables", json!({"rom": rom, "limit": 1000}))
+            .await,
+    );
+    let names: Vec<String> = markdown_rows(&listing)
+        .into_iter()
+        .skip(1)
+        .map(|r| r[0].clone())
+        .collect();
+    assert!(names.len() > 400, "{listing}");
+    for name in &names {
+        let r = s
+            .call("read_table", json!({"rom": rom, "table": name}))
+            .await;
+        assert!(r.is_error != Some(true), "{name}: {}", text(&r));
+    }
+
+    // A patch through the family reads back; the XDF names no checksum.
+    let constant = "Gearbox Type Configuration";
+    let patched = text(
+        &s.ok(
+            "patch_table",
+            json!({"rom": rom, "table": constant, "op": "set", "value": -5}),
+        )
+        .await,
+    );
+    assert!(patched.contains("checksum was NOT updated"), "{patched}");
+    let read = text(
+        &s.ok("read_table", json!({"rom": rom, "table": constant}))
+            .await,
+    );
+    assert_eq!(cells(&read)[0][0].parse::<f64>().unwrap(), -5.0, "{read}");
+    assert_eq!(std::fs::read(&rom).unwrap()[0x8], (-5i8) as u8);
+
+    // Removed, the family's images are unrecognized again, and said why.
+    std::fs::remove_file(plugins.path().join("tunerpro_xdf.wasm")).unwrap();
+    let after = rom_info_until(&s, &rom, |i| val(i, "definition") == "null").await;
+    assert!(
+        after.contains("hw2801_V4_Basic.xdf (TunerPro XDF)"),
+        "{after}"
+    );
+    s.stop().await;
+}
