@@ -34,6 +34,20 @@ fn with_explorer(
     })
 }
 
+/// Like [`with_explorer`], with the tool's `definition` argument chosen
+/// for this call only.
+fn with_definition(
+    definition: Option<String>,
+    f: impl FnOnce(&mut Explorer, &Config) -> Result<String, Error>,
+) -> Result<String, wit::ToolError> {
+    with_explorer(|ex, cfg| {
+        ex.choose(definition);
+        let out = f(ex, cfg);
+        ex.choose(None);
+        out
+    })
+}
+
 /// Runs `f` on the shared explorer with the current configuration.
 fn explorer<T>(f: impl FnOnce(&mut Explorer, &Config) -> T) -> T {
     let cfg = Config::from_env();
@@ -136,6 +150,7 @@ fn op_kind(op: wit::Op) -> tools::OpKind {
 /// Runs `f` with the logs directory and the log cache (the same cache type
 /// log-query keeps; this plugin's own copy).
 fn with_logs(
+    definition: Option<String>,
     f: impl FnOnce(
         &mut Explorer,
         &Config,
@@ -144,7 +159,7 @@ fn with_logs(
         &mut dyn FnMut(u64, u64, &str) -> bool,
     ) -> Result<String, Error>,
 ) -> Result<String, wit::ToolError> {
-    with_explorer(|ex, cfg| {
+    with_definition(definition, |ex, cfg| {
         let dir = datalog::logs::logs_dir().map_err(Error::Log)?;
         let mut cache = datalog::logs::cache()
             .lock()
@@ -157,6 +172,7 @@ fn with_logs(
 
 impl wit::Guest for Component {
     fn list_tables(args: wit::ListTablesArgs) -> Result<String, wit::ToolError> {
+        let definition = args.definition;
         let args = tools::ListTables {
             rom: args.rom,
             category: args.category,
@@ -164,10 +180,11 @@ impl wit::Guest for Component {
             offset: args.offset,
             limit: args.limit,
         };
-        with_explorer(|ex, cfg| tools::list_tables(ex, cfg, &args))
+        with_definition(definition, |ex, cfg| tools::list_tables(ex, cfg, &args))
     }
 
     fn read_table(args: wit::ReadTableArgs) -> Result<String, wit::ToolError> {
+        let definition = args.definition;
         let args = tools::ReadTable {
             rom: args.rom,
             table: args.table,
@@ -178,10 +195,11 @@ impl wit::Guest for Component {
             rows_where: args.rows_where,
             cols_where: args.cols_where,
         };
-        with_explorer(|ex, cfg| tools::read_table(ex, cfg, &args))
+        with_definition(definition, |ex, cfg| tools::read_table(ex, cfg, &args))
     }
 
     fn patch_table(args: wit::PatchTableArgs) -> Result<String, wit::ToolError> {
+        let definition = args.definition;
         let args = tools::PatchTable {
             rom: args.rom,
             table: args.table,
@@ -197,7 +215,7 @@ impl wit::Guest for Component {
             cols_where: args.cols_where,
             cells: args.cells,
         };
-        with_explorer(|ex, cfg| {
+        with_definition(definition, |ex, cfg| {
             let out = confirmed_patch(ex, cfg, &args)?;
             announce_patch(ex, cfg, &args.rom, &args.table);
             Ok(out)
@@ -205,31 +223,38 @@ impl wit::Guest for Component {
     }
 
     fn rom_info(args: wit::RomInfoArgs) -> Result<String, wit::ToolError> {
-        with_explorer(|ex, cfg| tools::rom_info(ex, cfg, &args.rom))
+        with_definition(args.definition, |ex, cfg| {
+            tools::rom_info(ex, cfg, &args.rom)
+        })
     }
 
     fn diff_tables(args: wit::DiffTablesArgs) -> Result<String, wit::ToolError> {
+        let definition = args.definition;
         let args = tools::DiffTables {
             rom: args.rom,
             other: args.other,
             table: args.table,
             limit: args.limit,
         };
-        with_explorer(|ex, cfg| tools::diff_tables(ex, cfg, &args))
+        with_definition(definition, |ex, cfg| tools::diff_tables(ex, cfg, &args))
     }
 
     fn lookup_table(args: wit::LookupTableArgs) -> Result<String, wit::ToolError> {
+        let definition = args.definition;
         let args = crate::lookup::LookupTable {
             rom: args.rom,
             table: args.table,
             x: args.x,
             y: args.y,
         };
-        with_explorer(|ex, cfg| crate::lookup::lookup_table(ex, cfg, &args))
+        with_definition(definition, |ex, cfg| {
+            crate::lookup::lookup_table(ex, cfg, &args)
+        })
     }
 
     fn overlay_log(args: wit::OverlayLogArgs) -> Result<String, wit::ToolError> {
         use crate::overlay::{OverlayLog, Stat, overlay_log};
+        let definition = args.definition;
         let args = OverlayLog {
             rom: args.rom,
             table: args.table,
@@ -253,10 +278,13 @@ impl wit::Guest for Component {
             clamp_to_edges: args.clamp_to_edges.unwrap_or(false),
             keep_points: false,
         };
-        with_logs(|ex, cfg, dir, cache, progress| overlay_log(ex, cfg, dir, cache, &args, progress))
+        with_logs(definition, |ex, cfg, dir, cache, progress| {
+            overlay_log(ex, cfg, dir, cache, &args, progress)
+        })
     }
 
     fn propose_patch(args: wit::ProposePatchArgs) -> Result<String, wit::ToolError> {
+        let definition = args.definition;
         let args = crate::propose::ProposePatch {
             rom: args.rom,
             table: args.table,
@@ -275,7 +303,7 @@ impl wit::Guest for Component {
                 Some(wit::CellChoice::Bracketing) => crate::propose::CellChoice::Bracketing,
             },
         };
-        with_logs(|ex, cfg, dir, cache, progress| {
+        with_logs(definition, |ex, cfg, dir, cache, progress| {
             crate::propose::propose_patch(ex, cfg, dir, cache, &args, progress)
         })
     }

@@ -214,6 +214,9 @@ pub struct Definition {
     pub unresolvable: Vec<(String, String)>,
     /// How its images' checksum is kept.
     pub checksum: FamilyChecksum,
+    /// What resolving it chose that the user should know (a base found
+    /// in several files, and which one was used).
+    pub notes: Vec<String>,
     by_id: HashMap<String, usize>,
     by_name: HashMap<String, Vec<usize>>,
 }
@@ -253,6 +256,7 @@ impl Definition {
             tables,
             unresolvable,
             checksum: FamilyChecksum::Named,
+            notes: Vec::new(),
             by_id,
             by_name,
         }

@@ -126,6 +126,9 @@ pub struct Explorer {
     serving: Vec<(String, u64)>,
     /// Served families that could not be asked, and why.
     family_problems: Vec<String>,
+    /// The definition this call asked for by name (the tools' `definition`
+    /// argument), when several match a ROM.
+    choice: Option<String>,
     /// Per definitions file: its stamp when sniffed, and the index in
     /// `families` of the family that claims it (none: no family does).
     claimed: HashMap<PathBuf, (Stamp, Option<usize>)>,
@@ -142,6 +145,7 @@ impl Default for Explorer {
             served: None,
             serving: Vec::new(),
             family_problems: Vec::new(),
+            choice: None,
             claimed: HashMap::new(),
             roms: HashMap::new(),
             listing: None,
@@ -183,6 +187,13 @@ impl Explorer {
             served: Some(served),
             ..Self::default()
         }
+    }
+
+    /// Makes the next opens use the definition named `definition` (an
+    /// xmlid or a file name, as rom_info's note names them) when several
+    /// match a ROM; none restores the most specific match.
+    pub fn choose(&mut self, definition: Option<String>) {
+        self.choice = definition.filter(|d| !d.trim().is_empty());
     }
 
     /// Brings the served families up to date with the plugins loaded now:
@@ -333,19 +344,56 @@ impl Explorer {
             ));
         }
         matches.extend(by_size);
+        if let Some(wanted) = &self.choice {
+            let Some(at) = matches.iter().position(|(_, d)| names(d, wanted)) else {
+                return Err(Error::InvalidArgument(format!(
+                    "definition `{}` does not match this ROM; {}",
+                    plugin_kit::text::clip(wanted),
+                    if matches.is_empty() {
+                        "no definition does (see rom_info)".to_owned()
+                    } else {
+                        format!(
+                            "pass one of {}, or leave definition out",
+                            matches
+                                .iter()
+                                .map(|(_, d)| format!("\"{}\"", choice_name(d)))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
+                )));
+            };
+            let chosen = matches.remove(at);
+            matches.insert(0, chosen);
+        }
         if matches.len() > 1 {
             warnings.push(format!(
-                "{} definitions match this ROM ({}); using {}",
+                "{} definitions match this ROM ({}); using {}{}",
                 matches.len(),
                 matches
                     .iter()
-                    .map(|(family, d)| format!("{} ({family})", d.file.display()))
+                    .map(|(family, d)| format!(
+                        "\"{}\" in {} ({family})",
+                        choice_name(d),
+                        d.file.display()
+                    ))
                     .collect::<Vec<_>>()
                     .join(", "),
-                matches[0].1.file.display()
+                choice_name(&matches[0].1),
+                if self.choice.is_some() {
+                    " as asked".to_owned()
+                } else {
+                    format!(
+                        ", the most specific; pass definition: \"{}\" to use another",
+                        choice_name(&matches[1].1)
+                    )
+                }
             ));
         }
         let (format, definition) = matches.into_iter().next().unzip();
+        if let Some(d) = &definition {
+            warnings.extend(d.notes.iter().cloned());
+        }
         let layout = crate::image::Layout {
             base: crate::image::base_for(
                 definition.as_ref().and_then(|d| d.memmodel()),
@@ -576,6 +624,28 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, extensions: &[String], found: 
             found.files.push((path, Stamp::of(&meta)));
         }
     }
+}
+
+/// How a match is named to be chosen: its xmlid, else its file name.
+fn choice_name(d: &Definition) -> String {
+    d.romid
+        .xmlid
+        .clone()
+        .unwrap_or_else(|| crate::family::file_label(&d.file))
+}
+
+/// Whether `wanted` names `d`: its xmlid, file name or file stem, in any case.
+fn names(d: &Definition, wanted: &str) -> bool {
+    let wanted = wanted.trim();
+    let file = d.file.file_name().map(|n| n.to_string_lossy().into_owned());
+    [
+        d.romid.xmlid.clone(),
+        file,
+        Some(crate::family::file_label(&d.file)),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|n| n.eq_ignore_ascii_case(wanted))
 }
 
 /// Names the definition files no loaded family reads, and what to do.

@@ -644,12 +644,19 @@ pub fn list_tables(ex: &mut Explorer, cfg: &Config, args: &ListTables) -> Result
         }
     }
     if !def.unresolvable.is_empty() {
-        let names: Vec<String> = def
+        const SHOWN: usize = 10;
+        let mut names: Vec<String> = def
             .unresolvable
             .iter()
-            .take(10)
+            .take(SHOWN)
             .map(|(n, why)| format!("{n}: {why}"))
             .collect();
+        if def.unresolvable.len() > SHOWN {
+            names.push(format!(
+                "and {} more (unreadable_tables counts them all)",
+                def.unresolvable.len() - SHOWN
+            ));
+        }
         fm = fm
             .raw("unreadable_tables", def.unresolvable.len())
             .list("unreadable", &names);

@@ -76,26 +76,69 @@ impl Family for EcuFlash {
         for path in &matches {
             resolved.push(self.definition(dir, files, path)?);
         }
-        // A definition included by another match is the less specific one.
-        let keep: Vec<Arc<Definition>> = resolved
-            .iter()
-            .filter(|d| {
-                let id = d.romid.xmlid.as_deref();
-                !resolved.iter().any(|o| {
-                    !Arc::ptr_eq(o, d)
-                        && o.chain[..o.chain.len() - 1]
-                            .iter()
-                            .any(|c| Some(c.as_str()) == id)
-                })
+        // A definition included by another match is the less specific
+        // one (a MerpMod definition includes the stock one it shares the
+        // id with): it comes after, so it is named and can be chosen.
+        let included = |d: &Arc<Definition>| {
+            let id = d.romid.xmlid.as_deref();
+            resolved.iter().any(|o| {
+                !Arc::ptr_eq(o, d)
+                    && o.chain[..o.chain.len() - 1]
+                        .iter()
+                        .any(|c| Some(c.as_str()) == id)
             })
-            .cloned()
-            .collect();
+        };
+        let (mut keep, less): (Vec<_>, Vec<_>) =
+            resolved.iter().cloned().partition(|d| !included(d));
+        keep.extend(less);
         Ok(Recognition {
             matches: keep,
             tried,
             ..Recognition::default()
         })
     }
+}
+
+/// The candidate sharing the most leading folders with `from` (the first,
+/// in path order, among equals).
+fn nearest<'a>(from: &Path, candidates: &'a [PathBuf]) -> &'a Path {
+    let shared = |c: &Path| {
+        from.parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+            .zip(c.parent().into_iter().flat_map(|p| p.components()))
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let mut best = &candidates[0];
+    for c in &candidates[1..] {
+        if shared(c) > shared(best) {
+            best = c;
+        }
+    }
+    best
+}
+
+/// Says that several files carry an included xmlid, and which was used.
+fn include_conflict(
+    dir: &Path,
+    from: &Path,
+    include: &str,
+    candidates: &[PathBuf],
+    used: &Path,
+) -> String {
+    let shown = |p: &Path| p.strip_prefix(dir).unwrap_or(p).display().to_string();
+    let mut names: Vec<String> = candidates.iter().take(5).map(|p| shown(p)).collect();
+    if candidates.len() > 5 {
+        names.push(format!("and {} more", candidates.len() - 5));
+    }
+    format!(
+        "{} files have <xmlid>{include}</xmlid> ({}); {} includes {}, the one nearest it. Keep one copy, or keep each with the definitions it belongs to",
+        candidates.len(),
+        names.join(", "),
+        shown(from),
+        shown(used)
+    )
 }
 
 impl EcuFlash {
@@ -158,23 +201,25 @@ impl EcuFlash {
         {
             return Ok(cached.definition.clone());
         }
-        // Index every file by xmlid (and by file stem as a fallback).
-        let mut by_id: HashMap<String, PathBuf> = HashMap::new();
+        // Index every file by xmlid (and by file stem as a fallback): all
+        // of them, since folders hold several users' copies of one base.
+        let mut by_id: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for Listed { path, .. } in files {
             if let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path)
                 && let Some(x) = &id.xmlid
             {
-                by_id.entry(x.clone()).or_insert_with(|| path.clone());
+                by_id.entry(x.clone()).or_default().push(path.clone());
             }
         }
         for Listed { path, .. } in files {
             by_id
                 .entry(file_label(path))
-                .or_insert_with(|| path.clone());
+                .or_insert_with(|| vec![path.clone()]);
         }
         let mut order: Vec<PathBuf> = Vec::new();
         let mut stack: Vec<PathBuf> = Vec::new();
-        self.visit(dir, leaf, &by_id, &mut order, &mut stack)?;
+        let mut notes = Vec::new();
+        self.visit(dir, leaf, &by_id, &mut order, &mut stack, &mut notes)?;
         let raws: Vec<(PathBuf, Arc<RawDefinition>)> = order
             .iter()
             .map(|p| Ok((p.clone(), self.full(p)?)))
@@ -186,7 +231,9 @@ impl EcuFlash {
                 raw,
             })
             .collect();
-        let definition = Arc::new(merge(leaf.to_path_buf(), &chain_files));
+        let mut definition = merge(leaf.to_path_buf(), &chain_files);
+        definition.notes = notes;
+        let definition = Arc::new(definition);
         self.definitions.insert(
             leaf.to_path_buf(),
             CachedDefinition {
@@ -200,14 +247,19 @@ impl EcuFlash {
         Ok(definition)
     }
 
-    /// Depth-first include resolution: parents first, each file once.
+    /// Depth-first include resolution: parents first, each file once. An
+    /// xmlid several files carry resolves to the one nearest the including
+    /// file (beside it, else sharing the longest part of its folder), as a
+    /// user who keeps each car's definitions in its own folder expects;
+    /// `notes` says so.
     fn visit(
         &mut self,
         dir: &Path,
         path: &Path,
-        by_id: &HashMap<String, PathBuf>,
+        by_id: &HashMap<String, Vec<PathBuf>>,
         order: &mut Vec<PathBuf>,
         stack: &mut Vec<PathBuf>,
+        notes: &mut Vec<String>,
     ) -> Result<(), Error> {
         if order.iter().any(|p| p == path) {
             return Ok(());
@@ -223,14 +275,18 @@ impl EcuFlash {
         let raw = self.full(path)?;
         stack.push(path.to_path_buf());
         for include in &raw.includes {
-            let target = by_id.get(include).ok_or_else(|| Error::Definition {
+            let candidates = by_id.get(include).ok_or_else(|| Error::Definition {
                 file: path.into(),
                 message: format!(
                     "<include>{include}</include> not found: no file under {} has <xmlid>{include}</xmlid>; add the base definition to the directory",
                     dir.display()
                 ),
             })?;
-            self.visit(dir, &target.clone(), by_id, order, stack)?;
+            let target = nearest(path, candidates).to_path_buf();
+            if candidates.len() > 1 {
+                notes.push(include_conflict(dir, path, include, candidates, &target));
+            }
+            self.visit(dir, &target, by_id, order, stack, notes)?;
         }
         stack.pop();
         order.push(path.to_path_buf());
