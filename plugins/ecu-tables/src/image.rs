@@ -14,6 +14,8 @@ pub struct Layout {
     pub base: usize,
     /// `.srf` container: the bytes before and after the image.
     pub srf: Option<Srf>,
+    /// Intel HEX or S-record text: the records the image came from.
+    pub records: Option<crate::records::Records>,
 }
 
 /// The parts of an EcuFlash `.srf` file around the image.
@@ -38,6 +40,9 @@ impl Layout {
     /// dropped, the `.srf` chunks put back around the image.
     pub fn to_file(&self, view: &[u8]) -> Vec<u8> {
         let image = &view[self.base.min(view.len())..];
+        if let Some(records) = &self.records {
+            return records.to_file(image);
+        }
         match &self.srf {
             None => image.to_vec(),
             Some(srf) => {
@@ -53,6 +58,13 @@ impl Layout {
     /// Short description for rom_info, None for a plain image at 0.
     pub fn describe(&self) -> Option<String> {
         let mut parts = Vec::new();
+        if let Some(records) = &self.records {
+            parts.push(format!(
+                "{} file: the image is the bytes its records place (0x{:X} bytes from address 0, gaps read as 0xFF); patches are written back as the same records",
+                records.format.name(),
+                records.end
+            ));
+        }
         if let Some(srf) = &self.srf {
             parts.push(format!(
                 "EcuFlash .srf container: image at file offset {} (0x{:X})",
@@ -155,6 +167,7 @@ pub(crate) mod tests {
         assert_eq!(&file[start..start + len], &image[..]);
         let layout = Layout {
             base: 0,
+            records: None,
             srf: Some(Srf {
                 head: file[..start].to_vec(),
                 tail: file[start + len..].to_vec(),
@@ -190,7 +203,7 @@ pub(crate) mod tests {
         assert_eq!(base_for(Some("SH7058"), 0x10_0000), 0);
         let layout = Layout {
             base: 0x1_0000,
-            srf: None,
+            ..Layout::default()
         };
         let view = layout.view(&[1, 2, 3]);
         assert_eq!((view.len(), view[0x1_0000]), (0x1_0003, 1));

@@ -20,6 +20,7 @@ pub mod overlay;
 pub mod patch;
 pub mod printf;
 pub mod propose;
+pub mod records;
 pub mod romraider;
 pub mod sample;
 pub mod scaling;

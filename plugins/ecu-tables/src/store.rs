@@ -158,6 +158,7 @@ struct Listing {
     dir: PathBuf,
     extensions: Vec<String>,
     unread: Vec<(PathBuf, &'static str)>,
+    archives: Vec<PathBuf>,
     at: std::time::Instant,
     files: Vec<(PathBuf, Stamp)>,
 }
@@ -276,11 +277,16 @@ impl Explorer {
                 })
                 .collect());
         }
-        let Scan { files, unread } = scan(dir, &extensions)?;
+        let Scan {
+            files,
+            unread,
+            archives,
+        } = scan(dir, &extensions)?;
         self.listing = Some(Listing {
             dir: dir.to_owned(),
             extensions,
             unread,
+            archives,
             at: std::time::Instant::now(),
             files: files.clone(),
         });
@@ -298,9 +304,16 @@ impl Explorer {
             self.roms.remove(rom);
         }
         let file = self.load_rom(rom)?;
+        refuse_definition_as_rom(rom, &file)?;
+        let records = crate::records::parse(&file)
+            .map_err(|e| Error::rom_read(rom.into(), io::Error::other(e)))?;
         let (bytes, srf) = match crate::image::split_srf(rom, &file)
             .map_err(|e| Error::rom_read(rom.into(), io::Error::other(e)))?
         {
+            None if records.is_some() => (
+                Arc::new(records.as_ref().expect("checked").image(&file)),
+                None,
+            ),
             None => (file, None),
             Some((start, len)) => (
                 Arc::new(file[start..start + len].to_vec()),
@@ -333,6 +346,13 @@ impl Explorer {
             && !l.unread.is_empty()
         {
             warnings.push(unread_note(&l.unread));
+        }
+        if matches.is_empty()
+            && by_size.is_empty()
+            && let Some(l) = &self.listing
+            && !l.archives.is_empty()
+        {
+            warnings.push(archive_note(&l.archives));
         }
         if matches.is_empty()
             && let Some((family, d)) = by_size.first()
@@ -400,6 +420,7 @@ impl Explorer {
                 bytes.len(),
             ),
             srf,
+            records,
         };
         let bytes = if layout.base > 0 {
             Arc::new(layout.view(&bytes))
@@ -558,18 +579,24 @@ const OTHER_FORMATS: &[(&str, &str)] = &[
     ("kp", "WinOLS map pack"),
 ];
 
+/// Extensions of the archives definitions are shared in.
+const ARCHIVES: &[&str] = &["zip", "7z", "rar"];
+
 /// A walk of a definitions folder.
 struct Scan {
     /// Files some loaded family reads, sorted by path.
     files: Vec<(PathBuf, Stamp)>,
     /// Definition files of [`OTHER_FORMATS`] no loaded family reads.
     unread: Vec<(PathBuf, &'static str)>,
+    /// Archives (definitions are often shared zipped), which no family reads.
+    archives: Vec<PathBuf>,
 }
 
 fn scan(dir: &Path, extensions: &[String]) -> Result<Scan, Error> {
     let mut found = Scan {
         files: Vec::new(),
         unread: Vec::new(),
+        archives: Vec::new(),
     };
     let top = plugin_kit::paths::read_dir_entries(dir).map_err(|source| Error::DefinitionsDir {
         path: dir.into(),
@@ -604,6 +631,10 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, extensions: &[String], found: 
                 && found.unread.len() < MAX_UNREAD
             {
                 found.unread.push((path, format));
+            } else if ARCHIVES.contains(&extension.as_deref().unwrap_or(""))
+                && found.archives.len() < MAX_UNREAD
+            {
+                found.archives.push(path);
             }
             continue;
         }
@@ -626,6 +657,26 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, extensions: &[String], found: 
     }
 }
 
+/// Refuses a definition file given as the ROM, saying what it is and
+/// where it goes (a ROM image never starts with XML or A2L text).
+fn refuse_definition_as_rom(rom: &Path, file: &[u8]) -> Result<(), Error> {
+    let head = String::from_utf8_lossy(&file[..file.len().min(4096)]);
+    let start = head.trim_start_matches('\u{feff}').trim_start();
+    let format = if start.contains("<XDFFORMAT") {
+        "a TunerPro XDF definition"
+    } else if start.contains("ASAP2_VERSION") || start.contains("/begin PROJECT") {
+        "an ASAM A2L description"
+    } else if start.starts_with("<?xml") || start.starts_with("<rom") || start.starts_with("<!--") {
+        "a definition (XML) file"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidArgument(format!(
+        "{} is {format}, not a ROM image: pass the ROM (.bin, .hex, .srf) as rom, and keep definitions in the definitions folder (--definitions-path)",
+        plugin_kit::paths::shown(rom)
+    )))
+}
+
 /// How a match is named to be chosen: its xmlid, else its file name.
 fn choice_name(d: &Definition) -> String {
     d.romid
@@ -646,6 +697,30 @@ fn names(d: &Definition, wanted: &str) -> bool {
     .into_iter()
     .flatten()
     .any(|n| n.eq_ignore_ascii_case(wanted))
+}
+
+/// Names the archives in the definitions folder, and what to do.
+fn archive_note(archives: &[PathBuf]) -> String {
+    let mut names: Vec<String> = archives
+        .iter()
+        .take(5)
+        .map(|p| {
+            p.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    if archives.len() > 5 {
+        names.push(format!("and {} more", archives.len() - 5));
+    }
+    format!(
+        "the definitions folder holds {} archive{} ({}): definitions are read from files, not archives; unpack {} into the folder",
+        archives.len(),
+        if archives.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        if archives.len() == 1 { "it" } else { "them" }
+    )
 }
 
 /// Names the definition files no loaded family reads, and what to do.

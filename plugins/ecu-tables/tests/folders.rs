@@ -181,3 +181,132 @@ fn long_lists_of_unreadable_tables_say_how_many_more() {
     assert!(listed.contains("and 3 more"), "{listed}");
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_folder_holding_only_a_zip_says_to_unpack_it() {
+    let dir = scratch("zip");
+    let defs = dir.join("defs");
+    fs::create_dir(&defs).unwrap();
+    fs::write(defs.join("SubaruDefs-master.zip"), b"PK\x03\x04").unwrap();
+    let rom = image(&dir);
+    let cfg = Config::with_definitions(&defs);
+    let info = tools::rom_info(&mut Explorer::new(), &cfg, &rom).unwrap();
+    assert!(
+        info.contains("holds 1 archive (SubaruDefs-master.zip)") && info.contains("unpack it"),
+        "{info}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// `image` as Intel HEX: 16-byte data records under type-04 extensions.
+fn intel_hex(image: &[u8]) -> String {
+    let mut out = String::new();
+    let record = |kind: u8, address: u16, data: &[u8]| {
+        let mut bytes = vec![data.len() as u8, (address >> 8) as u8, address as u8, kind];
+        bytes.extend_from_slice(data);
+        let sum = bytes
+            .iter()
+            .fold(0u8, |s, b| s.wrapping_add(*b))
+            .wrapping_neg();
+        bytes.push(sum);
+        let hex: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+        format!(":{hex}\n")
+    };
+    for (i, chunk) in image.chunks(16).enumerate() {
+        let address = i * 16;
+        if address % 0x1_0000 == 0 {
+            out.push_str(&record(
+                4,
+                0,
+                &[(address >> 24) as u8, (address >> 16) as u8],
+            ));
+        }
+        out.push_str(&record(0, address as u16, chunk));
+    }
+    out.push_str(":00000001FF\n");
+    out
+}
+
+#[test]
+fn an_intel_hex_image_reads_and_is_patched_as_intel_hex() {
+    let dir = scratch("ihex");
+    let defs = dir.join("defs");
+    fs::create_dir(&defs).unwrap();
+    stock_and_merpmod(&defs);
+    fs::remove_file(defs.join("STOCK001_MeRpMoD.xml")).unwrap();
+    let mut rom = vec![0u8; 0x4000];
+    rom[0x2004..0x200C].copy_from_slice(b"STOCK001");
+    rom[0x100] = 7;
+    let path = dir.join("car.hex");
+    fs::write(&path, intel_hex(&rom)).unwrap();
+    let rom_s = path.to_string_lossy().into_owned();
+    let cfg = Config::with_definitions(&defs);
+    let mut ex = Explorer::new();
+    let info = tools::rom_info(&mut ex, &cfg, &rom_s).unwrap();
+    assert!(
+        info.contains("definition: STOCK001\n") && info.contains("Intel HEX file"),
+        "{info}"
+    );
+    let args = tools::PatchTable {
+        rom: rom_s.clone(),
+        table: "Idle".into(),
+        op: tools::OpKind::Set,
+        value: Some(9.0),
+        min: None,
+        max: None,
+        row: None,
+        col: None,
+        choice: None,
+        force: false,
+        rows_where: None,
+        cols_where: None,
+        cells: None,
+    };
+    tools::patch_table(&mut ex, &cfg, &args).unwrap();
+    let written = fs::read_to_string(&path).unwrap();
+    let mut expected = rom.clone();
+    expected[0x100] = 9;
+    assert_eq!(
+        written,
+        intel_hex(&expected),
+        "written back as the same records"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_definition_given_as_the_rom_is_named_for_what_it_is() {
+    let dir = scratch("def-as-rom");
+    let defs = dir.join("defs");
+    fs::create_dir(&defs).unwrap();
+    stock_and_merpmod(&defs);
+    let cfg = Config::with_definitions(&defs);
+    for (name, text, what) in [
+        (
+            "STOCK001.xml",
+            "<?xml version=\"1.0\"?><rom/>",
+            "a definition (XML) file",
+        ),
+        (
+            "m3.xdf",
+            "<XDFFORMAT version=\"1.50\">",
+            "a TunerPro XDF definition",
+        ),
+        (
+            "ecu.a2l",
+            "ASAP2_VERSION 1 71\n/begin PROJECT",
+            "an ASAM A2L description",
+        ),
+    ] {
+        let path = dir.join(name);
+        fs::write(&path, text).unwrap();
+        let err = tools::rom_info(&mut Explorer::new(), &cfg, &path.to_string_lossy())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(what) && err.contains("not a ROM image"),
+            "{err}"
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
