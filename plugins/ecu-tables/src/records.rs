@@ -218,7 +218,12 @@ impl Records {
                 Line::Other(text) => out.push_str(text),
                 Line::Data { head, address, len } => {
                     let data = &image[*address..address + len];
-                    let mut bytes = hex_bytes(&head[1..]).expect("checked when parsed");
+                    // The record's bytes after its `:` or `S` and type digit.
+                    let prefix = match self.format {
+                        Format::IntelHex => 1,
+                        Format::SRecord => 2,
+                    };
+                    let mut bytes = hex_bytes(&head[prefix..]).expect("checked when parsed");
                     bytes.extend_from_slice(data);
                     let sum = bytes.iter().fold(0u8, |s, b| s.wrapping_add(*b));
                     let check = match self.format {
