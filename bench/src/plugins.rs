@@ -279,7 +279,76 @@ pub async fn ecu(ctx: &Ctx, table: &mut Table) -> Result<()> {
     for set in &sets {
         ecu_set(ctx, table, set).await?;
     }
-    ecu_subarudefs(ctx, table).await
+    ecu_subarudefs(ctx, table).await?;
+    ecu_family(ctx, table).await
+}
+
+/// The seam's cost: the real MSS54 XDF read through the TunerPro XDF family
+/// component (a peer call per question, the file's bytes passed as a WIT
+/// list): the first rom_info on a fresh server, then warm read_table of
+/// one table, against the same warm read of a built-in family above.
+async fn ecu_family(ctx: &Ctx, table: &mut Table) -> Result<()> {
+    let xdf = e2e::repo().join("../shared/fixtures/realworld/ecu-families/tunerpro_xdf");
+    let first = "ecu-tables rom_info first call through the XDF family (MSS54, 754 KB XDF)";
+    let warm_name = "ecu-tables read_table warm through the XDF family (MSS54)";
+    let Ok(xdf) = xdf.canonicalize() else {
+        for b in [first, warm_name] {
+            table.skip(b, "ms", "", "../shared/fixtures/realworld absent".to_string());
+        }
+        return Ok(());
+    };
+    let dir = ctx.tmp.path().join("ecu-xdf");
+    std::fs::create_dir_all(&dir)?;
+    let rom = dir.join("mss54.bin");
+    std::fs::write(&rom, vec![0x11u8; 0x8000])?;
+    let mut extra: Vec<OsString> = vec!["--definitions-path".into(), xdf.into_os_string()];
+    extra.extend(allow(&dir, "ro"));
+    let args = serve_args(ctx, "ecu-xdf", &["ecu_tables", "tunerpro_xdf"], &extra)?;
+    let mut firsts = Vec::new();
+    let mut server = None;
+    for _ in 0..ECU_FIRSTS {
+        if let Some(s) = server.take() {
+            e2e::Server::stop(s).await;
+        }
+        let s = ctx.benchtop(&args).await?;
+        let (r, t) = timed(call_text(&s, "rom_info", json!({"rom": rom}))).await;
+        let text = r?;
+        anyhow::ensure!(text.contains("TunerPro XDF"), "rom_info did not match: {text}");
+        firsts.push(t);
+        server = Some(s);
+    }
+    let server = server.expect("at least one start");
+    let read = json!({"rom": rom, "table": "KF_TI_N_RF_VL"});
+    let mut warm = Vec::new();
+    for _ in 0..ECU_WARM {
+        let (r, t) = timed(call_text(&server, "read_table", read.clone())).await;
+        r?;
+        warm.push(t);
+    }
+    server.stop().await;
+    table.add(
+        first,
+        ms(Samples::new(firsts).median()),
+        2,
+        "ms",
+        Goal::Below(100.0),
+        ctx.note(format!(
+            "identify + resolve by peer calls, 586 tables converted; fresh server each, median of {ECU_FIRSTS}"
+        )),
+    );
+    let warm = Samples::new(warm);
+    table.add(
+        warm_name,
+        ms(warm.median()),
+        3,
+        "ms",
+        Goal::Below(2.0),
+        ctx.note(format!(
+            "18x3 map; median of {ECU_WARM}, p99 {:.3} ms; MCP round trip included",
+            ms(warm.pct(99.0))
+        )),
+    );
+    Ok(())
 }
 
 /// The first rom_info with the whole SubaruDefs tree (333 files) as the

@@ -125,10 +125,13 @@ pub fn first_party() -> Vec<Box<dyn Family>> {
 
 /// Bytes of a definitions file read to tell its family, which are also
 /// what ECUFlash reads its `<romid>` from: the id sits in the first few
-/// hundred bytes of real definitions (RomRaider's first element after a
-/// disclaimer of up to 2 KiB), and reading all of a 333-file tree (7.5 MB,
-/// every read a host call in the sandbox) was most of the first rom_info.
-pub const SNIFF_BYTES: usize = 16 * 1024;
+/// hundred bytes of real definitions (every `</romid>` of the 333-file
+/// SubaruDefs tree ends by byte 1,850; RomRaider's first element follows a
+/// disclaimer of up to 2 KiB), and reading more of a large tree (16 KiB
+/// heads were 5.3 MB, every read a host call in the sandbox) was most of
+/// the first rom_info. A romid past the head is still read, from the whole
+/// file.
+pub const SNIFF_BYTES: usize = 4 * 1024;
 
 /// The first `len` bytes of the file at `path` (fewer when it is shorter).
 pub(crate) fn read_head(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
