@@ -669,6 +669,38 @@ mod tests {
         assert!(m.dos.unsupported.is_empty(), "{:?}", m.dos.unsupported);
     }
 
+    /// Issue 38 item 6: `ls`, `wc FILE` and `cat FILE` said "Unable to
+    /// access FILE": FindFirst/FindNext always failed. This program is a
+    /// small `ls *.TXT`: it prints each name the search finds, then exits
+    /// with the error that ended the search.
+    #[test]
+    fn a_program_lists_files_with_find_first_and_next() {
+        let code = [
+            0xB4, 0x1A, 0xBA, 0x00, 0x02, 0xCD, 0x21, // set DTA 200h
+            0xB4, 0x4E, 0x31, 0xC9, 0xBA, 0x32, 0x01, 0xCD, 0x21, // find first *.TXT, CX=0
+            0x72, 0x1C, // jc done
+            0xBE, 0x1E, 0x02, // next: mov si,21Eh (the name)
+            0xAC, 0x08, 0xC0, 0x74, 0x08, // name: lodsb; or al,al; jz eol
+            0x88, 0xC2, 0xB4, 0x02, 0xCD, 0x21, 0xEB, 0xF3, // print it; jmp name
+            0xB2, 0x20, 0xB4, 0x02, 0xCD, 0x21, // eol: print ' '
+            0xB4, 0x4F, 0xCD, 0x21, 0x73, 0xE4, // find next; jnc next
+            0xB4, 0x4C, 0xCD, 0x21, // done: exit with AL (the error)
+            b'*', b'.', b'T', b'X', b'T', 0,
+        ];
+        let dir = std::env::temp_dir().join(format!("x86-dos-ls-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for n in ["b.txt", "A.TXT", "NOTES.DOC", "a-very-long-name.txt"] {
+            std::fs::write(dir.join(n), n).unwrap();
+        }
+        let mut m = Machine::load(1, &dir.join("LS.COM"), &code, "", Model::I80186, false).unwrap();
+        let (_, r) = m.run(100_000, &mut |_, _| true).unwrap();
+        assert_eq!(r, StopReason::Exited(18), "no more files");
+        assert_eq!(m.dos.stdout.contents(), b"A.TXT B.TXT ");
+        assert!(m.dos.unsupported.is_empty(), "{:?}", m.dos.unsupported);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn switch_char_parse_filename_and_default_fcbs() {
         let code = [

@@ -1145,6 +1145,9 @@ impl Session {
                 m.dos.limits.file_bytes >> 20
             ));
         }
+        if let Some(n) = &m.dos.search_note {
+            notes.push(n.clone());
+        }
         let counts = |it: &mut dyn Iterator<Item = (String, u64)>| -> Vec<ServiceCount> {
             it.map(|(service, calls)| ServiceCount { service, calls })
                 .collect()
@@ -1280,6 +1283,9 @@ fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunRe
             "{} more bytes; x86_read_console with offset {end}",
             out.total() - end
         ));
+    }
+    if let Some(n) = &m.dos.search_note {
+        notes.push(n.clone());
     }
     match reason {
         StopReason::TimeLimit => notes.push(format!(
@@ -1648,6 +1654,34 @@ mod tests {
         assert_eq!(
             s.run(None, None, &mut |_, _| true).unwrap_err().code,
             "NOT_RUNNABLE"
+        );
+    }
+
+    /// Issue 38: a service the program calls that this DOS does not
+    /// perform, a whole function or one subfunction, is listed with its
+    /// count by both x86_run and x86_read_console.
+    #[test]
+    fn unsupported_services_are_reported_with_counts() {
+        let mut s = session_with(&[
+            0xB4, 0x3B, 0xCD, 0x21, // AH=3Bh (chdir)
+            0xB4, 0x3B, 0xCD, 0x21, //
+            0xB8, 0x01, 0x44, 0xBB, 0x01, 0x00, 0xCD, 0x21, // AX=4401h, BX=1
+            0xB8, 0x00, 0x63, 0xCD, 0x21, // AX=6300h (performed)
+            0xB8, 0x00, 0x4C, 0xCD, 0x21, // exit 0
+        ]);
+        let v: Value = serde_json::to_value(s.run(None, None, &mut |_, _| true).unwrap()).unwrap();
+        assert_eq!(v["exit_code"], 0);
+        assert_eq!(
+            v["unsupported_services"],
+            serde_json::json!(["INT 21h AH=3Bh x2", "INT 21h AX=4401h x1"])
+        );
+        let c: Value = serde_json::to_value(s.read_console(None, None, None).unwrap()).unwrap();
+        assert_eq!(
+            c["unsupported_services"],
+            serde_json::json!([
+                {"service": "INT 21h AH=3Bh", "calls": 2},
+                {"service": "INT 21h AX=4401h", "calls": 1}
+            ])
         );
     }
 

@@ -121,12 +121,7 @@ impl Dos {
                 _ => cpu.flags |= ZF,
             },
             0x02 | 0x12 => cpu.regs[AX] &= 0xFF00,
-            ah => {
-                *self
-                    .unsupported
-                    .entry(format!("INT 16h AH={ah:02X}h"))
-                    .or_default() += 1
-            }
+            ah => self.unsupported_call(format!("INT 16h AH={ah:02X}h")),
         }
         Flow::Continue
     }
@@ -164,12 +159,7 @@ impl Dos {
                 cpu.regs[BX] &= 0x00FF;
             }
             0x01 | 0x05 | 0x06 | 0x07 | 0x08 | 0x0B | 0x10 | 0x11 | 0x12 => {}
-            _ => {
-                *self
-                    .unsupported
-                    .entry(format!("INT 10h AH={ah:02X}h"))
-                    .or_default() += 1
-            }
+            _ => self.unsupported_call(format!("INT 10h AH={ah:02X}h")),
         }
     }
 }

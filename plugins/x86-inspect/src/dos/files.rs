@@ -31,19 +31,12 @@ impl Dos {
             match comp {
                 Component::Normal(c) => {
                     let name = c.to_string_lossy().to_string();
-                    // Every entry, even while the directory changes.
-                    let found = plugin_kit::paths::read_dir_entries(&out)
-                        .ok()
-                        .and_then(|rd| {
-                            rd.into_iter()
-                                .map(|e| e.file_name().to_string_lossy().to_string())
-                                .find(|n| n.eq_ignore_ascii_case(&name))
-                        });
+                    let found = entry_named(&out, &name);
                     out.push(found.unwrap_or_else(|| name.to_uppercase()));
                     // DOS has no links, and a link (`UP -> ..`) would lead
                     // out of drive C:; every component must be a plain
                     // file or directory.
-                    if std::fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
+                    if is_link(&out) {
                         return Err(5);
                     }
                     depth += 1;
@@ -303,6 +296,39 @@ pub fn split_redirections(tail: &str) -> Result<Redirections, String> {
     }
     r.tail = r.tail.trim_end().to_string();
     Ok(r)
+}
+
+/// The entry of `dir` a DOS name reaches: the first, in the order of
+/// [`plugin_kit::paths::read_dir_entries`] (by host name), whose name equals
+/// `name` ignoring ASCII case. Directory searches list exactly these
+/// entries, so a name a search finds opens the same file.
+pub(super) fn entry_named(dir: &Path, name: &str) -> Option<String> {
+    // Every entry, even while the directory changes.
+    plugin_kit::paths::read_dir_entries(dir)
+        .ok()
+        .and_then(|rd| {
+            rd.into_iter()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .find(|n| n.eq_ignore_ascii_case(name))
+        })
+}
+
+/// Whether `p` is a symbolic link (which DOS file services refuse).
+pub(super) fn is_link(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// The DOS attribute byte of a host file or directory: directory (10h),
+/// or archive (20h) plus read-only (01h) when the host file is read-only.
+/// Hidden and system have no host counterpart.
+pub(super) fn dos_attributes(meta: &std::fs::Metadata) -> u8 {
+    if meta.is_dir() {
+        0x10
+    } else if meta.permissions().readonly() {
+        0x21
+    } else {
+        0x20
+    }
 }
 
 /// A pipe, device or socket: opening one could block the emulator (and the

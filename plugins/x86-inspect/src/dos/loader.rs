@@ -26,6 +26,7 @@ impl Dos {
             cpu.wb(Cpu::lin(STUB_SEGMENT, n), 0xCF);
         }
         cpu.services = true;
+        search::init_dos_data(cpu);
         // BIOS data area.
         cpu.write_word(0x40, 0x10, 0x0021); // equipment: 80x25 colour, 1 floppy
         cpu.write_word(0x40, 0x13, 640);

@@ -13,6 +13,7 @@ mod console;
 mod fcb;
 mod files;
 mod loader;
+mod search;
 mod snapshot;
 
 pub use console::keyboard_text;
@@ -33,15 +34,34 @@ pub const MEMORY_TOP: u16 = 0xA000;
 pub const SNAPSHOT_PATH_MAX: usize = 4096;
 /// Longest FCB search name a snapshot keeps (an 8.3 name needs 12).
 const FCB_NAME_MAX: usize = 256;
-/// Longest unsupported-service name: `INT 21h AH=4Ch` is 14 bytes.
+/// Longest unsupported-service name: `INT 21h AX=4401h` is 16 bytes.
 const SERVICE_NAME_MAX: usize = 16;
+/// INT 21h functions this DOS performs for some subfunctions (AL) only;
+/// an unsupported subfunction is recorded by AX, as `INT 21h AX=4401h`.
+const SUBFUNCTION_SERVICES: [u8; 7] = [0x33, 0x37, 0x42, 0x43, 0x44, 0x58, 0x63];
 /// Distinct unsupported services there can be: AH 00h-FFh of INT 10h, 16h
-/// and 21h (the only services that record one).
-const MAX_UNSUPPORTED_SERVICES: usize = 3 * 256;
+/// and 21h (the only services that record one), and AL 00h-FFh of each of
+/// [`SUBFUNCTION_SERVICES`]. The names are made from these numbers only,
+/// so the record is bounded by construction.
+const MAX_UNSUPPORTED_SERVICES: usize = 3 * 256 + SUBFUNCTION_SERVICES.len() * 256;
 
 /// Whether `name` is one the services record: `INT 10h AH=0Fh` and the
-/// like, with the interrupt 10h, 16h or 21h and AH two uppercase hex digits.
+/// like, with the interrupt 10h, 16h or 21h and AH two uppercase hex
+/// digits, or `INT 21h AX=4401h` for a function of
+/// [`SUBFUNCTION_SERVICES`].
 fn is_service_name(name: &str) -> bool {
+    let hex = |b: &[u8]| {
+        b.iter()
+            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(c))
+    };
+    if let Some(rest) = name.strip_prefix("INT 21h AX=") {
+        let b = rest.as_bytes();
+        return b.len() == 5
+            && b[4] == b'h'
+            && hex(&b[..4])
+            && u8::from_str_radix(&rest[..2], 16)
+                .is_ok_and(|ah| SUBFUNCTION_SERVICES.contains(&ah));
+    }
     let Some(rest) = ["INT 10h AH=", "INT 16h AH=", "INT 21h AH="]
         .iter()
         .find_map(|p| name.strip_prefix(p))
@@ -49,11 +69,7 @@ fn is_service_name(name: &str) -> bool {
         return false;
     };
     let b = rest.as_bytes();
-    b.len() == 3
-        && b[2] == b'h'
-        && b[..2]
-            .iter()
-            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(c))
+    b.len() == 3 && b[2] == b'h' && hex(&b[..2])
 }
 
 /// Why a program could not be loaded.
@@ -196,6 +212,12 @@ pub struct Dos {
     /// Names still to report by FCB find-next (AH=12h), last first.
     fcb_search: Vec<String>,
     cursor: (u8, u8),
+    /// The directory listing searches (AH=4Eh/4Fh) last read, while the
+    /// directory is unchanged. Not in snapshots: it is read again.
+    search_cache: Option<search::Listing>,
+    /// What the last directory search that left something out left out,
+    /// for the console's note. Not in snapshots.
+    pub search_note: Option<String>,
 }
 
 impl Dos {
@@ -254,7 +276,21 @@ impl Dos {
             fcb_files: Vec::new(),
             fcb_search: Vec::new(),
             cursor: (0, 0),
+            search_cache: None,
+            search_note: None,
         }
+    }
+
+    /// Counts a call of a service this DOS does not perform (named as
+    /// [`is_service_name`] accepts), for `unsupported_services`.
+    pub(super) fn unsupported_call(&mut self, name: String) {
+        debug_assert!(is_service_name(&name), "{name}");
+        *self.unsupported.entry(name).or_default() += 1;
+    }
+
+    /// Records INT 21h function `ah` with subfunction `al` as unsupported.
+    fn unsupported_subfunction(&mut self, ah: u8, al: u8) {
+        self.unsupported_call(format!("INT 21h AX={ah:02X}{al:02X}h"));
     }
 
     /// Performs interrupt `n` natively. Errors are never host errors: DOS
@@ -317,6 +353,15 @@ impl Dos {
         let al = cpu.regs[AX] as u8;
         *self.int21_calls.entry(ah).or_default() += 1;
         let (ds, dx) = (cpu.sregs[DS], cpu.regs[DX]);
+        // Calls that add, remove or rename directory entries: a search's
+        // listing is read again (the directory's time may be too coarse
+        // to show a change made within the same second).
+        if matches!(
+            ah,
+            0x13 | 0x16 | 0x17 | 0x39 | 0x3A | 0x3C | 0x41 | 0x56 | 0x5B | 0x6C
+        ) {
+            self.search_cache = None;
+        }
         match ah {
             0x00 => return Flow::Exit(0),
             0x01 | 0x07 | 0x08 => {
@@ -427,8 +472,14 @@ impl Dos {
                 cpu.regs[BX] = 0;
                 cpu.regs[CX] = 0;
             }
-            0x33 => {
+            // Get (AL=0) and set (AL=1) Ctrl-Break checking: there is no
+            // Ctrl-Break here, so it is always off.
+            0x33 if al <= 1 => {
                 cpu.regs[DX] &= 0xFF00;
+            }
+            0x33 => {
+                self.unsupported_subfunction(ah, al);
+                cpu.regs[AX] |= 0x00FF;
             }
             0x35 => {
                 cpu.regs[BX] = cpu.read_word(0, al as u16 * 4);
@@ -539,6 +590,10 @@ impl Dos {
                     },
                 }
             }
+            0x42 if al > 2 => {
+                self.unsupported_subfunction(ah, al);
+                dos_err(cpu, 1);
+            }
             0x42 => {
                 let h = cpu.regs[BX] as usize;
                 let off = ((cpu.regs[CX] as u32) << 16 | dx as u32) as i32 as i64;
@@ -566,16 +621,27 @@ impl Dos {
                     _ => dos_err(cpu, 6),
                 }
             }
-            0x43 => {
+            0x43 if al <= 1 => {
                 let name = Self::read_asciiz(cpu, ds, dx);
-                match self.host_path(&name) {
+                match self.host_path(&name).map(std::fs::metadata) {
                     Err(e) => dos_err(cpu, e),
-                    Ok(p) if p.exists() => {
-                        cpu.regs[CX] = if p.is_dir() { 0x10 } else { 0x20 };
+                    Ok(Ok(meta)) if al == 0 => {
+                        cpu.regs[CX] = files::dos_attributes(&meta) as u16;
                         dos_ok(cpu);
                     }
-                    Ok(_) => dos_err(cpu, 2),
+                    // Setting attributes: the host keeps none of them, so
+                    // the call succeeds as DOS's would and is listed as
+                    // not performed.
+                    Ok(Ok(_)) => {
+                        self.unsupported_subfunction(ah, al);
+                        dos_ok(cpu);
+                    }
+                    Ok(Err(_)) => dos_err(cpu, 2),
                 }
+            }
+            0x43 => {
+                self.unsupported_subfunction(ah, al);
+                dos_err(cpu, 1);
             }
             0x44 => {
                 let h = cpu.regs[BX] as usize;
@@ -589,7 +655,10 @@ impl Dos {
                         dos_ok(cpu);
                     }
                     (0, _) => dos_err(cpu, 6),
-                    _ => dos_err(cpu, 1),
+                    _ => {
+                        self.unsupported_subfunction(ah, al);
+                        dos_err(cpu, 1);
+                    }
                 }
             }
             0x45 => {
@@ -648,7 +717,16 @@ impl Dos {
                 return Flow::Exit(al);
             }
             0x4D => cpu.regs[AX] = self.return_code as u16,
-            0x4E | 0x4F => dos_err(cpu, 18),
+            0x4E => self.find_first(cpu),
+            0x4F => self.find_next(cpu),
+            0x60 => self.truename(cpu),
+            0x63 if al == 0 => Self::dbcs_table(cpu),
+            // Interim console flag (Far East DOS): US MS-DOS 3.30 sets
+            // AL=0 and returns.
+            0x63 => {
+                self.unsupported_subfunction(ah, al);
+                cpu.regs[AX] &= 0xFF00;
+            }
             0x0F..=0x17 | 0x21..=0x24 | 0x27 | 0x28 => {
                 self.fcb_service(ah, cpu);
             }
@@ -664,20 +742,29 @@ impl Dos {
                     cpu.regs[AX] &= 0xFF00;
                 }
                 0x01 | 0x03 => cpu.regs[AX] &= 0xFF00,
-                _ => cpu.regs[AX] |= 0x00FF,
+                _ => {
+                    self.unsupported_subfunction(ah, al);
+                    cpu.regs[AX] |= 0x00FF;
+                }
             },
             0x50 => self.psp = cpu.regs[BX],
             0x51 | 0x62 => cpu.regs[BX] = self.psp,
             0x54 => cpu.regs[AX] &= 0xFF00,
-            0x58 => {
+            // Allocation strategy: get, or set first fit (the only one the
+            // allocator has; another is accepted and listed as not kept).
+            0x58 if al <= 1 => {
+                if al == 1 && cpu.regs[BX] != 0 {
+                    self.unsupported_subfunction(ah, al);
+                }
                 cpu.regs[AX] = 0;
                 dos_ok(cpu);
             }
+            0x58 => {
+                self.unsupported_subfunction(ah, al);
+                dos_err(cpu, 1);
+            }
             _ => {
-                *self
-                    .unsupported
-                    .entry(format!("INT 21h AH={ah:02X}h"))
-                    .or_default() += 1;
+                self.unsupported_call(format!("INT 21h AH={ah:02X}h"));
                 dos_err(cpu, 1);
             }
         }
@@ -903,15 +990,28 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("not `INT nnh AH=nnh`"), "{e}");
         let e = restore_with_services(&|p| {
-            p.extend_from_slice(&800u16.to_le_bytes());
-            for _ in 0..800 {
+            p.extend_from_slice(&2600u16.to_le_bytes());
+            for _ in 0..2600 {
                 service(p, b"INT 21h AH=99h");
             }
         })
         .map(|_| ())
         .unwrap_err();
-        assert!(e.contains("800 unsupported services, over the 768"), "{e}");
+        assert!(
+            e.contains("2600 unsupported services, over the 2560"),
+            "{e}"
+        );
         assert!(is_service_name("INT 10h AH=0Fh") && !is_service_name("INT 10h AH=0fh"));
+        // Subfunctions of the INT 21h functions performed in part.
+        let d = restore_with_services(&|p| {
+            p.extend_from_slice(&1u16.to_le_bytes());
+            service(p, b"INT 21h AX=4401h");
+        })
+        .unwrap();
+        assert_eq!(d.unsupported.get("INT 21h AX=4401h"), Some(&1));
+        for name in ["INT 21h AX=4501h", "INT 10h AX=4401h", "INT 21h AX=440h"] {
+            assert!(!is_service_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -127,11 +127,15 @@ impl Dos {
             int21_calls.insert(r.u8("INT 21h counts")?, r.u64("INT 21h counts")?);
         }
         // Shown in full by x86_read_console and x86_run: only what the
-        // services can record (one name per interrupt and AH).
+        // services can record (one name per interrupt and AH, or per AX
+        // of an INT 21h function performed for some subfunctions).
         let n = r.u16("unsupported services")? as usize;
         if n > MAX_UNSUPPORTED_SERVICES {
             return Err(format!(
-                "{n} unsupported services, over the {MAX_UNSUPPORTED_SERVICES} there are (INT 10h, 16h and 21h, 256 AH values each)"
+                "{n} unsupported services, over the {MAX_UNSUPPORTED_SERVICES} there are (256 AH values each of INT 10h, 16h and 21h, and 256 AL values each of INT 21h AH={})",
+                SUBFUNCTION_SERVICES
+                    .map(|ah| format!("{ah:02X}h"))
+                    .join("/")
             ));
         }
         let mut unsupported = BTreeMap::new();
@@ -139,7 +143,7 @@ impl Dos {
             let name = r.str("unsupported services", SERVICE_NAME_MAX)?;
             if !is_service_name(&name) {
                 return Err(format!(
-                    "unsupported service {i} is named {name:?}, not `INT nnh AH=nnh` (10h, 16h or 21h)"
+                    "unsupported service {i} is named {name:?}, not `INT nnh AH=nnh` (10h, 16h or 21h) or `INT 21h AX=nnnnh`"
                 ));
             }
             unsupported.insert(name, r.u64("unsupported services")?);
@@ -200,6 +204,8 @@ impl Dos {
             fcb_files: (0..fcbs.min(fcb::MAX_FCB_FILES)).map(|_| None).collect(),
             fcb_search,
             cursor,
+            search_cache: None,
+            search_note: None,
         };
         Ok((dos, stored_root))
     }
