@@ -529,7 +529,8 @@ async fn a_snapshot_restores_into_a_session_that_steps_identically() {
         .ok("cp1600_snapshot", json!({"session_id": "orig"}))
         .await;
     let text = snap["snapshot"].as_str().unwrap().to_owned();
-    assert_eq!(snap["format_version"], 1);
+    // Version 2 carries the STIC registers (version 1 still restores).
+    assert_eq!(snap["format_version"], 2);
     // The size in bytes, and the tool says the text is for restoring.
     assert_eq!(snap["bytes"], text.len());
     let doc = cp.server.tool_description("cp1600_snapshot").await;

@@ -415,6 +415,7 @@ impl From<r::RomLoaded> for wit::RomLoaded {
             grom: v.grom,
             cfg_vars: v.cfg_vars.map(all),
             jlp: v.jlp,
+            warnings: v.warnings,
         }
     }
 }
@@ -596,6 +597,7 @@ impl From<Region> for wit::RegionKind {
             Region::Rom => Self::Rom,
             Region::Ram8 => Self::Ram8,
             Region::Ram16 => Self::Ram16,
+            Region::Stic => Self::Stic,
         }
     }
 }

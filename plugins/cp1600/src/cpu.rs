@@ -214,10 +214,11 @@ impl Cpu {
     pub fn exec(&mut self) -> u32 {
         let word = self.fetch();
         // Unmapped words read $FFFF, and real opcodes are 10 bits, so only
-        // a word with high bits set can be a fetch from nowhere.
+        // a word with high bits set can be a fetch from nowhere. STIC
+        // registers read $3xxx: running them is a jump gone astray too.
         if word > 0x3FF && self.checks {
             let pc = self.st.r[7].wrapping_sub(1);
-            if self.mem.region(pc) == Region::Unmapped {
+            if matches!(self.mem.region(pc), Region::Unmapped | Region::Stic) {
                 let d = self.st.d;
                 return self.refuse(pc, d, Fault::Unmapped { pc });
             }
@@ -590,6 +591,23 @@ mod tests {
         cpu.step();
         assert!(cpu.st.halted);
         assert_eq!(cpu.st.r[7], 0x5004);
+    }
+
+    /// Issue 38 item 14 through the CPU: `MVI $0021,R0` (the mode
+    /// register) gives jzIntv's $3FFF, not the $FFFF of an unmapped word;
+    /// `MVO R1,$0028` then `MVI $0028,R2` gives the colour in bits 0-3.
+    #[test]
+    fn stic_reads_give_the_bits_the_stic_drives() {
+        // MVI $0021,R0 ; MVII #$1235,R1 ; MVO R1,$0028 ; MVI $0028,R2 ; HLT
+        let mut cpu = cpu_with(&[
+            0x0280, 0x0021, 0x02B9, 0x1235, 0x0241, 0x0028, 0x0282, 0x0028, 0x0000,
+        ]);
+        cpu.step();
+        assert_eq!(cpu.st.r[0], 0x3FFF);
+        cpu.step();
+        cpu.step();
+        cpu.step();
+        assert_eq!(cpu.st.r[2], 0x3FF5);
     }
 
     #[test]

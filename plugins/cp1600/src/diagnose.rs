@@ -19,6 +19,7 @@ fn place(m: &Machine, addr: u16) -> String {
     match (m.cpu.mem.region(addr), cart::area_name(addr)) {
         (Region::Unmapped, Some(area)) => format!("${addr:04X} ({area}, not loaded here)"),
         (Region::Unmapped, None) => format!("${addr:04X}, where nothing is mapped"),
+        (Region::Stic, Some(area)) => format!("${addr:04X} ({area}, not code)"),
         (r, _) => format!("${addr:04X} ({})", r.name()),
     }
 }

@@ -3,7 +3,17 @@
 //! Reads are a single array load: unmapped words hold `$FFFF` and are never
 //! written, and 8-bit RAM never holds more than 8 bits. Writes go through a
 //! per-word mask (0 for ROM and unmapped words, `$00FF` for 8-bit RAM,
-//! `$FFFF` for 16-bit RAM), so the hot path has no branch on the region.
+//! `$FFFF` for 16-bit RAM, the register's writable bits for the STIC), so
+//! the hot path has no branch on the region.
+//!
+//! The STIC's registers ($0000-$003F) read as jzIntv reads them (its
+//! `stic.c` register masks): the STIC drives only bits 0-13, so bits 14 and
+//! 15 read 0; in bits 0-13 a register keeps the bits it implements and
+//! reads 1 in the others. A register's fixed bits are in the stored word
+//! from the start and outside its write mask, so the plain masked write
+//! keeps them. Not emulated: the STIC's bus windows (jzIntv drops accesses
+//! outside vertical blank and then reads `addr & $000E`), its collision
+//! detection and the display, so a register holds what was last written.
 
 /// Number of addressable words.
 pub const WORDS: usize = 0x1_0000;
@@ -15,6 +25,42 @@ pub const UNMAPPED_READ: u16 = 0xFFFF;
 pub const RAM8: (u16, u16) = (0x0100, 0x01EF);
 /// 16-bit system RAM (BACKTAB and the stack).
 pub const RAM16: (u16, u16) = (0x0200, 0x035F);
+/// The STIC's control registers.
+pub const STIC: (u16, u16) = (0x0000, 0x003F);
+
+/// A STIC register's bits as jzIntv models them: `(writable, ones)`, the
+/// bits that keep what the CPU writes and the bits that always read 1.
+/// Every other bit (14 and 15 always) reads 0.
+pub fn stic_bits(addr: u16) -> (u16, u16) {
+    match addr {
+        // MOB X: position, interaction, visibility, double width.
+        0x00..=0x07 => (0x07FF, 0x3800),
+        // MOB Y: position, double/quad height, flips, double resolution.
+        0x08..=0x0F => (0x0FFF, 0x3000),
+        // MOB attributes: card, colour, priority.
+        0x10..=0x17 => (0x3FFF, 0x0000),
+        // MOB collisions: MOB n never collides with itself, so bit n reads 0.
+        0x18..=0x1F => (0x03FF & !(1 << (addr - 0x18)), 0x3C00),
+        // Colour stack and border colour: one 4-bit colour.
+        0x28..=0x2C => (0x000F, 0x3FF0),
+        // Horizontal and vertical delay: 3 bits.
+        0x30 | 0x31 => (0x0007, 0x3FF8),
+        // Border extension (top, left): 2 bits.
+        0x32 => (0x0003, 0x3FFC),
+        // Display enable ($20), mode select ($21) and the unimplemented
+        // addresses: nothing kept, every driven bit reads 1.
+        _ => (0x0000, 0x3FFF),
+    }
+}
+
+/// What a STIC register reads after power-on or reset: jzIntv writes
+/// $FFFF to each (its default without `--rand-mem`), so all its bits are
+/// set but bits 14-15 and a collision register's own bit: $3FFF, or
+/// $3FFE-$3F7F for the collision registers.
+pub fn stic_reset_value(addr: u16) -> u16 {
+    let (writable, ones) = stic_bits(addr);
+    writable | ones
+}
 
 /// What sits behind one address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +74,9 @@ pub enum Region {
     Ram8 = 2,
     /// 16-bit RAM.
     Ram16 = 3,
+    /// A STIC register: keeps its writable bits, reads fixed values in the
+    /// others (see [`stic_bits`]).
+    Stic = 4,
 }
 
 impl Region {
@@ -38,14 +87,19 @@ impl Region {
             Region::Rom => "rom",
             Region::Ram8 => "ram8",
             Region::Ram16 => "ram16",
+            Region::Stic => "stic",
         }
     }
 
-    fn write_mask(self) -> u16 {
+    /// The write mask and the initial word of `addr` mapped as this region:
+    /// RAM starts cleared, ROM and unmapped words read `$FFFF` until
+    /// loaded, a STIC register holds its power-on value.
+    fn word_init(self, addr: u16) -> (u16, u16) {
         match self {
-            Region::Unmapped | Region::Rom => 0,
-            Region::Ram8 => 0x00FF,
-            Region::Ram16 => 0xFFFF,
+            Region::Unmapped | Region::Rom => (0, UNMAPPED_READ),
+            Region::Ram8 => (0x00FF, 0),
+            Region::Ram16 => (0xFFFF, 0),
+            Region::Stic => (stic_bits(addr).0, stic_reset_value(addr)),
         }
     }
 }
@@ -76,7 +130,8 @@ impl Default for Memory {
 }
 
 impl Memory {
-    /// The standard map: both RAMs cleared, everything else unmapped.
+    /// The standard map: both RAMs cleared, the STIC registers at their
+    /// power-on values, everything else unmapped.
     pub fn new() -> Self {
         let mut m = Memory {
             data: boxed(UNMAPPED_READ),
@@ -86,33 +141,41 @@ impl Memory {
         };
         m.map_range(RAM8.0, RAM8.1, Region::Ram8);
         m.map_range(RAM16.0, RAM16.1, Region::Ram16);
+        m.map_range(STIC.0, STIC.1, Region::Stic);
         m
     }
 
     /// Maps `lo..=hi` as `region`; RAM starts cleared, ROM and unmapped
-    /// words read `$FFFF` until loaded.
+    /// words read `$FFFF` until loaded, STIC registers (meaningful only in
+    /// [`STIC`]) hold their power-on values.
     pub fn map_range(&mut self, lo: u16, hi: u16, region: Region) {
-        let fill = match region {
-            Region::Ram8 | Region::Ram16 => 0,
-            Region::Rom | Region::Unmapped => UNMAPPED_READ,
-        };
-        for a in lo as usize..=hi as usize {
-            self.region[a] = region;
-            self.wmask[a] = region.write_mask();
-            self.data[a] = fill;
+        for a in lo..=hi {
+            let (wmask, fill) = region.word_init(a);
+            self.region[a as usize] = region;
+            self.wmask[a as usize] = wmask;
+            self.data[a as usize] = fill;
         }
     }
 
-    /// Clears every RAM word (ROM contents stay).
+    /// A reset: clears every RAM word and puts the STIC registers back to
+    /// their power-on values, as jzIntv's reset does (ROM contents stay).
+    /// STIC addresses left unmapped (an image's ROM there was removed) get
+    /// their registers back.
     pub fn clear_ram(&mut self) {
         for a in 0..WORDS {
             if matches!(self.region[a], Region::Ram8 | Region::Ram16) {
                 self.data[a] = 0;
             }
         }
+        for a in STIC.0..=STIC.1 {
+            if matches!(self.region[a as usize], Region::Stic | Region::Unmapped) {
+                self.map_range(a, a, Region::Stic);
+            }
+        }
     }
 
-    /// Removes every ROM word (back to unmapped) and clears RAM.
+    /// Removes every ROM word (back to unmapped) and resets as
+    /// [`Memory::clear_ram`] does.
     pub fn unload_rom(&mut self) {
         for a in 0..WORDS {
             if self.region[a] == Region::Rom {
@@ -159,13 +222,19 @@ impl Memory {
     }
 
     /// A debugger write: reaches ROM too (patching), keeps 8-bit RAM 8 bits
-    /// wide. Returns false for an unmapped word.
+    /// wide and a STIC register's fixed bits. Returns false for an
+    /// unmapped word.
     pub fn poke(&mut self, addr: u16, value: u16) -> bool {
         let a = addr as usize;
         match self.region[a] {
             Region::Unmapped => false,
             Region::Ram8 => {
                 self.data[a] = value & 0xFF;
+                true
+            }
+            Region::Stic => {
+                let (writable, ones) = stic_bits(addr);
+                self.data[a] = (value & writable) | ones;
                 true
             }
             Region::Rom | Region::Ram16 => {
@@ -175,10 +244,12 @@ impl Memory {
         }
     }
 
-    /// Places a ROM word (loading), mapping the address as ROM unless it is RAM.
+    /// Places a ROM word (loading), mapping the address as ROM unless it is
+    /// RAM. An image that places words over STIC registers replaces them:
+    /// it asked for ROM there.
     pub fn load_word(&mut self, addr: u16, value: u16) {
         let a = addr as usize;
-        if self.region[a] == Region::Unmapped {
+        if matches!(self.region[a], Region::Unmapped | Region::Stic) {
             self.region[a] = Region::Rom;
             self.wmask[a] = 0;
         }
@@ -236,6 +307,7 @@ mod tests {
         assert_eq!(
             m.regions(),
             vec![
+                (0x0000, 0x003F, Region::Stic),
                 (0x0100, 0x01EF, Region::Ram8),
                 (0x0200, 0x035F, Region::Ram16),
                 (0x5000, 0x5000, Region::Rom)
@@ -244,5 +316,66 @@ mod tests {
         m.unload_rom();
         assert_eq!(m.read(0x5000), UNMAPPED_READ);
         assert_eq!(m.read(0x0200), 0);
+    }
+
+    /// Issue 38 item 14: STIC registers read what jzIntv reads (they were
+    /// unmapped and read $FFFF). Values from jzIntv's `stic.c` masks and
+    /// its reset, which writes $FFFF to every register.
+    #[test]
+    fn stic_registers_read_as_jzintv() {
+        let mut m = Memory::new();
+        // After power-on: every driven bit set, bits 14-15 clear, and a
+        // collision register without its own MOB's bit.
+        for a in 0x00..=0x3Fu16 {
+            let want = match a {
+                0x18..=0x1F => 0x3FFF & !(1 << (a - 0x18)),
+                _ => 0x3FFF,
+            };
+            assert_eq!(m.read(a), want, "${a:04X} after reset");
+        }
+        // CPU writes keep the implemented bits only.
+        for (addr, written, read) in [
+            (0x0000, 0x0000, 0x3800), // MOB 0 X
+            (0x0003, 0xFFFF, 0x3FFF),
+            (0x0000, 0x1234, 0x3A34),
+            (0x0008, 0x0000, 0x3000), // MOB 0 Y
+            (0x0008, 0xABCD, 0x3BCD),
+            (0x0010, 0x0000, 0x0000), // MOB 0 attributes: all 14 bits
+            (0x0010, 0xC123, 0x0123),
+            (0x0018, 0x0000, 0x3C00), // MOB 0 collisions
+            (0x0018, 0xFFFF, 0x3FFE),
+            (0x001A, 0x0004, 0x3C00), // MOB 2 with itself: no such bit
+            (0x001A, 0x0003, 0x3C03),
+            (0x0020, 0x0000, 0x3FFF), // display enable: nothing kept
+            (0x0021, 0x1234, 0x3FFF), // mode select
+            (0x0022, 0x0000, 0x3FFF), // unimplemented
+            (0x0028, 0x0000, 0x3FF0), // colour stack 0
+            (0x0028, 0x0005, 0x3FF5),
+            (0x002C, 0xFFF7, 0x3FF7), // border colour
+            (0x002D, 0x0000, 0x3FFF), // unimplemented
+            (0x0030, 0x0000, 0x3FF8), // horizontal delay
+            (0x0031, 0x0005, 0x3FFD), // vertical delay
+            (0x0032, 0x0000, 0x3FFC), // border extension
+            (0x0032, 0x0002, 0x3FFE),
+            (0x003F, 0x0000, 0x3FFF),
+        ] {
+            m.write(addr, written);
+            assert_eq!(
+                m.read(addr),
+                read,
+                "${addr:04X} after writing ${written:04X}"
+            );
+        }
+        // A debugger write keeps the fixed bits too; a reset restores the
+        // power-on values, as jzIntv's does.
+        assert!(m.poke(0x0028, 0x0000));
+        assert_eq!(m.read(0x0028), 0x3FF0);
+        m.clear_ram();
+        assert_eq!((m.read(0x0000), m.read(0x0028)), (0x3FFF, 0x3FFF));
+        // ROM an image places there replaces the registers until unloaded.
+        m.load_word(0x0000, 0x0004);
+        assert_eq!((m.read(0x0000), m.region(0x0000)), (0x0004, Region::Rom));
+        m.unload_rom();
+        assert_eq!((m.read(0x0000), m.region(0x0000)), (0x3FFF, Region::Stic));
     }
 }

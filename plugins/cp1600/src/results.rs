@@ -241,6 +241,11 @@ pub struct RomLoaded {
     /// Set when the `.cfg` maps JLP RAM.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jlp: Option<String>,
+    /// `.cfg` lines skipped as jzIntv skips them (a malformed `[vars]`
+    /// line), each with its line number and what was wrong; the cartridge
+    /// loaded without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
 }
 
 /// The instruction a run or step stopped at, and why.

@@ -34,6 +34,26 @@ pub struct Image {
     /// A CFG's `[vars]` (`name = "Game"`, `jlp = 1`, …) as written, at most
     /// [`MAX_VARS`] of them.
     pub vars: Vec<(String, String)>,
+    /// `.cfg` lines skipped with a warning, as jzIntv skips them.
+    pub warnings: Vec<CfgWarning>,
+}
+
+/// A `.cfg` line that was skipped, the rest of the file being used: what
+/// jzIntv reports as a warning (a malformed `[vars]` line) rather than an
+/// error (a malformed `[mapping]` line, which would load the wrong code and
+/// is refused as [`RomError::Cfg`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CfgWarning {
+    /// The line, counted from 1.
+    pub line: usize,
+    /// What was wrong with it and what was done instead.
+    pub message: String,
+}
+
+impl fmt::Display for CfgWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CFG line {}: {}", self.line, self.message)
+    }
 }
 
 /// `[vars]` entries kept from a CFG (the rest are ignored).
@@ -227,7 +247,158 @@ fn parse_range_line(line: &str) -> Option<(u32, u32, &str)> {
     Some((parse_num(a)?, parse_num(b)?, rhs.trim()))
 }
 
-/// A `.bin` placed by its `.cfg` (`[mapping]`, `[preload]`, `[memattr]`).
+/// The characters jzIntv's `.cfg` lexer ends a bare word at.
+fn ends_word(c: char) -> bool {
+    c.is_whitespace() || ";[]$=-,\"".contains(c)
+}
+
+/// Why a `[vars]` line is not `name = value` as jzIntv's grammar has it
+/// (quoted text shortened to 40 characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum VarLineError {
+    /// No `=` before the comment: the line as written.
+    NoEquals(String),
+    /// Nothing before the `=`.
+    NoName,
+    /// A name of several words.
+    NameNotWord(String),
+    /// Nothing after the `=` (the name).
+    NoValue(String),
+    /// A `"` with no closing one.
+    UnclosedQuote,
+    /// A `$` with no hex digits after it.
+    BadHex,
+    /// A value starting with a character that ends words (`-`, `,`, …).
+    BadStart {
+        /// The variable.
+        name: String,
+        /// The text after `=`.
+        rest: String,
+    },
+    /// More than one token after the `=`.
+    Trailing {
+        /// The variable.
+        name: String,
+        /// What follows the first token.
+        after: String,
+        /// The whole value as written, to show it quoted.
+        whole: String,
+    },
+}
+
+impl fmt::Display for VarLineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VarLineError::NoEquals(line) => write!(f, "expected `name = value`, got `{line}`"),
+            VarLineError::NoName => write!(f, "no name before `=`"),
+            VarLineError::NameNotWord(name) => write!(
+                f,
+                "the name `{name}` is not one word (jzIntv's names have no blanks or `;[]$=-,\"`)"
+            ),
+            VarLineError::NoValue(name) => write!(f, "`{name}` has no value after `=`"),
+            VarLineError::UnclosedQuote => write!(f, "the quoted value has no closing `\"`"),
+            VarLineError::BadHex => write!(f, "`$` must be followed by hex digits"),
+            VarLineError::BadStart { name, rest } => write!(
+                f,
+                "`{name} = {rest}`: a value cannot begin with `{}`; put it in double quotes",
+                rest.chars().next().unwrap_or(' ')
+            ),
+            VarLineError::Trailing { name, after, whole } => write!(
+                f,
+                "`{after}` follows the value of `{name}`: a value with blanks or any of `-,=[]$` goes in double quotes, as in `{name} = \"{}\"`",
+                whole.replace('"', "\\\"")
+            ),
+        }
+    }
+}
+
+/// The first 40 characters of `s`, for quoting a line in a warning.
+fn short(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
+/// One value token of a `[vars]` line, as jzIntv's lexer reads it: a
+/// double-quoted string (`\"` and `\\` inside), `$` and hex digits, or a
+/// bare word. Returns the value and the rest of the line.
+fn var_token(s: &str) -> Result<(String, &str), VarLineError> {
+    if let Some(body) = s.strip_prefix('"') {
+        let mut value = String::new();
+        let mut chars = body.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => return Ok((value, &body[i + 1..])),
+                '\\' if body[i + 1..].starts_with(['"', '\\']) => {
+                    if let Some((_, next)) = chars.next() {
+                        value.push(next);
+                    }
+                }
+                _ => value.push(c),
+            }
+        }
+        return Err(VarLineError::UnclosedQuote);
+    }
+    if let Some(hex) = s.strip_prefix('$') {
+        let n = hex
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(hex.len());
+        if n == 0 {
+            return Err(VarLineError::BadHex);
+        }
+        return Ok((s[..n + 1].to_string(), &s[n + 1..]));
+    }
+    let n = s.find(ends_word).unwrap_or(s.len());
+    Ok((s[..n].to_string(), &s[n..]))
+}
+
+/// A `[vars]` line as jzIntv's grammar takes it: `name = value`, each one
+/// token (see [`var_token`]), then nothing but a `;` comment.
+fn parse_var(raw: &str) -> Result<(String, String), VarLineError> {
+    let line = raw.trim();
+    // An `=` inside the comment is not the line's.
+    let (name_part, rest) = match line.split_once('=') {
+        Some((n, r)) if !n.contains(';') => (n, r),
+        _ => {
+            let code = line.split(';').next().unwrap_or("").trim();
+            return Err(VarLineError::NoEquals(short(code)));
+        }
+    };
+    let name = name_part.trim();
+    if name.is_empty() {
+        return Err(VarLineError::NoName);
+    }
+    let hex_name = name
+        .strip_prefix('$')
+        .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+    if name.contains(ends_word) && !hex_name {
+        return Err(VarLineError::NameNotWord(short(name)));
+    }
+    let rest = rest.trim_start();
+    if rest.is_empty() || rest.starts_with(';') {
+        return Err(VarLineError::NoValue(short(name)));
+    }
+    let (value, after) = var_token(rest)?;
+    if value.is_empty() && !rest.starts_with('"') {
+        return Err(VarLineError::BadStart {
+            name: short(name),
+            rest: short(rest),
+        });
+    }
+    let after = after.trim_start();
+    if !(after.is_empty() || after.starts_with(';')) {
+        return Err(VarLineError::Trailing {
+            name: short(name),
+            after: short(after),
+            whole: short(rest.split(';').next().unwrap_or("").trim()),
+        });
+    }
+    Ok((name.to_ascii_lowercase(), value))
+}
+
+/// A `.bin` placed by its `.cfg` (`[mapping]`, `[preload]`, `[memattr]`,
+/// `[vars]`). Like jzIntv, a malformed `[vars]` line is skipped with a
+/// warning (in [`Image::warnings`]) and the cartridge loads; a malformed
+/// `[mapping]`, `[preload]` or `[memattr]` line, which jzIntv reports as an
+/// error and which would leave code or RAM out of place, refuses the load.
 pub fn parse_bin_cfg(bytes: &[u8], cfg: &str) -> Result<Image, RomError> {
     let words = words_of(bytes)?;
     let mut image = Image {
@@ -311,21 +482,36 @@ pub fn parse_bin_cfg(bytes: &[u8], cfg: &str) -> Result<Image, RomError> {
                 image.ram.push((a as u16, b as u16, region));
             }
             "vars" => {
-                let (key, value) = line
-                    .split_once('=')
-                    .ok_or_else(|| err(format!("expected `name = value`, got `{line}`")))?;
-                let key = key.trim().to_ascii_lowercase();
-                let value = value.trim().trim_matches('"').to_string();
+                // The raw line: a quoted value may hold a `;`.
+                let (key, value) = match parse_var(raw) {
+                    Ok(v) => v,
+                    Err(what) => {
+                        image.warnings.push(CfgWarning {
+                            line: line_no,
+                            message: format!(
+                                "[vars]: {what}; this line is skipped (jzIntv warns and skips it too) and the rest of the .cfg is used"
+                            ),
+                        });
+                        continue;
+                    }
+                };
                 // jzIntv's JLP board adds 16-bit RAM at $8040-$9F7F for any
                 // non-zero `jlp` (newer as1600 writes `jlp_accel` and
                 // `jlp_flash`, which need the board too); its multiply/divide
                 // and flash registers around the RAM are not emulated.
                 if matches!(key.as_str(), "jlp" | "jlp_accel" | "jlp_flash") {
-                    let on = parse_num(&value)
-                        .ok_or_else(|| err(format!("`jlp = {value}`: expected a number")))?;
                     let jlp = (JLP_RAM.0, JLP_RAM.1, Region::Ram16);
-                    if on != 0 && !image.ram.contains(&jlp) {
-                        image.ram.push(jlp);
+                    match parse_num(&value) {
+                        Some(on) if on != 0 && !image.ram.contains(&jlp) => image.ram.push(jlp),
+                        Some(_) => {}
+                        // jzIntv reads only numbers here and ignores the
+                        // rest; say so rather than stay as silent.
+                        None => image.warnings.push(CfgWarning {
+                            line: line_no,
+                            message: format!(
+                                "[vars]: `{key} = {value}` is not a number, so it does not turn JLP on (jzIntv ignores it too); write `{key} = 1` for JLP RAM"
+                            ),
+                        }),
                     }
                 }
                 if image.vars.len() < MAX_VARS {
@@ -550,11 +736,12 @@ mod tests {
         );
         let off = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = 0\njlp_accel = 0\n";
         assert!(parse_bin_cfg(&bin, off).unwrap().ram.is_empty());
-        let bad = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = yes\n";
-        assert!(matches!(
-            parse_bin_cfg(&bin, bad),
-            Err(RomError::Cfg { line: 4, .. })
-        ));
+        // jzIntv reads `jlp` only as a number: anything else leaves JLP off.
+        let word = "[mapping]\n$0000 - $0007 = $5000\n[vars]\njlp = yes\n";
+        let img = parse_bin_cfg(&bin, word).unwrap();
+        assert!(img.ram.is_empty());
+        assert_eq!(img.warnings[0].line, 4);
+        assert!(img.warnings[0].message.contains("not a number"));
         let bad = "[mapping]\n$0000 - $0003 = $5000\n$0004 - $0007 = $5002\n";
         assert_eq!(
             parse_bin_cfg(&bin, bad),
@@ -564,6 +751,68 @@ mod tests {
         assert!(matches!(
             parse_bin_cfg(&bin, outside),
             Err(RomError::Cfg { line: 2, .. })
+        ));
+    }
+
+    /// Issue 38 item 13: one malformed `[vars]` line refused the whole
+    /// load. jzIntv warns (with the line) and loads; so does this, while a
+    /// malformed `[mapping]` line, a jzIntv error, still refuses.
+    #[test]
+    fn a_bad_vars_line_is_a_warning_and_the_cartridge_loads() {
+        let bin: Vec<u8> = (0..8u16).flat_map(|w| w.to_be_bytes()).collect();
+        let cfg = "[mapping]\n$0000 - $0007 = $5000\n[vars]\nname = \"Demo; the game\" ; title\njlp\nyear = 2024\nauthor = Jane Doe\n= 3\nshort_name =\nbuild = 2024-01-02\njlp = 1\n";
+        let img = parse_bin_cfg(&bin, cfg).unwrap();
+        assert_eq!(img.segments.len(), 1, "the code is loaded");
+        assert_eq!(
+            img.ram,
+            vec![(0x8040, 0x9F7F, Region::Ram16)],
+            "later lines still count"
+        );
+        assert_eq!(
+            img.vars,
+            vec![
+                ("name".to_string(), "Demo; the game".to_string()),
+                ("year".to_string(), "2024".to_string()),
+                ("jlp".to_string(), "1".to_string()),
+            ]
+        );
+        let lines: Vec<usize> = img.warnings.iter().map(|w| w.line).collect();
+        assert_eq!(lines, [5, 7, 8, 9, 10]);
+        let text: Vec<String> = img.warnings.iter().map(ToString::to_string).collect();
+        assert!(
+            text[0].starts_with("CFG line 5: [vars]: expected `name = value`, got `jlp`"),
+            "{}",
+            text[0]
+        );
+        assert!(
+            text[1].contains("`Doe` follows the value of `author`")
+                && text[1].contains("author = \"Jane Doe\""),
+            "{}",
+            text[1]
+        );
+        assert!(text[2].contains("no name before `=`"), "{}", text[2]);
+        assert!(text[3].contains("`short_name` has no value"), "{}", text[3]);
+        assert!(
+            text[4].contains("`-01-02` follows") && text[4].contains("build = \"2024-01-02\""),
+            "{}",
+            text[4]
+        );
+        assert!(
+            text.iter()
+                .all(|t| t.contains("skipped (jzIntv warns and skips it too)"))
+        );
+
+        // jzIntv's errors still refuse: a [mapping] line that cannot be
+        // read would leave code out, and a [memattr] one RAM.
+        let bad_map = "[mapping]\n$0000 - $0003 = $5000\n$0004 $0007 = $D000\n[vars]\njlp\n";
+        assert!(matches!(
+            parse_bin_cfg(&bin, bad_map),
+            Err(RomError::Cfg { line: 3, .. })
+        ));
+        let bad_attr = "[mapping]\n$0000 - $0007 = $5000\n[memattr]\n$8000 - $80FF = RAM\n";
+        assert!(matches!(
+            parse_bin_cfg(&bin, bad_attr),
+            Err(RomError::Cfg { line: 4, .. })
         ));
     }
 

@@ -4,7 +4,9 @@
 //! server or client, keep a point to come back to, or step a copy locally.
 //!
 //! The blob is `plugin_kit::blob`'s frame (magic `CPSN`, version, length,
-//! CRC-32) around this payload, little-endian, format version 1:
+//! CRC-32) around this payload, little-endian, format version 2 (version 1,
+//! written before the STIC registers were emulated, is read too: it has no
+//! kind 4, and its session gets the registers at their power-on values):
 //!
 //! | field | bytes |
 //! |---|---|
@@ -14,7 +16,7 @@
 //! | external branch inputs (EBCA0-3) | u8 |
 //! | cycles, instructions, memory changes | 3 × u64 |
 //! | start: PC, R0-R6, has-stacked u8, stacked address and value, kind u8 | u16, 7 × u16, u8, 2 × u16, u8 |
-//! | mapped runs: count u32, then per run first u16, last u16, kind u8 (1 ROM, 2 8-bit RAM, 3 16-bit RAM) | |
+//! | mapped runs: count u32, then per run first u16, last u16, kind u8 (1 ROM, 2 8-bit RAM, 3 16-bit RAM, 4 STIC registers, only within $0000-$003F) | |
 //! | the runs' words in order: a byte each in 8-bit RAM, else u16 | |
 //! | image RAM (re-mapped on reset): count u16, then first, last u16, kind u8 | |
 //! | breakpoints: count u32, then u16 each, ascending | |
@@ -29,13 +31,15 @@
 
 use crate::cart::{Start, StartKind};
 use crate::machine::{Machine, TRACE_MAX};
-use crate::memory::{Memory, Region, WORDS};
+use crate::memory::{Memory, Region, STIC, WORDS};
 use plugin_kit::blob::{self, Reader, Writer};
 
 /// Names a cp1600 session snapshot.
 pub const MAGIC: [u8; 4] = *b"CPSN";
-/// The payload layout written (and the newest read).
-pub const VERSION: u16 = 1;
+/// The payload layout written (and the newest read). Version 2 added the
+/// STIC registers (kind 4): a build that reads only version 1 says the
+/// snapshot is newer rather than that its memory kind is wrong.
+pub const VERSION: u16 = 2;
 /// Longest snapshot text accepted: the largest possible is about 800 000
 /// characters (65536 one-word runs of alternating kinds, 65536
 /// breakpoints), so anything longer is not one.
@@ -96,8 +100,9 @@ fn region_from(code: u8, what: &str) -> Result<Region, String> {
         1 => Ok(Region::Rom),
         2 => Ok(Region::Ram8),
         3 => Ok(Region::Ram16),
+        4 => Ok(Region::Stic),
         _ => Err(format!(
-            "{what}: memory kind {code} (expected 1 ROM, 2 8-bit RAM or 3 16-bit RAM)"
+            "{what}: memory kind {code} (expected 1 ROM, 2 8-bit RAM, 3 16-bit RAM or 4 STIC registers)"
         )),
     }
 }
@@ -213,7 +218,7 @@ fn counter(rd: &mut Reader, field: &str) -> Result<u64, String> {
 
 /// The session a blob holds, or what is wrong with the blob.
 pub fn decode(text: &str) -> Result<Saved, String> {
-    let (_version, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, text.trim())?;
+    let (version, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, text.trim())?;
     let mut rd = Reader::new(&payload);
     let mut m = Machine::new();
     for i in 0..8 {
@@ -287,6 +292,12 @@ pub fn decode(text: &str) -> Result<Saved, String> {
                 "mapped run {i} (${lo:04X}-${hi:04X}) is empty or overlaps the one before; runs must ascend"
             ));
         }
+        if kind == Region::Stic && (version < 2 || hi > STIC.1) {
+            return Err(format!(
+                "mapped run {i} (${lo:04X}-${hi:04X}) holds STIC registers, which exist only at ${:04X}-${:04X} and only in format version 2",
+                STIC.0, STIC.1
+            ));
+        }
         next = hi as usize + 1;
         runs.push((lo, hi, kind));
     }
@@ -302,6 +313,15 @@ pub fn decode(text: &str) -> Result<Saved, String> {
             mem.poke(a, v);
         }
     }
+    if version < 2 {
+        // Written before the STIC was emulated: its addresses were unmapped
+        // then; the console has the registers, at their power-on values.
+        for a in STIC.0..=STIC.1 {
+            if mem.region(a) == Region::Unmapped {
+                mem.map_range(a, a, Region::Stic);
+            }
+        }
+    }
     mem.restore_changes(changes);
     m.cpu.mem = mem;
     let n = rd.u16("image RAM count")? as usize;
@@ -310,7 +330,7 @@ pub fn decode(text: &str) -> Result<Saved, String> {
         let lo = rd.u16("image RAM")?;
         let hi = rd.u16("image RAM")?;
         let kind = region_from(rd.u8("image RAM")?, &format!("image RAM range {i}"))?;
-        if hi < lo || kind == Region::Rom {
+        if hi < lo || matches!(kind, Region::Rom | Region::Stic) {
             return Err(format!(
                 "image RAM range {i} (${lo:04X}-${hi:04X}) is empty or not RAM"
             ));
@@ -461,10 +481,56 @@ mod tests {
     #[test]
     fn size_follows_the_mapped_memory() {
         let text = encode(&sample());
-        // 17 ROM words, 240 bytes of 8-bit RAM, 352 words of 16-bit RAM and
-        // about 140 bytes of registers, runs and ROM details: 1096 bytes,
-        // 1468 characters of base64 (the unmapped 62K words take none).
-        assert!(text.len() < 1600, "{} characters", text.len());
+        // 17 ROM words, 240 bytes of 8-bit RAM, 352 words of 16-bit RAM, 64
+        // STIC registers and about 145 bytes of registers, runs and ROM
+        // details: 1229 bytes, 1640 characters of base64 (the unmapped 62K
+        // words take none).
+        assert!(text.len() < 1700, "{} characters", text.len());
+    }
+
+    /// The STIC registers (issue 38 item 14) travel with the session; a
+    /// version 1 snapshot, written before they existed, gets them at their
+    /// power-on values; kind 4 is refused outside $0000-$003F.
+    #[test]
+    fn stic_registers_round_trip_and_old_snapshots_get_them() {
+        let mut a = sample();
+        a.machine.cpu.mem.write(0x0028, 0x0005);
+        let b = decode(&encode(&a)).unwrap();
+        same(&a, &b);
+        assert_eq!(b.machine.cpu.mem.read(0x0028), 0x3FF5);
+        assert_eq!(b.machine.cpu.mem.region(0x0000), Region::Stic);
+
+        // A version 1 text: the same payload without the STIC run.
+        a.machine
+            .cpu
+            .mem
+            .map_range(0x0000, 0x003F, Region::Unmapped);
+        let (_, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, &encode(&a)).unwrap();
+        let old = decode(&blob::seal(MAGIC, 1, &payload)).unwrap();
+        let mem = &old.machine.cpu.mem;
+        assert_eq!(
+            (mem.region(0x0028), mem.read(0x0028)),
+            (Region::Stic, 0x3FFF)
+        );
+        assert_eq!(mem.read(0x0018), 0x3FFE);
+
+        // Kind 4 in a version 1 text, or beyond $003F, is damage.
+        let (_, payload) = blob::open(MAGIC, VERSION, MAX_CHARS, &encode(&sample())).unwrap();
+        let e = decode(&blob::seal(MAGIC, 1, &payload))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.contains("STIC registers"), "{e}");
+        // The first run, after registers and flags (19 bytes), counters
+        // (24), start (22) and the run count (4), is the STIC's: stretch it
+        // to $0040.
+        let at = 19 + 24 + 22 + 4;
+        let mut p = payload.clone();
+        assert_eq!(&p[at..at + 5], &[0x00, 0x00, 0x3F, 0x00, 4]);
+        p[at + 2] = 0x40;
+        let e = decode(&blob::seal(MAGIC, VERSION, &p))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.contains("$0000-$0040") && e.contains("STIC"), "{e}");
     }
 
     #[test]
@@ -551,7 +617,7 @@ mod tests {
         let other = blob::seal(*b"X86S", 1, b"payload");
         assert!(decode(&other).unwrap_err().contains("not a CPSN"));
         let newer = blob::seal(MAGIC, VERSION + 1, b"payload");
-        assert!(decode(&newer).unwrap_err().contains("version 2"));
+        assert!(decode(&newer).unwrap_err().contains("version 3"));
         assert!(
             decode(&"A".repeat(MAX_CHARS + 4))
                 .unwrap_err()

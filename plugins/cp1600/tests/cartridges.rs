@@ -242,6 +242,63 @@ fn jlp_ram_comes_from_the_cfg_vars() {
     );
 }
 
+/// Issue 38 item 13: a .cfg with one malformed `[vars]` line loads (jzIntv
+/// warns and goes on), and the answer's `warnings` name the line and what
+/// was wrong; a malformed `[mapping]` line is still refused.
+#[test]
+fn a_malformed_vars_line_loads_with_a_warning() {
+    let p =
+        assemble(" ORG $5000\n MVII #$1234, R0\n MVO R0, $8040\n MVI $8040, R1\n HLT\n").unwrap();
+    let bin = write("badvars.bin", &p.to_bytes());
+    write(
+        "badvars.cfg",
+        b"[mapping]\n$0000 - $0006 = $5000\n\n[vars]\nname = Space Armada\nyear = 1981\njlp = 1\n",
+    );
+    let mut s = Sessions::new();
+    s.create_session(None).unwrap();
+    let l = load(&mut s, &bin, LoadOptions::default());
+    assert_eq!(l["status"], "loaded");
+    assert_eq!(l["format"], "bin+cfg");
+    let w = l["warnings"].as_array().unwrap();
+    assert_eq!(w.len(), 1, "{l}");
+    let w = w[0].as_str().unwrap();
+    assert!(
+        w.starts_with("CFG line 5: [vars]: `Armada` follows the value of `name`")
+            && w.contains("name = \"Space Armada\""),
+        "{w}"
+    );
+    assert_eq!(
+        l["cfg_vars"],
+        json!([{"name": "jlp", "value": "1"}, {"name": "year", "value": "1981"}])
+    );
+    assert_eq!(run(&mut s)["reason"], "halted");
+    assert_eq!(
+        s.get_registers(None).unwrap().json()["registers"]["R1"],
+        0x1234,
+        "the lines after the bad one (jlp = 1) still count"
+    );
+
+    // Thousands of bad lines: the first 20 and how many more.
+    let mut cfg = String::from("[mapping]\n$0000 - $0006 = $5000\n[vars]\n");
+    for i in 0..1000 {
+        cfg.push_str(&format!("bad line {i}\n"));
+    }
+    write("badvars.cfg", cfg.as_bytes());
+    let l = load(&mut s, &bin, LoadOptions::default());
+    let w = l["warnings"].as_array().unwrap();
+    assert_eq!(w.len(), 21);
+    assert_eq!(w[20], "… and 980 more skipped .cfg lines");
+
+    // A [mapping] line jzIntv cannot read is an error there and here.
+    write(
+        "badvars.cfg",
+        b"[mapping]\n$0000 $0006 = $5000\n[vars]\nname = \"x\"\n",
+    );
+    let e = s.load_rom(None, &bin, &LoadOptions::default()).unwrap_err();
+    assert_eq!(e.code, "INVALID_ROM");
+    assert!(e.message.contains("CFG line 2"), "{}", e.message);
+}
+
 #[test]
 fn files_that_are_not_rom_images_are_refused() {
     let mut s = Sessions::new();

@@ -242,6 +242,7 @@ impl Sessions {
                 })
                 .collect()
         });
+        let warnings = cfg_warnings(&image.warnings);
         Ok(RomLoaded {
             status: "loaded",
             session_id: id,
@@ -267,8 +268,33 @@ impl Sessions {
                 .then(|| {
                     "JLP RAM mapped at $8040-$9F7F (16-bit); the JLP accelerators and flash are not emulated".to_owned()
                 }),
+            warnings,
         })
     }
+}
+
+/// Warnings shown in one load answer at most: a .cfg of thousands of bad
+/// lines should not fill the agent's context.
+const MAX_WARNINGS: usize = 20;
+
+/// The load answer's `warnings`: the skipped `.cfg` lines, the first
+/// [`MAX_WARNINGS`] and how many more.
+fn cfg_warnings(all: &[rom::CfgWarning]) -> Option<Vec<String>> {
+    if all.is_empty() {
+        return None;
+    }
+    let mut out: Vec<String> = all
+        .iter()
+        .take(MAX_WARNINGS)
+        .map(ToString::to_string)
+        .collect();
+    if all.len() > MAX_WARNINGS {
+        out.push(format!(
+            "… and {} more skipped .cfg lines",
+            all.len() - MAX_WARNINGS
+        ));
+    }
+    Some(out)
 }
 
 /// Options for `load_rom` beyond the spec's path and load address.

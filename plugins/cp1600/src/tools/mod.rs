@@ -973,7 +973,7 @@ impl Sessions {
         })
     }
 
-    /// `cp1600_write_memory`: to RAM or loaded ROM, never to unmapped addresses; answers with the words as read back.
+    /// `cp1600_write_memory`: to RAM, STIC registers or loaded ROM, never to unmapped addresses; answers with the words as read back.
     pub fn write_memory(
         &mut self,
         session_id: Option<&str>,
@@ -997,7 +997,7 @@ impl Sessions {
             return Err(ToolError::new(
                 "UNMAPPED_ADDRESS",
                 format!(
-                    "address {bad} (${bad:04X}) is unmapped; writable: RAM $0100-$01EF (8-bit), $0200-$035F, and loaded ROM"
+                    "address {bad} (${bad:04X}) is unmapped; writable: RAM $0100-$01EF (8-bit), $0200-$035F, the STIC registers $0000-$003F (their unimplemented bits stay fixed), and loaded ROM"
                 ),
             ));
         }
@@ -1171,7 +1171,7 @@ mod client_tests {
         let snap = s.snapshot(Some("a")).unwrap();
         assert_eq!(
             (snap.format_version, snap.bytes as usize),
-            (1, snap.snapshot.len())
+            (2, snap.snapshot.len())
         );
         let made = s
             .create_session_from(Some("b"), Some(&snap.snapshot))
