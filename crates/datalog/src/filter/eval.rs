@@ -57,8 +57,8 @@ pub enum EvalError {
     /// `name of x` asked for something other than `length` or an index
     /// within the list.
     UnknownProperty(String),
-    /// A `~=` pattern computed from the row did not compile (the message).
-    Regex(String),
+    /// A `~=` pattern computed from the row did not compile.
+    Regex(super::RegexError),
 }
 
 impl fmt::Display for EvalError {

@@ -635,11 +635,16 @@ impl Parser<'_> {
                 && let Expr::Str(pattern) = &r
             {
                 let re = super::compile_regex(pattern).map_err(|e| {
-                    CompileError::at(
+                    let err = CompileError::at(
                         self.src,
                         start,
-                        format!("invalid regular expression: {}", clip(&e)),
-                    )
+                        format!("invalid regular expression: {}", e.what()),
+                    );
+                    // What to write instead goes on its own line, under the caret.
+                    match e.instead() {
+                        Some(i) => err.hint(i),
+                        None => err,
+                    }
                 })?;
                 self.regexes.push(re);
                 regex = Some(self.regexes.len() - 1);
