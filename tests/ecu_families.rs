@@ -3,7 +3,10 @@
 //! into the plugins directory of a running server is asked by the eight
 //! ECU tools, without a restart, and removing it removes it.
 
-use e2e::{Server, bin, fixtures, markdown_rows, only_plugin, plugins, repo, required_field, text};
+use e2e::{
+    Server, bin, build_component, fixtures, markdown_rows, only_plugin, plugins, required_field,
+    text,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -68,17 +71,7 @@ async fn a_family_made_with_benchtop_new_is_asked_by_the_ecu_tools_while_it_is_l
         String::from_utf8_lossy(&out.stderr)
     );
     let krate = dir.path().join("acme-ecu");
-    // Built as an author would, sharing this repository's build cache.
-    let target = repo().join("target");
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--target", "wasm32-wasip2"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(&krate)
-            .status()
-            .unwrap();
-    assert!(status.success(), "the family template builds");
-    let built = target.join("wasm32-wasip2/release/acme_ecu.wasm");
+    let built = build_component(&krate);
     let report = std::process::Command::new(bin())
         .args(["check", built.to_str().unwrap()])
         .output()

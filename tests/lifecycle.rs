@@ -355,17 +355,7 @@ async fn a_plugin_made_with_benchtop_new_builds_checks_and_serves() {
     };
     run(&["new", "my-ecu", "--namespace", "acme"], dir.path());
     let krate = dir.path().join("my-ecu");
-    // Built as an author would, sharing this repository's build cache.
-    let target = e2e::repo().join("target");
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--target", "wasm32-wasip2"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(&krate)
-            .status()
-            .unwrap();
-    assert!(status.success(), "the template builds");
-    let built = target.join("wasm32-wasip2/release/my_ecu.wasm");
+    let built = e2e::build_component(&krate);
     let plugins = dir.path().join("plugins");
     std::fs::create_dir(&plugins).unwrap();
     let packaged = plugins.join("my_ecu.wasm");

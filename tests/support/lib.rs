@@ -363,6 +363,27 @@ pub fn only_plugin(file: &str) -> tempfile::TempDir {
     isolate(&plugins().join(file))
 }
 
+/// Builds the crate at `krate` for wasm32-wasip2 as an author would (in
+/// release, sharing this repository's build cache) and returns the
+/// component cargo wrote.
+pub fn build_component(krate: &Path) -> PathBuf {
+    let target = repo().join("target");
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--target", "wasm32-wasip2"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(krate)
+            .status()
+            .expect("running cargo");
+    assert!(status.success(), "{} builds", krate.display());
+    let name = krate
+        .file_name()
+        .expect("a crate directory")
+        .to_string_lossy()
+        .replace('-', "_");
+    target.join(format!("wasm32-wasip2/release/{name}.wasm"))
+}
+
 /// Directory of the examples for plugin authors (`make plugins` builds
 /// them from `examples/`).
 pub fn examples() -> PathBuf {

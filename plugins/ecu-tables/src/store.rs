@@ -354,13 +354,23 @@ impl Explorer {
         {
             warnings.push(archive_note(&l.archives));
         }
+        // Size alone cannot tell one XDF of a folder from another: the one
+        // whose file name shares the longest run of digits with the ROM's
+        // (hw2801_V4_Basic.xdf for 211322002801J429.bin) comes first.
+        by_size.sort_by_key(|(_, d)| std::cmp::Reverse(shared_digits(&d.file, rom).len()));
         if matches.is_empty()
             && let Some((family, d)) = by_size.first()
         {
+            let shared = shared_digits(&d.file, rom);
             warnings.push(format!(
-                "{} ({family}) was chosen by the image's size alone ({} bytes): its format carries no id to check, so make sure it describes this ROM",
+                "{} ({family}) was chosen by the image's size ({} bytes){}: its format carries no id to check, so make sure it describes this ROM",
                 d.file.display(),
-                bytes.len()
+                bytes.len(),
+                if shared.is_empty() {
+                    " alone".to_owned()
+                } else {
+                    format!(" and the \"{shared}\" both file names hold")
+                }
             ));
         }
         matches.extend(by_size);
@@ -677,6 +687,20 @@ fn refuse_definition_as_rom(rom: &Path, file: &[u8]) -> Result<(), Error> {
     )))
 }
 
+/// The longest run of at least three digits in `definition`'s file name
+/// that `rom`'s file name also holds; empty when none.
+fn shared_digits(definition: &Path, rom: &Path) -> String {
+    let stem = crate::family::file_label(definition);
+    let rom_name = rom.file_name().unwrap_or_default().to_string_lossy();
+    let mut best = "";
+    for run in stem.split(|c: char| !c.is_ascii_digit()) {
+        if run.len() >= 3 && run.len() > best.len() && rom_name.contains(run) {
+            best = run;
+        }
+    }
+    best.to_owned()
+}
+
 /// How a match is named to be chosen: its xmlid, else its file name.
 fn choice_name(d: &Definition) -> String {
     d.romid
@@ -805,6 +829,15 @@ pub fn write_locked(path: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn size_only_matches_are_told_apart_by_the_digits_names_share() {
+        let rom = Path::new("bins/211322002801J429 (US 6MT).bin");
+        assert_eq!(shared_digits(Path::new("d/hw2801_V4_Basic.xdf"), rom), "2801");
+        assert_eq!(shared_digits(Path::new("d/hw1501_V4_Basic.xdf"), rom), "");
+        // Runs shorter than three digits say nothing (V4 is no hardware).
+        assert_eq!(shared_digits(Path::new("d/V4.xdf"), Path::new("V4.bin")), "");
+    }
 
     #[test]
     fn locked_write_replaces_and_cleans_up() {
