@@ -5,7 +5,7 @@
 
 use e2e::{
     Server, bin, build_component, fixtures, markdown_rows, only_plugin, plugins, required_field,
-    text,
+    test_plugins, text,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -233,6 +233,65 @@ async fn shared_the_xdf_family_dropped_into_a_running_server_reads_and_patches_m
     assert!(
         after.contains("hw2801_V4_Basic.xdf (TunerPro XDF)"),
         "{after}"
+    );
+    s.stop().await;
+}
+
+/// A family that traps, never returns or answers what the tools cannot
+/// use is reported by the ECU tools, which keep serving: a peer call that
+/// fails reaches ecu-tables as an error, never as a trap of its own.
+#[tokio::test]
+async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let rom = work.join("tiny.bin");
+    std::fs::write(&rom, [0u8; 16]).unwrap();
+    let rom = rom.to_string_lossy().into_owned();
+    // Outside the read-write grant: a plugin that could write the config
+    // file is refused.
+    let etc = tempfile::tempdir().unwrap();
+    let config = etc.path().join("benchtop.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = {:?}\n\n[[plugin]]\npath = {:?}\ndeadline_ms = 1500\n",
+            plugins().join("ecu_tables.wasm"),
+            test_plugins().join("faulty_family.wasm"),
+        ),
+    )
+    .unwrap();
+    let s = Server::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--definitions-path",
+        work.to_str().unwrap(),
+        "--allow",
+        &format!("{}:rw", work.display()),
+        "--workspace",
+        work.to_str().unwrap(),
+    ])
+    .await;
+    let defs = work.join("a.faulty");
+    for (fault, expected) in [
+        ("trap", "panicked"),
+        ("loop", "deadline"),
+        ("nonsense", "definition: Faulty"),
+    ] {
+        std::fs::write(&defs, format!("{fault}\n")).unwrap();
+        // A new stamp, so the file is asked about again.
+        let info = rom_info_until(&s, &rom, |i| {
+            i.contains(expected) || (fault == "nonsense" && i.contains("definition: Faulty"))
+        })
+        .await;
+        assert!(info.contains(expected), "{fault}: {info}");
+        std::fs::remove_file(&defs).unwrap();
+    }
+    // The unusable table is listed as unreadable, with why.
+    std::fs::write(&defs, "nonsense\n").unwrap();
+    let listed = text(&s.ok("list_tables", json!({"rom": rom})).await);
+    assert!(
+        listed.contains("Nonsense: address 0xFFFFFFFFFFFFFFFF is past 4 GiB"),
+        "{listed}"
     );
     s.stop().await;
 }
