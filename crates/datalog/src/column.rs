@@ -94,6 +94,35 @@ impl Column {
         self.text_cells += 1;
     }
 
+    /// Fills each empty cell with the cell above it (loggers that write a
+    /// value only when it changes); returns how many cells were filled.
+    /// Cells before the first value stay empty.
+    pub(crate) fn hold_empty(&mut self) -> usize {
+        let mut filled = 0;
+        let mut last: Option<f64> = None;
+        for v in &mut self.values {
+            if v.to_bits() == NULL_BITS {
+                if let Some(prev) = last {
+                    *v = prev;
+                    filled += 1;
+                }
+            } else {
+                last = Some(*v);
+            }
+        }
+        // A filled cell is a copy of the one above: a number stops being
+        // special, a text cell stays one.
+        let text_filled = self
+            .values
+            .iter()
+            .filter(|v| v.is_nan() && v.to_bits() != NULL_BITS)
+            .count()
+            .saturating_sub(self.text_cells);
+        self.special -= filled - text_filled;
+        self.text_cells += text_filled;
+        filled
+    }
+
     /// The cell at `row` (panics past the last row, like indexing).
     #[inline]
     pub fn cell(&self, row: usize) -> Cell<'_> {
@@ -172,5 +201,28 @@ mod tests {
         assert_eq!(c.special, 4);
         assert_eq!(c.display(0), "1.5");
         assert_eq!(format_number(-0.0001, 2), "0.00");
+    }
+
+    #[test]
+    fn empty_cells_hold_the_value_above() {
+        let mut c = Column::new("Gear");
+        c.push_null();
+        c.push_num(1.0, 0);
+        c.push_null();
+        c.push_text("N");
+        c.push_null();
+        assert_eq!(c.hold_empty(), 2);
+        let cells: Vec<_> = (0..5).map(|r| c.cell(r)).collect();
+        assert_eq!(
+            cells,
+            [
+                Cell::Null,
+                Cell::Num(1.0),
+                Cell::Num(1.0),
+                Cell::Str("N"),
+                Cell::Str("N")
+            ]
+        );
+        assert_eq!((c.special, c.text_cells), (3, 2));
     }
 }

@@ -1,18 +1,22 @@
 //! Which logger wrote a file and how its text is laid out, found once per
 //! file from its first bytes: the encoding (UTF-8 with or without a BOM,
 //! Windows-1252, UTF-16), the separator, preamble lines before the header
-//! (ME7Logger, VCDS, LogWorks, Zeitronix), units rows after it, the log's
-//! own start date, and columns that are not channels (COBB's `AP Info`,
-//! VCDS's marker and per-group stamps).
+//! (ME7Logger, VCDS, LogWorks, Zeitronix, BlueDriver, Haltech's channel
+//! declarations), units rows after it, the log's own start date, and
+//! columns that are not channels (COBB's `AP Info`, VCDS's marker and
+//! per-group stamps).
 //!
 //! The per-row reader never looks at any of this again: the plan hands it
 //! the channel names and where the rows start, so detection costs one pass
 //! over the first few hundred lines and nothing per row.
 
-use crate::format::{Format, TimeUnit, civil, general_number, time_unit_of};
+use crate::format::{DateKind, Format, TimeUnit, civil, general_number, time_unit_of};
 
 /// Bytes of a file looked at to detect its layout.
 pub const HEAD: usize = 64 << 10;
+/// Bytes looked at when the layout's header block can be longer than
+/// [`HEAD`] (a Haltech preamble of a thousand channels is ~80 KiB).
+pub const LONG_HEAD: usize = 1 << 20;
 /// Most columns a log may have: a header wider than this is refused before
 /// it is split (a million-column header would otherwise take hundreds of
 /// MiB of names).
@@ -228,6 +232,23 @@ pub struct Plan {
     pub time: Option<(usize, TimeUnit)>,
     /// The log's own start time (seconds since 1970 of its local clock).
     pub date: Option<i64>,
+    /// How `date` reads (a day only, for BlueDriver).
+    pub date_kind: DateKind,
+    /// Haltech: how each field's raw integers scale (by index; empty for
+    /// other loggers).
+    pub scales: Vec<Option<crate::haltech::Scale>>,
+    /// What the log's reader should know of how it was read.
+    pub notes: Vec<String>,
+    /// What the file says wrote it.
+    pub source: Option<String>,
+}
+
+/// True when the head of a file starts a layout whose header block may run
+/// past [`HEAD`] bytes (so the reader looks at up to [`LONG_HEAD`]).
+pub fn needs_longer_head(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let first = head.split(|&c| c == b'\n').next().unwrap_or(head);
+    crate::haltech::is_haltech(first)
 }
 
 /// Splits one line into trimmed, unquoted cells.
@@ -464,6 +485,14 @@ pub fn detect(text: &[u8], whole: bool, file_name: &str) -> Detected {
     if !text.contains(&b'\n') {
         return Ok(None);
     }
+    // Haltech declares its channels in a preamble and writes no header.
+    let haltech = crate::haltech::is_haltech(&text[first_start..first_end]);
+    if haltech && let Some(plan) = crate::haltech::plan(&text[bom..], whole) {
+        return plan.map(|mut p| {
+            p.body_start += bom;
+            Some(p)
+        });
+    }
     // Whole lines only, with their start offsets.
     let mut lines: Vec<(usize, &[u8])> = Vec::new();
     let mut at = bom;
@@ -554,9 +583,34 @@ pub fn detect(text: &[u8], whole: bool, file_name: &str) -> Detected {
     let mut hidden = Vec::new();
     let mut time = None;
     let mut date = None;
+    let mut date_kind = DateKind::Local;
+    // The header-line variant of Haltech's export: `RPM(EngineSpeed:rpm)`.
+    let scales = if haltech {
+        crate::haltech::from_header(&mut names, &mut units)
+    } else {
+        Vec::new()
+    };
     let has = |n: &str| names.iter().any(|x| x == n);
     let lower_name = file_name.to_ascii_lowercase();
-    let format = if preamble
+    let format = if haltech {
+        Format::Haltech
+    } else if first_line.trim() == "BlueDriver Data Log" {
+        // The second line is the day (`Aug 17, 2025`); the file name
+        // carries the time of day.
+        if let Some(day) = preamble.iter().find_map(|l| crate::dates::find(l)) {
+            date = Some(day.secs);
+            date_kind = if day.has_time {
+                DateKind::Local
+            } else {
+                DateKind::Day
+            };
+        }
+        Format::BlueDriver
+    } else if names.first().is_some_and(|n| n == "TIME")
+        && names.iter().skip(1).any(|n| n.contains('/'))
+    {
+        Format::EcuMaster
+    } else if preamble
         .iter()
         .any(|l| l.contains("ME7-Logger") || l.contains("ME7Logger"))
     {
@@ -634,6 +688,14 @@ pub fn detect(text: &[u8], whole: bool, file_name: &str) -> Detected {
     if names.len() > MAX_COLUMNS {
         return Err(too_many_columns(names.len(), false));
     }
+    let mut notes = Vec::new();
+    if format == Format::Haltech {
+        notes.push(
+            "Haltech values are scaled by the type in each column's header as NSP shows them; \
+             types of unproven scale stay raw"
+                .to_string(),
+        );
+    }
     Ok(Some(Plan {
         format,
         delimiter: delim,
@@ -643,6 +705,10 @@ pub fn detect(text: &[u8], whole: bool, file_name: &str) -> Detected {
         hidden,
         time,
         date,
+        date_kind,
+        scales,
+        notes,
+        source: None,
     }))
 }
 
@@ -821,10 +887,7 @@ mod tests {
         );
         assert_eq!(p.units, ["sec.ms", "1/min", "°KW", "%"]);
         assert_eq!(p.time, Some((0, TimeUnit::Seconds)));
-        let d = crate::logs::LogDate {
-            secs: p.date.unwrap(),
-            utc: false,
-        };
+        let d = crate::logs::LogDate::local(p.date.unwrap());
         assert_eq!(d.display(), "2014-02-22 17:47");
         assert_eq!(&text[p.body_start..p.body_start + 9], "    0.000");
     }
@@ -838,10 +901,7 @@ mod tests {
         assert_eq!(p.units[2], "/min");
         assert_eq!(p.time, Some((1, TimeUnit::Seconds)));
         assert_eq!(p.hidden, [0, 3]);
-        let d = crate::logs::LogDate {
-            secs: p.date.unwrap(),
-            utc: false,
-        };
+        let d = crate::logs::LogDate::local(p.date.unwrap());
         assert_eq!(d.display(), "2014-11-30 14:45");
     }
 
@@ -889,8 +949,7 @@ mod tests {
 
     #[test]
     fn dates_in_free_text() {
-        let show =
-            |s: &str| text_date(s).map(|secs| crate::logs::LogDate { secs, utc: false }.display());
+        let show = |s: &str| text_date(s).map(|secs| crate::logs::LogDate::local(secs).display());
         assert_eq!(
             show("Log started at 2014-02-22 17:47:01").as_deref(),
             Some("2014-02-22 17:47")

@@ -11,7 +11,7 @@ pub use plugin_kit::ToolError;
 pub const NO_LOGS_DIR: &str = "NO_LOGS_DIR";
 /// The configured logs directory cannot be listed (missing, not granted).
 pub const LOGS_DIR_UNREADABLE: &str = "LOGS_DIR_UNREADABLE";
-/// The logs directory holds no `.csv` files.
+/// The logs directory (and its subfolders) holds no log files.
 pub const NO_LOGS: &str = "NO_LOGS";
 /// `file` names no log of the directory (the message suggests the closest).
 pub const UNKNOWN_FILE: &str = "UNKNOWN_FILE";

@@ -1,7 +1,7 @@
 //! What a log is and how its fields read, shared by layout detection
-//! ([`crate::detect`]), the reader and the log listing: the logger that
-//! wrote it, how its time column counts, numbers in a field, and the
-//! recording date a log carries.
+//! ([`crate::detect`]), the CSV and binary readers and the log listing: the
+//! logger that wrote it, how its time column counts, numbers in a field, and
+//! the recording date a log carries.
 
 use plugin_kit::civil::{SECS_PER_DAY, days_from_civil};
 
@@ -36,6 +36,25 @@ pub enum Format {
     /// Zeitronix: a preamble naming Zeitronix, a ZTLog `Filename:` line, or a
     /// `zt…` file name.
     Zeitronix,
+    /// Haltech NSP export: a `%DataLog%` preamble declaring the channels
+    /// (or a header of `Name(Type:Unit)` cells), raw values scaled by type.
+    Haltech,
+    /// BlueDriver OBD app: UTF-16 text, a `BlueDriver Data Log` title and the
+    /// date on the second line.
+    BlueDriver,
+    /// ECUMaster EMU PRO / EMU Black CSV export: `TIME` first, slash-path
+    /// channel names; empty cells hold the previous value.
+    EcuMaster,
+    /// MegaLogViewer binary (`MLVLG`, versions 1 and 2): TunerStudio,
+    /// MegaSquirt, Speeduino, rusEFI.
+    Mlg,
+    /// Link ECU PCLink binary log (`.llg`, `.llg5`).
+    Link,
+    /// ECUMaster EMU Black binary log (`.emublog`, gzip-compressed).
+    EmuBlack,
+    /// Emerald K6/M3D: fixed binary records (`.lg1`) named by a channel list
+    /// (`.lg2`).
+    Emerald,
 }
 
 impl Format {
@@ -52,6 +71,13 @@ impl Format {
             Format::Vcds => "vcds",
             Format::LogWorks => "logworks",
             Format::Zeitronix => "zeitronix",
+            Format::Haltech => "haltech",
+            Format::BlueDriver => "bluedriver",
+            Format::EcuMaster => "ecumaster",
+            Format::Mlg => "mlg",
+            Format::Link => "link",
+            Format::EmuBlack => "ecumaster-emublog",
+            Format::Emerald => "emerald",
         }
     }
 }
@@ -66,6 +92,21 @@ pub enum TimeUnit {
     Millis,
     /// Wall-clock `HH:MM:SS.fff`, converted to seconds since the first row.
     Clock,
+    /// `MM:SS.f`: a clock Excel re-saved with its default `mm:ss.0` format,
+    /// which drops the hours (the hour is restored by counting wraps).
+    MinSec,
+}
+
+/// How far a log's own start date can be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DateKind {
+    /// A date and time of the logger's local clock, zone unknown.
+    #[default]
+    Local,
+    /// A date and time in UTC (an MLG header's Unix time).
+    Utc,
+    /// A day only (BlueDriver's `Aug 17, 2025`): the time of day is unknown.
+    Day,
 }
 
 /// The rank and unit of a time column named `name` (lower ranks win).

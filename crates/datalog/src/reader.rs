@@ -1,16 +1,20 @@
-//! CSV datalog reader: plain logs with a time column, EvoScan
-//! (`LogEntrySeconds`) and RomRaider (`Time (msec)` or clock time, `,` or
-//! `;`, header lines repeated or changed mid-file), parsed once into columns.
+//! Datalog reader: CSV logs (plain ones with a time column, EvoScan's
+//! `LogEntrySeconds`, RomRaider's `Time (msec)` or clock time with `,` or
+//! `;` and header lines repeated or changed mid-file, and the other
+//! loggers [`crate::detect`] recognises), parsed once into columns; binary
+//! logs (MLG, Link, EMU Black, Emerald) are recognised from their first
+//! bytes and read by [`crate::binary`] into the same columns.
 //!
 //! The hot loop reads a numeric field and converts it in the same pass
 //! (Clinger's fast path: an exact integer mantissa divided by an exact power
 //! of ten is correctly rounded); anything else goes through the general
 //! field reader (RFC 4180 quoting, decimal commas, thousands separators).
 
+use crate::binary::{self, BinaryError};
 use crate::column::Column;
 pub use crate::detect::Encoding;
 use crate::detect::{self, Plan};
-pub use crate::format::{Format, TimeUnit};
+pub use crate::format::{DateKind, Format, TimeUnit};
 use crate::format::{general_number, time_unit_of};
 use crate::separators::Separators;
 use std::fmt;
@@ -28,6 +32,8 @@ pub enum ReadError {
     LineTooLong,
     /// The file could not be read (the I/O error's message).
     Io(String),
+    /// A binary log that cannot be read, and why.
+    Binary(BinaryError),
 }
 
 impl fmt::Display for ReadError {
@@ -43,6 +49,7 @@ impl fmt::Display for ReadError {
                 MAX_LINE >> 20
             ),
             ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::Binary(e) => write!(f, "{e}"),
         }
     }
 }
@@ -82,6 +89,28 @@ pub struct Log {
     /// Subtracted from the time column to give `time`: its first value when
     /// that is an absolute clock (OpenPort's seconds since power-on), else 0.
     pub time_origin: f64,
+    /// How `start_date` reads: the logger's local clock, UTC, or a day only.
+    pub start_date_kind: DateKind,
+    /// What the file says wrote it, when it says (an MLG's firmware, a Link
+    /// ECU's model and PCLink version, Haltech NSP's version).
+    pub source: Option<String>,
+    /// Markers the logger recorded (MLG marker blocks, PCLink's markers),
+    /// in order; also the `Marker` column's text.
+    pub markers: Vec<Marker>,
+    /// What a reader of the log should know about how it was read (values
+    /// held, raw ids, a time axis rebuilt, records cut short), in words.
+    pub notes: Vec<String>,
+}
+
+/// A marker a logger recorded in a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// Seconds on the log's time axis (NaN when unknown).
+    pub time_s: f64,
+    /// The row it is shown on: the first at or after it.
+    pub row: usize,
+    /// The marker's text.
+    pub text: String,
 }
 
 /// The longest line (or quoted field) read: past it the file is refused
@@ -202,6 +231,25 @@ impl Log {
                 .map(|c| c.values.len() * 8 + c.strings.iter().map(|s| s.len() + 24).sum::<usize>())
                 .sum::<usize>()
     }
+}
+
+/// Parses `MM:SS(.f)` (minutes of the hour and seconds, Excel's `mm:ss.0`
+/// display of a clock) into seconds of the hour.
+pub fn parse_min_sec(s: &str) -> Option<f64> {
+    let (m, sec) = s.trim().split_once(':')?;
+    if m.is_empty() || m.len() > 2 || !m.bytes().all(|b| b.is_ascii_digit()) || sec.contains(':') {
+        return None;
+    }
+    let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
+    if whole.len() != 2
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let m: f64 = m.parse().ok()?;
+    let sec: f64 = sec.parse().ok()?;
+    ((0.0..60.0).contains(&m) && (0.0..60.0).contains(&sec)).then_some(m * 60.0 + sec)
 }
 
 /// Parses `HH:MM:SS(.fff)` into seconds of the day.
@@ -554,15 +602,38 @@ pub fn read_columns(
     file_name: &str,
     need: &Need,
 ) -> Result<Log, ReadError> {
-    read_in_steps(source, size_hint, file_name, need, READ_STEP)
+    read_log(source, size_hint, file_name, need, None)
+}
+
+/// [`read_columns`] for any log, CSV or binary; `companion` is the content
+/// of a file read with it (an Emerald `.lg1`'s `.lg2` channel list).
+pub fn read_log(
+    source: impl std::io::Read,
+    size_hint: u64,
+    file_name: &str,
+    need: &Need,
+    companion: Option<&[u8]>,
+) -> Result<Log, ReadError> {
+    read_steps(
+        source, size_hint, file_name, need, READ_STEP, false, companion,
+    )
 }
 
 /// Reads only the start of a log: its layout, channel names and units, and
 /// the rows of the first piece, none of them converted but the time axis.
 /// What a caller needs to choose channels by name before paying for
 /// [`read_columns`] once with exactly those (a header change later in the
-/// file is not seen).
+/// file is not seen). A binary log is read whole, its channels unconverted.
 pub fn read_head(source: impl std::io::Read, file_name: &str) -> Result<Log, ReadError> {
+    read_head_with(source, file_name, None)
+}
+
+/// [`read_head`] with a companion file (see [`read_log`]).
+pub fn read_head_with(
+    source: impl std::io::Read,
+    file_name: &str,
+    companion: Option<&[u8]>,
+) -> Result<Log, ReadError> {
     read_steps(
         source,
         0,
@@ -570,6 +641,7 @@ pub fn read_head(source: impl std::io::Read, file_name: &str) -> Result<Log, Rea
         &Need::named::<&str>([]),
         READ_STEP,
         true,
+        companion,
     )
 }
 
@@ -580,7 +652,7 @@ fn read_in_steps(
     need: &Need,
     step: usize,
 ) -> Result<Log, ReadError> {
-    read_steps(source, size_hint, file_name, need, step, false)
+    read_steps(source, size_hint, file_name, need, step, false, None)
 }
 
 /// [`read_in_steps`], stopping after the header (and a units row) when
@@ -592,12 +664,20 @@ fn read_steps(
     need: &Need,
     step: usize,
     head_only: bool,
+    companion: Option<&[u8]>,
 ) -> Result<Log, ReadError> {
     // The layout is detected once, from the file's first bytes.
     let mut head = Vec::new();
-    let eof = read_up_to(&mut source, &mut head, detect::HEAD)?;
+    let mut eof = read_up_to(&mut source, &mut head, detect::HEAD)?;
+    if !head.is_empty()
+        && let Some(kind) = binary::sniff(&head, file_name)
+    {
+        let whole = std::io::Read::chain(std::io::Cursor::new(head), source);
+        return binary::read(kind, whole, file_name, need, companion).map_err(ReadError::Binary);
+    }
     let encoding = detect::sniff_encoding(&head);
     if !encoding.transcodes() {
+        eof = eof || read_longer_head(&mut source, &mut head)?;
         return read_detected(
             source, head, eof, encoding, size_hint, file_name, need, step, head_only,
         );
@@ -607,10 +687,24 @@ fn read_steps(
         encoding,
     );
     let mut head = Vec::new();
-    let eof = read_up_to(&mut text, &mut head, detect::HEAD)?;
+    let eof =
+        read_up_to(&mut text, &mut head, detect::HEAD)? || read_longer_head(&mut text, &mut head)?;
     read_detected(
         text, head, eof, encoding, size_hint, file_name, need, step, head_only,
     )
+}
+
+/// Reads on to [`detect::LONG_HEAD`] bytes when the head starts a layout
+/// whose header block can be longer than [`detect::HEAD`] (a Haltech
+/// preamble declares every channel in four lines); true at the file's end.
+fn read_longer_head(
+    source: &mut impl std::io::Read,
+    head: &mut Vec<u8>,
+) -> Result<bool, ReadError> {
+    if head.len() < detect::HEAD || !detect::needs_longer_head(head) {
+        return Ok(false);
+    }
+    read_up_to(source, head, detect::LONG_HEAD - head.len())
 }
 
 /// Appends up to `most` bytes of `source` to `buf`; true at its end.
@@ -1055,6 +1149,7 @@ impl Reader {
             Some((c, unit)) if c < columns.len() => (Some(c), Some(unit)),
             _ => pick_time_column(&columns),
         };
+        let plan = self.plan.as_ref();
         let mut log = Log {
             time: Vec::new(),
             time_column,
@@ -1065,11 +1160,31 @@ impl Reader {
             header_changes: self.header_changes,
             ragged_lines: self.ragged,
             start_clock: None,
-            start_date: self.plan.as_ref().and_then(|p| p.date),
+            start_date: plan.and_then(|p| p.date),
             encoding: self.encoding,
             time_origin: 0.0,
             columns,
+            start_date_kind: plan.map_or(DateKind::Local, |p| p.date_kind),
+            source: plan.and_then(|p| p.source.clone()),
+            markers: Vec::new(),
+            notes: plan.map_or_else(Vec::new, |p| p.notes.clone()),
         };
+        if let Some(p) = plan {
+            crate::haltech::apply_scales(&mut log.columns, &p.scales);
+        }
+        if format == Format::EcuMaster {
+            // ECUMaster writes a cell only when its value changes.
+            for (i, c) in log.columns.iter_mut().enumerate() {
+                if Some(i) != time_column && c.loaded {
+                    c.hold_empty();
+                }
+            }
+            log.notes.push(
+                "empty cells hold the channel's previous value (ECUMaster writes a value only \
+                 when it changes)"
+                    .to_string(),
+            );
+        }
         fill_time(&mut log, rows);
         if format == Format::EvoScan
             && let (Some(d), Some(t)) = (log.column("LogEntryDate"), log.column("LogEntryTime"))
@@ -1116,14 +1231,13 @@ fn pick_time_column(columns: &[Column]) -> (Option<usize>, Option<TimeUnit>) {
         None => (None, None),
         Some((_, i, unit)) => {
             let col = &columns[i];
-            // A "Time" column holding wall-clock text (RomRaider absolute mode).
-            let unit = if col.text_cells > 0
-                && col
-                    .strings
-                    .first()
-                    .is_some_and(|s| parse_clock(s).is_some())
-            {
+            // A "Time" column holding wall-clock text (RomRaider absolute
+            // mode), or that clock as Excel re-saves it (`mm:ss.0`).
+            let first = col.strings.first().filter(|_| col.text_cells > 0);
+            let unit = if first.is_some_and(|s| parse_clock(s).is_some()) {
                 TimeUnit::Clock
+            } else if first.is_some_and(|s| parse_min_sec(s).is_some()) {
+                TimeUnit::MinSec
             } else {
                 unit
             };
@@ -1147,32 +1261,66 @@ fn fill_time(log: &mut Log, rows: usize) {
                 .collect();
             log.time_decimals = (col.decimals + 3).min(6);
         }
-        Some(TimeUnit::Clock) => {
+        Some(unit @ (TimeUnit::Clock | TimeUnit::MinSec)) => {
+            // A clock restarts past midnight; minutes and seconds restart
+            // every hour: a step back of more than half the period is one
+            // more period.
+            let (parse, period): (fn(&str) -> Option<f64>, f64) = if unit == TimeUnit::Clock {
+                (parse_clock, 86_400.0)
+            } else {
+                (parse_min_sec, 3_600.0)
+            };
             let mut first: Option<f64> = None;
-            let mut day = 0.0;
+            let mut wraps = 0.0;
             let mut prev = f64::NAN;
+            let mut unread = 0usize;
             log.time = (0..rows)
                 .map(|r| {
                     let t = match col.cell(r) {
-                        crate::column::Cell::Str(s) => parse_clock(s),
+                        crate::column::Cell::Str(s) => parse(s),
                         _ => None,
                     };
                     match t {
-                        None => f64::NAN,
+                        None => {
+                            unread += 1;
+                            f64::NAN
+                        }
                         Some(mut t) => {
-                            // Past midnight the clock restarts.
-                            if !prev.is_nan() && t + day < prev - 43_200.0 {
-                                day += 86_400.0;
+                            if !prev.is_nan() && t + wraps < prev - period / 2.0 {
+                                wraps += period;
                             }
-                            t += day;
+                            t += wraps;
                             prev = t;
                             let f = *first.get_or_insert(t);
-                            t - f
+                            // 3600.1 − 3600.0 is 0.1 to three places.
+                            crate::binary::round_to(t - f, 3)
                         }
                     }
                 })
                 .collect();
-            log.time_decimals = 3;
+            log.time_decimals = if unit == TimeUnit::Clock {
+                3
+            } else {
+                col.strings
+                    .first()
+                    .and_then(|s| s.split_once('.'))
+                    .map_or(0, |(_, f)| f.len().min(3) as u8)
+                    .max(1)
+            };
+            if unit == TimeUnit::MinSec {
+                let name = col.name.clone();
+                log.notes.push(format!(
+                    "its time column `{name}` holds minutes:seconds (`mm:ss.0`, as Excel \
+                     re-saves a clock), so hours are not in the file: times count on from the \
+                     first row, adding an hour whenever the minutes wrap, and hold to a tenth \
+                     of a second. A gap of 30 minutes or more between rows cannot be seen."
+                ));
+            }
+            if unread > 0 {
+                log.notes.push(format!(
+                    "{unread} rows have no time the clock column can read; they are untimed"
+                ));
+            }
         }
         _ => {
             log.time = col
@@ -1585,10 +1733,7 @@ mod tests {
         );
         assert_eq!(log.time, vec![0.44, 0.96, 1.47]);
         assert!((log.duration_s().unwrap() - 1.03).abs() < 1e-9);
-        let d = crate::logs::LogDate {
-            secs: log.start_date.unwrap(),
-            utc: false,
-        };
+        let d = crate::logs::LogDate::local(log.start_date.unwrap());
         assert_eq!(d.display(), "2025-12-23 13:30");
     }
 
@@ -1609,10 +1754,7 @@ mod tests {
         assert_eq!(log.format, Format::Zeitronix);
         assert_eq!(log.rows(), 2);
         assert_eq!(log.channels(), ["RPM", "AFR", "Boost", "EGT"]);
-        let d = crate::logs::LogDate {
-            secs: log.start_date.unwrap(),
-            utc: false,
-        };
+        let d = crate::logs::LogDate::local(log.start_date.unwrap());
         assert_eq!(d.display(), "2012-05-06 10:11");
     }
 
@@ -1705,5 +1847,112 @@ mod tests {
         let dup = parse(b"t,a,a,a #2\n0,1,2,3\n", "d.csv").unwrap();
         let names: Vec<&str> = dup.columns.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["t", "a", "a #2", "a #2 #2"]);
+    }
+
+    /// Issue 38 item 2: binary logs come through the same entry points as
+    /// CSV ones, whole or in pieces of any size, with `need` honoured.
+    #[test]
+    fn binary_logs_read_through_the_reader_in_any_pieces() {
+        let fields = [(7u8, "Time", "s", 1.0f32), (2, "RPM", "rpm", 1.0)];
+        let records: Vec<Vec<u8>> = (0..50u16)
+            .map(|k| {
+                let mut r = (f32::from(k) * 0.05).to_be_bytes().to_vec();
+                r.extend((800 + k * 100).to_be_bytes());
+                r
+            })
+            .collect();
+        let file = crate::binary::mlg::tests::mlg(2, &fields, &records, &[(10, "pull")]);
+        let whole = parse(&file, "renamed.bin").unwrap();
+        assert_eq!((whole.format, whole.rows()), (Format::Mlg, 50));
+        assert_eq!(whole.channels(), ["RPM", "Marker"]);
+        for most in [1, 7, 4096] {
+            let source = Trickle { data: &file, most };
+            let log = read_columns(source, file.len() as u64, "x.mlg", &Need::All).unwrap();
+            assert_eq!(dump(&log), dump(&whole), "reads of {most}");
+        }
+        let head = read_head(&file[..], "x.mlg").unwrap();
+        assert_eq!(head.rows(), 50);
+        assert!(!head.column("RPM").unwrap().loaded);
+        // An Emerald .lg1 takes its .lg2 as the companion.
+        let lg1 = crate::binary::emerald::tests::lg1(4);
+        let lg2 = crate::binary::emerald::tests::LG2;
+        let log = read_log(&lg1[..], 96, "EM Log.lg1", &Need::All, Some(lg2)).unwrap();
+        assert_eq!(log.channels()[0], "id19");
+        // What the old reader said of binary files is gone.
+        for e in [parse(&file, "x.mlg"), parse(&lg1, "x.lg1")] {
+            assert!(e.is_ok(), "{:?}", e.err());
+        }
+    }
+
+    /// Issue 38 item 4: a RomRaider clock column re-saved by Excel as
+    /// `mm:ss.0` gives durations and rates (across an hour's wrap), with a
+    /// note saying what the time axis cannot know.
+    #[test]
+    fn an_excel_mm_ss_time_column_is_timed() {
+        let mut csv = String::from("Time,Engine Speed (rpm),Throttle Opening Angle (%)\n");
+        // 59:58.0 → 00:02.0 crosses the hour: 41 rows at 10 Hz = 4 s.
+        for k in 0..41 {
+            let t = 3598.0 + f64::from(k) * 0.1;
+            let t = t % 3600.0;
+            csv += &format!(
+                "{:02}:{:04.1},{},{}\n",
+                (t / 60.0).floor(),
+                t % 60.0,
+                800 + k * 10,
+                k
+            );
+        }
+        assert!(
+            csv.contains("\n59:58.0,") && csv.contains("\n00:02.0,"),
+            "{csv}"
+        );
+        let log = parse(csv.as_bytes(), "romraiderlog_20241016_113910.csv").unwrap();
+        assert_eq!(log.rows(), 41);
+        assert_eq!(log.time_unit, Some(TimeUnit::MinSec));
+        assert!(
+            (log.duration_s().unwrap() - 4.0).abs() < 1e-9,
+            "{:?}",
+            log.time
+        );
+        assert!((log.sample_rate_hz().unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(log.time[21], 2.1);
+        assert!(log.notes[0].contains("mm:ss.0"), "{:?}", log.notes);
+        assert_eq!(log.channels()[0], "Engine Speed (rpm)");
+        assert_eq!(parse_min_sec("59:58.3"), Some(3598.3));
+        for bad in ["1:2:3", "5:7", "60:00.0", "a:00", "12:3x"] {
+            assert_eq!(parse_min_sec(bad), None, "{bad}");
+        }
+    }
+
+    /// Issue 38 items 2 and 5: an ECUMaster export (`TIME`, slash paths)
+    /// is named, its empty cells hold the value above; BlueDriver's UTF-16
+    /// title lines and day are read.
+    #[test]
+    fn ecumaster_holds_values_and_bluedriver_states_its_day() {
+        let csv = "TIME;engine/rpm;sensors/gear;ignition/angle\r\n0.000;1113;;10.900\r\n0.020;1116;;\r\n0.040;1122;3;10.500\r\n0.060;;;\r\n";
+        let log = parse(csv.as_bytes(), "2025_1218_1904.csv").unwrap();
+        assert_eq!(log.format, Format::EcuMaster);
+        let gear = log.column("sensors/gear").unwrap();
+        assert_eq!(
+            (0..4).map(|r| gear.cell(r)).collect::<Vec<_>>(),
+            [Cell::Null, Cell::Null, Cell::Num(3.0), Cell::Num(3.0)]
+        );
+        assert_eq!(log.column("engine/rpm").unwrap().cell(3), Cell::Num(1122.0));
+        assert_eq!(gear.special, 2);
+        assert!(log.notes[0].contains("previous value"), "{:?}", log.notes);
+        let text = "BlueDriver Data Log\nAug 17, 2025\nTime(s), O2 Bank 1 - Sensor 2 (V), Trim (%)\n0.00, 0.301, 0.8\n0.40, 0.150, 0.8\n";
+        let log = parse(
+            &utf16(text, true, true),
+            "SBM_Aug_17__2025_08_45_PM_LiveData.csv",
+        )
+        .unwrap();
+        assert_eq!(log.format, Format::BlueDriver);
+        assert_eq!(log.channels(), ["O2 Bank 1 - Sensor 2 (V)", "Trim (%)"]);
+        assert_eq!(log.start_date_kind, DateKind::Day);
+        let day = crate::logs::LogDate {
+            day_only: true,
+            ..crate::logs::LogDate::local(log.start_date.unwrap())
+        };
+        assert_eq!(day.display(), "2025-08-17");
     }
 }

@@ -118,7 +118,7 @@ pub fn parse(file: &[u8]) -> Result<Option<Records>, String> {
 
 /// The bytes of one record's hex digits after its first character.
 fn hex_bytes(digits: &str) -> Result<Vec<u8>, String> {
-    if digits.len() % 2 != 0 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !digits.len().is_multiple_of(2) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err("not an even number of hex digits".into());
     }
     Ok((0..digits.len())

@@ -833,10 +833,16 @@ mod tests {
     #[test]
     fn size_only_matches_are_told_apart_by_the_digits_names_share() {
         let rom = Path::new("bins/211322002801J429 (US 6MT).bin");
-        assert_eq!(shared_digits(Path::new("d/hw2801_V4_Basic.xdf"), rom), "2801");
+        assert_eq!(
+            shared_digits(Path::new("d/hw2801_V4_Basic.xdf"), rom),
+            "2801"
+        );
         assert_eq!(shared_digits(Path::new("d/hw1501_V4_Basic.xdf"), rom), "");
         // Runs shorter than three digits say nothing (V4 is no hardware).
-        assert_eq!(shared_digits(Path::new("d/V4.xdf"), Path::new("V4.bin")), "");
+        assert_eq!(
+            shared_digits(Path::new("d/V4.xdf"), Path::new("V4.bin")),
+            ""
+        );
     }
 
     #[test]

@@ -70,6 +70,28 @@ pub fn log_summary(
         .text("logger", f.log.format.name())
         .raw("channel_count", channels.len())
         .list("channels", &channels);
+    if let Some(source) = &f.log.source {
+        fm = fm.text("source", source);
+    }
+    if !f.log.notes.is_empty() {
+        fm = fm.list("notes", &f.log.notes);
+    }
+    if !f.log.markers.is_empty() {
+        let markers: Vec<String> = f
+            .log
+            .markers
+            .iter()
+            .take(100)
+            .map(|m| {
+                format!(
+                    "{} s: {}",
+                    crate::column::format_number(m.time_s, 3),
+                    m.text
+                )
+            })
+            .collect();
+        fm = fm.list("markers", &markers);
+    }
     Ok(fm.with_body(&format!(
         "Query it with query_logs (file=\"{0}\", filter on the channels above, exactly as \
          written; quote names with spaces: 'Knock Sum' > 0), or plot it with plot_log \

@@ -124,7 +124,11 @@ pub fn plot_log(
     if listing.files.is_empty() {
         return Err(ToolError::new(
             error::NO_LOGS,
-            format!("the logs directory {} holds no .csv files", dir.display()),
+            format!(
+                "the logs directory {} holds no .csv files or other logs, in it or its \
+                 subfolders",
+                dir.display()
+            ),
         ));
     }
     let index = match &args.file {

@@ -119,10 +119,19 @@ fn render_listing(dir: &Path, listing: &Listing) -> Result<String, ToolError> {
         .filter(|f| matches!(f.log, Some(Ok(_))))
         .count();
     let mut body = if listing.files.is_empty() {
-        "No .csv log files in this directory. Put datalogs (EvoScan, RomRaider, BtSsm, OpenPort, \
-         COBB Accessport, ME7Logger, VCDS, LogWorks, Zeitronix or any CSV with a time column) \
-         there.\n"
-            .to_string()
+        format!(
+            "No log files in this directory or its subfolders ({} {} searched). Put datalogs \
+             there, in subfolders if you like: CSV (EvoScan, RomRaider, BtSsm, OpenPort, COBB \
+             Accessport, ME7Logger, VCDS, LogWorks, Zeitronix, Haltech NSP, BlueDriver, \
+             ECUMaster, or any CSV with a time column) or binary (MegaLogViewer .mlg, Link \
+             .llg/.llg5, ECUMaster .emublog, Emerald .lg1 with its .lg2).\n",
+            listing.folders,
+            if listing.folders == 1 {
+                "folder"
+            } else {
+                "folders"
+            }
+        )
     } else if shown > 0 {
         table.render()
     } else {
@@ -156,6 +165,20 @@ fn render_listing(dir: &Path, listing: &Listing) -> Result<String, ToolError> {
             listing.files.len()
         ));
     }
+    let notes = log_notes(listing);
+    if !notes.is_empty() {
+        body.push_str(&format!("\nNotes on how logs were read:\n\n{notes}"));
+    }
+    if !listing.scan_notes.is_empty() {
+        body.push_str(&format!(
+            "\nNot every subfolder was searched:\n\n{}",
+            listing
+                .scan_notes
+                .iter()
+                .map(|n| format!("- {n}\n"))
+                .collect::<String>()
+        ));
+    }
     let mut fm = Frontmatter::new()
         .text("logs_dir", dir.display().to_string())
         .raw("total_files", listing.files.len());
@@ -165,7 +188,44 @@ fn render_listing(dir: &Path, listing: &Listing) -> Result<String, ToolError> {
     if listing.unread > 0 {
         fm = fm.raw("not_read_yet", listing.unread);
     }
+    if !listing.scan_notes.is_empty() {
+        fm = fm.raw("search_incomplete", true);
+    }
     Ok(fm.with_body(&body))
+}
+
+/// Notes listed per log at most.
+const MAX_NOTED_FILES: usize = 20;
+
+/// `- file: what wrote it; how it was read` for the listed logs that have
+/// something to say (the first [`MAX_NOTED_FILES`]).
+fn log_notes(listing: &Listing) -> String {
+    let mut out = String::new();
+    let mut noted = 0;
+    for item in listing.files.iter().take(MAX_LISTED_FILES) {
+        let Some(Ok(log)) = &item.log else { continue };
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(source) = &log.source {
+            parts.push(format!("written by {source}"));
+        }
+        parts.extend(log.notes.iter().map(|n| plugin_kit::text::head(n, 600)));
+        if !log.markers.is_empty() {
+            parts.push(format!(
+                "{} markers (the Marker channel)",
+                log.markers.len()
+            ));
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        noted += 1;
+        if noted > MAX_NOTED_FILES {
+            out.push_str("- … (the other logs' notes are in their log:// summaries)\n");
+            break;
+        }
+        out.push_str(&format!("- {}: {}\n", item.file.name, parts.join("; ")));
+    }
+    out
 }
 
 struct FileResult {
@@ -218,7 +278,8 @@ pub fn query_logs(
         return Err(ToolError::new(
             error::NO_LOGS,
             format!(
-                "the logs directory {} holds no .csv files; nothing to query",
+                "the logs directory {} holds no .csv files or other logs, in it or its \
+                 subfolders; nothing to query",
                 dir.display()
             ),
         ));
@@ -470,6 +531,15 @@ pub fn query_logs(
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    // How the logs that answered were read (a time axis rebuilt, raw ids,
+    // values held), where it matters to the rows shown.
+    for r in results
+        .iter()
+        .filter(|r| !r.log.notes.is_empty() && (r.output_rows > 0 || results.len() == 1))
+        .take(5)
+    {
+        notes.push(format!("{}: {}", r.name, r.log.notes.join("; ")));
     }
     if !unreadable.is_empty() {
         let shown: Vec<&str> = unreadable
@@ -950,6 +1020,148 @@ mod tests {
             e.message.len(),
             &e.message[..e.message.len().min(600)]
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The cells of the listing's row for `file`.
+    fn row(out: &str, file: &str) -> Vec<String> {
+        let line = out
+            .lines()
+            .find(|l| l.split('|').nth(2).is_some_and(|c| c.trim() == file))
+            .unwrap_or_else(|| panic!("no row for {file} in\n{out}"));
+        line.split('|')
+            .map(str::trim)
+            .skip(1)
+            .take(9)
+            .map(String::from)
+            .collect()
+    }
+
+    /// A MegaLogViewer v1 file: fields `Time` (F32, s) and `RPM` (U16),
+    /// one record per (time, rpm), a marker before the second record.
+    fn mlg(records: &[(f32, u16)]) -> Vec<u8> {
+        let mut out = b"MLVLG\0".to_vec();
+        out.extend(1i16.to_be_bytes());
+        out.extend(1_700_000_000u32.to_be_bytes());
+        out.extend(0u16.to_be_bytes()); // no info text
+        out.extend((22u32 + 2 * 55).to_be_bytes());
+        out.extend(6u16.to_be_bytes());
+        out.extend(2u16.to_be_bytes());
+        for (code, name, unit) in [(7u8, "Time", "s"), (2, "RPM", "rpm")] {
+            let mut d = vec![0u8; 55];
+            d[0] = code;
+            d[1..1 + name.len()].copy_from_slice(name.as_bytes());
+            d[35..35 + unit.len()].copy_from_slice(unit.as_bytes());
+            d[46..50].copy_from_slice(&1.0f32.to_be_bytes());
+            out.extend(d);
+        }
+        for (k, (t, rpm)) in records.iter().enumerate() {
+            if k == 1 {
+                let mut m = vec![1u8, 0, 0, 0];
+                m.extend(b"pull");
+                m.resize(54, 0);
+                out.extend(m);
+            }
+            let mut r = t.to_be_bytes().to_vec();
+            r.extend(rpm.to_be_bytes());
+            out.extend([0, k as u8, 0, 0]);
+            out.extend(&r);
+            out.push(r.iter().fold(0u8, |a, &b| a.wrapping_add(b)));
+        }
+        out
+    }
+
+    /// Issue 38 items 1 and 2: logs kept in subfolders, and binary logs,
+    /// are listed (path from the logs directory, logger named) and queried
+    /// by that path; an empty tree says it searched the subfolders.
+    #[test]
+    fn subfolders_and_binary_logs_list_and_query() {
+        let dir = std::env::temp_dir().join(format!("logq-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("car1/2025-07-18")).unwrap();
+        std::fs::create_dir_all(dir.join("car2")).unwrap();
+        let mut cache = Cache::default();
+        let out = list_logs(&dir, &mut cache, &mut no_progress()).unwrap();
+        assert!(
+            out.contains("No log files in this directory or its subfolders (4 folders searched)"),
+            "{out}"
+        );
+        std::fs::write(
+            dir.join("car1/2025-07-18/pull.csv"),
+            "Time,RPM\n0,900\n0.5,3100\n1,4200\n",
+        )
+        .unwrap();
+        let records: Vec<(f32, u16)> = (0..20).map(|k| (k as f32 * 0.1, 1000 + k * 200)).collect();
+        std::fs::write(dir.join("car2/speeduino.mlg"), mlg(&records)).unwrap();
+        let out = list_logs(&dir, &mut cache, &mut no_progress()).unwrap();
+        assert!(!out.contains("No log files"), "{out}");
+        assert!(out.contains("total_files: 2\n"), "{out}");
+        assert_eq!(
+            row(&out, "car2/speeduino.mlg")[2..],
+            [
+                "2023-11-14 22:13 UTC",
+                "1.9",
+                "20",
+                "10",
+                "RPM, Marker",
+                "mlg",
+                "log"
+            ],
+            "{out}"
+        );
+        // A folder per day dates what it holds.
+        assert_eq!(
+            row(&out, "car1/2025-07-18/pull.csv")[2..],
+            ["2025-07-18", "1", "3", "2", "RPM", "csv", "file name"],
+            "{out}"
+        );
+        assert!(
+            out.contains("- car2/speeduino.mlg: written by MLVLG v1; 1 markers"),
+            "{out}"
+        );
+        let q = |filter: &str, file: &str| {
+            query_logs(
+                &dir,
+                &mut Cache::default(),
+                &QueryArgs {
+                    filter: filter.into(),
+                    file: Some(file.into()),
+                    ..Default::default()
+                },
+                &mut no_progress(),
+            )
+        };
+        let out = q("RPM > 3000", "car2/speeduino.mlg").unwrap();
+        assert!(out.contains("rows_matched: 9\n"), "{out}");
+        assert!(out.contains("actual_sample_rate_hz: 10\n"), "{out}");
+        let out = q("Marker == \"pull\"", "speeduino.mlg").unwrap();
+        assert!(
+            out.contains("rows_matched: 1\n") && out.contains("| 0.10 "),
+            "{out}"
+        );
+        let out = q("RPM > 3000", "car1/2025-07-18/pull.csv").unwrap();
+        assert!(out.contains("rows_matched: 2\n"), "{out}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 38 item 4: the listing says how an Excel `mm:ss.0` time axis
+    /// was read, beside its duration and rate.
+    #[test]
+    fn a_rebuilt_time_axis_is_noted_in_the_listing() {
+        let dir = std::env::temp_dir().join(format!("logq-minsec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("romraiderlog_20241016_113910.csv"),
+            "Time,Engine Speed (rpm)\n15:46.0,800\n15:46.1,810\n15:46.2,820\n15:46.3,830\n",
+        )
+        .unwrap();
+        let out = list_logs(&dir, &mut Cache::default(), &mut no_progress()).unwrap();
+        assert_eq!(
+            row(&out, "romraiderlog_20241016_113910.csv")[3..8],
+            ["0.3", "4", "10", "Engine Speed (rpm)", "romraider"],
+            "{out}"
+        );
+        assert!(out.contains("holds minutes:seconds (`mm:ss.0`"), "{out}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

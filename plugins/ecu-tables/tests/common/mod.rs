@@ -1,5 +1,8 @@
 //! Helpers shared by the fixture tests of every definition family.
 
+// Each test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
+
 use ecu_tables::decode::{Cell, read_table};
 use ecu_tables::definition::Definition;
 use ecu_tables::patch::{self, Op, Target};
