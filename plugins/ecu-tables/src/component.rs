@@ -1,16 +1,10 @@
 //! wit-bindgen glue: WIT argument records into [`tools`] calls, the domain
 //! [`Error`] out as the host's `tool-error` (its code and its text).
 
+use crate::bindings::benchtop;
+use crate::bindings::exports::benchtop::ecu_tables::offers as wit_offers;
+use crate::bindings::exports::benchtop::ecu_tables::tables as wit;
 use crate::{Config, Error, Explorer, offers, tools};
-
-wit_bindgen::generate!({
-    path: "../../wit/ecu-tables",
-    world: "plugin",
-    generate_all,
-});
-
-use exports::benchtop::ecu_tables::offers as wit_offers;
-use exports::benchtop::ecu_tables::tables as wit;
 use std::cell::RefCell;
 
 thread_local! {
@@ -345,4 +339,4 @@ impl wit_offers::Guest for Component {
 // are not valid in a linker version script, so the cdylib only exports them
 // on wasm; the glue above still type-checks natively.
 #[cfg(target_arch = "wasm32")]
-export!(Component);
+crate::bindings::export!(Component with_types_in crate::bindings);

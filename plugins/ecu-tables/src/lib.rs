@@ -28,6 +28,7 @@ pub mod store;
 pub mod tools;
 pub mod xml;
 
+mod bindings;
 mod component;
 
 pub use error::Error;

@@ -10,9 +10,9 @@
 //! dropped when the serving plugin is loaded again.
 
 use super::{Family, Listed, Recognition, Served, Stamp, file_label};
+use crate::bindings::benchtop::ecu_family::family as wit;
+use crate::bindings::benchtop::host::peers;
 use crate::checksum::Checksum;
-use crate::component::benchtop::ecu_family::family as wit;
-use crate::component::benchtop::host::peers;
 use crate::definition::{Axis, AxisSource, Definition, FamilyChecksum, Table, TableType};
 use crate::error::Error;
 use crate::expr::Expr;
