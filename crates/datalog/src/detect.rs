@@ -11,16 +11,13 @@
 //! over the first few hundred lines and nothing per row.
 
 use crate::format::{DateKind, Format, TimeUnit, civil, general_number, time_unit_of};
+use crate::plan::{MAX_COLUMNS, Plan, too_many_columns};
 
 /// Bytes of a file looked at to detect its layout.
 pub const HEAD: usize = 64 << 10;
 /// Bytes looked at when the layout's header block can be longer than
 /// [`HEAD`] (a Haltech preamble of a thousand channels is ~80 KiB).
 pub const LONG_HEAD: usize = 1 << 20;
-/// Most columns a log may have: a header wider than this is refused before
-/// it is split (a million-column header would otherwise take hundreds of
-/// MiB of names).
-pub const MAX_COLUMNS: usize = 32_768;
 /// Lines of the head looked at.
 const MAX_LINES: usize = 400;
 
@@ -212,35 +209,6 @@ impl<R: std::io::Read> std::io::Read for Transcode<R> {
         self.pos += n;
         Ok(n)
     }
-}
-
-/// How to read a file: what detection found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    pub format: Format,
-    pub delimiter: u8,
-    /// Byte offset (in the UTF-8 text) of the first line after the header
-    /// block (preamble, header, units and alias rows).
-    pub body_start: usize,
-    /// The channel name of each field.
-    pub names: Vec<String>,
-    /// The units row's text for each field, when the log has one.
-    pub units: Vec<String>,
-    /// Fields that are not channels.
-    pub hidden: Vec<usize>,
-    /// The time axis when detection knows it better than the names say.
-    pub time: Option<(usize, TimeUnit)>,
-    /// The log's own start time (seconds since 1970 of its local clock).
-    pub date: Option<i64>,
-    /// How `date` reads (a day only, for BlueDriver).
-    pub date_kind: DateKind,
-    /// Haltech: how each field's raw integers scale (by index; empty for
-    /// other loggers).
-    pub scales: Vec<Option<crate::haltech::Scale>>,
-    /// What the log's reader should know of how it was read.
-    pub notes: Vec<String>,
-    /// What the file says wrote it.
-    pub source: Option<String>,
 }
 
 /// True when the head of a file starts a layout whose header block may run
@@ -788,15 +756,6 @@ fn trim_unnamed(names: &mut Vec<String>, units: &mut Vec<String>, hidden: &mut V
         units.truncate(names.len());
         hidden.retain(|&h| h < names.len());
     }
-}
-
-pub(crate) fn too_many_columns(n: usize, at_least: bool) -> String {
-    format!(
-        "its header line has {}{n} columns; log-query reads logs of up to {MAX_COLUMNS} \
-         columns. Keep fewer channels in the logger's configuration, or cut the file to the \
-         columns you need (e.g. `cut -d, -f1-100 FILE > smaller.csv`) into the logs directory.",
-        if at_least { "at least " } else { "" }
-    )
 }
 
 #[cfg(test)]

@@ -125,6 +125,18 @@ pub(crate) fn time_unit_of(name: &str) -> Option<(u8, TimeUnit)> {
     })
 }
 
+/// Parses `HH:MM:SS(.fff)` into seconds of the day.
+pub fn parse_clock(s: &str) -> Option<f64> {
+    let mut parts = s.trim().split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let sec: f64 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || !(0.0..60.0).contains(&m) || !(0.0..61.0).contains(&sec) {
+        return None;
+    }
+    Some(h * 3600.0 + m * 60.0 + sec)
+}
+
 /// Seconds since the Unix epoch of a date and time a log carries (in its
 /// name, preamble or header), or `None` when a field is out of range (years
 /// 1980..=2200, so a stray number is not taken for a date).
@@ -183,4 +195,15 @@ pub(crate) fn general_number(text: &str, delim: u8, quoted: bool) -> Option<(f64
         }
     }
     None
+}
+
+/// `x` rounded to `decimals` fraction digits (the nearest f64 to the decimal
+/// a CSV export would print), unless that is beyond f64's exact integers.
+pub(crate) fn round_to(x: f64, decimals: u8) -> f64 {
+    let p = 10f64.powi(i32::from(decimals.min(15)));
+    let scaled = x * p;
+    if !scaled.is_finite() || scaled.abs() >= 9.0e15 {
+        return x;
+    }
+    scaled.round() / p
 }

@@ -11,19 +11,8 @@
 //! stay raw and the log's notes say which.
 
 use crate::column::{Column, null};
-use crate::detect::{MAX_COLUMNS, Plan, too_many_columns};
 use crate::format::{DateKind, Format, TimeUnit};
-
-/// How a channel's raw integers turn into what NSP shows.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scale {
-    /// Multiplier of the raw value.
-    pub mul: f64,
-    /// Added after multiplying.
-    pub add: f64,
-    /// Fraction digits of the result.
-    pub decimals: u8,
-}
+use crate::plan::{MAX_COLUMNS, Plan, Scale, too_many_columns};
 
 const RAW: Scale = Scale {
     mul: 1.0,
@@ -229,7 +218,7 @@ fn start_date(log: &str, first_row_clock: Option<&str>) -> Option<i64> {
     let day = found.secs - found.secs.rem_euclid(86_400);
     let stated = found.secs - day;
     let row = first_row_clock
-        .and_then(crate::reader::parse_clock)
+        .and_then(crate::format::parse_clock)
         .map(|s| s.floor() as i64)
         .filter(|s| (0..86_400).contains(s));
     match row {
@@ -288,7 +277,7 @@ pub(crate) fn apply_scales(columns: &mut [Column], scales: &[Option<Scale>]) {
                 *v = null();
                 emptied += 1;
             } else if *scale != RAW {
-                *v = crate::binary::round_to(*v * scale.mul + scale.add, scale.decimals);
+                *v = crate::format::round_to(*v * scale.mul + scale.add, scale.decimals);
             }
         }
         c.special += emptied;

@@ -24,5 +24,10 @@ pub mod separators;
 mod detect;
 // Haltech's preamble and scales, a part of detection and reading.
 mod haltech;
+// The parsed log type, shared by the CSV and binary readers; its public
+// path is `reader::{Log, Marker, Need}`.
+mod log;
+// What detection hands the reader (and Haltech's preamble builds).
+mod plan;
 
 pub use error::ToolError;

@@ -11,11 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-pub use crate::scan::{Scan, scan};
-
-/// Environment variable holding the logs directory (set by the host from
-/// `--logs-dir`, the environment, or `.vscode/settings.json`).
-pub const LOGS_DIR_VAR: &str = "ECU_LOGS_DIR";
+// What a log file is, and the variable naming the directory, live with the
+// walk that finds them; they are still reached here, as `logs::LogFile`.
+pub use crate::scan::{Companion, LOGS_DIR_VAR, LogFile, Scan, scan};
 
 /// The configured logs directory.
 pub fn logs_dir() -> Result<PathBuf, ToolError> {
@@ -109,46 +107,15 @@ fn date_from_mtime(t: SystemTime) -> Option<LogDate> {
     })
 }
 
-/// A file read with a log (an Emerald `.lg1`'s `.lg2` channel list).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Companion {
-    /// Full path.
-    pub path: PathBuf,
-    /// Modification time, when the filesystem gives one.
-    pub mtime: Option<SystemTime>,
-    /// Size in bytes.
-    pub size: u64,
-}
-
 /// Most bytes of a companion file read (a channel list is ~125 bytes).
 const MAX_COMPANION: u64 = 64 << 10;
-
-/// One log file of the logs directory or a subfolder.
-#[derive(Debug, Clone)]
-pub struct LogFile {
-    /// The file's path relative to the logs directory, `/`-separated
-    /// (`car1/2025-07-18.csv`), as agents pass it in `file`.
-    pub name: String,
-    /// Full path, for reading and as the cache key.
-    pub path: PathBuf,
-    /// Modification time, when the filesystem gives one: with `size`, how the
-    /// cache tells an unchanged file.
-    pub mtime: Option<SystemTime>,
-    /// Size in bytes.
-    pub size: u64,
-    /// A file read with this one, when it has one.
-    pub companion: Option<Companion>,
-}
 
 /// What tells an unchanged file (and companion) from a changed one.
 type Stamp = (Option<SystemTime>, u64, Option<(Option<SystemTime>, u64)>);
 
+// The cache's view of a file (what tells it changed, its companion's bytes);
+// the file itself is defined where the walk finds it.
 impl LogFile {
-    /// The file name without its folders.
-    pub fn base_name(&self) -> &str {
-        self.name.rsplit('/').next().unwrap_or(&self.name)
-    }
-
     fn stamp(&self) -> Stamp {
         (
             self.mtime,

@@ -9,11 +9,14 @@
 
 use crate::binary;
 use crate::error::{self, ToolError};
-use crate::logs::{Companion, LOGS_DIR_VAR, LogFile};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
+
+/// Environment variable holding the logs directory (set by the host from
+/// `--logs-dir`, the environment, or `.vscode/settings.json`).
+pub const LOGS_DIR_VAR: &str = "ECU_LOGS_DIR";
 
 /// Subfolder levels searched below the logs directory.
 pub const MAX_DEPTH: usize = 8;
@@ -42,6 +45,41 @@ pub struct Scan {
     pub notes: Vec<String>,
     /// Folders read (the logs directory included).
     pub folders: usize,
+}
+
+/// A file read with a log (an Emerald `.lg1`'s `.lg2` channel list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Companion {
+    /// Full path.
+    pub path: PathBuf,
+    /// Modification time, when the filesystem gives one.
+    pub mtime: Option<SystemTime>,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// One log file of the logs directory or a subfolder.
+#[derive(Debug, Clone)]
+pub struct LogFile {
+    /// The file's path relative to the logs directory, `/`-separated
+    /// (`car1/2025-07-18.csv`), as agents pass it in `file`.
+    pub name: String,
+    /// Full path, for reading and as the cache key.
+    pub path: PathBuf,
+    /// Modification time, when the filesystem gives one: with `size`, how the
+    /// cache tells an unchanged file.
+    pub mtime: Option<SystemTime>,
+    /// Size in bytes.
+    pub size: u64,
+    /// A file read with this one, when it has one.
+    pub companion: Option<Companion>,
+}
+
+impl LogFile {
+    /// The file name without its folders.
+    pub fn base_name(&self) -> &str {
+        self.name.rsplit('/').next().unwrap_or(&self.name)
+    }
 }
 
 /// Walks `dir` and its subfolders for logs.

@@ -14,7 +14,7 @@
 
 use super::{BinaryError, Parts, read_full, round_to};
 use crate::format::Format;
-use crate::reader::{Log, Need};
+use crate::log::{Log, Need};
 
 /// How an AEMdata `.daq` starts (it is not an Emerald log, despite the word).
 pub const AEM_MAGIC: &[u8] = b"EMERALD v1.00 file";

@@ -11,7 +11,7 @@
 
 use super::{BinaryError, Parts};
 use crate::format::Format;
-use crate::reader::{Log, Need};
+use crate::log::{Log, Need};
 use std::io::Read;
 
 /// The first two bytes of a gzip member.

@@ -13,7 +13,7 @@
 
 use super::{BinaryError, Parts, f32_decimal, read_exact_part, read_full, utf16_string};
 use crate::format::Format;
-use crate::reader::{Log, Marker, Need};
+use crate::log::{Log, Marker, Need};
 
 /// Bytes of a chunk header (length and tag).
 const CHUNK_HEADER: usize = 7;
@@ -27,7 +27,7 @@ const MAX_CHUNK: usize = 1 << 20;
 /// Most samples read from one log (128 MiB of them).
 const MAX_SAMPLES: u64 = 16 << 20;
 /// Most channels.
-const MAX_CHANNELS: usize = crate::detect::MAX_COLUMNS;
+const MAX_CHANNELS: usize = crate::plan::MAX_COLUMNS;
 /// Most markers kept.
 const MAX_MARKERS: usize = 100_000;
 

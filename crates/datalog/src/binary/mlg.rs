@@ -11,7 +11,7 @@
 
 use super::{BinaryError, Parts, c_string, f32_decimal, read_exact_part, read_full, round_to};
 use crate::format::{DateKind, Format};
-use crate::reader::{Log, Marker, Need};
+use crate::log::{Log, Marker, Need};
 
 /// The first six bytes of every MLG file.
 pub const MAGIC: &[u8] = b"MLVLG\0";

@@ -19,7 +19,10 @@ pub mod mlg;
 
 use crate::column::Column;
 use crate::format::{DateKind, Format, TimeUnit};
-use crate::reader::{Log, Marker, Need};
+// Rounding is shared with the CSV reader and Haltech's scales, so it lives in
+// `format`; the format readers below take it from here with their other helpers.
+use crate::format::round_to;
+use crate::log::{Log, Marker, Need};
 use std::fmt;
 
 /// A binary log format [`sniff`] recognised.
@@ -254,17 +257,6 @@ pub(crate) fn f32_decimal(v: f32) -> Option<(f64, u8)> {
     let text = v.to_string();
     let decimals = text.split_once('.').map_or(0, |(_, f)| f.len().min(12));
     text.parse::<f64>().ok().map(|x| (x, decimals as u8))
-}
-
-/// `x` rounded to `decimals` fraction digits (the nearest f64 to the decimal
-/// a CSV export would print), unless that is beyond f64's exact integers.
-pub(crate) fn round_to(x: f64, decimals: u8) -> f64 {
-    let p = 10f64.powi(i32::from(decimals.min(15)));
-    let scaled = x * p;
-    if !scaled.is_finite() || scaled.abs() >= 9.0e15 {
-        return x;
-    }
-    scaled.round() / p
 }
 
 /// Gives repeated names a ` #2`, ` #3` suffix (as the CSV reader does), in
