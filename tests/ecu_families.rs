@@ -102,7 +102,10 @@ async fn a_family_made_with_benchtop_new_is_asked_by_the_ecu_tools_while_it_is_l
     std::fs::copy(&built, plugins.path().join("acme_ecu.wasm")).unwrap();
     let info = rom_info_until(&s, &rom, |i| i.contains("definition_format: acme-ecu")).await;
     assert_eq!(val(&info, "definition"), "Example ECU", "{info}");
-    assert!(info.contains("by the image's size (32768 bytes) alone"), "{info}");
+    assert!(
+        info.contains("by the image's size (32768 bytes) alone"),
+        "{info}"
+    );
     assert!(info.contains("declares no checksum"), "{info}");
     // The eight tools stay eight: the family adds none.
     assert_eq!(s.tool_names().await.len(), 8);

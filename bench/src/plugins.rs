@@ -293,7 +293,12 @@ async fn ecu_family(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let warm_name = "ecu-tables read_table warm through the XDF family (MSS54)";
     let Ok(xdf) = xdf.canonicalize() else {
         for b in [first, warm_name] {
-            table.skip(b, "ms", "", "../shared/fixtures/realworld absent".to_string());
+            table.skip(
+                b,
+                "ms",
+                "",
+                "../shared/fixtures/realworld absent".to_string(),
+            );
         }
         return Ok(());
     };
@@ -313,7 +318,10 @@ async fn ecu_family(ctx: &Ctx, table: &mut Table) -> Result<()> {
         let s = ctx.benchtop(&args).await?;
         let (r, t) = timed(call_text(&s, "rom_info", json!({"rom": rom}))).await;
         let text = r?;
-        anyhow::ensure!(text.contains("TunerPro XDF"), "rom_info did not match: {text}");
+        anyhow::ensure!(
+            text.contains("TunerPro XDF"),
+            "rom_info did not match: {text}"
+        );
         firsts.push(t);
         server = Some(s);
     }
