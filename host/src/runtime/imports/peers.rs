@@ -142,10 +142,20 @@ pub fn link_peer_imports(
                         None => Err(format!(
                             "no plugin was chosen to serve {interface}: call peers.route first"
                         )),
-                        Some(plugin) => peers
-                            .call(&plugin, &interface, &func_name, params, ctx)
-                            .await
-                            .map_err(|e| format!("{plugin}: {e}")),
+                        Some(plugin) => {
+                            let started = std::time::Instant::now();
+                            let outcome = peers
+                                .call(&plugin, &interface, &func_name, params, ctx)
+                                .await
+                                .map_err(|e| format!("{plugin}: {e}"));
+                            // What the seam costs, per call, for whoever tunes it.
+                            tracing::debug!(
+                                provider = %plugin,
+                                "{interface}#{func_name} took {:?}",
+                                started.elapsed()
+                            );
+                            outcome
+                        }
                     };
                     match outcome {
                         Ok(values) if values.len() == results.len() => {
