@@ -296,5 +296,25 @@ async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
         listed.contains("Nonsense: address 0xFFFFFFFFFFFFFFFF is past 4 GiB"),
         "{listed}"
     );
+    // A checksum the family keeps is verified by it, and fixed by it
+    // around a patch: the last byte is the sum of the others.
+    std::fs::write(&defs, "checksum\n").unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("checksum_algorithm: sum8")).await;
+    assert_eq!(val(&info, "checksum_valid"), "true", "{info}"); // all zeros
+    let patched = text(
+        &s.ok(
+            "patch_table",
+            json!({"rom": rom, "table": "First byte", "op": "set", "value": 7}),
+        )
+        .await,
+    );
+    assert_eq!(val(&patched, "checksum_valid"), "true", "{patched}");
+    let written = std::fs::read(&rom).unwrap();
+    assert_eq!((written[0], written[15]), (7, 7));
+    let mut broken = written.clone();
+    broken[3] = 1;
+    std::fs::write(&rom, &broken).unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("checksum_valid: false")).await;
+    assert!(info.contains("checksum_algorithm: sum8 (Faulty)"), "{info}");
     s.stop().await;
 }
