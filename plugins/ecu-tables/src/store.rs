@@ -160,7 +160,7 @@ struct Listing {
     unread: Vec<(PathBuf, &'static str)>,
     archives: Vec<PathBuf>,
     at: std::time::Instant,
-    files: Vec<(PathBuf, Stamp)>,
+    files: Vec<PathBuf>,
 }
 
 /// How long a walk of the definitions directory is reused. Inside the
@@ -257,9 +257,10 @@ impl Explorer {
         self.open_with(dir, rom, true, false)
     }
 
-    /// The `*.xml` files under `dir` with fresh stamps, walked again when
-    /// `fresh` (before a patch) or when the last walk is older than [`LISTING_TTL`].
-    fn listing(&mut self, dir: &Path, fresh: bool) -> Result<Vec<(PathBuf, Stamp)>, Error> {
+    /// The definition files under `dir`, walked again when `fresh`
+    /// (before a patch) or when the last walk is older than [`LISTING_TTL`].
+    /// Not stamped here: [`Self::claim`] stamps each as it opens it.
+    fn listing(&mut self, dir: &Path, fresh: bool) -> Result<Vec<PathBuf>, Error> {
         let extensions = self.extensions();
         if !fresh
             && let Some(l) = &self.listing
@@ -267,15 +268,7 @@ impl Explorer {
             && l.extensions == extensions
             && l.at.elapsed() < LISTING_TTL
         {
-            return Ok(l
-                .files
-                .iter()
-                .filter_map(|(path, _)| {
-                    fs::metadata(path)
-                        .ok()
-                        .map(|m| (path.clone(), Stamp::of(&m)))
-                })
-                .collect());
+            return Ok(l.files.clone());
         }
         let Scan {
             files,
@@ -450,37 +443,56 @@ impl Explorer {
     }
 
     /// `files` split by the family that claims each (indexed as
-    /// `families`), sniffing only files new or changed since last time.
-    fn claim(&mut self, files: &[(PathBuf, Stamp)]) -> Vec<Vec<Listed>> {
+    /// `families`), stamped now, sniffing only files new or changed since
+    /// last time. A new file is stamped through the handle its head is
+    /// read with: in the sandbox every stat and open is a host call, and a
+    /// first walk of a 333-file tree spent a third of its time stating.
+    fn claim(&mut self, files: &[PathBuf]) -> Vec<Vec<Listed>> {
         let mut own = vec![Vec::new(); self.families.len()];
-        for (path, stamp) in files {
-            let (family, head) = match self.claimed.get(path) {
-                Some((seen, family)) if seen == stamp => (*family, None),
-                _ => {
+        for path in files {
+            let known = self.claimed.get(path).copied();
+            let (stamp, head) = match known {
+                Some(_) => match fs::metadata(path) {
+                    Ok(meta) => (Stamp::of(&meta), None),
+                    Err(_) => continue, // gone since the walk
+                },
+                None => match open_head(path, SNIFF_BYTES) {
+                    Ok((stamp, head)) => (stamp, Some(head)),
                     // Unreadable: empty, which the catch-all family reports.
-                    let head = read_head(path, SNIFF_BYTES).unwrap_or_default();
+                    Err(_) => match fs::metadata(path) {
+                        Ok(meta) => (Stamp::of(&meta), Some(Vec::new())),
+                        Err(_) => continue,
+                    },
+                },
+            };
+            let (family, head) = match known {
+                Some((seen, family)) if seen == stamp => (family, None),
+                _ => {
+                    let head = match head {
+                        Some(head) => head,
+                        None => read_head(path, SNIFF_BYTES).unwrap_or_default(),
+                    };
                     let family = (self.families.iter())
                         .position(|f| !f.catch_all() && f.claims(path, &head))
                         .or_else(|| {
                             (self.families.iter())
                                 .position(|f| f.catch_all() && f.claims(path, &head))
                         });
-                    self.claimed.insert(path.clone(), (*stamp, family));
+                    self.claimed.insert(path.clone(), (stamp, family));
                     (family, Some(head))
                 }
             };
             if let Some(family) = family {
                 own[family].push(Listed {
                     path: path.clone(),
-                    stamp: *stamp,
+                    stamp,
                     head,
                 });
             }
         }
         // Forget files no longer listed, so the map stays the folder's size.
         if self.claimed.len() > files.len() {
-            let listed: std::collections::HashSet<&PathBuf> =
-                files.iter().map(|(p, _)| p).collect();
+            let listed: std::collections::HashSet<&PathBuf> = files.iter().collect();
             self.claimed.retain(|p, _| listed.contains(p));
         }
         own
@@ -578,7 +590,14 @@ pub fn scan_dir(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, Error> {
 /// Every file under `dir` with one of `extensions` (lowercase),
 /// recursively, sorted by path.
 pub fn scan_dir_for(dir: &Path, extensions: &[String]) -> Result<Vec<(PathBuf, Stamp)>, Error> {
-    Ok(scan(dir, extensions)?.files)
+    Ok(scan(dir, extensions)?
+        .files
+        .into_iter()
+        .filter_map(|path| {
+            let stamp = Stamp::of(&fs::metadata(&path).ok()?);
+            Some((path, stamp))
+        })
+        .collect())
 }
 
 /// Definition formats tuners keep beside ROMs that no built-in family
@@ -595,7 +614,7 @@ const ARCHIVES: &[&str] = &["zip", "7z", "rar"];
 /// A walk of a definitions folder.
 struct Scan {
     /// Files some loaded family reads, sorted by path.
-    files: Vec<(PathBuf, Stamp)>,
+    files: Vec<PathBuf>,
     /// Definition files of [`OTHER_FORMATS`] no loaded family reads.
     unread: Vec<(PathBuf, &'static str)>,
     /// Archives (definitions are often shared zipped), which no family reads.
@@ -613,7 +632,7 @@ fn scan(dir: &Path, extensions: &[String]) -> Result<Scan, Error> {
         source,
     })?;
     walk(top, 0, extensions, &mut found);
-    found.files.sort_by(|a, b| a.0.cmp(&b.0));
+    found.files.sort();
     found.unread.sort();
     Ok(found)
 }
@@ -651,6 +670,11 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, extensions: &[String], found: 
         if !(wanted || file_type.is_dir() || file_type.is_symlink()) {
             continue;
         }
+        // A regular file is stamped when it is opened (see `claim`).
+        if wanted && file_type.is_file() {
+            found.files.push(path);
+            continue;
+        }
         // Follow symlinks (metadata, not symlink_metadata); depth bounds loops.
         let Ok(meta) = fs::metadata(&path) else {
             continue;
@@ -661,10 +685,21 @@ fn walk(entries: Vec<fs::DirEntry>, depth: usize, extensions: &[String], found: 
             {
                 walk(sub, depth + 1, extensions, found);
             }
-        } else if wanted {
-            found.files.push((path, Stamp::of(&meta)));
+        } else if wanted && meta.is_file() {
+            found.files.push(path);
         }
     }
+}
+
+/// The stamp and first `len` bytes of the file at `path`, through one
+/// open handle.
+fn open_head(path: &Path, len: usize) -> io::Result<(Stamp, Vec<u8>)> {
+    use std::io::Read;
+    let file = fs::File::open(path)?;
+    let stamp = Stamp::of(&file.metadata()?);
+    let mut head = Vec::with_capacity(len);
+    file.take(len as u64).read_to_end(&mut head)?;
+    Ok((stamp, head))
 }
 
 /// Refuses a definition file given as the ROM, saying what it is and
