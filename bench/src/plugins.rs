@@ -309,30 +309,10 @@ async fn ecu_family(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let mut extra: Vec<OsString> = vec!["--definitions-path".into(), xdf.into_os_string()];
     extra.extend(allow(&dir, "ro"));
     let args = serve_args(ctx, "ecu-xdf", &["ecu_tables", "tunerpro_xdf"], &extra)?;
-    let mut firsts = Vec::new();
-    let mut server = None;
-    for _ in 0..ECU_FIRSTS {
-        if let Some(s) = server.take() {
-            e2e::Server::stop(s).await;
-        }
-        let s = ctx.benchtop(&args).await?;
-        let (r, t) = timed(call_text(&s, "rom_info", json!({"rom": rom}))).await;
-        let text = r?;
-        anyhow::ensure!(
-            text.contains("TunerPro XDF"),
-            "rom_info did not match: {text}"
-        );
-        firsts.push(t);
-        server = Some(s);
-    }
-    let server = server.expect("at least one start");
+    let (firsts, server) =
+        first_calls(ctx, &args, "rom_info", json!({"rom": rom}), "TunerPro XDF").await?;
     let read = json!({"rom": rom, "table": "KF_TI_N_RF_VL"});
-    let mut warm = Vec::new();
-    for _ in 0..ECU_WARM {
-        let (r, t) = timed(call_text(&server, "read_table", read.clone())).await;
-        r?;
-        warm.push(t);
-    }
+    let warm = warm_calls(&server, "read_table", &read).await?;
     server.stop().await;
     table.add(
         first,
@@ -384,15 +364,9 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let mut extra: Vec<OsString> = vec!["--definitions-path".into(), tree.into_os_string()];
     extra.extend(allow(&dir, "ro"));
     let args = serve_args(ctx, "ecu-subarudefs", &["ecu_tables"], &extra)?;
-    let mut firsts = Vec::new();
-    for _ in 0..ECU_FIRSTS {
-        let s = ctx.benchtop(&args).await?;
-        let (r, t) = timed(call_text(&s, "rom_info", json!({"rom": rom}))).await;
-        s.stop().await;
-        let text = r?;
-        anyhow::ensure!(text.contains("A2UG000N"), "rom_info did not match: {text}");
-        firsts.push(t);
-    }
+    let (firsts, server) =
+        first_calls(ctx, &args, "rom_info", json!({"rom": rom}), "A2UG000N").await?;
+    server.stop().await;
     table.add(
         benchmark,
         ms(Samples::new(firsts).median()),
@@ -404,6 +378,49 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         )),
     );
     Ok(())
+}
+
+/// `tool` called once on each of [`ECU_FIRSTS`] fresh servers, its answer
+/// holding `expect`: the times, and the last server (for warm calls).
+async fn first_calls(
+    ctx: &Ctx,
+    args: &[OsString],
+    tool: &str,
+    call: serde_json::Value,
+    expect: &str,
+) -> Result<(Vec<Duration>, e2e::Server)> {
+    let mut firsts = Vec::new();
+    let mut server: Option<e2e::Server> = None;
+    for _ in 0..ECU_FIRSTS {
+        if let Some(s) = server.take() {
+            s.stop().await;
+        }
+        let s = ctx.benchtop(args).await?;
+        let (r, t) = timed(call_text(&s, tool, call.clone())).await;
+        let text = r?;
+        anyhow::ensure!(
+            text.contains(expect),
+            "{tool} did not answer as expected: {text}"
+        );
+        firsts.push(t);
+        server = Some(s);
+    }
+    Ok((firsts, server.expect("at least one start")))
+}
+
+/// `tool` called [`ECU_WARM`] times on one server: the times.
+async fn warm_calls(
+    server: &e2e::Server,
+    tool: &str,
+    call: &serde_json::Value,
+) -> Result<Vec<Duration>> {
+    let mut warm = Vec::new();
+    for _ in 0..ECU_WARM {
+        let (r, t) = timed(call_text(server, tool, call.clone())).await;
+        r?;
+        warm.push(t);
+    }
+    Ok(warm)
 }
 
 async fn ecu_set(ctx: &Ctx, table: &mut Table, set: &EcuSet) -> Result<()> {
@@ -420,25 +437,8 @@ async fn ecu_set(ctx: &Ctx, table: &mut Table, set: &EcuSet) -> Result<()> {
     )?;
     let read = json!({"rom": set.rom, "table": set.table});
 
-    let mut firsts = Vec::new();
-    let mut server = None;
-    for _ in 0..ECU_FIRSTS {
-        if let Some(s) = server.take() {
-            e2e::Server::stop(s).await;
-        }
-        let s = ctx.benchtop(&args).await?;
-        let (r, t) = timed(call_text(&s, "read_table", read.clone())).await;
-        r?;
-        firsts.push(t);
-        server = Some(s);
-    }
-    let server = server.expect("at least one start");
-    let mut warm = Vec::new();
-    for _ in 0..ECU_WARM {
-        let (r, t) = timed(call_text(&server, "read_table", read.clone())).await;
-        r?;
-        warm.push(t);
-    }
+    let (firsts, server) = first_calls(ctx, &args, "read_table", read.clone(), "").await?;
+    let warm = warm_calls(&server, "read_table", &read).await?;
     let mut patches = Vec::new();
     let mut patch_error = None;
     for i in 0..ECU_PATCHES {

@@ -288,20 +288,19 @@ fn literal(ch: char, at: usize) -> Last {
 /// escaped, controls and spaces as `\x{…}` (never `\<`/`\>`, which are
 /// word boundaries in Rust).
 fn push_literal(out: &mut String, ch: char) {
-    if "\\.+*?()|[]{}^$#&-~".contains(ch) {
-        out.push('\\');
-        out.push(ch);
-    } else if ch.is_control() || ch.is_whitespace() {
-        out.push_str(&format!("\\x{{{:X}}}", ch as u32));
-    } else {
-        out.push(ch);
-    }
+    push_escaped(out, ch, "\\.+*?()|[]{}^$#&-~");
 }
 
 /// A literal character inside a class: also `[`, `]`, `^`, `-`, `&`, `~`,
 /// which Rust's classes give meanings (nesting, ranges, set operations).
 fn push_class_literal(out: &mut String, ch: char) {
-    if "\\[]^-&~".contains(ch) {
+    push_escaped(out, ch, "\\[]^-&~");
+}
+
+/// `ch`, backslashed when it is one of `special`, as `\x{…}` when it is a
+/// control or a space.
+fn push_escaped(out: &mut String, ch: char, special: &str) {
+    if special.contains(ch) {
         out.push('\\');
         out.push(ch);
     } else if ch.is_control() || ch.is_whitespace() {
