@@ -205,11 +205,18 @@ impl PluginInterface {
             }
         };
         let mut warnings = Vec::new();
+        let provider_interface = host_export(&resolve, world, "provider");
+        // A plugin that serves other plugins offers no tool of its own
+        // unless the world exports bare functions.
+        let only_serves = provider_interface.is_some()
+            && !resolve.worlds[world]
+                .exports
+                .values()
+                .any(|item| matches!(item, WorldItem::Function(_)));
         let world_docs = match docs::read_section(wasm)? {
             Some(json) => docs::apply(&mut resolve, &json),
-            // A plugin that only serves other plugins has no descriptions
-            // to carry.
-            None if only_serves(&resolve, world) => Vec::new(),
+            // Nothing to describe: there are no tools.
+            None if only_serves => Vec::new(),
             None => {
                 warnings.push(format!(
                     "no `{}` section: tool descriptions are generated; build the plugin with `make plugins` (xtask inject-docs) to carry its WIT docs",
@@ -227,18 +234,8 @@ impl PluginInterface {
 
         let mut tools = Vec::new();
         let mut tick_interface = None;
-        let exports = &resolve.worlds[world].exports;
-        let provider_interface = exports.iter().find_map(|(key, item)| match item {
-            WorldItem::Interface { id, .. }
-                if is_host_package(&resolve, resolve.interfaces[*id].package)
-                    && resolve.interfaces[*id].name.as_deref() == Some("provider") =>
-            {
-                Some(world_key_name(&resolve, key))
-            }
-            _ => None,
-        });
         let mut provides = Vec::new();
-        for (key, item) in exports {
+        for (key, item) in &resolve.worlds[world].exports {
             match item {
                 WorldItem::Interface { id, .. } => {
                     let iface = &resolve.interfaces[*id];
@@ -333,26 +330,21 @@ impl PluginInterface {
     }
 }
 
-/// True when the world exports `benchtop:host/provider` and nothing but
-/// interfaces: all it has is served to plugins, none of it is a tool.
-fn only_serves(resolve: &Resolve, world: wit_parser::WorldId) -> bool {
-    let exports = &resolve.worlds[world].exports;
-    let mut serves = false;
-    for item in exports.values() {
-        match item {
-            WorldItem::Interface { id, .. } => {
-                let iface = &resolve.interfaces[*id];
-                if is_host_package(resolve, iface.package)
-                    && iface.name.as_deref() == Some("provider")
-                {
-                    serves = true;
-                }
+/// The export name of the `benchtop:host` interface `name` (such as
+/// `provider`) when the world exports it.
+fn host_export(resolve: &Resolve, world: wit_parser::WorldId, name: &str) -> Option<String> {
+    resolve.worlds[world]
+        .exports
+        .iter()
+        .find_map(|(key, item)| match item {
+            WorldItem::Interface { id, .. }
+                if is_host_package(resolve, resolve.interfaces[*id].package)
+                    && resolve.interfaces[*id].name.as_deref() == Some(name) =>
+            {
+                Some(world_key_name(resolve, key))
             }
-            WorldItem::Function(_) => return false,
-            WorldItem::Type { .. } => {}
-        }
-    }
-    serves
+            _ => None,
+        })
 }
 
 /// `name(param, …)` of each function of the interface named `full_name`

@@ -15,7 +15,7 @@ pub struct Layout {
     /// `.srf` container: the bytes before and after the image.
     pub srf: Option<Srf>,
     /// Intel HEX or S-record text: the records the image came from.
-    pub records: Option<crate::records::Records>,
+    pub records: Option<std::sync::Arc<crate::records::Records>>,
 }
 
 /// The parts of an EcuFlash `.srf` file around the image.

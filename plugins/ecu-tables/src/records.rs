@@ -56,9 +56,11 @@ pub struct Records {
 }
 
 /// Reads `file` as records when it is one (its first line starts a record
-/// and every line is a well-formed record); None for binary images. An
-/// error says which line is wrong and why.
-pub fn parse(file: &[u8]) -> Result<Option<Records>, String> {
+/// and every line is a well-formed record): the records, and the image
+/// they place from address 0, bytes no record fills reading as 0xFF
+/// (erased flash). None for binary images. An error says which line is
+/// wrong and why.
+pub fn parse(file: &[u8]) -> Result<Option<(Records, Vec<u8>)>, String> {
     let format = match file.first() {
         Some(b':') => Format::IntelHex,
         Some(b'S') if file.get(1).is_some_and(|c| c.is_ascii_digit()) => Format::SRecord,
@@ -74,6 +76,7 @@ pub fn parse(file: &[u8]) -> Result<Option<Records>, String> {
         newline,
         end: 0,
     };
+    let mut image = Vec::new();
     // Intel HEX address extensions: segment (type 02) or linear (type 04).
     let mut upper = 0usize;
     for (n, raw) in text.lines().enumerate() {
@@ -94,7 +97,8 @@ pub fn parse(file: &[u8]) -> Result<Option<Records>, String> {
             other => other.map_err(at)?,
         };
         match parsed {
-            Some((head, address, len)) => {
+            Some((head, address, data)) => {
+                let len = data.len();
                 let end = address
                     .checked_add(len)
                     .filter(|&e| e <= MAX_IMAGE)
@@ -105,6 +109,10 @@ pub fn parse(file: &[u8]) -> Result<Option<Records>, String> {
                         ))
                     })?;
                 records.end = records.end.max(end);
+                if image.len() < end {
+                    image.resize(end, 0xFF);
+                }
+                image[address..end].copy_from_slice(&data);
                 records.lines.push(Line::Data { head, address, len });
             }
             None => records.lines.push(Line::Other(line.to_owned())),
@@ -113,7 +121,7 @@ pub fn parse(file: &[u8]) -> Result<Option<Records>, String> {
     if records.end == 0 {
         return Err(format!("this {} file holds no data records", format.name()));
     }
-    Ok(Some(records))
+    Ok(Some((records, image)))
 }
 
 /// The bytes of one record's hex digits after its first character.
@@ -127,8 +135,12 @@ fn hex_bytes(digits: &str) -> Result<Vec<u8>, String> {
         .collect())
 }
 
-/// An Intel HEX line: Some((head, address, length)) for data.
-fn intel_line(line: &str, upper: &mut usize) -> Result<Option<(String, usize, usize)>, String> {
+/// A data record: its head (kept when the line is written again), its
+/// address and its bytes.
+type DataRecord = (String, usize, Vec<u8>);
+
+/// An Intel HEX line: Some for data.
+fn intel_line(line: &str, upper: &mut usize) -> Result<Option<DataRecord>, String> {
     let body = line.strip_prefix(':').ok_or("a record starts with `:`")?;
     let bytes = hex_bytes(body)?;
     let len = *bytes.first().ok_or("an empty record")? as usize;
@@ -144,7 +156,7 @@ fn intel_line(line: &str, upper: &mut usize) -> Result<Option<(String, usize, us
     let offset = u16::from_be_bytes([bytes[1], bytes[2]]) as usize;
     let data = &bytes[4..4 + len];
     match bytes[3] {
-        0x00 => Ok(Some((line[..9].to_owned(), *upper + offset, len))),
+        0x00 => Ok(Some((line[..9].to_owned(), *upper + offset, data.to_vec()))),
         0x02 if len == 2 => {
             *upper = (u16::from_be_bytes([data[0], data[1]]) as usize) << 4;
             Ok(None)
@@ -158,8 +170,8 @@ fn intel_line(line: &str, upper: &mut usize) -> Result<Option<(String, usize, us
     }
 }
 
-/// An S-record line: Some((head, address, length)) for S1/S2/S3 data.
-fn s_line(line: &str) -> Result<Option<(String, usize, usize)>, String> {
+/// An S-record line: Some for S1/S2/S3 data.
+fn s_line(line: &str) -> Result<Option<DataRecord>, String> {
     let kind = line
         .as_bytes()
         .get(1)
@@ -190,25 +202,11 @@ fn s_line(line: &str) -> Result<Option<(String, usize, usize)>, String> {
         .iter()
         .fold(0usize, |a, b| (a << 8) | *b as usize);
     let head_len = 4 + 2 * address_len;
-    Ok(Some((line[..head_len].to_owned(), address, len)))
+    let data = bytes[1 + address_len..1 + address_len + len].to_vec();
+    Ok(Some((line[..head_len].to_owned(), address, data)))
 }
 
 impl Records {
-    /// The image the records place, from address 0; bytes no record fills
-    /// read as 0xFF (erased flash).
-    pub fn image(&self, file: &[u8]) -> Vec<u8> {
-        let text = String::from_utf8_lossy(file);
-        let mut image = vec![0xFF; self.end];
-        for (line, raw) in self.lines.iter().zip(text.lines()) {
-            if let Line::Data { head, address, len } = line {
-                let digits = &raw.trim_end_matches('\r')[head.len()..head.len() + 2 * len];
-                let data = hex_bytes(digits).expect("checked when parsed");
-                image[*address..address + len].copy_from_slice(&data);
-            }
-        }
-        image
-    }
-
     /// The file for a (patched) image: every data record's bytes taken from
     /// `image` and its checksum recomputed, every other line as it was.
     pub fn to_file(&self, image: &[u8]) -> Vec<u8> {
@@ -253,9 +251,8 @@ mod tests {
 
     #[test]
     fn intel_hex_places_its_bytes_and_writes_back_as_records() {
-        let records = parse(HEX.as_bytes()).unwrap().unwrap();
+        let (records, mut image) = parse(HEX.as_bytes()).unwrap().unwrap();
         assert_eq!((records.format, records.end), (Format::IntelHex, 0x10002));
-        let mut image = records.image(HEX.as_bytes());
         assert_eq!(&image[0x10..0x14], &[1, 2, 3, 4]);
         assert_eq!(&image[0x10000..], &[0xAA, 0xBB]);
         assert_eq!(image[0], 0xFF);
@@ -264,22 +261,21 @@ mod tests {
         image[0x11] = 0x22;
         let back = String::from_utf8(records.to_file(&image)).unwrap();
         assert!(back.contains(":0400100001220304C2\r\n"), "{back}");
-        let again = parse(back.as_bytes()).unwrap().unwrap();
-        assert_eq!(again.image(back.as_bytes())[0x11], 0x22);
+        let (_, again) = parse(back.as_bytes()).unwrap().unwrap();
+        assert_eq!(again[0x11], 0x22);
     }
 
     #[test]
     fn s_records_place_their_bytes_and_write_back() {
         let file = "S00600004844521B\nS1130000285F245F2212226A000424290008237C2A\nS5030001FB\nS9030000FC\n";
-        let records = parse(file.as_bytes()).unwrap().unwrap();
+        let (records, mut image) = parse(file.as_bytes()).unwrap().unwrap();
         assert_eq!((records.format, records.end), (Format::SRecord, 16));
-        let mut image = records.image(file.as_bytes());
         assert_eq!(&image[..4], &[0x28, 0x5F, 0x24, 0x5F]);
         assert_eq!(records.to_file(&image), file.as_bytes());
         image[0] = 0x29;
         let back = records.to_file(&image);
-        let again = parse(&back).unwrap().unwrap();
-        assert_eq!(again.image(&back)[0], 0x29);
+        let (_, again) = parse(&back).unwrap().unwrap();
+        assert_eq!(again[0], 0x29);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::checksum::{Checksum, Module};
 use crate::definition::{Definition, FamilyChecksum};
 use crate::error::Error;
 pub use crate::family::Stamp;
-use crate::family::{Family, Listed, SNIFF_BYTES, Served, read_head};
+use crate::family::{Family, Listed, SNIFF_BYTES, Served, read_head, some_names};
 use plugin_kit::safe_write::FileLock;
 use std::collections::HashMap;
 use std::fs;
@@ -19,7 +19,13 @@ use std::sync::Arc;
 struct CachedRom {
     stamp: Stamp,
     bytes: Arc<Vec<u8>>,
+    /// The file read as Intel HEX or S-records (and the image they place),
+    /// once it was asked for: none inside when it is a binary image.
+    records: Option<Option<Decoded>>,
 }
+
+/// A record file's records and the image they place.
+type Decoded = (Arc<crate::records::Records>, Arc<Vec<u8>>);
 
 /// A ROM image and the definition that matched it (if any).
 #[derive(Debug, Clone)]
@@ -298,16 +304,11 @@ impl Explorer {
         }
         let file = self.load_rom(rom)?;
         refuse_definition_as_rom(rom, &file)?;
-        let records = crate::records::parse(&file)
-            .map_err(|e| Error::rom_read(rom.into(), io::Error::other(e)))?;
+        let (records, placed) = self.records_of(rom, &file)?.unzip();
         let (bytes, srf) = match crate::image::split_srf(rom, &file)
             .map_err(|e| Error::rom_read(rom.into(), io::Error::other(e)))?
         {
-            None if records.is_some() => (
-                Arc::new(records.as_ref().expect("checked").image(&file)),
-                None,
-            ),
-            None => (file, None),
+            None => (placed.unwrap_or(file), None),
             Some((start, len)) => (
                 Arc::new(file[start..start + len].to_vec()),
                 Some(crate::image::Srf {
@@ -449,6 +450,7 @@ impl Explorer {
     /// first walk of a 333-file tree spent a third of its time stating.
     fn claim(&mut self, files: &[PathBuf]) -> Vec<Vec<Listed>> {
         let mut own = vec![Vec::new(); self.families.len()];
+        let extensions: Vec<Vec<String>> = self.families.iter().map(|f| f.extensions()).collect();
         for path in files {
             let known = self.claimed.get(path).copied();
             let (stamp, head) = match known {
@@ -472,12 +474,21 @@ impl Explorer {
                         Some(head) => head,
                         None => read_head(path, SNIFF_BYTES).unwrap_or_default(),
                     };
-                    let family = (self.families.iter())
-                        .position(|f| !f.catch_all() && f.claims(path, &head))
-                        .or_else(|| {
-                            (self.families.iter())
-                                .position(|f| f.catch_all() && f.claims(path, &head))
-                        });
+                    // Only the families whose extension the file has are
+                    // asked: a served family's answer is a call to another
+                    // plugin, and a tree of 333 .xml files is no XDF's.
+                    let extension = path
+                        .extension()
+                        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+                    let asks = |i: &usize, catch_all: bool| {
+                        let f = &self.families[*i];
+                        f.catch_all() == catch_all
+                            && extensions[*i].iter().any(|x| Some(x) == extension.as_ref())
+                            && f.claims(path, &head)
+                    };
+                    let all = 0..self.families.len();
+                    let family = (all.clone().find(|i| asks(i, false)))
+                        .or_else(|| all.clone().find(|i| asks(i, true)));
                     self.claimed.insert(path.clone(), (stamp, family));
                     (family, Some(head))
                 }
@@ -498,13 +509,42 @@ impl Explorer {
         own
     }
 
+    /// `file` (the cached bytes of `rom`) read as records, decoded once per
+    /// change of the file rather than on every call.
+    fn records_of(&mut self, rom: &Path, file: &Arc<Vec<u8>>) -> Result<Option<Decoded>, Error> {
+        let cached = self
+            .roms
+            .get_mut(rom)
+            .filter(|c| Arc::ptr_eq(&c.bytes, file));
+        if let Some(CachedRom {
+            records: Some(decoded),
+            ..
+        }) = &cached
+        {
+            return Ok(decoded.clone());
+        }
+        let decoded = crate::records::parse(file)
+            .map_err(|e| Error::rom_read(rom.into(), io::Error::other(e)))?
+            .map(|(records, image)| (Arc::new(records), Arc::new(image)));
+        if let Some(c) = cached {
+            c.records = Some(decoded.clone());
+        }
+        Ok(decoded)
+    }
+
     fn cache_rom(&mut self, path: &Path, stamp: Stamp, bytes: Arc<Vec<u8>>) {
         // Images are up to a few MiB: keep a handful, not every ROM ever seen.
         if self.roms.len() >= MAX_CACHED_ROMS && !self.roms.contains_key(path) {
             self.roms.clear();
         }
-        self.roms
-            .insert(path.to_path_buf(), CachedRom { stamp, bytes });
+        self.roms.insert(
+            path.to_path_buf(),
+            CachedRom {
+                stamp,
+                bytes,
+                records: None,
+            },
+        );
     }
 
     fn load_rom(&mut self, path: &Path) -> Result<Arc<Vec<u8>>, Error> {
@@ -760,48 +800,33 @@ fn names(d: &Definition, wanted: &str) -> bool {
 
 /// Names the archives in the definitions folder, and what to do.
 fn archive_note(archives: &[PathBuf]) -> String {
-    let mut names: Vec<String> = archives
-        .iter()
-        .take(5)
-        .map(|p| {
-            p.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    if archives.len() > 5 {
-        names.push(format!("and {} more", archives.len() - 5));
-    }
+    let names = some_names(archives, |p| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    });
     format!(
         "the definitions folder holds {} archive{} ({}): definitions are read from files, not archives; unpack {} into the folder",
         archives.len(),
         if archives.len() == 1 { "" } else { "s" },
-        names.join(", "),
+        names,
         if archives.len() == 1 { "it" } else { "them" }
     )
 }
 
 /// Names the definition files no loaded family reads, and what to do.
 fn unread_note(unread: &[(PathBuf, &str)]) -> String {
-    const SHOWN: usize = 5;
-    let mut names: Vec<String> = unread
-        .iter()
-        .take(SHOWN)
-        .map(|(path, format)| {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            format!("{name} ({format})")
-        })
-        .collect();
-    if unread.len() > SHOWN {
-        names.push(format!("and {} more", unread.len() - SHOWN));
-    }
+    let names = some_names(unread, |(path, format)| {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        format!("{name} ({format})")
+    });
     format!(
         "{} definition file{} here {} in a format no loaded family reads: {}. Put that format's family component (.wasm) in the plugins directory; a running server picks it up",
         unread.len(),
         if unread.len() == 1 { "" } else { "s" },
         if unread.len() == 1 { "is" } else { "are" },
-        names.join(", ")
+        names
     )
 }
 

@@ -2,7 +2,9 @@
 //! files by `<include>XMLID</include>`, as EcuFlash's own definitions
 //! trees (SubaruDefs, EvoScan) are kept.
 
-use super::{Family, Listed, Recognition, SNIFF_BYTES, Stamp, file_label, match_id, read_head};
+use super::{
+    Family, Listed, Recognition, SNIFF_BYTES, Stamp, file_label, match_id, read_head, some_names,
+};
 use crate::definition::{ChainFile, Definition, merge};
 use crate::error::Error;
 use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
@@ -128,14 +130,10 @@ fn include_conflict(
     used: &Path,
 ) -> String {
     let shown = |p: &Path| p.strip_prefix(dir).unwrap_or(p).display().to_string();
-    let mut names: Vec<String> = candidates.iter().take(5).map(|p| shown(p)).collect();
-    if candidates.len() > 5 {
-        names.push(format!("and {} more", candidates.len() - 5));
-    }
     format!(
         "{} files have <xmlid>{include}</xmlid> ({}); {} includes {}, the one nearest it. Keep one copy, or keep each with the definitions it belongs to",
         candidates.len(),
-        names.join(", "),
+        some_names(candidates, |p| shown(p)),
         shown(from),
         shown(used)
     )

@@ -143,6 +143,19 @@ pub(crate) fn read_head(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
     Ok(head)
 }
 
+/// Files a note names before it counts the rest.
+pub(crate) const NAMES_SHOWN: usize = 5;
+
+/// The first [`NAMES_SHOWN`] of `items`, named by `name` and joined with
+/// commas, then "and N more" for the rest: a bounded list for a note.
+pub(crate) fn some_names<T>(items: &[T], name: impl Fn(&T) -> String) -> String {
+    let mut names: Vec<String> = items.iter().take(NAMES_SHOWN).map(name).collect();
+    if items.len() > NAMES_SHOWN {
+        names.push(format!("and {} more", items.len() - NAMES_SHOWN));
+    }
+    names.join(", ")
+}
+
 /// The file name without its extension: how a file is named in answers.
 pub(crate) fn file_label(path: &Path) -> String {
     path.file_stem()

@@ -112,10 +112,16 @@ impl Family for PeerFamily {
             .retain(|path, _| files.iter().any(|l| &l.path == path));
         for Listed { path, stamp, .. } in files {
             let fresh = self.files.get(path).is_some_and(|f| f.stamp == *stamp);
+            // Read at most once per call: kept for `resolve` when a
+            // candidate of a file just identified fits the image.
+            let mut contents = None;
             if !fresh {
-                let candidates = fs::read(path)
-                    .map_err(|e| format!("cannot be read: {e}"))
-                    .and_then(|bytes| wit::identify(&file_name(path), &bytes));
+                let read = fs::read(path).map_err(|e| format!("cannot be read: {e}"));
+                let candidates = read
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|bytes| wit::identify(&file_name(path), bytes));
+                contents = read.ok();
                 self.files.insert(
                     path.clone(),
                     Identified {
@@ -147,8 +153,11 @@ impl Family for PeerFamily {
                     .resolved
                     .entry(candidate.key.clone())
                     .or_insert_with(|| {
-                        let bytes = fs::read(path).map_err(|e| e.to_string())?;
-                        let resolved = wit::resolve(&file_name(path), &bytes, &candidate.key)?;
+                        if contents.is_none() {
+                            contents = Some(fs::read(path).map_err(|e| e.to_string())?);
+                        }
+                        let bytes = contents.as_deref().expect("read above");
+                        let resolved = wit::resolve(&file_name(path), bytes, &candidate.key)?;
                         Ok(Arc::new(definition(
                             path,
                             candidate,
