@@ -65,6 +65,8 @@ pub struct Host {
     digests: Mutex<BTreeMap<PathBuf, Vec<u8>>>,
     /// Serializes reloads, so two quick changes swap in order.
     reloading: tokio::sync::Mutex<()>,
+    /// Blobs plugins hand each other, shared by every plugin.
+    blobs: Arc<imports::BlobStore>,
 }
 
 /// Default interval of the `tick` hook when the config sets none.
@@ -109,6 +111,7 @@ impl Host {
             loaded: Mutex::new(BTreeMap::new()),
             digests: Mutex::new(BTreeMap::new()),
             reloading: tokio::sync::Mutex::new(()),
+            blobs: Arc::default(),
         })
     }
 
@@ -275,6 +278,7 @@ impl Host {
                 }
             }),
             peers: Arc::new(CatalogPeers(registry)),
+            blobs: self.blobs.clone(),
         };
         let plugin =
             Arc::new(Plugin::load(spec, &component, interface, &self.linker, sinks).await?);

@@ -210,6 +210,7 @@ impl Plugin {
             plugin: self.name.as_str().into(),
             call: None,
             deadline_budget: self.limits.deadline,
+            blobs: self.sinks.blobs.owner(),
             sinks: self.sinks.clone(),
             routes: Default::default(),
         };

@@ -27,6 +27,7 @@ mod bindings {
 }
 
 pub use bindings::benchtop::host::log::Level as LogLevel;
+pub use blobs::{BlobOwner, BlobStore};
 pub use peers::{NoPeers, PeerCall, PeerDirectory, link_peer_imports};
 
 /// Receives a plugin's log messages: `(plugin, level, message)`.
@@ -46,6 +47,8 @@ pub struct Sinks {
     pub changed: ChangeSink,
     /// The plugins serving interfaces (`benchtop:host/peers`).
     pub peers: Arc<dyn PeerDirectory>,
+    /// Blobs plugins hand each other (`benchtop:host/blobs`), host-wide.
+    pub blobs: Arc<BlobStore>,
 }
 
 impl Sinks {
@@ -55,6 +58,7 @@ impl Sinks {
             log: Arc::new(|_, _, _| {}),
             changed: Arc::new(|_, _, _| {}),
             peers: Arc::new(NoPeers),
+            blobs: Arc::default(),
         }
     }
 }
@@ -95,6 +99,8 @@ pub struct PluginState {
     pub(crate) sinks: Sinks,
     /// The plugin each served interface's calls go to (`peers.route`).
     pub(crate) routes: std::collections::HashMap<String, String>,
+    /// The blobs this instance keeps, released with it.
+    pub(crate) blobs: BlobOwner,
 }
 
 impl WasiView for PluginState {
@@ -106,6 +112,7 @@ impl WasiView for PluginState {
     }
 }
 
+mod blobs;
 mod caller;
 mod elicit;
 mod log;
