@@ -79,7 +79,7 @@ async fn a_family_made_with_benchtop_new_is_asked_by_the_ecu_tools_while_it_is_l
     let report = String::from_utf8_lossy(&report.stdout).into_owned();
     assert!(
         report.contains("serves benchtop:ecu-family/family@0.1.0")
-            && report.contains("resolve(file-name, contents, key)")
+            && report.contains("resolve(key, files)")
             && report.contains("no problems found"),
         "{report}"
     );
@@ -316,5 +316,31 @@ async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
     std::fs::write(&rom, &broken).unwrap();
     let info = rom_info_until(&s, &rom, |i| i.contains("checksum_valid: false")).await;
     assert!(info.contains("checksum_algorithm: sum8 (Faulty)"), "{info}");
+
+    // A definition that includes another (as ECUFlash files include their
+    // base) is resolved from both files, and says so when its base goes.
+    std::fs::remove_file(&defs).unwrap();
+    std::fs::write(work.join("child.faulty"), "child\n").unwrap();
+    std::fs::write(work.join("base.faulty"), "base\n").unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("definition: Child")).await;
+    assert!(!info.contains("includes `Base`"), "{info}");
+    let listed = text(&s.ok("list_tables", json!({"rom": rom})).await);
+    assert!(
+        listed.contains("Child byte") && listed.contains("Base byte"),
+        "{listed}"
+    );
+    let read = text(
+        &s.ok("read_table", json!({"rom": rom, "table": "Base byte"}))
+            .await,
+    );
+    assert_eq!(cells(&read), [["1"]], "{read}");
+    std::fs::remove_file(work.join("base.faulty")).unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("includes `Base`")).await;
+    assert!(
+        info.contains("which no Faulty definitions file holds"),
+        "{info}"
+    );
+    let listed = text(&s.ok("list_tables", json!({"rom": rom})).await);
+    assert!(listed.contains("its base is missing"), "{listed}");
     s.stop().await;
 }

@@ -25,7 +25,10 @@ pub mod equation;
 pub mod text;
 pub mod xdf;
 
-use bindings::exports::benchtop::ecu_family::family::{Candidate, Definition, Guest, Verdict};
+use bindings::benchtop::host::blobs;
+use bindings::exports::benchtop::ecu_family::family::{
+    Blob, Candidate, Definition, Edit, Guest, Source, Verdict,
+};
 
 /// The component: a unit struct, because the family keeps no state (every
 /// answer is a function of the bytes it is given).
@@ -48,19 +51,27 @@ impl Guest for Xdf {
         Ok(convert::claims(&file_name, &head))
     }
 
-    fn identify(file_name: String, contents: Vec<u8>) -> Result<Vec<Candidate>, String> {
-        convert::identify(&file_name, &contents)
+    fn identify(file_name: String, contents: Blob) -> Result<Vec<Candidate>, String> {
+        convert::identify(&file_name, &blobs::read(contents, 0, u64::MAX)?)
     }
 
-    fn resolve(file_name: String, contents: Vec<u8>, key: String) -> Result<Definition, String> {
-        convert::resolve(&file_name, &contents, &key)
+    fn resolve(key: String, files: Vec<Source>) -> Result<Definition, String> {
+        // An XDF includes nothing: the definition is the first file alone.
+        let file = files
+            .first()
+            .ok_or("resolve was given no file to read the definition from")?;
+        convert::resolve(
+            &file.file_name,
+            &blobs::read(file.contents, 0, u64::MAX)?,
+            &key,
+        )
     }
 
-    fn verify(_plan: String, _image: Vec<u8>) -> Result<Verdict, String> {
+    fn verify(_plan: String, _image: Blob) -> Result<Verdict, String> {
         Err(NO_PLAN.into())
     }
 
-    fn fix(_plan: String, _image: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn fix(_plan: String, _image: Blob) -> Result<Vec<Edit>, String> {
         Err(NO_PLAN.into())
     }
 }

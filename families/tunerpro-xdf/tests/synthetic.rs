@@ -237,6 +237,16 @@ fn claims_and_identify() {
     assert!(e.starts_with("nosize.xdf has no REGION size"), "{e}");
     let e = identify("old.xdf", b"XDF\n1.110000\n%%HEADER%%\n").unwrap_err();
     assert!(e.contains("plain-text XDF"), "{e}");
+
+    // Identify reads the header only; resolve reads, and checks, the rest.
+    let torn =
+        r#"<XDFFORMAT version="1.60"><XDFHEADER><REGION size="0x400"/></XDFHEADER><XDFTABLE"#;
+    assert!(matches!(
+        identify("torn.xdf", torn.as_bytes()).unwrap()[0].id,
+        ImageId::Length(0x400)
+    ));
+    let e = resolve("torn.xdf", torn.as_bytes(), "xdf").unwrap_err();
+    assert!(e.contains("not well-formed XML"), "{e}");
 }
 
 #[test]

@@ -11,7 +11,7 @@
 
 use super::{Family, Listed, Recognition, Served, Stamp, file_label};
 use crate::bindings::benchtop::ecu_family::family as wit;
-use crate::bindings::benchtop::host::peers;
+use crate::bindings::benchtop::host::{blobs, peers};
 use crate::checksum::Checksum;
 use crate::definition::{Axis, AxisSource, Definition, FamilyChecksum, Table, TableType};
 use crate::error::Error;
@@ -56,6 +56,7 @@ impl Served for PeerFamilies {
             name,
             extensions,
             files: HashMap::new(),
+            resolved: HashMap::new(),
         }))
     }
 }
@@ -64,9 +65,13 @@ impl Served for PeerFamilies {
 struct Identified {
     stamp: Stamp,
     candidates: Result<Vec<wit::Candidate>, String>,
-    /// Resolved definitions by candidate key (an unresolvable one keeps
-    /// its error, so it is not asked for again until the file changes).
-    resolved: HashMap<String, Result<Arc<Definition>, String>>,
+}
+
+/// A definition as the family resolved it, with the files it was read
+/// from: reused while none of them changed.
+struct Resolved {
+    sources: Vec<(PathBuf, Stamp)>,
+    definition: Result<Arc<Definition>, String>,
 }
 
 /// A family served by plugin `plugin`.
@@ -75,6 +80,7 @@ struct PeerFamily {
     name: String,
     extensions: Vec<String>,
     files: HashMap<PathBuf, Identified>,
+    resolved: HashMap<(PathBuf, String), Resolved>,
 }
 
 fn file_name(path: &Path) -> String {
@@ -82,6 +88,26 @@ fn file_name(path: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
+
+/// Bytes kept in the host for one peer call (`benchtop:host/blobs`), let
+/// go when dropped: a file or an image crosses to the family as one copy.
+struct Kept(blobs::Blob);
+
+impl Kept {
+    fn new(bytes: &[u8]) -> Result<Self, String> {
+        blobs::keep(bytes).map(Self)
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        blobs::release(self.0);
+    }
+}
+
+/// Includes followed from one definition before the rest are left out: a
+/// real chain is two or three deep.
+const MAX_CHAIN: usize = 16;
 
 impl Family for PeerFamily {
     fn name(&self) -> &str {
@@ -107,32 +133,43 @@ impl Family for PeerFamily {
             found.tried.push(format!("{} family: {e}", self.name));
             return Ok(found);
         }
-        // Forget files no longer listed, so the cache stays the folder's size.
+        // Forget files no longer listed, so the caches stay the folder's size.
         self.files
             .retain(|path, _| files.iter().any(|l| &l.path == path));
+        self.resolved
+            .retain(|(path, _), _| files.iter().any(|l| &l.path == path));
         for Listed { path, stamp, .. } in files {
-            let fresh = self.files.get(path).is_some_and(|f| f.stamp == *stamp);
-            // Read at most once per call: kept for `resolve` when a
-            // candidate of a file just identified fits the image.
-            let mut contents = None;
-            if !fresh {
-                let read = fs::read(path).map_err(|e| format!("cannot be read: {e}"));
-                let candidates = read
-                    .as_ref()
-                    .map_err(Clone::clone)
-                    .and_then(|bytes| wit::identify(&file_name(path), bytes));
-                contents = read.ok();
-                self.files.insert(
-                    path.clone(),
-                    Identified {
-                        stamp: *stamp,
-                        candidates,
-                        resolved: HashMap::new(),
-                    },
-                );
+            if self.files.get(path).is_some_and(|f| f.stamp == *stamp) {
+                continue;
             }
-            let file = self.files.get_mut(path).expect("inserted above");
-            let candidates = match &file.candidates {
+            let candidates = fs::read(path)
+                .map_err(|e| format!("cannot be read: {e}"))
+                .and_then(|bytes| {
+                    let kept = Kept::new(&bytes)?;
+                    wit::identify(&file_name(path), kept.0)
+                });
+            self.files.insert(
+                path.clone(),
+                Identified {
+                    stamp: *stamp,
+                    candidates,
+                },
+            );
+        }
+        // Where each title is defined, for includes: the first file in
+        // listing order wins, as ECUFlash's own xmlid lookup does.
+        let mut by_title: HashMap<&str, (&Path, &wit::Candidate)> = HashMap::new();
+        for Listed { path, .. } in files {
+            if let Some(Ok(candidates)) = self.files.get(path).map(|f| &f.candidates) {
+                for c in candidates {
+                    by_title.entry(&c.title).or_insert((path, c));
+                }
+            }
+        }
+        let stamps: HashMap<&Path, Stamp> =
+            files.iter().map(|l| (l.path.as_path(), l.stamp)).collect();
+        for Listed { path, .. } in files {
+            let candidates = match &self.files[path].candidates {
                 Ok(c) => c,
                 Err(e) => {
                     found
@@ -143,30 +180,43 @@ impl Family for PeerFamily {
             };
             for candidate in candidates {
                 let strong = match fits(&candidate.id, image) {
-                    Ok(strong) => strong,
-                    Err(why) => {
+                    Some(Ok(strong)) => strong,
+                    // A base is only included, never an image's own.
+                    None => continue,
+                    Some(Err(why)) => {
                         found.tried.push(format!("{} ({why})", candidate.title));
                         continue;
                     }
                 };
-                let definition = file
+                let (chain, missing) = chain_of(path, candidate, &by_title);
+                let sources: Vec<(PathBuf, Stamp)> =
+                    chain.iter().map(|p| (p.to_path_buf(), stamps[p])).collect();
+                let key = (path.clone(), candidate.key.clone());
+                let fresh = self
                     .resolved
-                    .entry(candidate.key.clone())
-                    .or_insert_with(|| {
-                        if contents.is_none() {
-                            contents = Some(fs::read(path).map_err(|e| e.to_string())?);
-                        }
-                        let bytes = contents.as_deref().expect("read above");
-                        let resolved = wit::resolve(&file_name(path), bytes, &candidate.key)?;
-                        Ok(Arc::new(definition(
-                            path,
-                            candidate,
-                            resolved,
-                            &self.plugin,
-                            &self.name,
-                        )))
+                    .get(&key)
+                    .is_some_and(|r| r.sources == sources);
+                if !fresh {
+                    let definition = resolve(&chain, candidate).map(|served| {
+                        let mut d = definition(path, candidate, served, &self.plugin, &self.name);
+                        d.notes.extend(missing.iter().map(|title| {
+                            format!(
+                                "{} includes `{title}`, which no {} definitions file holds: \
+                                 tables it would give are missing",
+                                candidate.title, self.name
+                            )
+                        }));
+                        Arc::new(d)
                     });
-                match definition {
+                    self.resolved.insert(
+                        key.clone(),
+                        Resolved {
+                            sources,
+                            definition,
+                        },
+                    );
+                }
+                match &self.resolved[&key].definition {
                     Ok(d) if strong => found.matches.push(d.clone()),
                     Ok(d) => found.by_size.push(d.clone()),
                     Err(e) => found.tried.push(format!(
@@ -180,10 +230,58 @@ impl Family for PeerFamily {
     }
 }
 
+/// The files `candidate` (in `path`) is resolved from: its own first,
+/// then those of its includes, transitively, each once, nearest first;
+/// and the included titles no file defines.
+fn chain_of<'a>(
+    path: &'a Path,
+    candidate: &'a wit::Candidate,
+    by_title: &HashMap<&str, (&'a Path, &'a wit::Candidate)>,
+) -> (Vec<&'a Path>, Vec<String>) {
+    let mut chain = vec![path];
+    let mut missing = Vec::new();
+    let mut pending: std::collections::VecDeque<&str> =
+        candidate.includes.iter().map(String::as_str).collect();
+    let mut seen = std::collections::HashSet::from([candidate.title.as_str()]);
+    while let Some(title) = pending.pop_front() {
+        if !seen.insert(title) || chain.len() >= MAX_CHAIN {
+            continue;
+        }
+        match by_title.get(title) {
+            Some((file, included)) => {
+                if !chain.contains(file) {
+                    chain.push(file);
+                }
+                pending.extend(included.includes.iter().map(String::as_str));
+            }
+            None => missing.push(title.to_owned()),
+        }
+    }
+    (chain, missing)
+}
+
+/// Asks the family to resolve `candidate` from the files of its chain.
+fn resolve(chain: &[&Path], candidate: &wit::Candidate) -> Result<wit::Definition, String> {
+    let mut kept = Vec::with_capacity(chain.len());
+    let mut sources = Vec::with_capacity(chain.len());
+    for path in chain {
+        let bytes = fs::read(path).map_err(|e| format!("{}: {e}", file_label(path)))?;
+        let blob = Kept::new(&bytes)?;
+        sources.push(wit::Source {
+            file_name: file_name(path),
+            contents: blob.0,
+        });
+        kept.push(blob);
+    }
+    wit::resolve(&candidate.key, &sources)
+}
+
 /// Whether `image` is one of the candidate's: Ok(true) by its id bytes,
-/// Ok(false) by its size alone, Err with what differs.
-fn fits(id: &wit::ImageId, image: &[u8]) -> Result<bool, String> {
-    match id {
+/// Ok(false) by its size alone, Err with what differs; None for a base,
+/// which no image is.
+fn fits(id: &wit::ImageId, image: &[u8]) -> Option<Result<bool, String>> {
+    Some(match id {
+        wit::ImageId::None => return None,
         wit::ImageId::Bytes(id) => {
             let at = usize::try_from(id.offset).unwrap_or(usize::MAX);
             let found = at
@@ -207,7 +305,7 @@ fn fits(id: &wit::ImageId, image: &[u8]) -> Result<bool, String> {
             "describes a {n}-byte image, this one has {} bytes",
             image.len()
         )),
-    }
+    })
 }
 
 /// A served definition as the tools use it. Tables the family described
@@ -369,7 +467,8 @@ impl Checksum for PeerChecksum {
 
     fn validate(&self, rom: &[u8]) -> Result<bool, String> {
         route(&self.plugin)?;
-        match wit::verify(&self.plan, rom)? {
+        let image = Kept::new(rom)?;
+        match wit::verify(&self.plan, image.0)? {
             wit::Verdict::Valid => Ok(true),
             wit::Verdict::Invalid(_) => Ok(false),
             wit::Verdict::Unknown(why) => Err(why),
@@ -378,18 +477,37 @@ impl Checksum for PeerChecksum {
 
     fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String> {
         route(&self.plugin)?;
-        let fixed = wit::fix(&self.plan, rom)?;
-        if fixed.len() != rom.len() {
-            return Err(format!(
-                "the {} family answered a {}-byte image for a {}-byte one",
-                self.family,
-                fixed.len(),
-                rom.len()
-            ));
-        }
-        *rom = fixed;
-        Ok(())
+        let edits = {
+            let image = Kept::new(rom)?;
+            wit::fix(&self.plan, image.0)?
+        };
+        apply(rom, &edits, &self.family)
     }
+}
+
+/// Writes a family's checksum edits into `rom`; none is written unless
+/// all fit.
+fn apply(rom: &mut [u8], edits: &[wit::Edit], family: &str) -> Result<(), String> {
+    let span = |e: &wit::Edit| {
+        let start = usize::try_from(e.offset).ok()?;
+        Some(start..start.checked_add(e.bytes.len())?)
+    };
+    if let Some(bad) = edits
+        .iter()
+        .find(|e| span(e).is_none_or(|r| r.end > rom.len()))
+    {
+        return Err(format!(
+            "the {family} family's checksum fix writes {} bytes at 0x{:X}, past the end of the {}-byte image",
+            bad.bytes.len(),
+            bad.offset,
+            rom.len()
+        ));
+    }
+    for e in edits {
+        let range = span(e).expect("checked above");
+        rom[range].copy_from_slice(&e.bytes);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -491,22 +609,73 @@ mod tests {
                 bytes: bytes.to_vec(),
             })
         };
-        assert_eq!(fits(&id(4, b"DZ1E402B"), &image), Ok(true));
+        assert_eq!(fits(&id(4, b"DZ1E402B"), &image), Some(Ok(true)));
         assert!(
             fits(&id(4, b"DZ1E402C"), &image)
+                .unwrap()
                 .unwrap_err()
                 .contains("ROM has")
         );
         assert!(
             fits(&id(u64::MAX, b"D"), &image)
+                .unwrap()
                 .unwrap_err()
                 .contains("past the end")
         );
-        assert_eq!(fits(&wit::ImageId::Length(16), &image), Ok(false));
+        assert_eq!(fits(&wit::ImageId::Length(16), &image), Some(Ok(false)));
         assert!(
             fits(&wit::ImageId::Length(0x8000), &image)
+                .unwrap()
                 .unwrap_err()
                 .contains("32768-byte image")
         );
+        assert_eq!(fits(&wit::ImageId::None, &image), None);
+    }
+
+    fn candidate(title: &str, includes: &[&str]) -> wit::Candidate {
+        wit::Candidate {
+            key: title.into(),
+            title: title.into(),
+            id: wit::ImageId::None,
+            fields: Vec::new(),
+            includes: includes.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_chain_follows_includes_once_each_and_names_what_is_missing() {
+        let (a, b, c) = (Path::new("a.xml"), Path::new("b.xml"), Path::new("c.xml"));
+        let child = candidate("CHILD", &["MID", "GONE"]);
+        let mid = candidate("MID", &["BASE", "CHILD"]);
+        let base = candidate("BASE", &["MID"]);
+        let by_title = HashMap::from([
+            ("CHILD", (a, &child)),
+            ("MID", (b, &mid)),
+            ("BASE", (c, &base)),
+        ]);
+        let (chain, missing) = chain_of(a, &child, &by_title);
+        // Nearest first; the loops back to CHILD and MID end.
+        assert_eq!(chain, vec![a, b, c]);
+        assert_eq!(missing, vec!["GONE".to_string()]);
+        // Two definitions in one file: the file is passed once.
+        let by_title = HashMap::from([("MID", (a, &mid)), ("BASE", (a, &base))]);
+        let (chain, missing) = chain_of(a, &child, &by_title);
+        assert_eq!(chain, vec![a]);
+        assert_eq!(missing, vec!["GONE".to_string()]);
+    }
+
+    #[test]
+    fn checksum_edits_are_written_only_when_all_fit() {
+        let mut rom = vec![0u8; 8];
+        let edit = |offset, bytes: &[u8]| wit::Edit {
+            offset,
+            bytes: bytes.to_vec(),
+        };
+        apply(&mut rom, &[edit(6, &[1, 2])], "Test").unwrap();
+        assert_eq!(rom, [0, 0, 0, 0, 0, 0, 1, 2]);
+        let err = apply(&mut rom, &[edit(0, &[9]), edit(7, &[3, 4])], "Test").unwrap_err();
+        assert!(err.contains("past the end of the 8-byte image"), "{err}");
+        assert_eq!(rom[0], 0, "nothing is written when one edit does not fit");
+        assert!(apply(&mut rom, &[edit(u64::MAX, &[1])], "Test").is_err());
     }
 }

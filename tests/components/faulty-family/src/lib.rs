@@ -3,12 +3,18 @@
 
 wit_bindgen::generate!({ path: "wit", world: "family", generate_all });
 
+use benchtop::host::blobs;
 use exports::benchtop::ecu_family::family::{
-    Candidate, Checksum, Definition, Guest, ImageId, Scaling, Storage, Table, Verdict,
+    Blob, Candidate, Checksum, Definition, Edit, Guest, ImageId, Scaling, Source, Storage, Table,
+    Verdict,
 };
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Faulty;
+
+fn bytes(blob: Blob) -> Result<Vec<u8>, String> {
+    blobs::read(blob, 0, u64::MAX)
+}
 
 fn fault(contents: &[u8]) -> &str {
     std::str::from_utf8(contents)
@@ -32,17 +38,47 @@ impl Guest for Faulty {
         Ok(true)
     }
 
-    fn identify(_file_name: String, _contents: Vec<u8>) -> Result<Vec<Candidate>, String> {
+    fn identify(_file_name: String, contents: Blob) -> Result<Vec<Candidate>, String> {
+        let contents = bytes(contents)?;
+        // `base` is only included; `child` includes it (as ECUFlash files
+        // include their base by xmlid).
+        let (title, id, includes) = match fault(&contents) {
+            "base" => ("Base", ImageId::None, Vec::new()),
+            "child" => ("Child", ImageId::Length(16), vec!["Base".to_string()]),
+            _ => ("Faulty", ImageId::Length(16), Vec::new()),
+        };
         Ok(vec![Candidate {
             key: "k".into(),
-            title: "Faulty".into(),
-            id: ImageId::Length(16),
+            title: title.into(),
+            id,
             fields: Vec::new(),
+            includes,
         }])
     }
 
-    fn resolve(_file_name: String, contents: Vec<u8>, _key: String) -> Result<Definition, String> {
+    fn resolve(_key: String, files: Vec<Source>) -> Result<Definition, String> {
+        let contents = bytes(files.first().ok_or("no file")?.contents)?;
         match fault(&contents) {
+            // The child's table and its base's, as a chain.
+            "child" => {
+                let mut tables = vec![table("Child byte", 0, "x")];
+                let mut chain = vec![files[0].file_name.clone()];
+                let mut unreadable = Vec::new();
+                match files.get(1) {
+                    Some(base) if fault(&bytes(base.contents)?) == "base" => {
+                        tables.push(table("Base byte", 3, "x"));
+                        chain.insert(0, base.file_name.clone());
+                    }
+                    _ => unreadable.push(("Base byte".into(), "its base is missing".into())),
+                }
+                Ok(Definition {
+                    fields: Vec::new(),
+                    chain,
+                    tables,
+                    unreadable,
+                    checksum: Checksum::Unknown("none".into()),
+                })
+            }
             "trap" => panic!("a family bug"),
             "loop" => loop {
                 std::hint::spin_loop();
@@ -66,7 +102,8 @@ impl Guest for Faulty {
         }
     }
 
-    fn verify(plan: String, image: Vec<u8>) -> Result<Verdict, String> {
+    fn verify(plan: String, image: Blob) -> Result<Verdict, String> {
+        let image = bytes(image)?;
         let (body, last) = split(&plan, &image)?;
         Ok(if sum(body) == last {
             Verdict::Valid
@@ -75,11 +112,18 @@ impl Guest for Faulty {
         })
     }
 
-    fn fix(plan: String, mut image: Vec<u8>) -> Result<Vec<u8>, String> {
-        let (body, _) = split(&plan, &image)?;
+    fn fix(plan: String, image: Blob) -> Result<Vec<Edit>, String> {
+        let image = bytes(image)?;
+        let (body, last) = split(&plan, &image)?;
         let total = sum(body);
-        *image.last_mut().expect("split checked") = total;
-        Ok(image)
+        Ok(if total == last {
+            Vec::new()
+        } else {
+            vec![Edit {
+                offset: body.len() as u64,
+                bytes: vec![total],
+            }]
+        })
     }
 }
 
