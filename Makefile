@@ -26,7 +26,8 @@ plugins: wasm-target
 host:
 	$(CARGO) build -p benchtop -p ble-bridge-sim
 
-build: host plugins
+# Plugins first: the host embeds them (host/build.rs).
+build: plugins host
 
 # Serves benchtop.toml: all plugins on a scratch copy of samples/ (so patching
 # a ROM never dirties the repository), with the BLE bridge simulator feeding

@@ -204,10 +204,17 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             no_watch,
         } => {
             let host = Arc::new(Host::new(common.options(settings))?);
+            if let Some(dir) = host.plugins_dir().filter(|_| host.serves_bundled()) {
+                tracing::info!(
+                    "serving the plugins built into benchtop (from {}); --plugins DIR or a config file serves others",
+                    dir.display()
+                );
+            }
             host.load_all().await?;
             // Kept alive while serving: dropping the watcher stops hot swap.
+            // The bundled plugins' directory is this binary's, not the user's.
             let _watcher = match host.plugins_dir() {
-                Some(dir) if !no_watch => {
+                Some(dir) if !no_watch && !host.serves_bundled() => {
                     Some(benchtop::runtime::watch::watch(host.clone(), &dir)?)
                 }
                 _ => None,

@@ -146,6 +146,11 @@ fn build_plugins(only: &[String]) -> Result<()> {
 fn inject_docs(wit_dir: &Path, input: &Path, output: &Path) -> Result<()> {
     let wasm = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
     let out = wit_docs::inject(wit_dir, &wasm)?;
+    // An unchanged component keeps its mtime: the host embeds the plugins
+    // (host/build.rs) and would otherwise rebuild after every build.
+    if std::fs::read(output).is_ok_and(|old| old == out) {
+        return Ok(());
+    }
     let tmp = output.with_extension("wasm.tmp");
     std::fs::write(&tmp, &out)?;
     // Renamed into place: a server watching the directory never sees half a file.

@@ -1,6 +1,7 @@
 //! The host: turns options and a config file into loaded plugins and a live
 //! catalogue, and keeps it current as plugin files change.
 
+use crate::runtime::bundled;
 use crate::runtime::cache::{CacheOutcome, CompileCache};
 use crate::runtime::config::{ConfigFile, PluginConfig};
 use crate::runtime::context::CallContext;
@@ -67,6 +68,9 @@ pub struct Host {
     reloading: tokio::sync::Mutex<()>,
     /// Blobs plugins hand each other, shared by every plugin.
     blobs: Arc<imports::BlobStore>,
+    /// Where the bundled plugins were written, when they are served
+    /// (nothing else names a plugin).
+    bundled: Option<PathBuf>,
 }
 
 /// Default interval of the `tick` hook when the config sets none.
@@ -90,6 +94,20 @@ impl Host {
         })?;
         let engine = engine::new_engine()?;
         let linker = imports::new_linker(&engine)?;
+        let names_plugins = options.plugins_dir.is_some()
+            || config.plugins_dir.is_some()
+            || !config.plugins.is_empty();
+        let bundled = if names_plugins {
+            None
+        } else {
+            let root = options
+                .cache_dir
+                .clone()
+                .or_else(|| config.cache_dir.clone())
+                .or_else(CompileCache::default_dir)
+                .unwrap_or_else(|| std::env::temp_dir().join("benchtop"));
+            bundled::materialize(&root)?
+        };
         let cache = CompileCache::new(if options.no_cache {
             None
         } else {
@@ -112,6 +130,7 @@ impl Host {
             digests: Mutex::new(BTreeMap::new()),
             reloading: tokio::sync::Mutex::new(()),
             blobs: Arc::default(),
+            bundled,
         })
     }
 
@@ -136,6 +155,12 @@ impl Host {
             .plugins_dir
             .clone()
             .or_else(|| self.config.plugins_dir.clone())
+            .or_else(|| self.bundled.clone())
+    }
+
+    /// Whether the plugins served are the ones built into this binary.
+    pub fn serves_bundled(&self) -> bool {
+        self.bundled.is_some()
     }
 
     /// Every plugin file to load: config entries first, then the plugins directory.

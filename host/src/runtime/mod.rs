@@ -8,6 +8,7 @@
 //! [`registry`] (the live catalogue); [`host`] (loads plugins into it) and
 //! [`watch`] (swaps them while serving).
 
+pub mod bundled;
 pub mod cache;
 pub mod config;
 pub mod context;

@@ -1,0 +1,81 @@
+//! One step to install: the binary carries the first-party plugins, so
+//! `benchtop serve` with no plugins directory serves all of them.
+
+use e2e::*;
+use std::path::Path;
+use tokio::process::Command;
+
+/// The tools a server started with `cmd` (in a scratch HOME and cache)
+/// offers.
+async fn tools_of(bin: &Path, args: &[&str], scratch: &Path) -> Vec<String> {
+    let mut cmd = Command::new(bin);
+    cmd.arg("serve")
+        .args(args)
+        .env("XDG_CACHE_HOME", scratch.join("cache"))
+        .env("HOME", scratch)
+        .env("BENCHTOP_LOG", "info")
+        .current_dir(scratch);
+    let s = Server::connect(cmd).await.expect("starting benchtop");
+    let mut names = s.tool_names().await;
+    names.sort();
+    let stderr = s.stderr.lock().unwrap().clone();
+    s.stop().await;
+    assert!(!names.is_empty(), "no tools: {stderr}");
+    names
+}
+
+/// What `--plugins target/plugins` serves: every first-party tool.
+async fn first_party_tools(scratch: &Path) -> Vec<String> {
+    let dir = plugins();
+    tools_of(&bin(), &["--plugins", dir.to_str().unwrap()], scratch).await
+}
+
+#[tokio::test]
+async fn serve_without_a_plugins_directory_serves_the_bundled_plugins() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bundled = tools_of(&bin(), &[], scratch.path()).await;
+    assert_eq!(bundled, first_party_tools(scratch.path()).await);
+    for tool in [
+        "rom_info",
+        "query_logs",
+        "cp1600_step",
+        "x86_run",
+        "search_packets",
+    ] {
+        assert!(bundled.iter().any(|t| t == tool), "{tool} in {bundled:?}");
+    }
+    // Written once, beside the compile cache; a second start reuses them.
+    let cache = scratch.path().join("cache/benchtop");
+    let dirs: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("bundled-"))
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        1,
+        "one bundled directory in {}",
+        cache.display()
+    );
+}
+
+/// `cargo install --path host`, as a user without the repository's tools
+/// runs it (here with the workspace's target directory and lock file, so
+/// it builds nothing the tests have not).
+#[tokio::test]
+async fn shared_cargo_install_gives_a_binary_that_serves_every_first_party_plugin() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("root");
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["install", "--path", "host", "--debug", "--locked", "--root"])
+            .arg(&root)
+            .env("CARGO_TARGET_DIR", repo().join("target"))
+            .current_dir(repo())
+            .status()
+            .expect("running cargo install");
+    assert!(status.success(), "cargo install --path host");
+    let installed = root.join("bin/benchtop");
+    let tools = tools_of(&installed, &[], scratch.path()).await;
+    assert_eq!(tools, first_party_tools(scratch.path()).await);
+}
