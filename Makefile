@@ -3,7 +3,7 @@ CARGO ?= cargo
 BENCHTOP := target/debug/benchtop
 RUN_WS := target/run-workspace
 
-.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web fuzz fuzz-short soak
+.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web fuzz fuzz-short soak dist container
 
 all: build
 
@@ -15,6 +15,7 @@ help:
 	@echo "make soak         20,000 HTTP sessions opened, subscribed and closed; RSS must stay flat"
 	@echo "make fuzz         run every fuzz target to FUZZ_RUNS (default 10 million) executions, one at a time"
 	@echo "make plugins      build the plugin components into target/plugins"
+	@echo "make dist         release archive, MCP Bundle, server.json and checksums in target/dist"
 	@echo "make web          transpile cp1600 + x86_inspect with jco into the web bench (web/dist)"
 
 wasm-target:
@@ -51,9 +52,29 @@ test-shared: build
 	@[ -d ../shared/fixtures ] || echo "make test-shared: ../shared/fixtures not found; the fixture tests will skip"
 	$(CARGO) test --workspace --exclude bench -- shared_
 	tests/node/clients.sh
+	tests/node/dist.sh
 	web/test.sh
 	tests/views/test.sh
 	@$(MAKE) --no-print-directory fuzz-short
+
+# What a user installs without a clone (xtask/src/dist.rs): a release
+# binary carrying the plugins, as an archive and an MCP Bundle (packed and
+# validated by the official mcpb CLI from tests/node), with server.json.
+dist: plugins
+	$(CARGO) build --release -p benchtop
+	@cd tests/node && { [ -x node_modules/.bin/mcpb ] || npm ci --no-audit --no-fund --loglevel=error; }
+	$(CARGO) run -q -p xtask -- dist target/release/benchtop
+
+# The Containerfile's image, where a container builder runs; skipped
+# (successfully, with a note) where none does.
+container:
+	@if command -v podman >/dev/null 2>&1 && podman info >/dev/null 2>&1; then \
+		podman build -f Containerfile -t benchtop .; \
+	elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then \
+		docker build -f Containerfile -t benchtop .; \
+	else \
+		echo "make container: no running podman or docker here; skipped (the Containerfile is unchanged)"; \
+	fi
 
 # Fuzz targets for every parser of outside data (fuzz/, cargo-fuzz on stable
 # with RUSTC_BOOTSTRAP=1; fuzz/run.sh installs cargo-fuzz when missing and

@@ -16,6 +16,7 @@
 //! `cargo run -p xtask -- layers` fails when a crate's modules import each
 //! other in a loop, or a host layer imports one above it ([`layers`]).
 
+mod dist;
 mod layers;
 
 use anyhow::{Context, Result, bail};
@@ -36,13 +37,20 @@ fn main() -> Result<()> {
                 bail!("{}", report.join("\n"))
             }
         }
+        Some("dist") if (2..=3).contains(&args.len()) => {
+            let root = workspace_root();
+            let out = args
+                .get(2)
+                .map_or_else(|| root.join("target/dist"), PathBuf::from);
+            dist::dist(&root, Path::new(&args[1]), &out, &dist::mcpb_cli(&root))
+        }
         Some("inject-docs") if args.len() == 4 => inject_docs(
             Path::new(&args[1]),
             Path::new(&args[2]),
             Path::new(&args[3]),
         ),
         _ => bail!(
-            "usage:\n  xtask plugins [NAME...]              build plugins and test components\n  xtask inject-docs WIT_DIR IN.wasm OUT.wasm\n  xtask layers [ROOT]                  check that no modules import each other in a loop"
+            "usage:\n  xtask plugins [NAME...]              build plugins and test components\n  xtask inject-docs WIT_DIR IN.wasm OUT.wasm\n  xtask layers [ROOT]                  check that no modules import each other in a loop\n  xtask dist BINARY [OUT]              release archive, MCP Bundle, server.json (target/dist)"
         ),
     }
 }
