@@ -16,9 +16,12 @@
 //!   rounds, and rmcp's server handler.
 //! - [`transport`]: how messages arrive: stdio framing and streamable HTTP.
 //!
-//! [`scaffold`] writes a new plugin's files (`benchtop new`).
+//! [`scaffold`] writes a new plugin's files (`benchtop new`);
+//! [`plugin_cmd`] moves plugins to and from OCI registries (`benchtop
+//! plugin`).
 
 pub mod mcp;
+pub mod plugin_cmd;
 pub mod runtime;
 pub mod scaffold;
 pub mod transport;

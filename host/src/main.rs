@@ -91,6 +91,9 @@ enum Command {
         #[arg(long)]
         family: bool,
     },
+    /// Plugins from OCI registries: push, pull (verified), sign, keygen.
+    #[command(subcommand)]
+    Plugin(benchtop::plugin_cmd::PluginCommand),
     /// Copy a WIT package's doc comments into a built component (they become tool descriptions).
     InjectDocs {
         /// The plugin's WIT directory.
@@ -142,7 +145,12 @@ impl Common {
 /// arguments clap knows, since they are known only once plugins are loaded.
 fn split_plugin_options(args: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
     let cmd = Cli::command();
-    let Some(sub) = args.get(1).and_then(|s| cmd.find_subcommand(s)) else {
+    // Only the commands that load plugins take their settings.
+    let Some(sub) = args
+        .get(1)
+        .filter(|s| ["serve", "tools", "call"].contains(&s.as_str()))
+        .and_then(|s| cmd.find_subcommand(s))
+    else {
         return (args, Vec::new());
     };
     let known: Vec<String> = sub
@@ -230,6 +238,9 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             } else {
                 for plugin in catalog.plugins() {
                     println!("{} ({})", plugin.name, plugin.source.display());
+                    if let Some(from) = host.provenance(&plugin.source) {
+                        println!("  from {}", from.describe());
+                    }
                     for served in &plugin.interface.provides {
                         println!("  serves {served} to plugins");
                     }
@@ -270,6 +281,7 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             return call(&host, &tool, &json, raw).await;
         }
         Command::Check { file } => return check(&file).await,
+        Command::Plugin(command) => benchtop::plugin_cmd::run(command).await?,
         Command::New {
             name,
             dir,

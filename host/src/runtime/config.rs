@@ -53,6 +53,9 @@ pub struct ConfigFile {
     /// Limits of the HTTP transport (`serve --http`).
     #[serde(default)]
     pub http: HttpConfig,
+    /// Who may sign the plugins pulled from which OCI repositories.
+    #[serde(default)]
+    pub trust: Vec<plugin_registry::TrustRule>,
 }
 
 /// `[http]`: limits of the streamable HTTP transport.
@@ -85,7 +88,8 @@ pub struct LimitsConfig {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginConfig {
-    /// Path of the `.wasm` component.
+    /// Path of the `.wasm` component, or `oci://HOST/REPOSITORY:TAG` to
+    /// pull it (verified under the `[[trust]]` rules) at start.
     pub path: PathBuf,
     /// Name (defaults to the file stem).
     pub name: Option<String>,
@@ -122,13 +126,19 @@ impl ConfigFile {
         cfg.workspace.as_mut().map(rebase);
         cfg.cache_dir.as_mut().map(rebase);
         for p in &mut cfg.plugins {
-            rebase(&mut p.path);
+            // `oci://…` names a registry, not a file.
+            if !p.path.to_string_lossy().starts_with("oci://") {
+                rebase(&mut p.path);
+            }
             for a in &mut p.allow {
                 *a = rebase_grant(base, a);
             }
         }
         for a in &mut cfg.allow {
             *a = rebase_grant(base, a);
+        }
+        for rule in &mut cfg.trust {
+            rule.keys.iter_mut().for_each(rebase);
         }
         Ok(cfg)
     }

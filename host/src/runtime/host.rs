@@ -1,7 +1,6 @@
 //! The host: turns options and a config file into loaded plugins and a live
 //! catalogue, and keeps it current as plugin files change.
 
-use crate::runtime::bundled;
 use crate::runtime::cache::{CacheOutcome, CompileCache};
 use crate::runtime::config::{ConfigFile, PluginConfig};
 use crate::runtime::context::CallContext;
@@ -10,6 +9,7 @@ use crate::runtime::imports::{self, LogLevel, PeerCall, PeerDirectory, PluginSta
 use crate::runtime::plugin::{Limits, Plugin, PluginSpec};
 use crate::runtime::registry::{Catalog, Refusal, Registry};
 use crate::runtime::sandbox::{Access, DirGrant, Policy};
+use crate::runtime::{bundled, remote};
 use crate::wit::interface::{PluginInterface, SettingDecl};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -71,6 +71,10 @@ pub struct Host {
     /// Where the bundled plugins were written, when they are served
     /// (nothing else names a plugin).
     bundled: Option<PathBuf>,
+    /// Config entries naming `oci://…`: the file each was pulled into.
+    pulled: Mutex<BTreeMap<PathBuf, PathBuf>>,
+    /// Where each loaded file came from, when it came from a registry.
+    provenance: Mutex<BTreeMap<PathBuf, remote::Provenance>>,
 }
 
 /// Default interval of the `tick` hook when the config sets none.
@@ -131,6 +135,8 @@ impl Host {
             reloading: tokio::sync::Mutex::new(()),
             blobs: Arc::default(),
             bundled,
+            pulled: Mutex::default(),
+            provenance: Mutex::default(),
         })
     }
 
@@ -165,7 +171,20 @@ impl Host {
 
     /// Every plugin file to load: config entries first, then the plugins directory.
     pub fn plugin_files(&self) -> Result<Vec<PathBuf>> {
-        let mut files: Vec<PathBuf> = self.config.plugins.iter().map(|p| p.path.clone()).collect();
+        let pulled = self.pulled.lock().expect("pulled lock").clone();
+        let mut files: Vec<PathBuf> = self
+            .config
+            .plugins
+            .iter()
+            .filter_map(|p| {
+                if is_remote(&p.path) {
+                    // Pulled at start; one that failed was reported then.
+                    pulled.get(&p.path).cloned()
+                } else {
+                    Some(p.path.clone())
+                }
+            })
+            .collect();
         if let Some(dir) = self.plugins_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
                 .with_context(|| format!("reading plugins directory {}", dir.display()))?
@@ -185,13 +204,13 @@ impl Host {
     /// Loads every plugin and publishes the catalogue. Plugins that fail are
     /// reported and skipped; returns the problems.
     pub async fn load_all(&self) -> Result<Vec<String>> {
+        let mut problems = self.pull_remote().await;
         let files = self.plugin_files()?;
         if files.is_empty() {
             tracing::warn!(
                 "no plugins: pass --plugins DIR or list [[plugin]] entries in a config file"
             );
         }
-        let mut problems = Vec::new();
         let mut loaded = BTreeMap::new();
         for file in files {
             match self.load_plugin(&file).await {
@@ -247,11 +266,66 @@ impl Host {
         refusals
     }
 
+    /// Pulls the config's `oci://…` plugins, verified, into the cache
+    /// directory; returns what failed (those plugins are not loaded, the
+    /// others are).
+    async fn pull_remote(&self) -> Vec<String> {
+        let policy = remote::trust_policy(&self.config);
+        let dir = self.cache_root().join("oci");
+        let mut problems = Vec::new();
+        for entry in self.config.plugins.iter().filter(|p| is_remote(&p.path)) {
+            let text = entry.path.to_string_lossy();
+            let pulled = match plugin_registry::Source::parse(&text) {
+                Ok(source) => remote::pull_into(&source, &policy, &dir).await,
+                Err(e) => Err(e.into()),
+            };
+            match pulled {
+                Ok((file, provenance)) => {
+                    tracing::info!("pulled {}", provenance.describe());
+                    self.pulled
+                        .lock()
+                        .expect("pulled lock")
+                        .insert(entry.path.clone(), file);
+                }
+                Err(e) => problems.push(format!("{text}: {e:#}")),
+            }
+        }
+        problems
+    }
+
+    /// Where registry pulls and the bundled plugins are written.
+    fn cache_root(&self) -> PathBuf {
+        self.options
+            .cache_dir
+            .clone()
+            .or_else(|| self.config.cache_dir.clone())
+            .or_else(CompileCache::default_dir)
+            .unwrap_or_else(|| std::env::temp_dir().join("benchtop"))
+    }
+
+    fn record_provenance(&self, file: &Path, came_from: Option<remote::Provenance>) {
+        let mut provenance = self.provenance.lock().expect("provenance lock");
+        match came_from {
+            Some(p) => provenance.insert(file.to_owned(), p),
+            None => provenance.remove(file),
+        };
+    }
+
+    /// Where the plugin loaded from `file` came from, when from a registry.
+    pub fn provenance(&self, file: &Path) -> Option<remote::Provenance> {
+        self.provenance
+            .lock()
+            .expect("provenance lock")
+            .get(file)
+            .cloned()
+    }
+
     fn plugin_config(&self, file: &Path) -> PluginConfig {
+        let pulled = self.pulled.lock().expect("pulled lock").clone();
         self.config
             .plugins
             .iter()
-            .find(|p| same_file(&p.path, file))
+            .find(|p| same_file(&p.path, file) || pulled.get(&p.path).is_some_and(|f| f == file))
             .cloned()
             .unwrap_or_else(|| PluginConfig {
                 path: file.to_owned(),
@@ -264,6 +338,11 @@ impl Host {
         let started = std::time::Instant::now();
         let wasm = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
         let interface = PluginInterface::from_component(&wasm)?;
+        let came_from = remote::Provenance::read_beside(file, &wasm);
+        if let Some(p) = &came_from {
+            tracing::info!("{} came from {}", file.display(), p.describe());
+        }
+        self.record_provenance(file, came_from);
         let cfg = self.plugin_config(file);
         let name = cfg.name.clone().unwrap_or_else(|| {
             file.file_stem()
@@ -611,4 +690,9 @@ mod tests {
         );
         assert_eq!(canonical_or_nearest(&tmp), tmp);
     }
+}
+
+/// Whether a config entry's path names a registry (`oci://…`).
+fn is_remote(path: &Path) -> bool {
+    path.to_string_lossy().starts_with("oci://")
 }

@@ -18,6 +18,7 @@ pub mod host;
 pub mod imports;
 pub mod plugin;
 pub mod registry;
+pub mod remote;
 pub mod sandbox;
 pub mod settings;
 pub mod watch;
