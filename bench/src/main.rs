@@ -13,6 +13,7 @@ mod ble;
 mod ctx;
 mod http;
 mod plugins;
+mod registry;
 mod startup;
 mod table;
 mod timing;
@@ -87,6 +88,7 @@ async fn run() -> ExitCode {
     group!("ecu-tables", plugins::ecu);
     group!("log-query", plugins::logs);
     group!("ble-buffer", ble::run);
+    group!("registry", registry::run);
     eprintln!("bench: total {:.1} s", started.elapsed().as_secs_f64());
     table.print();
     if failed {

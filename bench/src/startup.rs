@@ -67,8 +67,33 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         check(n)?;
         warm.push(t);
     }
+    // The installed binary: no plugins directory, the bundled plugins
+    // written out and compiled into an empty cache.
+    let mut bundled = Vec::new();
+    for i in 0..COLD_RUNS {
+        let cache = ctx.tmp.path().join(format!("bundled-cache-{i}"));
+        let t = Instant::now();
+        let server = ctx
+            .benchtop([OsStr::new("--cache-dir"), cache.as_os_str()])
+            .await?;
+        let n = server.client.list_all_tools().await?.len();
+        bundled.push(t.elapsed());
+        server.stop().await;
+        check(n)?;
+        let _ = std::fs::remove_dir_all(&cache);
+    }
     let tools = expected.unwrap_or(0);
     let what = format!("{count} plugins, {tools} tools");
+    table.add(
+        "startup to first tools/list, installed binary, cold (bundled plugins, empty cache)",
+        ms(Samples::new(bundled).median()),
+        0,
+        "ms",
+        Goal::Below(500.0),
+        ctx.note(format!(
+            "{what}; `benchtop serve` alone; median of {COLD_RUNS}"
+        )),
+    );
     table.add(
         "startup to first tools/list, cold (empty compile cache)",
         ms(Samples::new(cold).median()),
