@@ -83,7 +83,7 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
             skip_signature,
         }],
     };
-    let mut times = |policy: TrustPolicy| {
+    let times = |policy: TrustPolicy| {
         let source = source.clone();
         async move {
             let mut samples = Vec::new();

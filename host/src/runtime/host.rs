@@ -654,6 +654,11 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
     }
 }
 
+/// Whether a config entry's path names a registry (`oci://…`).
+fn is_remote(path: &Path) -> bool {
+    path.to_string_lossy().starts_with("oci://")
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
@@ -690,9 +695,4 @@ mod tests {
         );
         assert_eq!(canonical_or_nearest(&tmp), tmp);
     }
-}
-
-/// Whether a config entry's path names a registry (`oci://…`).
-fn is_remote(path: &Path) -> bool {
-    path.to_string_lossy().starts_with("oci://")
 }
