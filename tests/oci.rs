@@ -7,62 +7,8 @@
 
 use e2e::*;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-/// A registry on a free loopback port, storing into a scratch directory;
-/// stopped when dropped.
-struct Registry {
-    child: std::process::Child,
-    addr: String,
-    storage: PathBuf,
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-// The child is waited for by `Registry`'s Drop, which clippy cannot see.
-#[allow(clippy::zombie_processes)]
-fn start_registry(dir: &Path) -> Registry {
-    let binary = ["/usr/bin/docker-registry", "/usr/bin/registry"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("docker-registry is missing: apt-get install docker-registry (.ci/run does)");
-    let port = free_port();
-    let storage = dir.join("registry");
-    let config = dir.join("registry.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            storage.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(binary)
-        .args(["serve", config.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("starting docker-registry");
-    let addr = format!("127.0.0.1:{port}");
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            return Registry {
-                child,
-                addr,
-                storage,
-            };
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("docker-registry did not listen on {addr}");
-}
 
 /// `benchtop plugin ARGS…`, with the key password set.
 fn plugin(args: &[&str]) -> Output {
@@ -107,7 +53,8 @@ fn tamper(storage: &Path, digest: &str) {
 async fn shared_signed_plugins_travel_through_a_registry_and_others_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let registry = start_registry(d);
+    let registry = start_registry(d)
+        .expect("docker-registry is missing: apt-get install docker-registry (.ci/run does)");
     let repo = |name: &str| format!("oci://{}/acme/{name}:1.0", registry.addr);
     let greeter = test_plugins().join("greeter.wasm");
     let greeter = greeter.to_str().unwrap();

@@ -5,27 +5,18 @@
 use crate::ctx::Ctx;
 use crate::table::{Goal, Table};
 use crate::timing::{Samples, ms};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use plugin_registry::{Source, TrustPolicy, TrustRule};
 use std::time::Instant;
 
 const PULLS: usize = 15;
 
-/// The registry process, killed when dropped.
-struct Registry(std::process::Child);
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let plain = "OCI pull of ecu_tables.wasm (digest checked)";
     let signed = "OCI pull of ecu_tables.wasm, cosign signature verified";
-    let binary = std::path::Path::new("/usr/bin/docker-registry");
-    if !binary.exists() {
+    let dir = ctx.tmp.path().join("registry");
+    std::fs::create_dir_all(&dir)?;
+    let Some(registry) = e2e::start_registry(&dir) else {
         for b in [plain, signed] {
             table.skip(
                 b,
@@ -35,34 +26,8 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
             );
         }
         return Ok(());
-    }
-    let port = e2e::free_port();
-    let dir = ctx.tmp.path().join("registry");
-    std::fs::create_dir_all(&dir)?;
-    let config = dir.join("registry.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-            dir.join("store").display()
-        ),
-    )?;
-    let _registry = Registry(
-        std::process::Command::new(binary)
-            .arg("serve")
-            .arg(&config)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .context("starting docker-registry")?,
-    );
-    let addr = format!("127.0.0.1:{port}");
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    };
+    let addr = registry.addr.clone();
     let component = std::fs::read(ctx.plugin("ecu_tables"))?;
     let source = Source::parse(&format!("oci://{addr}/bench/ecu-tables:1"))?;
     plugin_registry::push(&component, &source).await?;

@@ -923,3 +923,66 @@ impl ClientHandler for Asker {
         info
     }
 }
+
+/// An OCI registry (Debian's `docker-registry`, the CNCF distribution
+/// registry) on a free loopback port, storing into a scratch directory;
+/// stopped when dropped.
+pub struct Registry {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// Its storage root (blobs are under `docker/registry/v2/blobs`).
+    pub storage: PathBuf,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where Debian installs the registry, if it is installed.
+pub fn registry_binary() -> Option<PathBuf> {
+    ["/usr/bin/docker-registry", "/usr/bin/registry"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// Starts a registry storing under `dir`; None when none is installed.
+// The child is waited for by `Registry`'s Drop, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+pub fn start_registry(dir: &Path) -> Option<Registry> {
+    let binary = registry_binary()?;
+    let port = free_port();
+    let storage = dir.join("registry");
+    let config = dir.join("registry.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+            storage.display()
+        ),
+    )
+    .expect("writing the registry's config");
+    let child = std::process::Command::new(binary)
+        .args(["serve", config.to_str().expect("a UTF-8 path")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starting docker-registry");
+    // Owned first, so it is stopped even if it never listens.
+    let registry = Registry {
+        child,
+        addr: format!("127.0.0.1:{port}"),
+        storage,
+    };
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(&registry.addr).is_ok() {
+            return Some(registry);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("docker-registry did not listen on {}", registry.addr);
+}
