@@ -12,11 +12,6 @@ use std::path::{Path, PathBuf};
 
 include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
 
-/// The bundled components' file names.
-pub fn names() -> impl Iterator<Item = &'static str> {
-    BUNDLED.iter().map(|(name, _)| *name)
-}
-
 /// Writes the bundled components into a directory under `root` named by
 /// their digest (once: a later start finds them there) and returns it;
 /// None when this binary bundles none.

@@ -104,13 +104,7 @@ impl Host {
         let bundled = if names_plugins {
             None
         } else {
-            let root = options
-                .cache_dir
-                .clone()
-                .or_else(|| config.cache_dir.clone())
-                .or_else(CompileCache::default_dir)
-                .unwrap_or_else(|| std::env::temp_dir().join("benchtop"));
-            bundled::materialize(&root)?
+            bundled::materialize(&cache_root(&options, &config))?
         };
         let cache = CompileCache::new(if options.no_cache {
             None
@@ -295,12 +289,7 @@ impl Host {
 
     /// Where registry pulls and the bundled plugins are written.
     fn cache_root(&self) -> PathBuf {
-        self.options
-            .cache_dir
-            .clone()
-            .or_else(|| self.config.cache_dir.clone())
-            .or_else(CompileCache::default_dir)
-            .unwrap_or_else(|| std::env::temp_dir().join("benchtop"))
+        cache_root(&self.options, &self.config)
     }
 
     fn record_provenance(&self, file: &Path, came_from: Option<remote::Provenance>) {
@@ -652,6 +641,17 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
             _ => return path.to_owned(),
         }
     }
+}
+
+/// The cache directory: the command line's, the config's, the user's
+/// (`~/.cache/benchtop`), else one under the system's temporary directory.
+fn cache_root(options: &Options, config: &ConfigFile) -> PathBuf {
+    options
+        .cache_dir
+        .clone()
+        .or_else(|| config.cache_dir.clone())
+        .or_else(CompileCache::default_dir)
+        .unwrap_or_else(|| std::env::temp_dir().join("benchtop"))
 }
 
 /// Whether a config entry's path names a registry (`oci://…`).
