@@ -79,3 +79,38 @@ async fn shared_cargo_install_gives_a_binary_that_serves_every_first_party_plugi
     let tools = tools_of(&installed, &[], scratch.path()).await;
     assert_eq!(tools, first_party_tools(scratch.path()).await);
 }
+
+/// The first start after installing compiles nothing before it answers:
+/// the bundled plugins' tools are offered at once, each compiles in the
+/// background, and a call to one that is not ready yet waits for it. The
+/// next start loads them from the compile cache.
+#[tokio::test]
+async fn a_cold_start_offers_the_bundled_tools_before_compiling_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let start = || {
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve")
+            .env("XDG_CACHE_HOME", scratch.path().join("cache"))
+            .env("HOME", scratch.path())
+            .env("BENCHTOP_LOG", "info")
+            .current_dir(scratch.path());
+        Server::connect(cmd)
+    };
+    let cold = start().await.expect("starting benchtop");
+    assert!(cold.tool_names().await.iter().any(|t| t == "x86_run"));
+    // x86-inspect is the last bundled plugin compiled: this call waits.
+    let machines = cold.ok("x86_list_machines", serde_json::json!({})).await;
+    assert!(text(&machines).contains("machines"), "{machines:?}");
+    let log = cold.log_with(&["compiling in the background"]).await;
+    assert!(log.contains("plugin=x86-inspect"), "{log}");
+    cold.stop().await;
+
+    let warm = start().await.expect("starting benchtop again");
+    assert!(warm.tool_names().await.iter().any(|t| t == "x86_run"));
+    let stderr = warm.stderr.lock().unwrap().clone();
+    warm.stop().await;
+    assert!(
+        !stderr.contains("compiling in the background"),
+        "the second start compiles nothing: {stderr}"
+    );
+}

@@ -96,6 +96,14 @@ impl CompileCache {
         hex(&h.finalize())
     }
 
+    /// Whether an entry for `wasm` is on disk (checked when it is loaded).
+    pub fn holds(&self, engine: &Engine, wasm: &[u8]) -> bool {
+        self.dir.as_ref().is_some_and(|dir| {
+            dir.join(format!("{}.cwasm", Self::key(engine, wasm)))
+                .is_file()
+        })
+    }
+
     /// Loads the compiled form of `wasm`, compiling and storing it on a miss.
     pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {

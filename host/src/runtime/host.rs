@@ -163,6 +163,12 @@ impl Host {
         self.bundled.is_some()
     }
 
+    fn is_bundled(&self, file: &Path) -> bool {
+        self.bundled
+            .as_ref()
+            .is_some_and(|dir| file.starts_with(dir))
+    }
+
     /// Every plugin file to load: config entries first, then the plugins directory.
     pub fn plugin_files(&self) -> Result<Vec<PathBuf>> {
         let pulled = self.pulled.lock().expect("pulled lock").clone();
@@ -344,7 +350,6 @@ impl Host {
         let policy = self.policy_for(&cfg, &interface.settings)?;
         self.refuse_writable_host_files(&name, &policy)?;
         let limits = self.limits_for(&cfg, interface.tick_interface.is_some());
-        let (component, outcome) = self.cache.load(&self.engine, &wasm)?;
         let spec = PluginSpec {
             name: name.clone(),
             source: file.to_owned(),
@@ -373,6 +378,23 @@ impl Host {
             peers: Arc::new(CatalogPeers(registry)),
             blobs: self.blobs.clone(),
         };
+        // The bundled plugins are first-party code known to link: on a
+        // start with an empty compile cache (the first after installing)
+        // their tools are offered at once and compiled in the background,
+        // rather than seconds of compiling before the first answer.
+        if self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm) {
+            let (cache, engine) = (self.cache.clone(), self.engine.clone());
+            let plugin =
+                Plugin::load_deferred(spec, interface, self.linker.clone(), sinks, move || {
+                    cache.load(&engine, &wasm).map(|(component, _)| component)
+                });
+            if let Some(interval) = plugin.limits.tick {
+                spawn_ticker(Arc::downgrade(&plugin), interval);
+            }
+            tracing::info!(plugin = %plugin.name, tools = plugin.interface.tools.len(), "loaded {}, compiling in the background", file.display());
+            return Ok(plugin);
+        }
+        let (component, outcome) = self.cache.load(&self.engine, &wasm)?;
         let plugin =
             Arc::new(Plugin::load(spec, &component, interface, &self.linker, sinks).await?);
         if let Some(interval) = plugin.limits.tick {

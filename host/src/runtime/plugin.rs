@@ -82,51 +82,23 @@ pub struct PluginSpec {
     pub limits: Limits,
 }
 
-/// A loaded plugin: its compiled component, what it offers, and its instance.
-pub struct Plugin {
-    /// The plugin's name (its file stem or config name).
-    pub name: String,
-    /// Where the component came from.
-    pub source: PathBuf,
-    /// Prefix of its tool names.
-    pub prefix: Option<String>,
-    /// Tools, settings and hooks.
-    pub interface: PluginInterface,
-    /// Sandbox.
-    pub policy: Policy,
-    /// Limits.
-    pub limits: Limits,
-    /// This load's number, distinct from every other load in the process:
-    /// what callers of its served interfaces key their caches by.
-    pub generation: u64,
+/// A compiled component linked to the host's imports, with the export
+/// indices of what the plugin offers.
+struct Linked {
     pre: InstancePre<PluginState>,
     funcs: Vec<ComponentExportIndex>,
     resource_funcs: Vec<ComponentExportIndex>,
     prompt_funcs: Vec<ComponentExportIndex>,
     completion_func: Option<ComponentExportIndex>,
     tick: Option<ComponentExportIndex>,
-    live: tokio::sync::Mutex<Option<Live>>,
-    output: GuestOutput,
-    sinks: Sinks,
 }
 
-impl Plugin {
-    /// Links a compiled component and instantiates it once, so a plugin that
-    /// cannot start is refused at load time rather than at its first call.
-    pub async fn load(
-        spec: PluginSpec,
+impl Linked {
+    fn new(
         component: &Component,
-        interface: PluginInterface,
+        interface: &PluginInterface,
         linker: &Linker<PluginState>,
-        sinks: Sinks,
     ) -> Result<Self> {
-        let PluginSpec {
-            name,
-            source,
-            prefix,
-            policy,
-            limits,
-        } = spec;
         // Imports other plugins serve are forwarded by functions defined
         // for this component alone.
         let with_peers;
@@ -160,22 +132,130 @@ impl Plugin {
                 .map(|t| lookup(t.interface.as_deref(), &t.func))
                 .collect::<Result<Vec<_>>>()
         };
-        let funcs = lookup_all(&interface.tools)?;
-        let resource_funcs = lookup_all(&interface.resources)?;
-        let prompt_funcs = lookup_all(&interface.prompts)?;
-        let completion_func = interface
-            .completion
-            .as_ref()
-            .map(|c| lookup(c.interface.as_deref(), &c.func))
-            .transpose()?;
-        let tick = interface
-            .tick_interface
-            .as_deref()
-            .map(|i| lookup(Some(i), "tick"))
-            .transpose()?;
+        Ok(Self {
+            pre,
+            funcs: lookup_all(&interface.tools)?,
+            resource_funcs: lookup_all(&interface.resources)?,
+            prompt_funcs: lookup_all(&interface.prompts)?,
+            completion_func: interface
+                .completion
+                .as_ref()
+                .map(|c| lookup(c.interface.as_deref(), &c.func))
+                .transpose()?,
+            tick: interface
+                .tick_interface
+                .as_deref()
+                .map(|i| lookup(Some(i), "tick"))
+                .transpose()?,
+        })
+    }
+}
+
+/// A loaded plugin: its compiled component, what it offers, and its instance.
+pub struct Plugin {
+    /// The plugin's name (its file stem or config name).
+    pub name: String,
+    /// Where the component came from.
+    pub source: PathBuf,
+    /// Prefix of its tool names.
+    pub prefix: Option<String>,
+    /// Tools, settings and hooks.
+    pub interface: PluginInterface,
+    /// Sandbox.
+    pub policy: Policy,
+    /// Limits.
+    pub limits: Limits,
+    /// This load's number, distinct from every other load in the process:
+    /// what callers of its served interfaces key their caches by.
+    pub generation: u64,
+    /// The linked component, once compiled (at load, or in the background
+    /// for [`Plugin::load_deferred`]); the error says why it cannot run.
+    linked: std::sync::OnceLock<Result<Linked, String>>,
+    /// Woken when `linked` is set.
+    linked_set: tokio::sync::Notify,
+    live: tokio::sync::Mutex<Option<Live>>,
+    output: GuestOutput,
+    sinks: Sinks,
+}
+
+impl Plugin {
+    /// Links a compiled component and instantiates it once, so a plugin that
+    /// cannot start is refused at load time rather than at its first call.
+    pub async fn load(
+        spec: PluginSpec,
+        component: &Component,
+        interface: PluginInterface,
+        linker: &Linker<PluginState>,
+        sinks: Sinks,
+    ) -> Result<Self> {
+        let linked = Linked::new(component, &interface, linker)?;
+        let plugin = Self::unlinked(spec, interface, sinks);
+        let live = plugin.instantiate(&linked).await?;
+        *plugin.live.lock().await = Some(live);
+        let _ = plugin.linked.set(Ok(linked));
+        Ok(plugin)
+    }
+
+    /// A plugin whose tools are offered at once while `compile` runs in
+    /// the background (then it is linked and instantiated): a call waits
+    /// until it is ready, and answers why it cannot run if that failed.
+    /// For code known to link, such as the bundled first-party plugins on
+    /// a start with an empty compile cache.
+    pub fn load_deferred(
+        spec: PluginSpec,
+        interface: PluginInterface,
+        linker: Linker<PluginState>,
+        sinks: Sinks,
+        compile: impl FnOnce() -> Result<Component> + Send + 'static,
+    ) -> std::sync::Arc<Self> {
+        let plugin = std::sync::Arc::new(Self::unlinked(spec, interface, sinks));
+        let ready = plugin.clone();
+        // One at a time: the engine already compiles a component's
+        // functions on every core, and one by one each plugin is ready as
+        // early as it can be rather than all of them at the end.
+        static COMPILING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+        tokio::spawn(async move {
+            let turn = COMPILING.acquire().await;
+            let compiled = tokio::task::spawn_blocking(compile).await;
+            drop(turn);
+            let linked = match compiled {
+                Ok(compiled) => compiled
+                    .and_then(|c| Linked::new(&c, &ready.interface, &linker))
+                    .map_err(|e| format!("{e:#}")),
+                Err(e) => Err(format!("compiling it stopped: {e}")),
+            };
+            let linked = match linked {
+                Ok(linked) => {
+                    // Instantiated now, so the first call finds it running.
+                    let mut live = ready.live.lock().await;
+                    match ready.instantiate(&linked).await {
+                        Ok(l) => *live = Some(l),
+                        Err(e) => tracing::warn!(plugin = %ready.name, "{e:#}"),
+                    }
+                    Ok(linked)
+                }
+                Err(reason) => {
+                    tracing::error!(plugin = %ready.name, "cannot load: {reason}");
+                    Err(reason)
+                }
+            };
+            let _ = ready.linked.set(linked);
+            ready.linked_set.notify_waiters();
+        });
+        plugin
+    }
+
+    fn unlinked(spec: PluginSpec, interface: PluginInterface, sinks: Sinks) -> Self {
+        let PluginSpec {
+            name,
+            source,
+            prefix,
+            policy,
+            limits,
+        } = spec;
         let output = GuestOutput::new(&name);
         static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let plugin = Self {
+        Self {
             name,
             source,
             prefix,
@@ -183,22 +263,30 @@ impl Plugin {
             policy,
             limits,
             generation: LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            pre,
-            funcs,
-            resource_funcs,
-            prompt_funcs,
-            completion_func,
-            tick,
+            linked: std::sync::OnceLock::new(),
+            linked_set: tokio::sync::Notify::new(),
             live: tokio::sync::Mutex::new(None),
             output,
             sinks,
-        };
-        let live = plugin.instantiate().await?;
-        *plugin.live.lock().await = Some(live);
-        Ok(plugin)
+        }
     }
 
-    async fn instantiate(&self) -> Result<Live> {
+    /// The linked component, waiting for a background compile.
+    async fn linked(&self) -> Result<&Linked, CallError> {
+        loop {
+            // Created before the check: a notification in between is kept.
+            let set = self.linked_set.notified();
+            if let Some(linked) = self.linked.get() {
+                return linked.as_ref().map_err(|reason| CallError::Unavailable {
+                    plugin: self.name.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            set.await;
+        }
+    }
+
+    async fn instantiate(&self, linked: &Linked) -> Result<Live> {
         let state = PluginState {
             wasi: self.policy.wasi_ctx(&self.name, self.output.clone())?,
             table: ResourceTable::new(),
@@ -214,7 +302,7 @@ impl Plugin {
             sinks: self.sinks.clone(),
             routes: Default::default(),
         };
-        let mut store = Store::new(self.pre.engine(), state);
+        let mut store = Store::new(linked.pre.engine(), state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut cx| {
@@ -240,7 +328,7 @@ impl Plugin {
             CallContext::detached(),
             self.limits.deadline,
         ));
-        let instance = self
+        let instance = linked
             .pre
             .instantiate_async(&mut store)
             .await
@@ -270,7 +358,7 @@ impl Plugin {
     ) -> Result<Option<Val>, CallError> {
         let has_result = self.interface.tools[index].result.is_some();
         self.invoke(
-            self.funcs[index],
+            |l| Ok(l.funcs[index]),
             params,
             Some(has_result),
             ctx,
@@ -289,14 +377,16 @@ impl Plugin {
         params: &[Val],
         ctx: CallContext,
     ) -> Result<Option<Val>, CallError> {
-        let (index, def) = match export {
-            Export::Tool(i) => (self.funcs[i], &self.interface.tools[i]),
-            Export::Resource(i) => (self.resource_funcs[i], &self.interface.resources[i]),
-            Export::Prompt(i) => (self.prompt_funcs[i], &self.interface.prompts[i]),
-            Export::Completion => match (self.completion_func, &self.interface.completion) {
-                (Some(f), Some(def)) => (f, def),
-                _ => return Ok(None),
-            },
+        let Some(def) = self.def(export) else {
+            return Ok(None);
+        };
+        let index = move |l: &Linked| {
+            Ok(match export {
+                Export::Tool(i) => l.funcs[i],
+                Export::Resource(i) => l.resource_funcs[i],
+                Export::Prompt(i) => l.prompt_funcs[i],
+                Export::Completion => l.completion_func.expect("the interface declares it"),
+            })
         };
         self.invoke(
             index,
@@ -326,11 +416,13 @@ impl Plugin {
         if !self.interface.provides.iter().any(|p| p == interface) {
             return Err(unavailable(format!("it does not serve {interface}")));
         }
-        let component = self.pre.component();
-        let index = component
-            .get_export_index(None, interface)
-            .and_then(|parent| component.get_export_index(Some(&parent), func))
-            .ok_or_else(|| unavailable(format!("{interface} has no function `{func}`")))?;
+        let index = |l: &Linked| {
+            let component = l.pre.component();
+            component
+                .get_export_index(None, interface)
+                .and_then(|parent| component.get_export_index(Some(&parent), func))
+                .ok_or_else(|| unavailable(format!("{interface} has no function `{func}`")))
+        };
         let results = self
             .invoke(index, params, None, ctx, self.limits.deadline)
             .await?;
@@ -358,35 +450,48 @@ impl Plugin {
 
     /// Runs the `tick` hook if the plugin exports one and is idle.
     pub async fn tick(&self) -> Result<(), CallError> {
-        let Some(index) = self.tick else {
+        // Not yet compiled (or failed): nothing to tick.
+        let Some(Ok(Linked {
+            tick: Some(index), ..
+        })) = self.linked.get()
+        else {
             return Ok(());
         };
+        let index = *index;
         if self.live.try_lock().is_err() {
             return Ok(()); // a call is running; tick next time
         }
         let budget = self.limits.deadline.min(Duration::from_secs(5));
-        self.invoke(index, &[], Some(false), CallContext::detached(), budget)
-            .await
-            .map(|_| ())
+        self.invoke(
+            |_| Ok(index),
+            &[],
+            Some(false),
+            CallContext::detached(),
+            budget,
+        )
+        .await
+        .map(|_| ())
     }
 
-    /// Runs export `index`. `has_result` says whether it returns a value;
+    /// Runs the export `index` picks. `has_result` says whether it returns a value;
     /// none asks its type (served interfaces are not analysed at load).
     async fn invoke(
         &self,
-        index: ComponentExportIndex,
+        index: impl FnOnce(&Linked) -> Result<ComponentExportIndex, CallError>,
         params: &[Val],
         has_result: Option<bool>,
         ctx: CallContext,
         budget: Duration,
     ) -> Result<Vec<Val>, CallError> {
+        let linked = self.linked().await?;
+        let index = index(linked)?;
         let mut guard = self.live.lock().await;
         // Taken out for the call, and put back only if the call completes:
         // a trapped or abandoned store is never entered again.
         let mut live = match guard.take() {
             Some(live) => live,
             None => self
-                .instantiate()
+                .instantiate(linked)
                 .await
                 .map_err(|e| CallError::Unavailable {
                     plugin: self.name.clone(),
@@ -432,7 +537,7 @@ impl Plugin {
                 drop(live);
                 tracing::warn!(plugin = %self.name, "instance reset: {reason}");
                 // Rebuild now, so the next call finds a fresh instance.
-                match self.instantiate().await {
+                match self.instantiate(linked).await {
                     Ok(fresh) => *guard = Some(fresh),
                     Err(e) => {
                         tracing::error!(plugin = %self.name, "cannot rebuild the instance: {e:#}")
