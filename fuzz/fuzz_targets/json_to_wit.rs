@@ -1,4 +1,4 @@
-//! JSON → WIT value → JSON (`benchtop::wit::convert`): the tool-argument path.
+//! JSON → WIT value → JSON (`benchtop_wit::convert`): the tool-argument path.
 //!
 //! The input is parsed as JSON (anything else is skipped) and converted
 //! against every type of the WIT below, and, when it is an object, against
@@ -8,7 +8,7 @@
 //! as strings, so JSON equality is exact).
 #![no_main]
 
-use benchtop::wit::convert::{FromJson, to_json};
+use benchtop_wit::convert::{FromJson, to_json};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::OnceLock;

@@ -1,4 +1,4 @@
-//! The JSON-RPC framing in front of rmcp (`benchtop::transport::framing`), as both
+//! The JSON-RPC framing in front of rmcp (crates/jsonrpc-framing), as both
 //! transports use it: stdio's line reader (`read_lines`, fed in chunks the
 //! way a pipe delivers them) and the HTTP gate, which judges a whole body.
 //!
@@ -21,8 +21,7 @@
 //!   ignored, so nothing that carries an id goes unanswered.
 #![no_main]
 
-use benchtop::transport::framing::{MAX_MESSAGE, Verdict, judge, read_lines, scan_id};
-use benchtop::transport::http::without_bom;
+use jsonrpc_framing::{MAX_MESSAGE, Verdict, judge, read_lines, scan_id, without_bom};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::pin::Pin;

@@ -12,7 +12,7 @@ use crate::mcp::server::Server;
 use crate::runtime::config::HttpConfig;
 use crate::runtime::host::LogEvent;
 use crate::runtime::registry::Registry;
-use crate::transport::framing::{Verdict, error_response, judge};
+use crate::transport::framing::{Verdict, error_response, judge, without_bom};
 use anyhow::{Context, Result, bail};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -333,17 +333,6 @@ fn widen_accept(req: &mut Request) {
     all.extend(add.iter().map(|s| (*s).to_owned()));
     if let Ok(v) = HeaderValue::from_str(&all.join(", ")) {
         req.headers_mut().insert(header::ACCEPT, v);
-    }
-}
-
-/// The body rmcp gets: `judge` reads a body after a UTF-8 byte order mark,
-/// rmcp's parser does not (it would answer a bare 415), so the mark goes.
-/// Public for the jsonrpc_framing fuzz target.
-pub fn without_bom(body: axum::body::Bytes) -> axum::body::Bytes {
-    if body.starts_with(b"\xEF\xBB\xBF") {
-        body.slice(3..)
-    } else {
-        body
     }
 }
 

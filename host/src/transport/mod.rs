@@ -2,5 +2,7 @@
 //! lines and JSON-RPC bodies judged before rmcp parses them) and [`http`]
 //! (streamable HTTP with its session gate).
 
-pub mod framing;
 pub mod http;
+
+/// The framing, from its own crate (fuzzed without the runtime).
+pub use jsonrpc_framing as framing;

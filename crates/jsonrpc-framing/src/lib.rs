@@ -140,7 +140,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
             }
             other => format!(
                 "a message must be a JSON object, but got {}",
-                crate::wit::convert::describe(other)
+                benchtop_wit::convert::describe(other)
             ),
         };
     };
@@ -151,7 +151,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
         Some(id) if readable_id(value).is_null() => {
             return format!(
                 "`id` must be a string or an integer, but got {}",
-                crate::wit::convert::describe(id)
+                benchtop_wit::convert::describe(id)
             );
         }
         _ => {}
@@ -161,7 +161,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
         Some(other) => {
             return format!(
                 "`method` must be a string, but got {}",
-                crate::wit::convert::describe(other)
+                benchtop_wit::convert::describe(other)
             );
         }
         None if fields.contains_key("result") || fields.contains_key("error") => {
@@ -172,7 +172,7 @@ fn shape_problem(value: &Value, e: &serde_json::Error) -> String {
     match fields.get("params") {
         Some(p) if !p.is_object() && !p.is_null() => format!(
             "`params` must be an object, but got {}",
-            crate::wit::convert::describe(p)
+            benchtop_wit::convert::describe(p)
         ),
         _ => format!("the message fits no request of this server ({e})"),
     }
@@ -289,6 +289,17 @@ fn value_end(b: &[u8], i: usize) -> Option<usize> {
             }
             (j > i).then_some(j)
         }
+    }
+}
+
+/// The body rmcp gets: [`judge`] reads a body after a UTF-8 byte order
+/// mark, rmcp's parser does not (it would answer a bare 415), so the mark
+/// goes.
+pub fn without_bom(body: bytes::Bytes) -> bytes::Bytes {
+    if body.starts_with(b"\xEF\xBB\xBF") {
+        body.slice(3..)
+    } else {
+        body
     }
 }
 
