@@ -3,7 +3,7 @@ CARGO ?= cargo
 BENCHTOP := target/debug/benchtop
 RUN_WS := target/run-workspace
 
-.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web fuzz fuzz-short soak dist container
+.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web fuzz fuzz-short soak dist container package
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make fuzz         run every fuzz target to FUZZ_RUNS (default 10 million) executions, one at a time"
 	@echo "make plugins      build the plugin components into target/plugins"
 	@echo "make dist         release archive, MCP Bundle, server.json and checksums in target/dist"
+	@echo "make package      the crates.io packages of benchtop and its crates, in target/package"
 	@echo "make web          transpile cp1600 + x86_inspect with jco into the web bench (web/dist)"
 
 wasm-target:
@@ -64,6 +65,18 @@ dist: plugins
 	$(CARGO) build --release -p benchtop
 	@cd tests/node && { [ -x node_modules/.bin/mcpb ] || npm ci --no-audit --no-fund --loglevel=error; }
 	$(CARGO) run -q -p xtask -- dist target/release/benchtop
+
+# The crates.io packages: `benchtop` and the workspace crates it needs,
+# with the plugins and the WIT files it embeds copied into host/bundle
+# (removed again after, so it never shadows target/plugins in a build).
+# `cargo install benchtop` then builds a binary carrying the plugins with
+# no wasm toolchain. PACKAGE_ARGS=--no-verify skips building the packages.
+PACKAGE_CRATES := -p wit-docs -p benchtop-wit -p jsonrpc-framing -p plugin-kit -p plugin-registry -p benchtop
+package: plugins
+	rm -rf host/bundle && mkdir -p host/bundle/wit/host host/bundle/wit/ecu-family
+	cp target/plugins/*.wasm host/bundle/
+	cp wit/host/host.wit host/bundle/wit/host/ && cp wit/ecu-family/ecu-family.wit host/bundle/wit/ecu-family/
+	$(CARGO) package --allow-dirty $(PACKAGE_ARGS) $(PACKAGE_CRATES); status=$$?; rm -rf host/bundle; exit $$status
 
 # The Containerfile's image, where a container builder runs; skipped
 # (successfully, with a note) where none does.

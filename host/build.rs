@@ -8,6 +8,11 @@
 //! 3. `target/plugins/` of the workspace: a clone after `make plugins`.
 //!
 //! None found builds a binary without bundled plugins, with a warning.
+//!
+//! It also copies the WIT files `benchtop new` writes into new plugins
+//! into `OUT_DIR`, from the workspace's `wit/` (their one source) or, in
+//! the crates.io package, from `bundle/wit/` (copied there by `make
+//! package`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -51,6 +56,23 @@ fn main() {
     code.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     std::fs::write(out.join("bundled.rs"), code).expect("writing bundled.rs");
+    copy_wit(&manifest, &out);
+}
+
+/// The WIT files the scaffold embeds, copied to `out/wit/`.
+fn copy_wit(manifest: &Path, out: &Path) {
+    const FILES: [&str; 2] = ["host/host.wit", "ecu-family/ecu-family.wit"];
+    let source = [manifest.join("../wit"), manifest.join("bundle/wit")]
+        .into_iter()
+        .find(|dir| FILES.iter().all(|f| dir.join(f).is_file()))
+        .expect("the WIT files: wit/ of the workspace, or bundle/wit/ of the package");
+    for file in FILES {
+        let from = source.join(file);
+        println!("cargo::rerun-if-changed={}", from.display());
+        let to = out.join("wit").join(file);
+        std::fs::create_dir_all(to.parent().expect("a folder")).expect("creating OUT_DIR/wit");
+        std::fs::copy(&from, &to).expect("copying a WIT file");
+    }
 }
 
 /// The `*.wasm` files of `dir`, sorted, canonical; none when it is absent.

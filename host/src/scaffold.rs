@@ -17,7 +17,7 @@ const FILES: &[(&str, &str)] = &[
     // The host interface itself, so the plugin's WIT resolves offline.
     (
         "wit/deps/host/host.wit",
-        include_str!("../../wit/host/host.wit"),
+        include_str!(concat!(env!("OUT_DIR"), "/wit/host/host.wit")),
     ),
     (
         "src/lib.rs",
@@ -42,11 +42,11 @@ const FAMILY_FILES: &[(&str, &str)] = &[
     ),
     (
         "wit/deps/ecu-family/ecu-family.wit",
-        include_str!("../../wit/ecu-family/ecu-family.wit"),
+        include_str!(concat!(env!("OUT_DIR"), "/wit/ecu-family/ecu-family.wit")),
     ),
     (
         "wit/deps/host/host.wit",
-        include_str!("../../wit/host/host.wit"),
+        include_str!(concat!(env!("OUT_DIR"), "/wit/host/host.wit")),
     ),
     (
         "src/lib.rs",
