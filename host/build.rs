@@ -12,7 +12,8 @@
 //! It also copies the WIT files `benchtop new` writes into new plugins
 //! into `OUT_DIR`, from the workspace's `wit/` (their one source) or, in
 //! the crates.io package, from `bundle/wit/` (copied there by `make
-//! package`).
+//! package`; `cfg(benchtop_packaged)` then points the host's bindings
+//! there too).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -62,10 +63,18 @@ fn main() {
 /// The WIT files the scaffold embeds, copied to `out/wit/`.
 fn copy_wit(manifest: &Path, out: &Path) {
     const FILES: [&str; 2] = ["host/host.wit", "ecu-family/ecu-family.wit"];
-    let source = [manifest.join("../wit"), manifest.join("bundle/wit")]
-        .into_iter()
-        .find(|dir| FILES.iter().all(|f| dir.join(f).is_file()))
-        .expect("the WIT files: wit/ of the workspace, or bundle/wit/ of the package");
+    let workspace = manifest.join("../wit");
+    let packaged = manifest.join("bundle/wit");
+    println!("cargo::rustc-check-cfg=cfg(benchtop_packaged)");
+    let source = if FILES.iter().all(|f| workspace.join(f).is_file()) {
+        workspace
+    } else if FILES.iter().all(|f| packaged.join(f).is_file()) {
+        // `wasmtime::component::bindgen!` reads the host WIT from here too.
+        println!("cargo::rustc-cfg=benchtop_packaged");
+        packaged
+    } else {
+        panic!("the WIT files: wit/ of the workspace, or bundle/wit/ of the package");
+    };
     for file in FILES {
         let from = source.join(file);
         println!("cargo::rerun-if-changed={}", from.display());

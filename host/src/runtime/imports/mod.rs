@@ -15,15 +15,25 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// The `benchtop:host` WIT, as Rust (generated).
 mod bindings {
     #![allow(missing_docs)]
-    wasmtime::component::bindgen!({
-        path: "../wit/host",
-        world: "imports",
-        // Waiting for the user must not block a runtime thread.
-        imports: {
-            "benchtop:host/elicit.ask": async,
-            "benchtop:host/elicit.ask-keyed": async,
-        },
-    });
+    macro_rules! host_bindings {
+        ($wit:literal) => {
+            wasmtime::component::bindgen!({
+                path: $wit,
+                world: "imports",
+                // Waiting for the user must not block a runtime thread.
+                imports: {
+                    "benchtop:host/elicit.ask": async,
+                    "benchtop:host/elicit.ask-keyed": async,
+                },
+            });
+        };
+    }
+    // The workspace's wit/ is the one source; the crates.io package
+    // carries a copy (host/build.rs says which is here).
+    #[cfg(not(benchtop_packaged))]
+    host_bindings!("../wit/host");
+    #[cfg(benchtop_packaged)]
+    host_bindings!("bundle/wit/host");
 }
 
 pub use bindings::benchtop::host::log::Level as LogLevel;
