@@ -551,3 +551,53 @@ impl Plugin {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::imports::new_linker;
+
+    #[tokio::test]
+    async fn a_plugin_whose_background_compile_fails_says_why_at_every_call() {
+        let engine = crate::runtime::engine::new_engine().unwrap();
+        let linker = new_linker(&engine).unwrap();
+        let served = "acme:family/family@0.1.0";
+        let interface = PluginInterface {
+            resolve: Default::default(),
+            tools: Vec::new(),
+            resources: Vec::new(),
+            prompts: Vec::new(),
+            completion: None,
+            settings: Vec::new(),
+            tick_interface: None,
+            provides: vec![served.into()],
+            provider_interface: None,
+            uses: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let spec = PluginSpec {
+            name: "broken".into(),
+            source: "/plugins/broken.wasm".into(),
+            prefix: None,
+            policy: Policy::default(),
+            limits: Limits::default(),
+        };
+        let plugin = Plugin::load_deferred(spec, interface, linker, Sinks::none(), || {
+            anyhow::bail!("the compiler ran out of memory")
+        });
+        // The first call waits for the compile; later ones find its result.
+        for _ in 0..2 {
+            let err = plugin
+                .call_provided(served, "name", &[], CallContext::detached())
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, CallError::Unavailable { plugin, reason }
+                    if plugin == "broken" && reason.contains("ran out of memory")),
+                "{err}"
+            );
+        }
+        // Nothing to tick, and no panic for lack of an instance.
+        assert!(plugin.tick().await.is_ok());
+    }
+}
