@@ -12,6 +12,7 @@ use crate::runtime::sandbox::{Access, DirGrant, Policy};
 use crate::runtime::{bundled, remote};
 use crate::wit::interface::{PluginInterface, SettingDecl};
 use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -75,6 +76,17 @@ pub struct Host {
     pulled: Mutex<BTreeMap<PathBuf, PathBuf>>,
     /// Where each loaded file came from, when it came from a registry.
     provenance: Mutex<BTreeMap<PathBuf, remote::Provenance>>,
+}
+
+/// A plugin file read, its interface derived and its code compiled: the
+/// part of loading that needs nothing of other plugins.
+struct Prepared {
+    wasm: Vec<u8>,
+    interface: PluginInterface,
+    /// None when it compiles in the background after loading.
+    compiled: Option<(wasmtime::component::Component, CacheOutcome)>,
+    /// How long preparing it took.
+    took: Duration,
 }
 
 /// Default interval of the `tick` hook when the config sets none.
@@ -212,15 +224,21 @@ impl Host {
             );
         }
         let mut loaded = BTreeMap::new();
-        for file in files {
-            match self.load_plugin(&file).await {
-                Ok(p) => {
-                    if let Ok(d) = file_digest(&file) {
-                        self.digests
-                            .lock()
-                            .expect("digests lock")
-                            .insert(file.clone(), d);
-                    }
+        let prepared = self.prepare_all(&files);
+        for (file, prepared) in files.into_iter().zip(prepared) {
+            let finished = match prepared {
+                Ok(prepared) => {
+                    let digest = Sha256::digest(&prepared.wasm).to_vec();
+                    self.finish_load(&file, prepared).await.map(|p| (p, digest))
+                }
+                Err(e) => Err(e),
+            };
+            match finished {
+                Ok((p, digest)) => {
+                    self.digests
+                        .lock()
+                        .expect("digests lock")
+                        .insert(file.clone(), digest);
                     loaded.insert(file, p);
                 }
                 Err(e) => problems.push(format!("{}: {e:#}", file.display())),
@@ -330,9 +348,76 @@ impl Host {
 
     /// Compiles, validates and instantiates one plugin file.
     pub async fn load_plugin(&self, file: &Path) -> Result<Arc<Plugin>> {
+        let prepared = self.prepare(file)?;
+        self.finish_load(file, prepared).await
+    }
+
+    /// [`Self::prepare`] for every file, spread over the cores: at start
+    /// most of loading is reading, hashing and mapping compiled code, and
+    /// one plugin's share needs nothing of another's.
+    fn prepare_all(&self, files: &[PathBuf]) -> Vec<Result<Prepared>> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(files.len());
+        if workers <= 1 {
+            return files.iter().map(|f| self.prepare(f)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<Result<Prepared>>>> =
+            files.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(file) = files.get(i) else { break };
+                        *slots[i].lock().expect("slot lock") = Some(self.prepare(file));
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .expect("slot lock")
+                    .expect("every file is prepared")
+            })
+            .collect()
+    }
+
+    /// Reads a plugin file, derives its interface and compiles it (or maps
+    /// it from the compile cache). The bundled plugins are first-party code
+    /// known to link: on a start with an empty compile cache (the first
+    /// after installing) they are left to compile in the background, so
+    /// their tools are offered at once rather than after seconds of
+    /// compiling.
+    fn prepare(&self, file: &Path) -> Result<Prepared> {
         let started = std::time::Instant::now();
         let wasm = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
         let interface = PluginInterface::from_component(&wasm)?;
+        let compiled = if self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm) {
+            None
+        } else {
+            Some(self.cache.load(&self.engine, &wasm)?)
+        };
+        Ok(Prepared {
+            wasm,
+            interface,
+            compiled,
+            took: started.elapsed(),
+        })
+    }
+
+    /// Links and instantiates a prepared plugin under its grants and limits.
+    async fn finish_load(&self, file: &Path, prepared: Prepared) -> Result<Arc<Plugin>> {
+        let started = std::time::Instant::now();
+        let Prepared {
+            wasm,
+            interface,
+            compiled,
+            took,
+        } = prepared;
         let came_from = remote::Provenance::read_beside(file, &wasm);
         if let Some(p) = &came_from {
             tracing::info!("{} came from {}", file.display(), p.describe());
@@ -378,11 +463,7 @@ impl Host {
             peers: Arc::new(CatalogPeers(registry)),
             blobs: self.blobs.clone(),
         };
-        // The bundled plugins are first-party code known to link: on a
-        // start with an empty compile cache (the first after installing)
-        // their tools are offered at once and compiled in the background,
-        // rather than seconds of compiling before the first answer.
-        if self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm) {
+        let Some((component, outcome)) = compiled else {
             let (cache, engine) = (self.cache.clone(), self.engine.clone());
             let plugin =
                 Plugin::load_deferred(spec, interface, self.linker.clone(), sinks, move || {
@@ -393,8 +474,7 @@ impl Host {
             }
             tracing::info!(plugin = %plugin.name, tools = plugin.interface.tools.len(), "loaded {}, compiling in the background", file.display());
             return Ok(plugin);
-        }
-        let (component, outcome) = self.cache.load(&self.engine, &wasm)?;
+        };
         let plugin =
             Arc::new(Plugin::load(spec, &component, interface, &self.linker, sinks).await?);
         if let Some(interval) = plugin.limits.tick {
@@ -404,7 +484,7 @@ impl Host {
             plugin = %plugin.name,
             tools = plugin.interface.tools.len(),
             compiled = ?outcome,
-            ms = started.elapsed().as_millis() as u64,
+            ms = (took + started.elapsed()).as_millis() as u64,
             "loaded {}",
             file.display()
         );
@@ -626,9 +706,8 @@ impl PeerDirectory for CatalogPeers {
 }
 
 fn file_digest(file: &Path) -> Result<Vec<u8>> {
-    use sha2::Digest;
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    Ok(sha2::Sha256::digest(&bytes).to_vec())
+    Ok(Sha256::digest(&bytes).to_vec())
 }
 
 fn add_grant(policy: &mut Policy, grant: DirGrant) {
