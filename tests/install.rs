@@ -5,9 +5,9 @@ use e2e::*;
 use std::path::Path;
 use tokio::process::Command;
 
-/// The tools a server started with `cmd` (in a scratch HOME and cache)
-/// offers.
-async fn tools_of(bin: &Path, args: &[&str], scratch: &Path) -> Vec<String> {
+/// `bin serve ARGS` as a user without a cache would start it: HOME, the
+/// cache and the working directory in `scratch`.
+fn serve_in(bin: &Path, args: &[&str], scratch: &Path) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("serve")
         .args(args)
@@ -15,7 +15,15 @@ async fn tools_of(bin: &Path, args: &[&str], scratch: &Path) -> Vec<String> {
         .env("HOME", scratch)
         .env("BENCHTOP_LOG", "info")
         .current_dir(scratch);
-    let s = Server::connect(cmd).await.expect("starting benchtop");
+    cmd
+}
+
+/// The tools a server started with `args` (in a scratch HOME and cache)
+/// offers.
+async fn tools_of(bin: &Path, args: &[&str], scratch: &Path) -> Vec<String> {
+    let s = Server::connect(serve_in(bin, args, scratch))
+        .await
+        .expect("starting benchtop");
     let mut names = s.tool_names().await;
     names.sort();
     let stderr = s.stderr.lock().unwrap().clone();
@@ -87,15 +95,7 @@ async fn shared_cargo_install_gives_a_binary_that_serves_every_first_party_plugi
 #[tokio::test]
 async fn a_cold_start_offers_the_bundled_tools_before_compiling_them() {
     let scratch = tempfile::tempdir().unwrap();
-    let start = || {
-        let mut cmd = Command::new(bin());
-        cmd.arg("serve")
-            .env("XDG_CACHE_HOME", scratch.path().join("cache"))
-            .env("HOME", scratch.path())
-            .env("BENCHTOP_LOG", "info")
-            .current_dir(scratch.path());
-        Server::connect(cmd)
-    };
+    let start = || Server::connect(serve_in(&bin(), &[], scratch.path()));
     let cold = start().await.expect("starting benchtop");
     assert!(cold.tool_names().await.iter().any(|t| t == "x86_run"));
     // x86-inspect is the last bundled plugin compiled: this call waits.

@@ -1,14 +1,14 @@
 //! On-disk cache of compiled components (docs/design.md, Contract 4).
 //!
-//! Entries are named by the SHA-256 of the `.wasm` and the engine's
-//! compatibility hash, so a new benchtop or engine setting misses cleanly.
+//! Entries are named by a hash of the `.wasm`'s SHA-256 ([`Wasm`]) and the
+//! engine's compatibility hash, so a new benchtop or engine setting misses cleanly.
 //! Compiled artifacts are native code, so each entry carries an HMAC-SHA256
 //! of its name and payload under a secret this host keeps in the cache
 //! directory (mode 600), checked before the (unsafe) deserialization: the
 //! name is re-derived from the source `.wasm` at load, so an entry renamed
 //! over another's, torn, or written by anyone without the secret is rebuilt,
 //! never trusted. The host refuses plugins whose read-write grants cover
-//! the cache directory (see `Host::load_plugin`).
+//! the cache directory (see `Host::finish_load`).
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -16,6 +16,37 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// A component's bytes and their SHA-256, hashed once: the digest names
+/// its cache entry and tells a changed plugin file from a touched one.
+pub struct Wasm {
+    bytes: Vec<u8>,
+    digest: [u8; 32],
+}
+
+impl Wasm {
+    /// Hashes `bytes`.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        let digest = Sha256::digest(&bytes).into();
+        Self { bytes, digest }
+    }
+
+    /// Reads and hashes the file at `path`.
+    pub fn read(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Self::new(bytes))
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Their SHA-256.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+}
 
 /// A directory of precompiled components.
 #[derive(Debug, Clone)]
@@ -84,20 +115,20 @@ impl CompileCache {
             .map(|d| d.join("benchtop"))
     }
 
-    fn key(engine: &Engine, wasm: &[u8]) -> String {
+    fn key(engine: &Engine, wasm: &Wasm) -> String {
         let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
         engine
             .precompile_compatibility_hash()
             .hash(&mut engine_hash);
         let mut h = Sha256::new();
-        h.update(wasm);
+        h.update(wasm.digest);
         h.update(engine_hash.finish().to_le_bytes());
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         hex(&h.finalize())
     }
 
     /// Whether an entry for `wasm` is on disk (checked when it is loaded).
-    pub fn holds(&self, engine: &Engine, wasm: &[u8]) -> bool {
+    pub fn holds(&self, engine: &Engine, wasm: &Wasm) -> bool {
         self.dir.as_ref().is_some_and(|dir| {
             dir.join(format!("{}.cwasm", Self::key(engine, wasm)))
                 .is_file()
@@ -105,10 +136,10 @@ impl CompileCache {
     }
 
     /// Loads the compiled form of `wasm`, compiling and storing it on a miss.
-    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
+    pub fn load(&self, engine: &Engine, wasm: &Wasm) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((
-                crate::runtime::engine::compile(engine, wasm)?,
+                crate::runtime::engine::compile(engine, wasm.bytes())?,
                 CacheOutcome::Compiled,
             ));
         };
@@ -119,8 +150,9 @@ impl CompileCache {
             match verified_payload(&self.secret, &key, &bytes) {
                 // SAFETY: the payload was produced by `precompile_component`
                 // of an engine with the same compatibility hash (part of the
-                // key), for this very `.wasm` (its hash is the key, re-derived
-                // just now), and written by a holder of this host's secret.
+                // key), for this very `.wasm` (its hash, which `Wasm` alone
+                // computes from the bytes, is in the key), and written by a
+                // holder of this host's secret.
                 Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
                     Ok(c) => return Ok((c, CacheOutcome::Hit)),
                     Err(e) => {
@@ -136,7 +168,7 @@ impl CompileCache {
             let _ = std::fs::remove_file(&path);
         }
         let compiled = engine
-            .precompile_component(wasm)
+            .precompile_component(wasm.bytes())
             .map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"))?;
         // SAFETY: produced just now by this engine.
         let component = unsafe { Component::deserialize(engine, &compiled) }?;

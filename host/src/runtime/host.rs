@@ -1,7 +1,7 @@
 //! The host: turns options and a config file into loaded plugins and a live
 //! catalogue, and keeps it current as plugin files change.
 
-use crate::runtime::cache::{CacheOutcome, CompileCache};
+use crate::runtime::cache::{CacheOutcome, CompileCache, Wasm};
 use crate::runtime::config::{ConfigFile, PluginConfig};
 use crate::runtime::context::CallContext;
 use crate::runtime::engine;
@@ -12,7 +12,6 @@ use crate::runtime::sandbox::{Access, DirGrant, Policy};
 use crate::runtime::{bundled, remote};
 use crate::wit::interface::{PluginInterface, SettingDecl};
 use anyhow::{Context, Result, bail};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -64,7 +63,7 @@ pub struct Host {
     /// Loaded plugins by source path, in load order.
     loaded: Mutex<BTreeMap<PathBuf, Arc<Plugin>>>,
     /// SHA-256 of each loaded file, so a touch without a change is no reload.
-    digests: Mutex<BTreeMap<PathBuf, Vec<u8>>>,
+    digests: Mutex<BTreeMap<PathBuf, [u8; 32]>>,
     /// Serializes reloads, so two quick changes swap in order.
     reloading: tokio::sync::Mutex<()>,
     /// Blobs plugins hand each other, shared by every plugin.
@@ -81,7 +80,7 @@ pub struct Host {
 /// A plugin file read, its interface derived and its code compiled: the
 /// part of loading that needs nothing of other plugins.
 struct Prepared {
-    wasm: Vec<u8>,
+    wasm: Wasm,
     interface: PluginInterface,
     /// None when it compiles in the background after loading.
     compiled: Option<(wasmtime::component::Component, CacheOutcome)>,
@@ -228,7 +227,7 @@ impl Host {
         for (file, prepared) in files.into_iter().zip(prepared) {
             let finished = match prepared {
                 Ok(prepared) => {
-                    let digest = Sha256::digest(&prepared.wasm).to_vec();
+                    let digest = prepared.wasm.digest();
                     self.finish_load(&file, prepared).await.map(|p| (p, digest))
                 }
                 Err(e) => Err(e),
@@ -346,12 +345,6 @@ impl Host {
             })
     }
 
-    /// Compiles, validates and instantiates one plugin file.
-    pub async fn load_plugin(&self, file: &Path) -> Result<Arc<Plugin>> {
-        let prepared = self.prepare(file)?;
-        self.finish_load(file, prepared).await
-    }
-
     /// [`Self::prepare`] for every file, spread over the cores: at start
     /// most of loading is reading, hashing and mapping compiled code, and
     /// one plugin's share needs nothing of another's.
@@ -359,31 +352,32 @@ impl Host {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(files.len());
+        let prepare = |file: &PathBuf| Wasm::read(file).and_then(|wasm| self.prepare(file, wasm));
         if workers <= 1 {
-            return files.iter().map(|f| self.prepare(f)).collect();
+            return files.iter().map(prepare).collect();
         }
+        // Each worker takes the next file until none is left, and keeps
+        // what it prepared with the file's index.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<Mutex<Option<Result<Prepared>>>> =
-            files.iter().map(|_| Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(file) = files.get(i) else { break };
-                        *slots[i].lock().expect("slot lock") = Some(self.prepare(file));
-                    }
-                });
-            }
+        let mut done: Vec<(usize, Result<Prepared>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        std::iter::from_fn(|| {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            files.get(i).map(|file| (i, prepare(file)))
+                        })
+                        .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("a prepare worker panicked"))
+                .collect()
         });
-        slots
-            .into_iter()
-            .map(|slot| {
-                slot.into_inner()
-                    .expect("slot lock")
-                    .expect("every file is prepared")
-            })
-            .collect()
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, prepared)| prepared).collect()
     }
 
     /// Reads a plugin file, derives its interface and compiles it (or maps
@@ -392,10 +386,9 @@ impl Host {
     /// after installing) they are left to compile in the background, so
     /// their tools are offered at once rather than after seconds of
     /// compiling.
-    fn prepare(&self, file: &Path) -> Result<Prepared> {
+    fn prepare(&self, file: &Path, wasm: Wasm) -> Result<Prepared> {
         let started = std::time::Instant::now();
-        let wasm = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-        let interface = PluginInterface::from_component(&wasm)?;
+        let interface = PluginInterface::from_component(wasm.bytes())?;
         let compiled = if self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm) {
             None
         } else {
@@ -418,7 +411,7 @@ impl Host {
             compiled,
             took,
         } = prepared;
-        let came_from = remote::Provenance::read_beside(file, &wasm);
+        let came_from = remote::Provenance::read_beside(file, wasm.bytes());
         if let Some(p) = &came_from {
             tracing::info!("{} came from {}", file.display(), p.describe());
         }
@@ -604,11 +597,13 @@ impl Host {
     /// the file's content is what is already serving.
     pub async fn reload(&self, file: &Path) -> Result<bool> {
         let _one_at_a_time = self.reloading.lock().await;
-        let digest = file_digest(file)?;
+        let wasm = Wasm::read(file)?;
+        let digest = wasm.digest();
         if self.digests.lock().expect("digests lock").get(file) == Some(&digest) {
             return Ok(false);
         }
-        let plugin = self.load_plugin(file).await?;
+        let prepared = self.prepare(file, wasm)?;
+        let plugin = self.finish_load(file, prepared).await?;
         let previous = self
             .loaded
             .lock()
@@ -703,11 +698,6 @@ impl PeerDirectory for CatalogPeers {
                 .map_err(|e| e.to_string())
         })
     }
-}
-
-fn file_digest(file: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    Ok(Sha256::digest(&bytes).to_vec())
 }
 
 fn add_grant(policy: &mut Policy, grant: DirGrant) {

@@ -224,21 +224,14 @@ impl Plugin {
                     .map_err(|e| format!("{e:#}")),
                 Err(e) => Err(format!("compiling it stopped: {e}")),
             };
-            let linked = match linked {
-                Ok(linked) => {
-                    // Instantiated now, so the first call finds it running.
-                    let mut live = ready.live.lock().await;
-                    match ready.instantiate(&linked).await {
-                        Ok(l) => *live = Some(l),
-                        Err(e) => tracing::warn!(plugin = %ready.name, "{e:#}"),
-                    }
-                    Ok(linked)
-                }
-                Err(reason) => {
-                    tracing::error!(plugin = %ready.name, "cannot load: {reason}");
-                    Err(reason)
-                }
-            };
+            match &linked {
+                // Instantiated now, so the first call finds it running.
+                Ok(linked) => match ready.instantiate(linked).await {
+                    Ok(l) => *ready.live.lock().await = Some(l),
+                    Err(e) => tracing::warn!(plugin = %ready.name, "{e:#}"),
+                },
+                Err(reason) => tracing::error!(plugin = %ready.name, "cannot load: {reason}"),
+            }
             let _ = ready.linked.set(linked);
             ready.linked_set.notify_waiters();
         });
