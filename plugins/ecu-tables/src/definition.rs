@@ -7,377 +7,15 @@
 //! position); attributes the later file gives win; a table only exists in a
 //! ROM when some file in the chain gives it an address.
 
-use crate::scaling::{Scaling, Storage};
-use crate::xml::{RawDefinition, RawScaling, RawTable, RomId};
+pub use ecu_model::definition::*;
+
+use crate::expr::Expr;
+use crate::printf::Format;
+use crate::scaling::{Endian, Kind, Scaling, Storage, parse_hex_bytes};
+use crate::xml::{RawDefinition, RawScaling, RawTable};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// ECUFlash's table type: the value counts as a dimension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableType {
-    /// One value.
-    Scalar,
-    /// One axis and its values.
-    OneAxis,
-    /// X axis (columns) and Y axis (rows).
-    Grid,
-}
-
-impl TableType {
-    /// ECUFlash's name for the type: "1D", "2D" or "3D".
-    pub fn xml_name(self) -> &'static str {
-        match self {
-            TableType::Scalar => "1D",
-            TableType::OneAxis => "2D",
-            TableType::Grid => "3D",
-        }
-    }
-}
-
-/// Where an axis's breakpoints come from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AxisSource {
-    /// Text labels, no ROM storage.
-    Static(Vec<String>),
-    /// Values stored in the ROM.
-    Dynamic {
-        /// ECU address of the first breakpoint.
-        address: u32,
-        /// Breakpoints stored.
-        elements: usize,
-        /// How the stored breakpoints become physical values.
-        scaling: Arc<Scaling>,
-    },
-}
-
-/// A resolved axis.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    /// The axis's name, e.g. "Engine Speed"; none when the definition gives
-    /// none.
-    pub name: Option<String>,
-    /// `X Axis`, `Y Axis`, `Static X Axis`, `Static Y Axis` (as given).
-    pub xml_type: String,
-    /// Static labels or stored breakpoints.
-    pub source: AxisSource,
-    /// `flipx`/`flipy` on the axis: its stored breakpoints run the other
-    /// way round (static labels are always in display order).
-    pub flip: bool,
-}
-
-impl Axis {
-    /// Breakpoints on the axis (labels or stored values).
-    pub fn len(&self) -> usize {
-        match &self.source {
-            AxisSource::Static(labels) => labels.len(),
-            AxisSource::Dynamic { elements, .. } => *elements,
-        }
-    }
-
-    /// True for an axis without breakpoints.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The breakpoints' unit; none for static labels.
-    pub fn unit(&self) -> Option<&str> {
-        match &self.source {
-            AxisSource::Dynamic { scaling, .. } => scaling.units.as_deref(),
-            AxisSource::Static(_) => None,
-        }
-    }
-
-    /// `RPM (rpm)`, or the role when the axis is unnamed.
-    pub fn label(&self) -> String {
-        let name = self.name.clone().unwrap_or_else(|| self.xml_type.clone());
-        match self.unit() {
-            Some(u) if !u.is_empty() => format!("{name} ({u})"),
-            _ => name,
-        }
-    }
-}
-
-/// A resolved, readable table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    /// The name as the definition gives it (not unique: variants share names).
-    pub name: String,
-    /// Unique key: the name, or `name @0xADDR` when names collide.
-    pub id: String,
-    /// ECUFlash category, e.g. "Fuel" or "Timing - High Octane".
-    pub category: Option<String>,
-    /// Scalar, one axis or grid.
-    pub table_type: TableType,
-    /// ECU address of the first cell.
-    pub address: u32,
-    /// How stored cells become physical values and back.
-    pub scaling: Arc<Scaling>,
-    /// Cells are stored column by column (each stored row is a display column).
-    pub swapxy: bool,
-    /// Rows (`flipy`) or columns (`flipx`) are stored last first.
-    pub flipy: bool,
-    /// Columns are stored last first.
-    pub flipx: bool,
-    /// ECUFlash user level, 1 (beginner) to 5 (debug): how advanced or risky
-    /// the table is to change.
-    pub level: Option<u32>,
-    /// Rows: the Y axis of a grid, or the only axis of a one-axis table.
-    pub row_axis: Option<Axis>,
-    /// Columns: the X axis of a grid.
-    pub col_axis: Option<Axis>,
-}
-
-impl Table {
-    /// Cells per column: the row axis's length, 1 without one.
-    pub fn rows(&self) -> usize {
-        self.row_axis.as_ref().map_or(1, Axis::len)
-    }
-
-    /// Cells per row: the column axis's length, 1 without one.
-    pub fn cols(&self) -> usize {
-        self.col_axis.as_ref().map_or(1, Axis::len)
-    }
-
-    /// `<X elements>x<Y elements>`, `1x<n>` or `1x1`.
-    pub fn dimensions(&self) -> String {
-        format!("{}x{}", self.cols(), self.rows())
-    }
-
-    /// The cells' unit; none for switch (bloblist) and bit tables, whose cells
-    /// are names.
-    pub fn unit(&self) -> Option<&str> {
-        match self.scaling.storage {
-            Storage::Blob(_) | Storage::Bits => None,
-            _ => self.scaling.units.as_deref(),
-        }
-    }
-
-    /// Position of displayed cell (row, col) in storage order: `flipy` and
-    /// `flipx` reverse rows/columns, `swapxy` stores a grid column-major.
-    /// Byte cells and bit cells (a big-endian bit string) share it, so a
-    /// bit table with swapxy/flipy is laid out like any other.
-    pub fn storage_index(&self, row: usize, col: usize) -> usize {
-        let (rows, cols) = (self.rows(), self.cols());
-        let row = if self.flipy { rows - 1 - row } else { row };
-        let col = if self.flipx { cols - 1 - col } else { col };
-        if self.table_type == TableType::Grid && self.swapxy {
-            col * rows + row
-        } else {
-            row * cols + col
-        }
-    }
-
-    /// Byte offset of cell (row, col) for byte-sized storage.
-    pub fn cell_offset(&self, row: usize, col: usize) -> usize {
-        self.address as usize + self.storage_index(row, col) * self.scaling.storage.size()
-    }
-
-    /// Bytes the cells occupy.
-    /// Saturates rather than overflow (a 32-bit guest has 32-bit `usize`),
-    /// so an impossible size fails the bounds check instead of wrapping.
-    pub fn byte_len(&self) -> usize {
-        let cells = self.rows().saturating_mul(self.cols());
-        match self.scaling.storage {
-            Storage::Bits => cells.div_ceil(8),
-            s => cells.saturating_mul(s.size()),
-        }
-    }
-}
-
-/// How a definition's images keep their checksum.
-#[derive(Debug, Clone)]
-pub enum FamilyChecksum {
-    /// By the module its fields name (`checksummodule`), one of the
-    /// [`crate::checksum::Module`]s: ECUFlash and RomRaider definitions.
-    Named,
-    /// By an algorithm the definition's family owns.
-    Kept(Arc<dyn crate::checksum::Checksum>),
-    /// None the family knows: why, in a sentence.
-    Unknown(String),
-}
-
-/// A definition with its include chain merged.
-#[derive(Debug, Clone)]
-pub struct Definition {
-    /// The file that carries the ROM id.
-    pub file: PathBuf,
-    /// The ROM id that matched: xmlid, internal id address and bytes.
-    pub romid: RomId,
-    /// Merged `<romid>` fields, later files winning (checksum module, make…).
-    pub fields: HashMap<String, String>,
-    /// xmlids (or file names) of the chain, parents first.
-    pub chain: Vec<String>,
-    /// Every readable table of the merged chain, in definition order.
-    pub tables: Vec<Table>,
-    /// Addressed tables that cannot be read, with the reason.
-    pub unresolvable: Vec<(String, String)>,
-    /// How its images' checksum is kept.
-    pub checksum: FamilyChecksum,
-    /// What resolving it chose that the user should know (a base found
-    /// in several files, and which one was used).
-    pub notes: Vec<String>,
-    by_id: HashMap<String, usize>,
-    by_name: HashMap<String, Vec<usize>>,
-}
-
-impl Definition {
-    /// Assembles a definition from tables any family's reader resolved
-    /// (ECUFlash chains through [`merge`], RomRaider documents through
-    /// [`crate::romraider`]): tables sharing a name get unique ids
-    /// `NAME @0xADDRESS`, and lookups by id and name are indexed.
-    pub fn new(
-        file: PathBuf,
-        romid: RomId,
-        fields: HashMap<String, String>,
-        chain: Vec<String>,
-        mut tables: Vec<Table>,
-        unresolvable: Vec<(String, String)>,
-    ) -> Self {
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, t) in tables.iter().enumerate() {
-            by_name.entry(t.name.clone()).or_default().push(i);
-        }
-        for idxs in by_name.values().filter(|v| v.len() > 1) {
-            for &i in idxs {
-                tables[i].id = format!("{} @0x{:X}", tables[i].name, tables[i].address);
-            }
-        }
-        let by_id = tables
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.id.clone(), i))
-            .collect();
-        Definition {
-            file,
-            romid,
-            fields,
-            chain,
-            tables,
-            unresolvable,
-            checksum: FamilyChecksum::Named,
-            notes: Vec::new(),
-            by_id,
-            by_name,
-        }
-    }
-
-    fn field(&self, key: &str) -> Option<&str> {
-        self.fields
-            .get(key)
-            .map(String::as_str)
-            .filter(|s| !s.is_empty())
-    }
-
-    /// `<xmlid> <year> <market> <model> <submodel> <transmission>`.
-    pub fn display_name(&self) -> String {
-        let mut parts = vec![self.romid.xmlid.clone().unwrap_or_else(|| self.file_stem())];
-        for key in ["year", "market", "model", "submodel", "transmission"] {
-            parts.extend(self.field(key).map(str::to_string));
-        }
-        parts.join(" ")
-    }
-
-    fn file_stem(&self) -> String {
-        self.file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    }
-
-    /// `<year> <make> <model> <submodel> <transmission>`, None when empty.
-    pub fn vehicle(&self) -> Option<String> {
-        let parts: Vec<&str> = ["year", "make", "model", "submodel", "transmission"]
-            .iter()
-            .filter_map(|k| self.field(k))
-            .collect();
-        (!parts.is_empty()).then(|| parts.join(" "))
-    }
-
-    /// The ROM id the definition matches on: the internal id in hex, or the id
-    /// string.
-    pub fn ecu_id(&self) -> Option<String> {
-        self.romid
-            .internal_id_hex
-            .clone()
-            .or_else(|| self.romid.internal_id_string.clone())
-    }
-
-    /// The memory model (CPU), e.g. SH7058 or H8/539F.
-    pub fn memmodel(&self) -> Option<&str> {
-        self.field("memmodel")
-    }
-
-    /// The checksum module named in the definition, e.g. "subarudbw"; none when
-    /// the ROM has no known checksum.
-    pub fn checksum_module(&self) -> Option<&str> {
-        self.field("checksummodule")
-    }
-
-    /// Looks a table up by its id or, when unambiguous, by name.
-    pub fn table(&self, key: &str) -> Lookup<'_> {
-        if let Some(&i) = self.by_id.get(key) {
-            return Lookup::Found(&self.tables[i]);
-        }
-        match self.by_name.get(key).map(Vec::as_slice) {
-            Some([i]) => Lookup::Found(&self.tables[*i]),
-            Some(many) if !many.is_empty() => {
-                Lookup::Ambiguous(many.iter().map(|&i| self.tables[i].id.clone()).collect())
-            }
-            _ => Lookup::Missing(self.suggest(key)),
-        }
-    }
-
-    /// Up to five table ids that look like `key` (typo distance or substring).
-    pub fn suggest(&self, key: &str) -> Vec<String> {
-        let needle = key.to_lowercase();
-        let mut scored: Vec<(usize, &str)> = self
-            .tables
-            .iter()
-            .map(|t| {
-                let hay = t.id.to_lowercase();
-                let score = if !needle.is_empty() && hay.contains(&needle) {
-                    0
-                } else {
-                    1 + plugin_kit::suggest::edit_distance(&needle, &hay)
-                        .min(word_overlap_distance(&needle, &hay))
-                };
-                (score, t.id.as_str())
-            })
-            .collect();
-        scored.sort();
-        let limit = (needle.chars().count() / 2).max(3) + 1;
-        scored
-            .into_iter()
-            .filter(|(s, _)| *s <= limit)
-            .take(5)
-            .map(|(_, n)| n.to_string())
-            .collect()
-    }
-}
-
-/// Result of a table lookup.
-#[derive(Debug)]
-pub enum Lookup<'a> {
-    /// Exactly one table has this id or name.
-    Found(&'a Table),
-    /// Several tables share the name: their ids (`NAME @0xADDRESS`), to pass
-    /// instead.
-    Ambiguous(Vec<String>),
-    /// No table: the closest names, best first (maybe none).
-    Missing(Vec<String>),
-}
-
-/// Small when every word of the query appears in the candidate, so
-/// `timing map high` still finds `High Octane Timing Map`.
-fn word_overlap_distance(query: &str, hay: &str) -> usize {
-    let words: Vec<&str> = query.split_whitespace().collect();
-    if words.is_empty() {
-        return usize::MAX / 2;
-    }
-    let missing = words.iter().filter(|w| !hay.contains(*w)).count();
-    if missing == 0 { 1 } else { usize::MAX / 2 }
-}
 
 /// One file of a chain: its label (xmlid or file name) and parsed content.
 pub struct ChainFile<'a> {
@@ -427,7 +65,7 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
 
     let mut resolved_scalings: HashMap<&str, Result<Arc<Scaling>, String>> = HashMap::new();
     for s in &scalings {
-        resolved_scalings.insert(s.name.as_str(), Scaling::from_raw(s).map(Arc::new));
+        resolved_scalings.insert(s.name.as_str(), scaling_from_raw(s).map(Arc::new));
     }
     let lookup = |name: Option<&str>| -> Result<Arc<Scaling>, String> {
         let name = name.ok_or_else(|| "no scaling".to_string())?;
@@ -696,30 +334,108 @@ fn flag(t: &RawTable, key: &str) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// Most breakpoints an axis may have. Real axes have a few dozen; the cap
-/// keeps a bad `elements` from allocating without bound (static labels are
-/// numbered up to the count) and table sizes far from overflow.
-pub const MAX_AXIS_ELEMENTS: usize = 65_536;
-
 /// Finds a scaling by name, or says why it cannot be used.
 type ScalingLookup<'a> = dyn Fn(Option<&str>) -> Result<Arc<Scaling>, String> + 'a;
 
-/// ECUFlash hex without `0x` (accepting it anyway).
-pub fn parse_hex(text: &str) -> Option<u32> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .unwrap_or(t);
-    if t.is_empty() {
-        return None;
-    }
-    u32::from_str_radix(t, 16).ok()
+/// Builds a scaling from an ECUFlash `<scaling>`'s merged attributes, or
+/// says why it is unusable.
+pub fn scaling_from_raw(raw: &RawScaling) -> Result<Scaling, String> {
+    let attr = |k: &str| raw.attrs.get(k).map(|s| s.trim()).filter(|s| !s.is_empty());
+    let storage_name = attr("storagetype").unwrap_or("uint8").to_ascii_lowercase();
+    let endian = match attr("endian").map(str::to_ascii_lowercase).as_deref() {
+        // Every ECU these definitions describe is big-endian; a missing
+        // attribute must not silently flip the byte order.
+        None | Some("big") => Endian::Big,
+        Some("little") => Endian::Little,
+        Some(other) => return Err(format!("unknown endian `{other}`")),
+    };
+    let (storage, kind) = if storage_name == "bloblist" {
+        if attr("storagebits") == Some("1") {
+            (Storage::Bits, Kind::Bit)
+        } else {
+            let mut blobs = Vec::with_capacity(raw.blobs.len());
+            for (name, hex) in &raw.blobs {
+                let bytes = parse_hex_bytes(hex)
+                    .ok_or_else(|| format!("bloblist value `{hex}` of `{name}` is not hex"))?;
+                blobs.push((name.clone(), bytes));
+            }
+            let len = blobs.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
+            if len == 0 {
+                return Err("bloblist scaling has no <data value> entries".into());
+            }
+            if blobs.iter().any(|(_, b)| b.len() != len) {
+                return Err("bloblist values differ in length".into());
+            }
+            (Storage::Blob(len), Kind::Blobs(blobs))
+        }
+    } else {
+        let storage = match storage_name.as_str() {
+            "uint8" => Storage::U8,
+            "int8" => Storage::I8,
+            "uint16" => Storage::U16,
+            "int16" => Storage::I16,
+            "uint32" => Storage::U32,
+            "int32" => Storage::I32,
+            "float" | "float32" => Storage::F32,
+            other => return Err(format!("unknown storagetype `{other}`")),
+        };
+        let to = match attr("toexpr") {
+            Some(e) => Expr::parse(e).map_err(|e| format!("toexpr: {e}"))?,
+            None => Expr::identity(),
+        };
+        let from = match (attr("frexpr"), attr("toexpr")) {
+            (Some(e), _) => Some(Expr::parse(e).map_err(|e| format!("frexpr: {e}"))?),
+            // Without either expression the value is the raw number.
+            (None, None) => Some(Expr::identity()),
+            // Inverting toexpr would be a guess: such tables stay read-only.
+            (None, Some(_)) => None,
+        };
+        (storage, Kind::Numeric { to, from })
+    };
+    let format_text = attr("format").map(str::to_string);
+    Ok(Scaling {
+        name: raw.name.clone(),
+        units: attr("units").map(str::to_string),
+        format: format_text
+            .as_deref()
+            .map(Format::parse)
+            .unwrap_or_default(),
+        format_text,
+        min: attr("min").and_then(|v| v.parse().ok()),
+        max: attr("max").and_then(|v| v.parse().ok()),
+        storage,
+        endian,
+        kind,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    fn scaling(attrs: &[(&str, &str)]) -> Result<Scaling, String> {
+        scaling_from_raw(&RawScaling {
+            name: "s".into(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            blobs: vec![],
+        })
+    }
+
+    #[test]
+    fn missing_endian_is_big_and_missing_frexpr_is_read_only() {
+        let s = scaling(&[("storagetype", "uint16"), ("toexpr", "x/2")]).unwrap();
+        assert_eq!(s.endian, Endian::Big);
+        assert!(matches!(s.kind, Kind::Numeric { from: None, .. }));
+        let id = scaling(&[("storagetype", "int8")]).unwrap();
+        assert!(matches!(id.kind, Kind::Numeric { from: Some(_), .. }));
+        assert!(scaling(&[("storagetype", "int64")]).is_err());
+        assert!(scaling(&[("toexpr", "pow(x,2)")]).is_err());
+    }
+
     use crate::xml::parse_definition;
 
     const BASE: &str = r#"<rom><romid><xmlid>base</xmlid><checksummodule>mitsucan</checksummodule></romid>

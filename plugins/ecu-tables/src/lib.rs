@@ -6,27 +6,27 @@
 //! the thin wit-bindgen glue.
 
 pub mod bins;
-pub mod checksum;
-pub mod decode;
 pub mod definition;
 pub mod error;
-pub mod expr;
 pub mod family;
 pub mod image;
 pub mod lookup;
-pub mod memmodel;
 pub mod offers;
 pub mod overlay;
 pub mod patch;
-pub mod printf;
 pub mod propose;
 pub mod records;
 pub mod romraider;
 pub mod sample;
-pub mod scaling;
 pub mod store;
 pub mod tools;
 pub mod xml;
+
+// The family-neutral model, under the paths the tools have always used.
+pub use ecu_model::{checksum, decode, expr, memmodel, printf, scaling};
+
+#[cfg(test)]
+pub(crate) mod decode_tests;
 
 mod bindings;
 mod component;

@@ -510,7 +510,7 @@ fn value_span(data: &TableData) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::decode::read_table;
-    use crate::decode::tests::{XML, definition, rom, table};
+    use crate::decode_tests::{XML, definition, rom, table};
 
     fn run(name: &str, op: Op, target: Target) -> (Result<PatchEffect, PatchError>, Vec<u8>) {
         run_with(XML, name, op, target, false)

@@ -2,7 +2,6 @@
 
 use crate::expr::Expr;
 use crate::printf::Format;
-use crate::xml::RawScaling;
 
 /// Byte order of a stored value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,77 +167,6 @@ pub struct Scaling {
 }
 
 impl Scaling {
-    /// Builds a scaling from its merged attributes, or says why it is unusable.
-    pub fn from_raw(raw: &RawScaling) -> Result<Self, String> {
-        let attr = |k: &str| raw.attrs.get(k).map(|s| s.trim()).filter(|s| !s.is_empty());
-        let storage_name = attr("storagetype").unwrap_or("uint8").to_ascii_lowercase();
-        let endian = match attr("endian").map(str::to_ascii_lowercase).as_deref() {
-            // Every ECU these definitions describe is big-endian; a missing
-            // attribute must not silently flip the byte order.
-            None | Some("big") => Endian::Big,
-            Some("little") => Endian::Little,
-            Some(other) => return Err(format!("unknown endian `{other}`")),
-        };
-        let (storage, kind) = if storage_name == "bloblist" {
-            if attr("storagebits") == Some("1") {
-                (Storage::Bits, Kind::Bit)
-            } else {
-                let mut blobs = Vec::with_capacity(raw.blobs.len());
-                for (name, hex) in &raw.blobs {
-                    let bytes = parse_hex_bytes(hex)
-                        .ok_or_else(|| format!("bloblist value `{hex}` of `{name}` is not hex"))?;
-                    blobs.push((name.clone(), bytes));
-                }
-                let len = blobs.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
-                if len == 0 {
-                    return Err("bloblist scaling has no <data value> entries".into());
-                }
-                if blobs.iter().any(|(_, b)| b.len() != len) {
-                    return Err("bloblist values differ in length".into());
-                }
-                (Storage::Blob(len), Kind::Blobs(blobs))
-            }
-        } else {
-            let storage = match storage_name.as_str() {
-                "uint8" => Storage::U8,
-                "int8" => Storage::I8,
-                "uint16" => Storage::U16,
-                "int16" => Storage::I16,
-                "uint32" => Storage::U32,
-                "int32" => Storage::I32,
-                "float" | "float32" => Storage::F32,
-                other => return Err(format!("unknown storagetype `{other}`")),
-            };
-            let to = match attr("toexpr") {
-                Some(e) => Expr::parse(e).map_err(|e| format!("toexpr: {e}"))?,
-                None => Expr::identity(),
-            };
-            let from = match (attr("frexpr"), attr("toexpr")) {
-                (Some(e), _) => Some(Expr::parse(e).map_err(|e| format!("frexpr: {e}"))?),
-                // Without either expression the value is the raw number.
-                (None, None) => Some(Expr::identity()),
-                // Inverting toexpr would be a guess: such tables stay read-only.
-                (None, Some(_)) => None,
-            };
-            (storage, Kind::Numeric { to, from })
-        };
-        let format_text = attr("format").map(str::to_string);
-        Ok(Self {
-            name: raw.name.clone(),
-            units: attr("units").map(str::to_string),
-            format: format_text
-                .as_deref()
-                .map(Format::parse)
-                .unwrap_or_default(),
-            format_text,
-            min: attr("min").and_then(|v| v.parse().ok()),
-            max: attr("max").and_then(|v| v.parse().ok()),
-            storage,
-            endian,
-            kind,
-        })
-    }
-
     /// Raw → physical for numeric scalings.
     pub fn to_physical(&self, raw: f64) -> f64 {
         match &self.kind {
@@ -291,18 +219,6 @@ pub fn hex_upper(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-
-    fn scaling(attrs: &[(&str, &str)]) -> Result<Scaling, String> {
-        Scaling::from_raw(&RawScaling {
-            name: "s".into(),
-            attrs: attrs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
-            blobs: vec![],
-        })
-    }
 
     #[test]
     fn storage_round_trips_in_both_byte_orders() {
@@ -327,17 +243,6 @@ mod tests {
         assert_eq!(buf, [0x12, 0x34]);
         Storage::U16.write(Endian::Little, 0x1234 as f64, &mut buf);
         assert_eq!(buf, [0x34, 0x12]);
-    }
-
-    #[test]
-    fn missing_endian_is_big_and_missing_frexpr_is_read_only() {
-        let s = scaling(&[("storagetype", "uint16"), ("toexpr", "x/2")]).unwrap();
-        assert_eq!(s.endian, Endian::Big);
-        assert!(matches!(s.kind, Kind::Numeric { from: None, .. }));
-        let id = scaling(&[("storagetype", "int8")]).unwrap();
-        assert!(matches!(id.kind, Kind::Numeric { from: Some(_), .. }));
-        assert!(scaling(&[("storagetype", "int64")]).is_err());
-        assert!(scaling(&[("toexpr", "pow(x,2)")]).is_err());
     }
 
     #[test]
