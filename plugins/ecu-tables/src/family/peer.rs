@@ -179,7 +179,13 @@ impl Family for PeerFamily {
                 }
             };
             for candidate in candidates {
-                let strong = match fits(&candidate.id, image) {
+                let memmodel = candidate
+                    .fields
+                    .iter()
+                    .find(|(k, _)| k == "memmodel")
+                    .map(|(_, v)| v.as_str());
+                let base = crate::image::base_for(memmodel, image.len());
+                let strong = match fits(&candidate.id, image, base) {
                     Some(Ok(strong)) => strong,
                     // A base is only included, never an image's own.
                     None => continue,
@@ -278,24 +284,30 @@ fn resolve(chain: &[&Path], candidate: &wit::Candidate) -> Result<wit::Definitio
 
 /// Whether `image` is one of the candidate's: Ok(true) by its id bytes,
 /// Ok(false) by its size alone, Err with what differs; None for a base,
-/// which no image is.
-fn fits(id: &wit::ImageId, image: &[u8]) -> Option<Result<bool, String>> {
+/// which no image is. `base` is the ECU address of the image's first byte
+/// (H8/539F reads start at 0x10000).
+fn fits(id: &wit::ImageId, image: &[u8], base: usize) -> Option<Result<bool, String>> {
     Some(match id {
         wit::ImageId::None => return None,
         wit::ImageId::Bytes(id) => {
-            let at = usize::try_from(id.offset).unwrap_or(usize::MAX);
+            let address = usize::try_from(id.offset).unwrap_or(usize::MAX);
+            let Some(at) = address.checked_sub(base) else {
+                return Some(Err(format!(
+                    "id address 0x{address:X} is below the image start 0x{base:X}"
+                )));
+            };
             let found = at
                 .checked_add(id.bytes.len())
                 .and_then(|end| image.get(at..end));
             match found {
                 Some(f) if f == id.bytes.as_slice() => Ok(true),
                 Some(f) => Err(format!(
-                    "expects {} at 0x{at:X}, ROM has {}",
+                    "expects {} at 0x{address:X}, ROM has {}",
                     crate::scaling::hex_upper(&id.bytes),
                     crate::scaling::hex_upper(f)
                 )),
                 None => Err(format!(
-                    "id offset 0x{at:X} is past the end of the {}-byte ROM",
+                    "id address 0x{address:X} is past the end of the {}-byte ROM",
                     image.len()
                 )),
             }
@@ -320,11 +332,21 @@ fn definition(
 ) -> Definition {
     let mut fields: HashMap<String, String> = candidate.fields.iter().cloned().collect();
     fields.extend(served.fields);
-    let romid = RomId {
+    let mut romid = RomId {
         xmlid: Some(candidate.title.clone()),
         fields: fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         ..RomId::default()
     };
+    if let wit::ImageId::Bytes(id) = &candidate.id {
+        // Shown as the definitions show it: text when it is printable.
+        romid.internal_id_address = Some(format!("{:X}", id.offset));
+        match std::str::from_utf8(&id.bytes) {
+            Ok(text) if text.chars().all(|c| c.is_ascii_graphic() || c == ' ') => {
+                romid.internal_id_string = Some(text.to_owned());
+            }
+            _ => romid.internal_id_hex = Some(crate::scaling::hex_upper(&id.bytes)),
+        }
+    }
     let mut unresolvable = served.unreadable;
     let mut tables = Vec::with_capacity(served.tables.len());
     for t in served.tables {
@@ -347,6 +369,7 @@ fn definition(
             plugin: plugin.to_owned(),
             family: family.to_owned(),
             plan,
+            disabled: Default::default(),
         })),
         wit::Checksum::Unknown(why) => FamilyChecksum::Unknown(why),
     };
@@ -413,7 +436,12 @@ fn scaling(name: &str, s: wit::Scaling) -> Result<Scaling, String> {
     } else {
         Endian::Big
     };
-    let (storage, kind) = if s.choices.is_empty() {
+    let (storage, kind) = if s.storage == wit::Storage::Bits {
+        if !s.choices.is_empty() {
+            return Err("a bit table cannot also have choices".into());
+        }
+        (Storage::Bits, Kind::Bit)
+    } else if s.choices.is_empty() {
         let storage = match s.storage {
             wit::Storage::Uint8 => Storage::U8,
             wit::Storage::Int8 => Storage::I8,
@@ -422,6 +450,7 @@ fn scaling(name: &str, s: wit::Scaling) -> Result<Scaling, String> {
             wit::Storage::Uint32 => Storage::U32,
             wit::Storage::Int32 => Storage::I32,
             wit::Storage::Float32 => Storage::F32,
+            wit::Storage::Bits => unreachable!("bit tables are handled above"),
         };
         let to = Expr::parse(&s.to_physical).map_err(|e| format!("to-physical: {e}"))?;
         let from = s
@@ -458,6 +487,9 @@ struct PeerChecksum {
     plugin: String,
     family: String,
     plan: String,
+    /// Why the image last validated has its checksum switched off, if it
+    /// has: answered with that verdict, asked for right after it.
+    disabled: std::sync::Mutex<Option<String>>,
 }
 
 impl Checksum for PeerChecksum {
@@ -468,11 +500,24 @@ impl Checksum for PeerChecksum {
     fn validate(&self, rom: &[u8]) -> Result<bool, String> {
         route(&self.plugin)?;
         let image = Kept::new(rom)?;
-        match wit::verify(&self.plan, image.0)? {
-            wit::Verdict::Valid => Ok(true),
+        let verdict = wit::verify(&self.plan, image.0)?;
+        let disabled = match &verdict {
+            wit::Verdict::Disabled(why) => Some(why.clone()),
+            _ => None,
+        };
+        *self.disabled.lock().unwrap_or_else(|e| e.into_inner()) = disabled;
+        match verdict {
+            wit::Verdict::Valid | wit::Verdict::Disabled(_) => Ok(true),
             wit::Verdict::Invalid(_) => Ok(false),
             wit::Verdict::Unknown(why) => Err(why),
         }
+    }
+
+    fn disabled_note(&self, _rom: &[u8]) -> Option<String> {
+        self.disabled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String> {
@@ -598,6 +643,27 @@ mod tests {
             },
         ];
         assert!(table(t).unwrap_err().contains("differ in length"));
+        let mut t = served_table(None, None);
+        t.scaling.storage = wit::Storage::Bits;
+        t.scaling.choices = vec![wit::Choice {
+            name: "on".into(),
+            bytes: vec![1],
+        }];
+        assert!(table(t).unwrap_err().contains("bit table"));
+    }
+
+    #[test]
+    fn a_bits_storage_is_a_bit_table() {
+        let mut t = served_table(Some(stored(0x10, 8)), None);
+        t.scaling.storage = wit::Storage::Bits;
+        let t = table(t).unwrap();
+        assert_eq!(
+            (t.scaling.storage, &t.scaling.kind),
+            (Storage::Bits, &Kind::Bit)
+        );
+        // Eight one-bit cells take one byte.
+        assert_eq!(t.byte_len(), 1);
+        assert_eq!(t.unit(), None);
     }
 
     #[test]
@@ -609,27 +675,39 @@ mod tests {
                 bytes: bytes.to_vec(),
             })
         };
-        assert_eq!(fits(&id(4, b"DZ1E402B"), &image), Some(Ok(true)));
+        assert_eq!(fits(&id(4, b"DZ1E402B"), &image, 0), Some(Ok(true)));
         assert!(
-            fits(&id(4, b"DZ1E402C"), &image)
+            fits(&id(4, b"DZ1E402C"), &image, 0)
                 .unwrap()
                 .unwrap_err()
                 .contains("ROM has")
         );
         assert!(
-            fits(&id(u64::MAX, b"D"), &image)
+            fits(&id(u64::MAX, b"D"), &image, 0)
                 .unwrap()
                 .unwrap_err()
                 .contains("past the end")
         );
-        assert_eq!(fits(&wit::ImageId::Length(16), &image), Some(Ok(false)));
+        assert_eq!(fits(&wit::ImageId::Length(16), &image, 0), Some(Ok(false)));
         assert!(
-            fits(&wit::ImageId::Length(0x8000), &image)
+            fits(&wit::ImageId::Length(0x8000), &image, 0)
                 .unwrap()
                 .unwrap_err()
                 .contains("32768-byte image")
         );
-        assert_eq!(fits(&wit::ImageId::None, &image), None);
+        assert_eq!(fits(&wit::ImageId::None, &image, 0), None);
+        // Under a memory model that starts at 0x10000, the id's offset is
+        // an ECU address.
+        assert_eq!(
+            fits(&id(0x1_0004, b"DZ1E402B"), &image, 0x1_0000),
+            Some(Ok(true))
+        );
+        assert!(
+            fits(&id(4, b"DZ1E402B"), &image, 0x1_0000)
+                .unwrap()
+                .unwrap_err()
+                .contains("below the image start")
+        );
     }
 
     fn candidate(title: &str, includes: &[&str]) -> wit::Candidate {
