@@ -3,8 +3,8 @@
 //! ../shared/fixtures/ecuflash against its expected JSON.
 
 use e2e::{
-    Server, field, fixtures, is_error, markdown_rows, only_plugin, repo, required_field, samples,
-    text,
+    Server, ecu_plugins, field, fixtures, is_error, markdown_rows, only_plugin, repo,
+    required_field, samples, text,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -41,7 +41,7 @@ struct Ecu {
 
 impl Ecu {
     async fn start(defs: &Path, allow: &[String], workspace: Option<&Path>) -> Ecu {
-        let plugins = only_plugin("ecu_tables.wasm");
+        let plugins = ecu_plugins();
         let mut args: Vec<String> = vec![
             "--plugins".into(),
             plugins.path().to_string_lossy().into(),
@@ -2345,6 +2345,58 @@ async fn a_2026_confirmation_writes_only_the_call_it_was_asked_for() {
     );
     assert_ne!(std::fs::read(rom).unwrap(), before);
     client.cancel().await.unwrap();
+}
+
+/// Issue 31: the RomRaider family is a component of its own. With
+/// romraider.wasm beside ecu-tables, a real RomRaider file (RR_EA1M511A,
+/// from a tuning community) gives its ROM a definition and tables; with
+/// ecu-tables alone, rom_info names the file's format and says to add the
+/// family, instead of ignoring it.
+#[tokio::test]
+async fn shared_the_romraider_family_is_a_component_of_its_own() {
+    let Some(root) = fixtures("realworld/ecuflash") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let defs = work.join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::copy(root.join("RR_EA1M511A.xml"), defs.join("RR_EA1M511A.xml")).unwrap();
+    let mut image = vec![0u8; 0x10_0000];
+    image[0x8000..0x8008].copy_from_slice(b"EA1M511A");
+    let rom = work.join("EA1M511A.bin");
+    std::fs::write(&rom, &image).unwrap();
+    let rom_s = rom.to_string_lossy().into_owned();
+    let grants = [format!("{}:rw", work.display())];
+
+    let ecu = Ecu::start(&defs, &grants, Some(&work)).await;
+    let info = ecu.ok("rom_info", json!({"rom": rom_s})).await;
+    assert!(val(&info, "definition").starts_with("EA1M511A"), "{info}");
+    assert_eq!(val(&info, "definition_format"), "RomRaider", "{info}");
+    let listed = ecu.ok("list_tables", json!({"rom": rom_s})).await;
+    assert!(listed.contains("tables:"), "{listed}");
+    ecu.server.stop().await;
+
+    let alone = only_plugin("ecu_tables.wasm");
+    let mut args = vec![
+        "--plugins".to_string(),
+        alone.path().to_string_lossy().into(),
+        "--definitions-path".into(),
+        defs.to_string_lossy().into(),
+        "--workspace".into(),
+        work.to_string_lossy().into(),
+    ];
+    for g in &grants {
+        args.extend(["--allow".into(), g.clone()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&args).await;
+    let info = text(&server.ok("rom_info", json!({"rom": rom_s})).await);
+    assert!(
+        info.contains("RR_EA1M511A.xml (RomRaider)") && info.contains("family component"),
+        "{info}"
+    );
+    server.stop().await;
 }
 
 /// Issue 31: a Subaru owner whose definitions are RomRaider's. The server

@@ -1,4 +1,4 @@
-//! RomRaider definitions (`ecu_tables::romraider`): the sniff, the parse,
+//! RomRaider definitions (`romraider::document`, the family component's reader): the sniff, the parse,
 //! and every `<rom>` of the document resolved with its `base=` chain, then
 //! each table read from a 64 KiB ROM and displayed as for ECUFlash.
 //! Errors are fine; panics, overflows and runaway allocations are not.
@@ -8,8 +8,8 @@
 mod definitions;
 
 use definitions::exercise;
-use ecu_tables::romraider::{is_romraider, parse};
 use libfuzzer_sys::fuzz_target;
+use romraider::document::{is_romraider, parse};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

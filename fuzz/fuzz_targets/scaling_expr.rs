@@ -8,9 +8,9 @@
 //! the sign), which checks the postfix program against the precedence rules.
 #![no_main]
 
+use ecu_tables::definition::scaling_from_raw;
 use ecu_tables::expr::Expr;
 use ecu_tables::printf::Format;
-use ecu_tables::scaling::Scaling;
 use ecu_tables::xml::RawScaling;
 use libfuzzer_sys::fuzz_target;
 
@@ -69,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
         .collect(),
         blobs: vec![],
     };
-    if let Ok(s) = Scaling::from_raw(&raw) {
+    if let Ok(s) = scaling_from_raw(&raw) {
         for x in POINTS {
             let _ = s.display(s.to_physical(x));
         }

@@ -363,6 +363,21 @@ pub fn only_plugin(file: &str) -> tempfile::TempDir {
     isolate(&plugins().join(file))
 }
 
+/// A plugins directory holding the first-party ECU plugins only: the
+/// tools (ecu-tables) and the definition families that are components of
+/// their own (RomRaider), as the bundled set serves them.
+pub fn ecu_plugins() -> tempfile::TempDir {
+    let dir = only_plugin("ecu_tables.wasm");
+    let family = plugins().join("romraider.wasm");
+    assert!(
+        family.exists(),
+        "{} is missing: run `make plugins`",
+        family.display()
+    );
+    std::fs::copy(&family, dir.path().join("romraider.wasm")).expect("copying the plugin");
+    dir
+}
+
 /// Builds the crate at `krate` for wasm32-wasip2 as an author would (in
 /// release, sharing this repository's build cache) and returns the
 /// component cargo wrote.

@@ -1,9 +1,9 @@
 //! What the definition fuzz targets do with a definition once a family
 //! has read it: size, look up, read and display every table.
 
-use ecu_tables::checksum::Module;
-use ecu_tables::decode::read_table;
-use ecu_tables::definition::Definition;
+use ecu_model::checksum::Module;
+use ecu_model::decode::read_table;
+use ecu_model::definition::Definition;
 use std::sync::OnceLock;
 
 pub fn rom() -> &'static [u8] {

@@ -16,7 +16,6 @@ pub mod overlay;
 pub mod patch;
 pub mod propose;
 pub mod records;
-pub mod romraider;
 pub mod sample;
 pub mod store;
 pub mod tools;

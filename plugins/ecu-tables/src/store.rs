@@ -138,6 +138,10 @@ pub struct Explorer {
     /// Per definitions file: its stamp when sniffed, and the index in
     /// `families` of the family that claims it (none: no family does).
     claimed: HashMap<PathBuf, (Stamp, Option<usize>)>,
+    /// Definitions files of a known format that share an extension with a
+    /// loaded family but that no loaded family claims (a RomRaider `.xml`
+    /// while the RomRaider family's component is not loaded), by format.
+    foreign: HashMap<PathBuf, &'static str>,
     roms: HashMap<PathBuf, CachedRom>,
     listing: Option<Listing>,
 }
@@ -153,6 +157,7 @@ impl Default for Explorer {
             family_problems: Vec::new(),
             choice: None,
             claimed: HashMap::new(),
+            foreign: HashMap::new(),
             roms: HashMap::new(),
             listing: None,
         }
@@ -226,6 +231,7 @@ impl Explorer {
         }
         self.serving = now;
         self.claimed.clear();
+        self.foreign.clear();
     }
 
     /// Extensions of the definition files some family reads, sorted.
@@ -334,12 +340,19 @@ impl Explorer {
             tried.extend(found.tried);
         }
         let mut warnings = self.family_problems.clone();
-        if matches.is_empty()
-            && by_size.is_empty()
-            && let Some(l) = &self.listing
-            && !l.unread.is_empty()
-        {
-            warnings.push(unread_note(&l.unread));
+        if matches.is_empty() && by_size.is_empty() {
+            let mut unread: Vec<(PathBuf, &str)> = self
+                .foreign
+                .iter()
+                .map(|(path, format)| (path.clone(), *format))
+                .collect();
+            unread.sort();
+            if let Some(l) = &self.listing {
+                unread.extend(l.unread.iter().cloned());
+            }
+            if !unread.is_empty() {
+                warnings.push(unread_note(&unread));
+            }
         }
         if matches.is_empty()
             && by_size.is_empty()
@@ -490,6 +503,10 @@ impl Explorer {
                     let family = (all.clone().find(|i| asks(i, false)))
                         .or_else(|| all.clone().find(|i| asks(i, true)));
                     self.claimed.insert(path.clone(), (stamp, family));
+                    match foreign_format(family, &head) {
+                        Some(format) => self.foreign.insert(path.clone(), format),
+                        None => self.foreign.remove(path),
+                    };
                     (family, Some(head))
                 }
             };
@@ -505,6 +522,7 @@ impl Explorer {
         if self.claimed.len() > files.len() {
             let listed: std::collections::HashSet<&PathBuf> = files.iter().collect();
             self.claimed.retain(|p, _| listed.contains(p));
+            self.foreign.retain(|p, _| listed.contains(p));
         }
         own
     }
@@ -813,6 +831,13 @@ fn archive_note(archives: &[PathBuf]) -> String {
         names,
         if archives.len() == 1 { "it" } else { "them" }
     )
+}
+
+/// The format of a definitions file no loaded family claimed (`family`
+/// none), when its first bytes tell one a family component reads.
+fn foreign_format(family: Option<usize>, head: &[u8]) -> Option<&'static str> {
+    (family.is_none() && crate::xml::is_romraider(&String::from_utf8_lossy(head)))
+        .then_some("RomRaider")
 }
 
 /// Names the definition files no loaded family reads, and what to do.

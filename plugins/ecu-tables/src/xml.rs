@@ -123,7 +123,7 @@ pub fn parse_romid_only(text: &str) -> Result<RomId, String> {
 
 /// What a RomRaider-format file is told (both tools call their files
 /// "definitions", and tuners mix them up in one folder).
-pub const ROMRAIDER: &str = "this is a RomRaider definition (<roms><rom base=…> with storageaddress/sizex), not an ECUFlash one; ecu-tables reads ECUFlash definitions (<rom><romid>…<include>): use the ECUFlash version of this definition (e.g. SubaruDefs' ECUFlash folder) and keep RomRaider files out of the definitions path";
+pub const ROMRAIDER: &str = "this is a RomRaider definition (<roms><rom base=…> with storageaddress/sizex), not an ECUFlash one (<rom><romid>…<include>): the RomRaider family's component (romraider.wasm) reads it; put it in the plugins directory";
 
 pub use ecu_model::sniff::is_romraider;
 

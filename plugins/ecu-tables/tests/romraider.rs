@@ -10,11 +10,11 @@ use ecu_tables::checksum::Module;
 use ecu_tables::decode::{Cell, TableData, read_table};
 use ecu_tables::definition::{AxisSource, Definition, Lookup, Table};
 use ecu_tables::patch::{self, Op, Target};
-use ecu_tables::romraider;
 use ecu_tables::scaling::{Endian, Storage};
 use ecu_tables::store::checksum_state;
 use ecu_tables::tools::{self, Config};
 use ecu_tables::{Explorer, memmodel};
+use romraider::document as romraider;
 use std::path::{Path, PathBuf};
 
 mod common;

@@ -41,16 +41,16 @@
 //! memory model's `endian` is taken from the last rom of the chain that
 //! names a memory model, for all its tables.
 
-use crate::definition::{Axis, AxisSource, Definition, MAX_AXIS_ELEMENTS, Table, TableType};
-use crate::expr::Expr;
-use crate::printf::Format;
-use crate::scaling::{Endian, Kind, Scaling, Storage};
-use crate::xml::RomId;
+use ecu_model::RomId;
+use ecu_model::definition::{Axis, AxisSource, Definition, MAX_AXIS_ELEMENTS, Table, TableType};
+use ecu_model::expr::Expr;
+use ecu_model::printf::Format;
+use ecu_model::scaling::{Endian, Kind, Scaling, Storage};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use crate::xml::is_romraider;
+pub use ecu_model::sniff::is_romraider;
 
 /// A parsed RomRaider document: every `<rom>` as written, before any
 /// inheritance is resolved.
@@ -981,7 +981,7 @@ fn checksum_fields(
             romid
                 .fields
                 .get("memmodel")
-                .and_then(|m| crate::memmodel::by_name(m))
+                .and_then(|m| ecu_model::memmodel::by_name(m))
                 .map(|m| m.size)
         });
     let module = if let Some(t) = types.first() {
@@ -1432,8 +1432,8 @@ fn printf_from_decimal_format(pattern: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Cell, read_table};
-    use crate::definition::Lookup;
+    use ecu_model::decode::{Cell, read_table};
+    use ecu_model::definition::Lookup;
 
     fn def(xml: &str, xmlid: &str) -> Definition {
         parse(xml)
@@ -1624,6 +1624,41 @@ mod tests {
         let d = def(&little, "CHILD");
         assert_eq!(table(&d, "Limit").scaling.endian, Endian::Little);
         assert_eq!(table(&d, "Timing").scaling.endian, Endian::Little);
+    }
+
+    /// What the component answers for DOC's child: every table the reader
+    /// built crosses the family interface with its layout, the bitwise
+    /// switch as a bit string, the switch as choices.
+    #[test]
+    fn every_table_crosses_the_family_interface() {
+        use ecu_family_guest::bindings::exports::benchtop::ecu_family::family as wit;
+        let d = def(DOC, "CHILD");
+        let served = ecu_family_guest::definition(&d, "RomRaider");
+        assert_eq!(served.tables.len(), d.tables.len());
+        assert_eq!(served.unreadable, d.unresolvable);
+        for (w, t) in served.tables.iter().zip(&d.tables) {
+            assert_eq!(
+                (w.name.as_str(), w.address),
+                (t.name.as_str(), u64::from(t.address))
+            );
+            assert_eq!(w.rows.is_some(), t.row_axis.is_some(), "{}", t.name);
+            assert_eq!(w.columns.is_some(), t.col_axis.is_some(), "{}", t.name);
+        }
+        let find = |name: &str| served.tables.iter().find(|t| t.name == name).unwrap();
+        let flags = find("Flags");
+        assert_eq!(flags.scaling.storage, wit::Storage::Bits);
+        assert!(matches!(
+            &flags.rows.as_ref().unwrap().points,
+            wit::Points::Labels(l) if l.len() == 8 && l[0] == "Enable B"
+        ));
+        assert_eq!(find("Fix").scaling.choices.len(), 2);
+        let boost = find("Boost ");
+        assert_eq!(boost.scaling.to_physical, "(x-760)*.01933677");
+        assert_eq!(
+            boost.scaling.from_physical.as_deref(),
+            Some("(x/.01933677)+760")
+        );
+        assert!(boost.column_major);
     }
 
     #[test]

@@ -7,17 +7,15 @@
 //! images, decoding and patching tables, checksums, the tools) is
 //! family-neutral and never asks which family a definition came from.
 //!
-//! [`EcuFlash`] and [`RomRaider`] are the first-party families; families
-//! other plugins serve (components answering `benchtop:ecu-family`, such
-//! as TunerPro XDF) come through [`Served`] and [`peer`]. The store asks
-//! each in turn (see [`crate::store::Explorer`]).
+//! [`EcuFlash`] is built in; every other family is a component answering
+//! `benchtop:ecu-family` (the first-party RomRaider family and TunerPro
+//! XDF among them), reached through [`Served`] and [`peer`]. The store
+//! asks each in turn (see [`crate::store::Explorer`]).
 
 mod ecuflash;
 pub mod peer;
-mod romraider;
 
 pub use ecuflash::EcuFlash;
-pub use romraider::RomRaider;
 
 use crate::definition::{Definition, parse_hex};
 use crate::error::Error;
@@ -115,12 +113,9 @@ pub trait Served: Send {
     fn family(&self, plugin: &str) -> Result<Box<dyn Family>, String>;
 }
 
-/// The first-party families, in the order their matches are preferred.
+/// The families built into this plugin, asked before served ones.
 pub fn first_party() -> Vec<Box<dyn Family>> {
-    vec![
-        Box::new(EcuFlash::default()),
-        Box::new(RomRaider::default()),
-    ]
+    vec![Box::new(EcuFlash::default())]
 }
 
 /// Bytes of a definitions file read to tell its family, which are also
