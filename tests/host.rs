@@ -221,7 +221,7 @@ async fn results_errors_and_content_blocks_map_as_specified() {
     let r = s.call("plain_error", json!({"fail": false})).await;
     assert_eq!(text(&r), "plain success");
     let r = s.call("blocks", json!({})).await;
-    assert_eq!(r.content.len(), 4);
+    assert_eq!(r.content.len(), 5);
     assert_eq!(text(&r), "a caption");
     let image = r.content[1].as_image().expect("an image block");
     assert_eq!(image.mime_type, "image/png");
@@ -238,6 +238,11 @@ async fn results_errors_and_content_blocks_map_as_specified() {
         ("kitchen://greeting", "greeting")
     );
     assert_eq!(link.description.as_deref(), Some("A fixed greeting."));
+    let audio = serde_json::to_value(&r.content[4]).unwrap();
+    assert_eq!(
+        audio,
+        json!({"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="})
+    );
     s.stop().await;
 }
 

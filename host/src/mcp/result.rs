@@ -153,16 +153,12 @@ fn block(case: &str, payload: Val) -> Option<Content> {
     match (case, payload) {
         ("text", Val::String(s)) => Some(Content::text(s)),
         ("image", image) => {
-            let mut mime = String::new();
-            let mut data = Vec::new();
-            for (name, v) in fields(image) {
-                match (name.as_str(), v) {
-                    ("mime-type", Val::String(s)) => mime = s,
-                    ("data", v) => data = bytes(v),
-                    _ => {}
-                }
-            }
-            Some(Content::image(BASE64.encode(data), mime))
+            let (data, mime) = media(fields(image));
+            Some(Content::image(data, mime))
+        }
+        ("audio", audio) => {
+            let (data, mime) = media(fields(audio));
+            Some(Content::audio(data, mime))
         }
         ("resource", embedded) => {
             let (mut uri, mut mime, mut contents) = (String::new(), String::new(), None);
@@ -205,6 +201,20 @@ fn block(case: &str, payload: Val) -> Option<Content> {
         }
         _ => None,
     }
+}
+
+/// An `image` or `audio` record's bytes (base64) and media type.
+fn media(fields: Vec<(String, Val)>) -> (String, String) {
+    let mut mime = String::new();
+    let mut data = Vec::new();
+    for (name, v) in fields {
+        match (name.as_str(), v) {
+            ("mime-type", Val::String(s)) => mime = s,
+            ("data", v) => data = bytes(v),
+            _ => {}
+        }
+    }
+    (BASE64.encode(data), mime)
 }
 
 /// A `list<u8>` value's bytes.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 wit_bindgen::generate!({ path: "wit", world: "plugin", generate_all });
 
-use benchtop::host::content::{Block, Embedded, EmbeddedContents, Image};
+use benchtop::host::content::{Audio, Block, Embedded, EmbeddedContents, Image};
 use benchtop::host::{log, progress};
 use exports::benchtop_test::conformance::{fixtures, offers};
 
@@ -16,6 +16,27 @@ const RED_PIXEL_PNG: &[u8] = &[
     0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d, 0xb0, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e,
     0x44, 0xae, 0x42, 0x60, 0x82,
 ];
+
+/// A WAV file of four silent 8-bit mono samples at 8 kHz: the 44-byte
+/// RIFF header, then the samples.
+fn silent_wav() -> Vec<u8> {
+    let samples = [0x80u8; 4];
+    let mut wav = Vec::with_capacity(44 + samples.len());
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + samples.len() as u32).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes()); // fmt chunk size
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&8000u32.to_le_bytes()); // sample rate
+    wav.extend_from_slice(&8000u32.to_le_bytes()); // bytes per second
+    wav.extend_from_slice(&1u16.to_le_bytes()); // block align
+    wav.extend_from_slice(&8u16.to_le_bytes()); // bits per sample
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&(samples.len() as u32).to_le_bytes());
+    wav.extend_from_slice(&samples);
+    wav
+}
 
 // Constructed only by the wasm32 export below.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -30,6 +51,13 @@ impl fixtures::Guest for Fixtures {
         vec![Block::Image(Image {
             mime_type: "image/png".into(),
             data: RED_PIXEL_PNG.to_vec(),
+        })]
+    }
+
+    fn test_audio_content() -> Vec<Block> {
+        vec![Block::Audio(Audio {
+            mime_type: "audio/wav".into(),
+            data: silent_wav(),
         })]
     }
 

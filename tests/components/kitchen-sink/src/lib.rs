@@ -10,7 +10,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::content::{Block, Embedded, EmbeddedContents, Image, Link};
+use benchtop::host::content::{Audio, Block, Embedded, EmbeddedContents, Image, Link};
 use benchtop::host::{log, progress};
 use exports::benchtop_test::kitchen_sink::{offers, sandbox, types};
 use types::{AppError, Color, Nested, Perms, Point, Shape};
@@ -107,6 +107,10 @@ impl types::Guest for KitchenSink {
                 name: "greeting".into(),
                 description: Some("A fixed greeting.".into()),
                 mime_type: None,
+            }),
+            Block::Audio(Audio {
+                mime_type: "audio/wav".into(),
+                data: b"RIFF".to_vec(),
             }),
         ]
     }
