@@ -306,3 +306,70 @@ async fn anonymous_2026_callers_get_no_lasting_state() {
     let other = Client::connect(&url).await;
     other.ok("cp1600_create_session", json!({})).await;
 }
+
+/// Issue 34 (SEP-2243): a session or machine id is mirrored into an
+/// `Mcp-Param-*` header, so a load balancer can route a call to the replica
+/// holding its session without reading the body. tools/list marks the
+/// parameters; a call whose header is missing or differs from its body is
+/// refused with HTTP 400 and -32020 before any plugin runs; an rmcp client
+/// sends the headers on its own.
+#[tokio::test]
+async fn session_ids_travel_in_routing_headers() {
+    let (_child, url, _dir) = server().await;
+    let client = Client::connect(&url).await;
+    let tools = client.0.list_all_tools().await.unwrap();
+    let schema = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        serde_json::to_value(&tool.input_schema).unwrap()
+    };
+    assert_eq!(
+        schema("cp1600_step")["properties"]["session_id"]["x-mcp-header"],
+        "Session"
+    );
+    assert_eq!(
+        schema("x86_step")["properties"]["machine"]["x-mcp-header"],
+        "Machine"
+    );
+    // The rmcp client mirrors the id itself: its calls go through.
+    let created = client
+        .ok("cp1600_create_session", json!({"session_id": "routed"}))
+        .await;
+    assert_eq!(created["session_id"], "routed");
+    client
+        .ok("cp1600_get_state", json!({"session_id": "routed"}))
+        .await;
+
+    let owner = ("benchtop-owner", "a-secret-of-my-own");
+    let args = json!({"session_id": "routed-raw"});
+    let (status, answer) = call_2026(
+        &url,
+        &[owner, ("Mcp-Param-Session", "routed-raw")],
+        "cp1600_create_session",
+        args.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        rpc_body(&answer)["result"]["structuredContent"]["session_id"],
+        "routed-raw"
+    );
+    for headers in [
+        vec![owner],
+        vec![owner, ("Mcp-Param-Session", "another")],
+        vec![owner, ("Mcp-Param-Session", "=?base64?cm91dGVk!?=")],
+    ] {
+        let (status, answer) = call_2026(&url, &headers, "cp1600_get_state", args.clone()).await;
+        assert_eq!(status, 400, "{headers:?}: {answer}");
+        assert_eq!(rpc_body(&answer)["error"]["code"], -32020, "{answer}");
+    }
+    // Base64 as SEP-2243 spells it is decoded before comparing.
+    let (status, answer) = call_2026(
+        &url,
+        &[owner, ("Mcp-Param-Session", "=?base64?cm91dGVkLXJhdw==?=")],
+        "cp1600_get_state",
+        args,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(rpc_body(&answer)["error"].is_null(), "{answer}");
+}

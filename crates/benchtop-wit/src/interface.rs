@@ -448,6 +448,8 @@ fn tool_def(
         );
     let input_schema = schema::input_schema(resolve, &func.params, flatten)
         .with_context(|| format!("tool `{name}`: a parameter"))?;
+    schema::check_headers(&input_schema)
+        .map_err(|e| anyhow::anyhow!("tool `{name}`: argument {e}"))?;
     let role = role_of(&tagged, &name, &input_schema)?;
     let json_tag = tagged.has("json");
     let output = classify(resolve, func.result.as_ref(), json_tag);
@@ -825,6 +827,57 @@ mod tests {
         );
         let e = def("V.\n@resource ui://{x}/view", "func(x: string) -> string").unwrap_err();
         assert!(format!("{e:#}").contains("`ui://NAME/…`"), "{e:#}");
+    }
+
+    /// The tool `f(args: a)` where `a` is a record with `fields` (WIT).
+    fn with_record(fields: &str) -> Result<ToolDef> {
+        let wit = format!(
+            "package t:t;\ninterface i {{\n    record inner {{ /// @header Deep\n deep: string }}\n    record a {{\n{fields}\n    }}\n    /// F.\n    f: func(args: a) -> string;\n}}\n"
+        );
+        let mut resolve = Resolve::default();
+        let pkg = resolve.push_str("t.wit", &wit)?;
+        let iface = resolve.packages[pkg].interfaces["i"];
+        let func = resolve.interfaces[iface].functions["f"].clone();
+        tool_def(&resolve, Some("t:t/i"), &func, &mut Vec::new())
+    }
+
+    /// SEP-2243: a field tagged `@header NAME` is mirrored into the
+    /// `Mcp-Param-NAME` header (`x-mcp-header`), where clients and load
+    /// balancers can only carry one value of a simple type.
+    #[test]
+    fn header_tags_become_x_mcp_header_where_a_header_can_carry_them() {
+        let d = with_record(
+            "/// The session.\n/// @header Session\nsession-id: option<string>,\nsteps: u32,",
+        )
+        .unwrap();
+        let session = &d.input_schema["properties"]["session_id"];
+        assert_eq!(session["x-mcp-header"], "Session");
+        assert_eq!(session["description"], "The session.");
+        assert!(
+            d.input_schema["properties"]["steps"]
+                .get("x-mcp-header")
+                .is_none()
+        );
+        // Nested records keep a properties-only path: allowed.
+        assert!(with_record("/// @header Id\nid: u32,\nnested: inner,").is_ok());
+        for (fields, why) in [
+            (
+                "/// @header Bad Name\nid: string,",
+                "must name an HTTP header",
+            ),
+            (
+                "/// @header Id\na: string,\n/// @header id\nb: string,",
+                "two fields",
+            ),
+            (
+                "/// @header Cells\ncells: list<u32>,",
+                "string, integer or bool",
+            ),
+            ("many: list<inner>,", "not inside lists"),
+        ] {
+            let e = format!("{:#}", with_record(fields).unwrap_err());
+            assert!(e.contains(why), "{fields}: {e}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! schemas are what MCP clients render and validate most reliably.
 
 use crate::names::json_name;
-use crate::types::{field_description, field_key};
+use crate::types::{field_description, field_header, field_key};
 use crate::types::{int_bounds, resolve_alias};
 use serde_json::{Map, Value, json};
 use wit_parser::{Handle, Resolve, Type, TypeDefKind};
@@ -54,6 +54,12 @@ pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Uns
                 };
                 if let Some(doc) = field_description(field) {
                     add_description(&mut s, &doc);
+                }
+                if dir == Direction::Input
+                    && let Some(header) = field_header(field)
+                    && let Value::Object(o) = &mut s
+                {
+                    o.insert("x-mcp-header".into(), Value::String(header));
                 }
                 if !optional {
                     required.push(Value::String(name.clone()));
@@ -251,4 +257,82 @@ pub fn input_schema(
         props.insert(name, s);
     }
     Ok(object(props, required))
+}
+
+/// Checks the `x-mcp-header` annotations (`@header NAME` tags) of a tool's
+/// input schema as SEP-2243 asks and clients enforce: each an HTTP token,
+/// unique in the tool (case-insensitively), on a string, integer or boolean
+/// property reached through `properties` alone (never inside an array or a
+/// variant), since a client drops a tool whose annotations it rejects.
+pub fn check_headers(input_schema: &Value) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    check_header_properties(input_schema, &mut Vec::new(), &mut seen)?;
+    Ok(())
+}
+
+fn check_header_properties(
+    schema: &Value,
+    path: &mut Vec<String>,
+    seen: &mut std::collections::HashSet<String>,
+) -> Result<(), String> {
+    off_chain(schema, path)?;
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return Ok(());
+    };
+    for (name, prop) in props {
+        path.push(name.clone());
+        let at = path.join(".");
+        if let Some(header) = prop.get("x-mcp-header") {
+            let header = header.as_str().unwrap_or_default();
+            let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+            if header.is_empty() || !header.chars().all(token) {
+                return Err(format!(
+                    "`{at}`: `@header {header}` must name an HTTP header: letters, digits and `-`"
+                ));
+            }
+            if !seen.insert(header.to_ascii_lowercase()) {
+                return Err(format!(
+                    "`{at}`: `@header {header}` is given to two fields of this tool"
+                ));
+            }
+            if !matches!(
+                prop.get("type").and_then(Value::as_str),
+                Some("string" | "integer" | "boolean")
+            ) {
+                return Err(format!(
+                    "`{at}`: `@header {header}` needs a string, integer or bool field (a header carries one value)"
+                ));
+            }
+        }
+        check_header_properties(prop, path, seen)?;
+        path.pop();
+    }
+    Ok(())
+}
+
+/// Fails when a part of `schema` other than its own annotation and its
+/// `properties` holds an `x-mcp-header`: inside an array's items or a
+/// variant's cases a field has no single value to mirror.
+fn off_chain(schema: &Value, path: &[String]) -> Result<(), String> {
+    fn holds_header(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => o
+                .iter()
+                .any(|(k, v)| k == "x-mcp-header" || holds_header(v)),
+            Value::Array(items) => items.iter().any(holds_header),
+            _ => false,
+        }
+    }
+    let nested = schema.as_object().is_some_and(|o| {
+        o.iter()
+            .any(|(k, v)| k != "properties" && k != "x-mcp-header" && holds_header(v))
+    });
+    if nested {
+        Err(format!(
+            "`{}`: `@header` is only for fields reached through records, not inside lists, tuples or variants",
+            path.join(".")
+        ))
+    } else {
+        Ok(())
+    }
 }

@@ -49,6 +49,17 @@ pub fn field_key(field: &Field) -> String {
         .unwrap_or_else(|| json_name(&field.name))
 }
 
+/// The HTTP header a record field is mirrored into (`Mcp-Param-NAME`, SEP-2243
+/// `x-mcp-header`), from its `@header NAME` tag: a load balancer routes on a
+/// session id without reading the body.
+pub fn field_header(field: &Field) -> Option<String> {
+    field
+        .docs
+        .contents
+        .as_deref()
+        .and_then(|d| split_tags(d).arg("header").map(str::to_owned))
+}
+
 /// The description of a record field: its doc comment without tag lines.
 pub fn field_description(field: &Field) -> Option<String> {
     let text = split_tags(field.docs.contents.as_deref()?).text;

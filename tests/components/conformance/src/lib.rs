@@ -98,6 +98,10 @@ impl fixtures::Guest for Fixtures {
         "Progress test completed".into()
     }
 
+    fn test_header_routing(args: fixtures::Routed) -> String {
+        format!("routed by region {}", args.region)
+    }
+
     fn test_tool_with_logging() -> String {
         for (i, message) in [
             "Tool execution started",
