@@ -5,15 +5,17 @@
 #  2. the Python MCP SDK over stdio: every schema valid, results validating;
 #  3. the official conformance suite (all scenarios, 2026-07-28 ones too)
 #     over streamable HTTP, with the
-#     checked-in baseline of scenarios that need features benchtop lacks.
-# `clients.sh inspector|python|conformance` runs only that step.
+#     checked-in baseline of scenarios that need features benchtop lacks;
+#  4. the suite's frozen 2026-07-28 requirement set (--requirements), with
+#     no baseline: every required scenario must pass.
+# `clients.sh inspector|python|conformance|requirements` runs only that step.
 # Installs its tools on first use: Node 22, the Inspector and the suite into
 # tests/node/node_modules, the Python SDK into tests/python/.venv.
 set -euo pipefail
 only="${1:-}"
 case "$only" in
-    "" | inspector | python | conformance) ;;
-    *) echo "usage: $0 [inspector|python|conformance]" >&2; exit 2 ;;
+    "" | inspector | python | conformance | requirements) ;;
+    *) echo "usage: $0 [inspector|python|conformance|requirements]" >&2; exit 2 ;;
 esac
 # Whether step $1 runs.
 step() { [ -z "$only" ] || [ "$only" = "$1" ]; }
@@ -73,7 +75,7 @@ fi
 fi
 
 # Conformance over HTTP: every plugin plus the suite's fixtures.
-if step conformance; then
+if step conformance || step requirements; then
 mkdir -p "$work/plugins"
 cp "$repo"/target/plugins/*.wasm "$repo/target/test-plugins/conformance.wasm" "$work/plugins/"
 "$bin" serve --http 127.0.0.1:0 --plugins "$work/plugins" --no-watch 2>"$work/server.err" &
@@ -85,11 +87,23 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -n "$url" ] || { echo "benchtop did not start serving HTTP"; cat "$work/server.err"; exit 1; }
+if step conformance; then
 if npx --no-install @modelcontextprotocol/conformance server --url "$url" --suite all \
     --expected-failures "$here/conformance-baseline.yml" -o "$work/conformance" > "$work/conformance.log" 2>&1; then
     passed=$((passed + 1)); echo "ok   conformance: $(grep -E '^Total' "$work/conformance.log")"
 else
     failed=$((failed + 1)); echo "FAIL conformance"; cat "$work/conformance.log" | tail -60
+fi
+fi
+if step requirements; then
+if npx --no-install @modelcontextprotocol/conformance server --url "$url" --requirements 2026-07-28 \
+    -o "$work/requirements" > "$work/requirements.log" 2>&1; then
+    scored=$(grep -cE '^(✓|✗) ' "$work/requirements.log" || true)
+    unscored=$(sed -n 's/^Not scored for 2026-07-28: \([0-9]*\) scenario.*/\1/p' "$work/requirements.log")
+    passed=$((passed + 1)); echo "ok   requirements 2026-07-28: all $((scored - ${unscored:-0})) required scenarios pass"
+else
+    failed=$((failed + 1)); echo "FAIL requirements 2026-07-28"; grep -E '^(✗|Total)' "$work/requirements.log"; tail -30 "$work/requirements.log"
+fi
 fi
 fi
 echo "clients: $passed passed, $failed failed"

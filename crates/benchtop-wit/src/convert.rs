@@ -82,9 +82,29 @@ impl<'a> FromJson<'a> {
         slots: &[(&str, &Type)],
         obj: &Map<String, Value>,
     ) -> Result<Vec<(String, Val)>> {
+        let keyed: Vec<(&str, String, &Type)> = slots
+            .iter()
+            .map(|(name, ty)| (*name, json_name(name), *ty))
+            .collect();
+        self.keyed_fields(path, &keyed, obj)
+    }
+
+    /// Like [`fields`](Self::fields), each slot with its JSON key (a record
+    /// field's `@key NAME`, for names WIT cannot spell such as
+    /// `resourceUri`); the snake_case and kebab-case of the WIT name are
+    /// accepted too.
+    fn keyed_fields(
+        &self,
+        path: &str,
+        slots: &[(&str, String, &Type)],
+        obj: &Map<String, Value>,
+    ) -> Result<Vec<(String, Val)>> {
         for key in obj.keys() {
-            if !slots.iter().any(|(name, _)| matches(name, key)) {
-                let known: Vec<String> = slots.iter().map(|(n, _)| json_name(n)).collect();
+            if !slots
+                .iter()
+                .any(|(name, jkey, _)| jkey == key || matches(name, key))
+            {
+                let known: Vec<String> = slots.iter().map(|(_, k, _)| k.clone()).collect();
                 return Err(ArgumentError {
                     path: join(path, key),
                     expected: if known.is_empty() {
@@ -97,10 +117,11 @@ impl<'a> FromJson<'a> {
             }
         }
         let mut out = Vec::with_capacity(slots.len());
-        for (name, ty) in slots {
-            let jname = json_name(name);
+        for (name, jname, ty) in slots {
+            let snake = json_name(name);
             let value = obj
-                .get(&jname)
+                .get(jname)
+                .or_else(|| obj.get(&snake))
                 .or_else(|| obj.get(*name))
                 .unwrap_or(&Value::Null);
             let field_path = join(path, &jname);
@@ -112,7 +133,11 @@ impl<'a> FromJson<'a> {
                         Val::Option(Some(Box::new(self.value(&field_path, inner, value)?)))
                     }
                 }
-                _ if value.is_null() && !obj.contains_key(&jname) && !obj.contains_key(*name) => {
+                _ if value.is_null()
+                    && !obj.contains_key(jname)
+                    && !obj.contains_key(&snake)
+                    && !obj.contains_key(*name) =>
+                {
                     return Err(ArgumentError {
                         path: field_path,
                         expected: format!("present ({})", self.expected(ty)),
@@ -192,9 +217,12 @@ impl<'a> FromJson<'a> {
                 let Value::Object(obj) = v else {
                     return Self::err(path, self.expected(ty), v);
                 };
-                let slots: Vec<(&str, &Type)> =
-                    r.fields.iter().map(|f| (f.name.as_str(), &f.ty)).collect();
-                Ok(Val::Record(self.fields(path, &slots, obj)?))
+                let slots: Vec<(&str, String, &Type)> = r
+                    .fields
+                    .iter()
+                    .map(|f| (f.name.as_str(), crate::types::field_key(f), &f.ty))
+                    .collect();
+                Ok(Val::Record(self.keyed_fields(path, &slots, obj)?))
             }
             TypeDefKind::Tuple(t) => {
                 let Value::Array(items) = v else {
@@ -576,6 +604,32 @@ mod tests {
         // Past the rounding range of f32 it is still refused.
         assert!(conv.value("x", &Type::F32, &json!(3.41e38)).is_err());
         assert!(conv.value("x", &Type::F32, &json!(-1e39)).is_err());
+    }
+
+    /// Issue 34: an argument WIT cannot spell (the conformance suite's
+    /// `resourceUri`) is named by its field's `@key`; the snake_case name
+    /// still works, and the error for an unknown one lists the keys.
+    #[test]
+    fn a_keyed_field_takes_its_key_as_an_argument() {
+        let (resolve, types) = resolve(
+            "package t:t; interface t { record a { /// @key resourceUri\n resource-uri: string } }",
+        );
+        let conv = FromJson::new(&resolve);
+        let want = Val::Record(vec![(
+            "resource-uri".into(),
+            Val::String("test://r".into()),
+        )]);
+        for key in ["resourceUri", "resource_uri"] {
+            assert_eq!(
+                conv.value("arguments", &types[0], &json!({key: "test://r"})),
+                Ok(want.clone()),
+                "{key}"
+            );
+        }
+        let e = conv
+            .value("arguments", &types[0], &json!({"uri": "x"}))
+            .unwrap_err();
+        assert!(e.expected.contains("resourceUri"), "{e:?}");
     }
 
     /// Found by fuzzing: a map whose keys are not strings (here chars) was

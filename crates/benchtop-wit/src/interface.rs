@@ -145,7 +145,14 @@ pub struct ToolDef {
     /// `@ui ui://…`: the view (MCP Apps) a client that renders views shows
     /// for this tool's results; served as a resource by any plugin.
     pub view: Option<String>,
+    /// `@requires sampling|roots|elicitation`: client capabilities the
+    /// function cannot work without; a 2026-07-28 client that did not
+    /// declare one is refused (-32021) before the plugin runs.
+    pub requires: Vec<String>,
 }
+
+/// The client capabilities a function may `@requires`.
+pub const REQUIRABLE: [&str; 3] = ["elicitation", "sampling", "roots"];
 
 /// The MIME type of an MCP Apps view (`io.modelcontextprotocol/ui`).
 pub const VIEW_MIME: &str = "text/html;profile=mcp-app";
@@ -495,6 +502,23 @@ fn tool_def(
             bail!("`{name}`: @ui needs one `ui://` URI (the view's resource), not `{uri}`")
         }
     };
+    let mut requires = Vec::new();
+    for (tag, args) in &tagged.tags {
+        if tag != "requires" {
+            continue;
+        }
+        for capability in args.split_whitespace() {
+            if !REQUIRABLE.contains(&capability) {
+                bail!(
+                    "`{name}`: @requires {capability}: a function may require {} (client capabilities)",
+                    REQUIRABLE.join(", ")
+                );
+            }
+            if !requires.iter().any(|r| r == capability) {
+                requires.push(capability.to_owned());
+            }
+        }
+    }
     Ok(ToolDef {
         role,
         name,
@@ -509,6 +533,7 @@ fn tool_def(
         input_schema,
         output_schema,
         view,
+        requires,
     })
 }
 
@@ -878,6 +903,22 @@ mod tests {
             let e = format!("{:#}", with_record(fields).unwrap_err());
             assert!(e.contains(why), "{fields}: {e}");
         }
+    }
+
+    #[test]
+    fn a_function_names_the_client_capabilities_it_requires() {
+        let d = def(
+            "Asks the model.\n@requires sampling\n@requires roots sampling",
+            "func() -> string",
+        )
+        .unwrap();
+        assert_eq!(d.requires, ["sampling", "roots"]);
+        assert_eq!(d.description, "Asks the model.");
+        let e = def("X.\n@requires telepathy", "func() -> string").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("elicitation, sampling, roots"),
+            "{e:#}"
+        );
     }
 
     #[test]

@@ -44,12 +44,11 @@ pub fn schema(resolve: &Resolve, ty: &Type, dir: Direction) -> Result<Value, Uns
             let mut props = Map::new();
             let mut required = Vec::new();
             for field in &record.fields {
-                // Results use the field's `@key` and leave a `none` out
-                // (`shape.rs`); arguments are matched by name (`convert.rs`).
+                // Both directions use the field's `@key` (`convert.rs`
+                // also takes the snake_case name); results leave a `none`
+                // out (`shape.rs`).
                 let (name, (mut s, optional)) = match dir {
-                    Direction::Input => {
-                        (json_name(&field.name), property(resolve, &field.ty, dir)?)
-                    }
+                    Direction::Input => (field_key(field), property(resolve, &field.ty, dir)?),
                     Direction::Output => (field_key(field), omissible(resolve, &field.ty)?),
                 };
                 if let Some(doc) = field_description(field) {

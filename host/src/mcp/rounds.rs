@@ -23,11 +23,19 @@
 //! never passes for a confirmation. A plugin must ask before it changes
 //! anything (the WIT of `benchtop:host/elicit` says so).
 
+// Sampling and roots are deprecated in 2026-07-28 (SEP-2577) and rmcp
+// marks their types so; they are still scored and still offered by some
+// clients, so plugins may ask for them deliberately.
+#![allow(deprecated)]
+
 use crate::runtime::cache::{hex, hmac_sha256};
-use crate::runtime::context::{Elicited, Elicitor, Question};
+use crate::runtime::context::{
+    ClientReply, ClientRequest, Elicited, Elicitor, Question, Requester,
+};
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses,
+    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ListRootsRequest, ListRootsResult, SamplingMessage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -67,10 +75,29 @@ struct Answered {
     answer: Value,
 }
 
+/// What the client declared it can be asked (its capabilities).
+#[derive(Debug, Clone, Copy)]
+pub struct Askable {
+    /// Its user, by elicitation.
+    pub elicitation: bool,
+    /// Its model, by sampling.
+    pub sampling: bool,
+    /// Its roots.
+    pub roots: bool,
+}
+
+/// The kinds of requests, as the digests of the questions asked name them:
+/// an answer is read as the kind of result its question asked for.
+const ELICIT: &str = "elicit:";
+const SAMPLE: &str = "sample:";
+const ROOTS: &str = "roots:";
+
 /// The questions and answers of one round of a call.
 pub struct Rounds {
     /// Digest of the call this round belongs to.
     call: String,
+    /// What the client may be asked.
+    askable: Askable,
     /// Answers so far, by question key.
     answers: BTreeMap<String, Answered>,
     /// What this round asked.
@@ -136,12 +163,15 @@ impl Rounds {
             asked, mut answers, ..
         } = state;
         for (key, answer) in responses.into_iter().flatten() {
-            // Only elicitation is asked; anything else is the client's
-            // mistake, said now rather than taken for "no answer".
-            if let Err(e) = serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()) {
+            // An answer must be a result of the kind its question asked
+            // for (any kind, for a key no question had); anything else is
+            // the client's mistake, said now rather than taken for "no
+            // answer".
+            let question = asked.get(key);
+            let kind = question.map_or("", |q| kind_of(q));
+            if let Err(e) = check_answer(kind, answer) {
                 return Err(format!(
-                    "inputResponses.{} is not an elicitation result ({e}); answer with \
-                     {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}",
+                    "inputResponses.{} is not {e}",
                     crate::wit::names::clip(key)
                 ));
             }
@@ -150,7 +180,7 @@ impl Rounds {
             // (as SEP-2322 has servers ignore what they did not ask), so
             // the question it might stand for is asked again, never taken
             // as answered.
-            let Some(question) = asked.get(key) else {
+            let Some(question) = question else {
                 continue;
             };
             answers.insert(
@@ -166,9 +196,21 @@ impl Rounds {
         }
         Ok(Self {
             call: call.to_owned(),
+            askable: Askable {
+                elicitation: true,
+                sampling: true,
+                roots: true,
+            },
             answers,
             asked: Mutex::default(),
         })
+    }
+
+    /// The round, for a client that declared it can be asked `askable`:
+    /// a request it cannot answer is never put to it.
+    pub fn for_client(mut self, askable: Askable) -> Self {
+        self.askable = askable;
+        self
     }
 
     /// The elicitor a call of this round asks with.
@@ -188,9 +230,18 @@ impl Rounds {
             schema,
         }: Question,
     ) -> Elicited {
+        if !self.askable.elicitation {
+            return Elicited::Unsupported("the client did not declare elicitation".into());
+        }
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        let digest = question_digest(&message, &schema);
-        let key = key.unwrap_or_else(|| format!("q{}-{}", asked.count, &digest[..16]));
+        let digest = format!("{ELICIT}{}", question_digest(&message, &schema));
+        let key = key.unwrap_or_else(|| {
+            format!(
+                "q{}-{}",
+                asked.count,
+                &digest[ELICIT.len()..ELICIT.len() + 16]
+            )
+        });
         asked.count += 1;
         // The answer to exactly this question: a question that changed
         // since (other cells, other values, another ROM) is asked again.
@@ -215,6 +266,66 @@ impl Rounds {
         asked.digests.insert(key, digest);
         // Nothing is to change before the user has answered.
         Elicited::Cancelled
+    }
+
+    /// The requester a call of this round asks the client's model and
+    /// roots with.
+    pub fn requester(self: &Arc<Self>) -> Requester {
+        let rounds = self.clone();
+        Arc::new(move |key: String, request: ClientRequest| {
+            let reply = rounds.request(key, request);
+            Box::pin(async move { reply })
+        })
+    }
+
+    fn request(&self, key: String, request: ClientRequest) -> ClientReply {
+        let (declared, kind, what) = match &request {
+            ClientRequest::Sample { .. } => (self.askable.sampling, SAMPLE, "sampling"),
+            ClientRequest::Roots => (self.askable.roots, ROOTS, "roots"),
+        };
+        if !declared {
+            return ClientReply::Unsupported(format!("the client did not declare {what}"));
+        }
+        let (input, digest) = match request {
+            ClientRequest::Sample {
+                messages,
+                system_prompt,
+                max_tokens,
+            } => {
+                let params = sampling_params(messages, system_prompt, max_tokens);
+                let digest = hex(&Sha256::digest(
+                    serde_json::to_string(&params)
+                        .unwrap_or_default()
+                        .as_bytes(),
+                ));
+                (
+                    InputRequest::CreateMessage(CreateMessageRequest::new(params)),
+                    format!("{kind}{digest}"),
+                )
+            }
+            ClientRequest::Roots => (
+                InputRequest::ListRoots(ListRootsRequest {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                }),
+                kind.to_owned(),
+            ),
+        };
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        asked.count += 1;
+        if let Some(answered) = self.answers.get(&key)
+            && answered.question == digest
+        {
+            return read_reply(kind, &answered.answer);
+        }
+        if asked.count > MAX_ANSWERS {
+            return ClientReply::Unsupported(format!(
+                "the call asked more than {MAX_ANSWERS} questions"
+            ));
+        }
+        asked.pending.insert(key.clone(), input);
+        asked.digests.insert(key, digest);
+        ClientReply::Pending
     }
 
     /// The `input_required` result to answer with instead of the call's
@@ -293,6 +404,95 @@ pub(crate) fn form_request(
         message,
         requested_schema,
     })
+}
+
+/// A sampling request for a plugin's conversation, in either form.
+pub(crate) fn sampling_params(
+    messages: Vec<(bool, String)>,
+    system_prompt: Option<String>,
+    max_tokens: u32,
+) -> CreateMessageRequestParams {
+    let messages = messages
+        .into_iter()
+        .map(|(user, text)| {
+            if user {
+                SamplingMessage::user_text(text)
+            } else {
+                SamplingMessage::assistant_text(text)
+            }
+        })
+        .collect();
+    let params = CreateMessageRequestParams::new(messages, max_tokens);
+    match system_prompt {
+        Some(p) => params.with_system_prompt(p),
+        None => params,
+    }
+}
+
+/// What the client's `CreateMessageResult` tells the plugin: its text
+/// (the text blocks joined) and the model.
+pub(crate) fn sampled(result: CreateMessageResult) -> ClientReply {
+    let text: Vec<String> = result
+        .message
+        .content
+        .into_vec()
+        .into_iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    ClientReply::Sampled {
+        text: text.join("\n"),
+        model: result.model,
+    }
+}
+
+/// What the client's `ListRootsResult` tells the plugin.
+pub(crate) fn rooted(result: ListRootsResult) -> ClientReply {
+    ClientReply::Roots(result.roots.into_iter().map(|r| (r.uri, r.name)).collect())
+}
+
+/// The kind a question's digest names ([`ELICIT`], [`SAMPLE`], [`ROOTS`]).
+fn kind_of(digest: &str) -> &'static str {
+    [ELICIT, SAMPLE, ROOTS]
+        .into_iter()
+        .find(|k| digest.starts_with(k))
+        .unwrap_or(ELICIT)
+}
+
+/// Checks that `answer` is a result of `kind` (of any kind when empty),
+/// or says what it should have been.
+fn check_answer(kind: &str, answer: &Value) -> Result<(), String> {
+    let elicit = || serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()).map(|_| ());
+    let sample = || serde_json::from_value::<CreateMessageResult>(answer.clone()).map(|_| ());
+    let roots = || serde_json::from_value::<ListRootsResult>(answer.clone()).map(|_| ());
+    match kind {
+        ELICIT => elicit().map_err(|e| {
+            format!(
+                "an elicitation result ({e}); answer with \
+                 {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}"
+            )
+        }),
+        SAMPLE => sample().map_err(|e| {
+            format!("a sampling result ({e}); answer with {{\"role\", \"content\", \"model\"}}")
+        }),
+        ROOTS => roots().map_err(|e| format!("a roots list ({e}); answer with {{\"roots\": […]}}")),
+        _ => elicit().or_else(|_| sample()).or_else(|_| roots()).map_err(|e| {
+            format!(
+                "an elicitation result, a sampling result or a roots list ({e}); answer an \
+                 elicitation with {{\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {{…}}}}"
+            )
+        }),
+    }
+}
+
+/// A checked answer of `kind` as the plugin's reply.
+fn read_reply(kind: &str, answer: &Value) -> ClientReply {
+    let garbled = |e: serde_json::Error| {
+        ClientReply::Unsupported(format!("the client's answer does not read: {e}"))
+    };
+    match kind {
+        SAMPLE => serde_json::from_value(answer.clone()).map_or_else(garbled, sampled),
+        _ => serde_json::from_value(answer.clone()).map_or_else(garbled, rooted),
+    }
 }
 
 /// What the client's `ElicitResult` tells the plugin.
@@ -512,6 +712,94 @@ mod tests {
             schema: form(),
         };
         assert_eq!((next.elicitor())(keyed).await, Elicited::Declined);
+    }
+
+    fn sample(text: &str) -> ClientRequest {
+        ClientRequest::Sample {
+            messages: vec![(true, text.into())],
+            system_prompt: None,
+            max_tokens: 100,
+        }
+    }
+
+    /// Issue 34: a plugin asks the client's model and roots as it asks its
+    /// user: pending in round one, answered in round two, each answer read
+    /// as the kind of result its request asked for.
+    #[tokio::test]
+    async fn sampling_and_roots_go_round_as_questions_do() {
+        let first = round(None, None);
+        let ask = first.requester();
+        assert_eq!(
+            ask("capital".into(), sample("Capital of France?")).await,
+            ClientReply::Pending
+        );
+        assert_eq!(
+            ask("roots".into(), ClientRequest::Roots).await,
+            ClientReply::Pending
+        );
+        let r = first.input_required().expect("requests");
+        let requests = serde_json::to_value(r.input_requests.unwrap()).unwrap();
+        assert_eq!(requests["capital"]["method"], "sampling/createMessage");
+        assert_eq!(requests["roots"]["method"], "roots/list");
+
+        let responses: InputResponses = [
+            (
+                "capital".to_owned(),
+                json!({"role": "assistant", "content": {"type": "text", "text": "Paris."}, "model": "m1"}),
+            ),
+            ("roots".to_owned(), json!({"roots": [{"uri": "file:///w", "name": "w"}]})),
+        ]
+        .into();
+        let next = round(r.request_state.as_deref(), Some(&responses));
+        let ask = next.requester();
+        assert_eq!(
+            ask("capital".into(), sample("Capital of France?")).await,
+            ClientReply::Sampled {
+                text: "Paris.".into(),
+                model: "m1".into()
+            }
+        );
+        assert_eq!(
+            ask("roots".into(), ClientRequest::Roots).await,
+            ClientReply::Roots(vec![("file:///w".into(), Some("w".into()))])
+        );
+        // Another conversation under the same key is asked afresh.
+        assert_eq!(
+            ask("capital".into(), sample("Capital of Spain?")).await,
+            ClientReply::Pending
+        );
+
+        // A roots list is no answer to a sampling request.
+        let wrong: InputResponses = [("capital".to_owned(), json!({"roots": []}))].into();
+        let err = Rounds::new(r.request_state.as_deref(), Some(&wrong), CALL)
+            .err()
+            .expect("refused");
+        assert!(err.contains("not a sampling result"), "{err}");
+    }
+
+    /// Issue 34 (SEP-2322): only what the client declared is asked of it.
+    #[tokio::test]
+    async fn a_client_is_asked_only_what_it_declared() {
+        let rounds = Arc::new(Rounds::new(None, None, CALL).unwrap().for_client(Askable {
+            elicitation: false,
+            sampling: true,
+            roots: false,
+        }));
+        assert!(matches!(
+            ask(&rounds, "Name?").await,
+            Elicited::Unsupported(_)
+        ));
+        let request = rounds.requester();
+        assert!(matches!(
+            request("r".into(), ClientRequest::Roots).await,
+            ClientReply::Unsupported(_)
+        ));
+        assert_eq!(
+            request("s".into(), sample("Hi")).await,
+            ClientReply::Pending
+        );
+        let asked = rounds.input_required().unwrap().input_requests.unwrap();
+        assert_eq!(asked.keys().collect::<Vec<_>>(), ["s"]);
     }
 
     #[tokio::test]

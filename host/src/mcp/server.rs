@@ -123,6 +123,49 @@ fn elicitor(peer: &rmcp::Peer<RoleServer>) -> Option<crate::runtime::context::El
     ))
 }
 
+/// How a plugin asks this client's model or roots (`benchtop:host/sampling`,
+/// `benchtop:host/roots`) during the call: MCP `sampling/createMessage` and
+/// `roots/list` requests, each when the client declared it can answer.
+#[allow(deprecated)] // Sampling and roots: deprecated in 2026-07-28, still offered.
+fn requester(peer: &rmcp::Peer<RoleServer>) -> crate::runtime::context::Requester {
+    use crate::runtime::context::{ClientReply, ClientRequest};
+    let peer = peer.clone();
+    Arc::new(move |_key: String, request: ClientRequest| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            let caps = peer.peer_info().map(|i| i.capabilities.clone());
+            match request {
+                ClientRequest::Sample {
+                    messages,
+                    system_prompt,
+                    max_tokens,
+                } => {
+                    if caps.is_none_or(|c| c.sampling.is_none()) {
+                        return ClientReply::Unsupported(
+                            "the client did not declare sampling".into(),
+                        );
+                    }
+                    let params =
+                        crate::mcp::rounds::sampling_params(messages, system_prompt, max_tokens);
+                    match peer.create_message(params).await {
+                        Ok(r) => crate::mcp::rounds::sampled(r),
+                        Err(e) => ClientReply::Refused(e.to_string()),
+                    }
+                }
+                ClientRequest::Roots => {
+                    if caps.is_none_or(|c| c.roots.is_none()) {
+                        return ClientReply::Unsupported("the client did not declare roots".into());
+                    }
+                    match peer.list_roots().await {
+                        Ok(r) => crate::mcp::rounds::rooted(r),
+                        Err(e) => ClientReply::Unsupported(e.to_string()),
+                    }
+                }
+            }
+        })
+    })
+}
+
 fn rank(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
@@ -179,6 +222,10 @@ impl Server {
                 Some(rounds) => Some(rounds.elicitor()),
                 None => elicitor(&context.peer),
             },
+            request: Some(match rounds {
+                Some(rounds) => rounds.requester(),
+                None => requester(&context.peer),
+            }),
         }
     }
 }
@@ -197,10 +244,17 @@ fn rounds_of(
     let modern = context
         .protocol_version()
         .is_some_and(|v| !v.has_initialize());
-    let asks = context
+    let askable = context
         .client_capabilities()
-        .is_some_and(|c| c.elicitation.is_some());
-    if !(modern && asks) {
+        .map(|c| crate::mcp::rounds::Askable {
+            elicitation: c.elicitation.is_some(),
+            sampling: c.sampling.is_some(),
+            roots: c.roots.is_some(),
+        });
+    let Some(askable) = askable.filter(|a| a.elicitation || a.sampling || a.roots) else {
+        return Ok(None);
+    };
+    if !modern {
         return Ok(None);
     }
     // An anonymous caller's id is new for every request, so its state is
@@ -213,8 +267,45 @@ fn rounds_of(
     };
     let call = crate::mcp::rounds::call_binding(who, method, name, arguments);
     Rounds::new(state, responses, &call)
-        .map(|r| Some(Arc::new(r)))
+        .map(|r| Some(Arc::new(r.for_client(askable))))
         .map_err(|why| ErrorData::invalid_params(why, None))
+}
+
+/// Refuses a 2026-07-28 request for a function that `@requires` client
+/// capabilities the request's `_meta` did not declare: SEP-2575 has the
+/// server say so (-32021, naming them) rather than run and fail midway.
+/// Earlier clients declared theirs once; the plugin finds out when it asks.
+fn undeclared(context: &RequestContext<RoleServer>, requires: &[String]) -> Result<(), ErrorData> {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize());
+    if requires.is_empty() || !modern {
+        return Ok(());
+    }
+    let declared = context.client_capabilities().unwrap_or_default();
+    let mut missing = rmcp::model::ClientCapabilities::default();
+    let mut any = false;
+    for capability in requires {
+        match capability.as_str() {
+            "sampling" if declared.sampling.is_none() => {
+                missing.sampling = Some(Default::default());
+                any = true;
+            }
+            "roots" if declared.roots.is_none() => {
+                missing.roots = Some(Default::default());
+                any = true;
+            }
+            "elicitation" if declared.elicitation.is_none() => {
+                missing.elicitation = Some(Default::default());
+                any = true;
+            }
+            _ => {}
+        }
+    }
+    if any {
+        return Err(ErrorData::missing_required_client_capability(missing));
+    }
+    Ok(())
 }
 
 /// Where one client's notices go: a session's peer (`notifications/…`
@@ -668,6 +759,9 @@ impl ServerHandler for Server {
         // The snapshot is taken now: a hot swap during the call does not
         // change the plugin it runs in.
         let catalog = self.registry.snapshot();
+        if let Some((plugin, index)) = catalog.lookup(&request.name) {
+            undeclared(&context, &plugin.interface.tools[index].requires)?;
+        }
         let result = call_tool(&catalog, &request.name, &args, ctx).await;
         drop(catalog);
         // The call has dropped its context, and with it the queue's sender.

@@ -23,7 +23,58 @@ pub struct CallContext {
     /// How to ask the client's user a question (`benchtop:host/elicit`),
     /// when the client can.
     pub elicit: Option<Elicitor>,
+    /// How to ask the client's model or roots (`benchtop:host/sampling`,
+    /// `benchtop:host/roots`), when there is a client to ask.
+    pub request: Option<Requester>,
 }
+
+/// A request a plugin makes of the client itself, not its user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientRequest {
+    /// A completion from the client's model (MCP sampling).
+    Sample {
+        /// The conversation: `(from the user?, text)` per message.
+        messages: Vec<(bool, String)>,
+        /// What guides the model, if anything.
+        system_prompt: Option<String>,
+        /// The most tokens to answer with.
+        max_tokens: u32,
+    },
+    /// The client's roots.
+    Roots,
+}
+
+/// What became of a [`ClientRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientReply {
+    /// The model's text and its name.
+    Sampled {
+        /// The reply's text.
+        text: String,
+        /// The model that answered.
+        model: String,
+    },
+    /// The client's roots: `(uri, name)`.
+    Roots(Vec<(String, Option<String>)>),
+    /// Sent as part of an `input_required` round: the call runs again
+    /// with the answer.
+    Pending,
+    /// The client or its user refused: why.
+    Refused(String),
+    /// The client cannot be asked: why.
+    Unsupported(String),
+}
+
+/// Makes a [`ClientRequest`] of the calling client; the key names it in a
+/// 2026-07-28 `input_required` round.
+pub type Requester = Arc<
+    dyn Fn(
+            String,
+            ClientRequest,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ClientReply> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// What a user made of a question ([`Elicitor`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +119,7 @@ impl CallContext {
             progress: None,
             caller: CLI_CALLER.into(),
             elicit: None,
+            request: None,
         }
     }
 }

@@ -1,4 +1,6 @@
-//! `benchtop:host/elicit`: asking the calling client's user, in whichever form of elicitation it has.
+//! `benchtop:host/elicit`: asking the calling client's user, in whichever
+//! form of elicitation it has; and the wait every request of the client
+//! shares (`sampling`, `roots`).
 
 use super::{PluginState, bindings};
 use std::time::{Duration, Instant};
@@ -30,6 +32,23 @@ impl bindings::benchtop::host::elicit::Host for PluginState {
 }
 
 impl PluginState {
+    /// Waits at most [`MAX_QUESTION`] for `answer`, from the client or its
+    /// user, moving the call's deadline on by the time it took: their
+    /// thinking time is not the plugin's. None when it took too long.
+    pub(super) async fn waiting_for_client<T>(
+        &mut self,
+        answer: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(MAX_QUESTION, answer).await;
+        if let Some(call) = &mut self.call {
+            let waited = started.elapsed();
+            call.deadline += waited;
+            *call.watchdog.lock().unwrap_or_else(|p| p.into_inner()) += waited;
+        }
+        outcome.ok()
+    }
+
     /// Asks the calling client's user, when there is one who can be asked.
     async fn question(
         &mut self,
@@ -39,7 +58,7 @@ impl PluginState {
     ) -> bindings::benchtop::host::elicit::Answer {
         use crate::runtime::context::{Elicited, Question};
         use bindings::benchtop::host::elicit::Answer;
-        let Some(call) = &mut self.call else {
+        let Some(call) = &self.call else {
             return Answer::Unsupported;
         };
         let Some(elicit) = call.ctx.elicit.clone() else {
@@ -56,22 +75,16 @@ impl PluginState {
                 }
             }
         };
-        let started = Instant::now();
         let question = Question {
             key,
             message,
             schema,
         };
-        let outcome = tokio::time::timeout(MAX_QUESTION, elicit(question)).await;
-        // The user's thinking time is not the plugin's: move the deadline on.
-        let waited = started.elapsed();
-        call.deadline += waited;
-        *call.watchdog.lock().unwrap_or_else(|p| p.into_inner()) += waited;
-        match outcome {
-            Ok(Elicited::Accepted(v)) => Answer::Accepted(v.to_string()),
-            Ok(Elicited::Declined) => Answer::Declined,
-            Ok(Elicited::Cancelled) | Err(_) => Answer::Cancelled,
-            Ok(Elicited::Unsupported(why)) => {
+        match self.waiting_for_client(elicit(question)).await {
+            Some(Elicited::Accepted(v)) => Answer::Accepted(v.to_string()),
+            Some(Elicited::Declined) => Answer::Declined,
+            Some(Elicited::Cancelled) | None => Answer::Cancelled,
+            Some(Elicited::Unsupported(why)) => {
                 tracing::debug!(plugin = %self.plugin, "elicit.ask unsupported: {why}");
                 Answer::Unsupported
             }

@@ -24,6 +24,8 @@ mod bindings {
                 imports: {
                     "benchtop:host/elicit.ask": async,
                     "benchtop:host/elicit.ask-keyed": async,
+                    "benchtop:host/sampling.create-message": async,
+                    "benchtop:host/roots.list-roots": async,
                 },
             });
         };
@@ -129,6 +131,7 @@ mod log;
 mod peers;
 mod progress;
 mod resources;
+mod sampling;
 
 // `errors` holds only the `tool-error` type: nothing to answer.
 impl bindings::benchtop::host::errors::Host for PluginState {}

@@ -102,6 +102,25 @@ impl fixtures::Guest for Fixtures {
         format!("routed by region {}", args.region)
     }
 
+    fn test_logging_tool() -> String {
+        log::write(log::Level::Info, "test_logging_tool ran");
+        "logged one message".into()
+    }
+
+    fn test_missing_capability() -> Result<String, String> {
+        match sample("missing_capability", "Say anything.")? {
+            Some(text) => Ok(format!("The model said: {text}")),
+            None => Ok("waiting for the client's model".into()),
+        }
+    }
+
+    fn test_streaming_elicitation() -> Result<String, String> {
+        progress::report(1, 2, "asking");
+        let name = ask_field("user_name", "What is your name?", "name")?;
+        progress::report(2, 2, "answered");
+        Ok(format!("Hello, {name}!"))
+    }
+
     fn test_tool_with_logging() -> String {
         for (i, message) in [
             "Tool execution started",
@@ -139,6 +158,51 @@ impl fixtures::Guest for Fixtures {
         )
     }
 
+    fn test_sampling(prompt: String) -> Result<String, String> {
+        match sample("test_sampling", &prompt)? {
+            Some(text) => Ok(format!("LLM response: {text}")),
+            None => Ok("waiting for the client's model".into()),
+        }
+    }
+
+    fn test_input_required_result_sampling() -> Result<String, String> {
+        match sample("capital_question", "What is the capital of France?")? {
+            Some(text) => Ok(format!("The model answered: {text}")),
+            None => Ok("waiting for the client's model".into()),
+        }
+    }
+
+    fn test_input_required_result_list_roots() -> Result<String, String> {
+        match roots("client_roots")? {
+            Some(roots) => Ok(format!("Roots: {roots}")),
+            None => Ok("waiting for the client's roots".into()),
+        }
+    }
+
+    fn test_input_required_result_multiple_inputs() -> Result<String, String> {
+        // All three are asked in one round before any answer is used.
+        let name = ask_field("user_name", "What is your name?", "name");
+        let greeting = sample("greeting", "Say hello.");
+        let roots = roots("client_roots");
+        Ok(format!(
+            "name={}, greeting={}, roots={}",
+            name?,
+            greeting?.unwrap_or_default(),
+            roots?.unwrap_or_default()
+        ))
+    }
+
+    fn test_input_required_result_capabilities() -> Result<String, String> {
+        // A question the client cannot be asked is left out; what it can
+        // be asked still goes round.
+        let confirmed = confirm().unwrap_or(false);
+        let summary = sample("summary", "Summarize: benchtop serves plugins.")?;
+        Ok(format!(
+            "confirmed={confirmed}, summary={}",
+            summary.unwrap_or_default()
+        ))
+    }
+
     fn test_input_required_result_elicitation() -> Result<String, String> {
         let name = ask_field("user_name", "What is your name?", "name")?;
         Ok(format!("Hello, {name}!"))
@@ -156,13 +220,6 @@ impl fixtures::Guest for Fixtures {
 
     fn test_input_required_result_tampered_state() -> Result<String, String> {
         confirm().map(|ok| format!("confirmed={ok}"))
-    }
-
-    fn test_input_required_result_capabilities() -> String {
-        match ask_field("user_name", "What is your name?", "name") {
-            Ok(name) => format!("Hello, {name}!"),
-            Err(why) => format!("No name: {why}."),
-        }
     }
 }
 
@@ -192,6 +249,38 @@ fn ask_field(key: &str, message: &str, field: &str) -> Result<String, String> {
         Answer::Declined => Err("the user declined".into()),
         Answer::Cancelled => Err("the user dismissed the question".into()),
         Answer::Unsupported => Err("the client cannot ask its user".into()),
+    }
+}
+
+/// The client's model's answer to `prompt` (request `key`): None while the
+/// request is out to a 2026-07-28 client.
+fn sample(key: &str, prompt: &str) -> Result<Option<String>, String> {
+    use benchtop::host::sampling::{self, Message, Reply, Role};
+    let messages = [Message {
+        role: Role::User,
+        text: prompt.into(),
+    }];
+    match sampling::create_message(key, &messages, None, 100) {
+        Reply::Text(c) => Ok(Some(c.text)),
+        Reply::Pending => Ok(None),
+        Reply::Refused(why) => Err(format!("the client refused: {why}")),
+        Reply::Unsupported(why) => Err(format!("the client's model cannot be asked: {why}")),
+    }
+}
+
+/// The client's roots' URIs, joined (request `key`): None while the
+/// request is out to a 2026-07-28 client.
+fn roots(key: &str) -> Result<Option<String>, String> {
+    use benchtop::host::roots::{self, Listing};
+    match roots::list_roots(key) {
+        Listing::Roots(list) => Ok(Some(
+            list.iter()
+                .map(|r| r.uri.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        )),
+        Listing::Pending => Ok(None),
+        Listing::Unsupported(why) => Err(format!("the client's roots cannot be listed: {why}")),
     }
 }
 
@@ -283,6 +372,17 @@ impl offers::Guest for Fixtures {
                 data: RED_PIXEL_PNG.to_vec(),
             }),
             Block::Text("Please analyze the image above.".into()),
+        ]
+    }
+
+    fn test_prompt_with_embedded_resource(args: offers::EmbeddedArgs) -> Vec<Block> {
+        vec![
+            Block::Resource(Embedded {
+                uri: args.resource_uri,
+                mime_type: "text/plain".into(),
+                contents: EmbeddedContents::Text("Embedded resource content for testing.".into()),
+            }),
+            Block::Text("Please process the embedded resource above.".into()),
         ]
     }
 
