@@ -373,3 +373,138 @@ async fn session_ids_travel_in_routing_headers() {
     assert_eq!(status, 200, "{answer}");
     assert!(rpc_body(&answer)["error"].is_null(), "{answer}");
 }
+
+/// A JSON-RPC request in MCP 2026-07-28's form over raw HTTP, from a client
+/// that takes tasks (`io.modelcontextprotocol/tasks`), as `owner`: the
+/// JSON-RPC message answered.
+async fn tasks_client(url: &str, owner: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    });
+    // Mcp-Name carries the tool's name, or the task's id.
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let mut headers = vec![
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("benchtop-owner", owner),
+    ];
+    if !name.is_empty() {
+        headers.push(("Mcp-Name", &name));
+    }
+    let machine = params["arguments"]["machine"]
+        .as_u64()
+        .map(|m| m.to_string());
+    if let Some(m) = &machine {
+        headers.push(("Mcp-Param-Machine", m));
+    }
+    let (status, _, answer) = e2e::hardening::http(url, "POST", &headers, &body).await;
+    assert_eq!(status, 200, "{method}: {answer}");
+    rpc_body(&answer)
+}
+
+/// Issue 34: a long x86 run started as a task outlives its request: the
+/// client polls it (its progress is the status message), cancels it, sees
+/// it settle as cancelled with the machine kept, and runs on from there.
+#[tokio::test]
+async fn an_x86_run_is_a_task_polled_cancelled_and_resumed() {
+    let (_child, url, _dir) = server().await;
+    let owner = "a-task-owner-of-my-own";
+    let rom = repo().join("samples/dos/greet.com");
+    let loaded = tasks_client(
+        &url,
+        owner,
+        "tools/call",
+        json!({"name": "x86_load_program", "arguments": {"path": rom.display().to_string()}}),
+    )
+    .await;
+    let loaded = &loaded["result"]["structuredContent"];
+    let machine = loaded["machine"].as_u64().expect("a machine");
+    let psp = u32::from_str_radix(loaded["psp_segment"].as_str().unwrap(), 16).unwrap();
+    // `jmp $` at the entry point: the program spins until stopped.
+    tasks_client(
+        &url,
+        owner,
+        "tools/call",
+        json!({"name": "x86_write_memory", "arguments": {
+            "machine": machine, "address": psp * 16 + 0x100, "data": "EB FE"}}),
+    )
+    .await;
+
+    let started = std::time::Instant::now();
+    let created = tasks_client(
+        &url,
+        owner,
+        "tools/call",
+        json!({"name": "x86_run", "arguments": {"machine": machine, "max_instructions": 1u64 << 40}}),
+    )
+    .await;
+    let created = &created["result"];
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().expect("a task id").to_owned();
+
+    // Polled while it runs: working, with the run's progress.
+    let mut polled = Value::Null;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        polled =
+            tasks_client(&url, owner, "tasks/get", json!({"taskId": id})).await["result"].clone();
+        if polled["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("instructions"))
+        {
+            break;
+        }
+    }
+    assert_eq!(polled["status"], "working", "{polled}");
+    assert!(
+        polled["statusMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("instructions"),
+        "{polled}"
+    );
+    // Another client cannot see it.
+    let other = tasks_client(&url, "someone-else", "tasks/get", json!({"taskId": id})).await;
+    assert!(other["error"].is_object(), "{other}");
+
+    let ack = tasks_client(&url, owner, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(ack["error"].is_null(), "{ack}");
+    let mut settled = Value::Null;
+    for _ in 0..100 {
+        settled =
+            tasks_client(&url, owner, "tasks/get", json!({"taskId": id})).await["result"].clone();
+        if settled["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(settled["status"], "cancelled", "{settled}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the run stopped when cancelled, not at its 10 s limit: {:?}",
+        started.elapsed()
+    );
+
+    // The machine kept its state: a plain call runs on from there.
+    let resumed = tasks_client(
+        &url,
+        owner,
+        "tools/call",
+        json!({"name": "x86_step", "arguments": {"machine": machine}}),
+    )
+    .await;
+    let text = resumed["result"].to_string();
+    assert!(resumed["error"].is_null(), "{text}");
+    assert!(text.contains("JMP") || text.contains("jmp"), "{text}");
+}

@@ -124,7 +124,7 @@ impl<'a> FromJson<'a> {
                 .or_else(|| obj.get(&snake))
                 .or_else(|| obj.get(*name))
                 .unwrap_or(&Value::Null);
-            let field_path = join(path, &jname);
+            let field_path = join(path, jname);
             let val = match resolve_alias(self.resolve, ty) {
                 Err(TypeDefKind::Option(inner)) => {
                     if value.is_null() {

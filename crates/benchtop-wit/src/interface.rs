@@ -149,6 +149,18 @@ pub struct ToolDef {
     /// function cannot work without; a 2026-07-28 client that did not
     /// declare one is refused (-32021) before the plugin runs.
     pub requires: Vec<String>,
+    /// `@task` (or `@task required`): the tool may run as a task of MCP's
+    /// tasks extension (SEP-2663), outliving the request that started it.
+    pub task: Option<TaskSupport>,
+}
+
+/// How a tool runs as a task (`@task`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// As a task for a client that takes tasks, else within its request.
+    Optional,
+    /// Only as a task: a client that takes none is refused (-32021).
+    Required,
 }
 
 /// The client capabilities a function may `@requires`.
@@ -519,6 +531,15 @@ fn tool_def(
             }
         }
     }
+    let task = match tagged.arg("task") {
+        None => None,
+        Some(_) if role != Role::Tool => {
+            bail!("`{name}`: @task is for tools (a prompt or resource answers within its request)")
+        }
+        Some("") | Some("optional") => Some(TaskSupport::Optional),
+        Some("required") => Some(TaskSupport::Required),
+        Some(other) => bail!("`{name}`: @task takes nothing or `required`, not `{other}`"),
+    };
     Ok(ToolDef {
         role,
         name,
@@ -534,6 +555,7 @@ fn tool_def(
         output_schema,
         view,
         requires,
+        task,
     })
 }
 
@@ -903,6 +925,25 @@ mod tests {
             let e = format!("{:#}", with_record(fields).unwrap_err());
             assert!(e.contains(why), "{fields}: {e}");
         }
+    }
+
+    #[test]
+    fn a_tool_says_whether_it_runs_as_a_task() {
+        assert_eq!(
+            def("Runs.\n@task", "func() -> string").unwrap().task,
+            Some(TaskSupport::Optional)
+        );
+        assert_eq!(
+            def("Runs.\n@task required", "func() -> string")
+                .unwrap()
+                .task,
+            Some(TaskSupport::Required)
+        );
+        assert_eq!(def("Runs.", "func() -> string").unwrap().task, None);
+        let e = def("Runs.\n@task always", "func() -> string").unwrap_err();
+        assert!(format!("{e:#}").contains("`required`"), "{e:#}");
+        let e = def("P.\n@prompt\n@task", "func() -> string").unwrap_err();
+        assert!(format!("{e:#}").contains("for tools"), "{e:#}");
     }
 
     #[test]

@@ -66,14 +66,32 @@ pub async fn call_plugin(
     args: &Map<String, Value>,
     ctx: CallContext,
 ) -> CallToolResult {
+    run_plugin(plugin, index, args, ctx)
+        .await
+        .unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
+}
+
+/// Like [`call_plugin`], telling the plugin's failure (it trapped or
+/// cannot start) apart from a result: a task reports it as `failed`.
+/// Arguments that do not fit are a result, as in [`call_plugin`].
+pub async fn run_plugin(
+    plugin: &Plugin,
+    index: usize,
+    args: &Map<String, Value>,
+    ctx: CallContext,
+) -> Result<CallToolResult, CallError> {
     let outcome = match arguments(plugin, index, args) {
         Ok(params) => plugin.call(index, &params, ctx).await,
-        Err(e) => Err(CallError::from(e)),
+        Err(e) => {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                CallError::from(e).to_string(),
+            )]));
+        }
     };
-    match outcome {
-        Ok(value) => to_call_result(&plugin.interface.tools[index].output, value),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-    }
+    Ok(to_call_result(
+        &plugin.interface.tools[index].output,
+        outcome?,
+    ))
 }
 
 /// Converts JSON arguments to the parameters of `plugin`'s tool `index`,

@@ -435,7 +435,14 @@ impl ServerHandler for Server {
             "mimeTypes".into(),
             serde_json::json!([crate::wit::interface::VIEW_MIME]),
         );
-        capabilities.extensions = Some([("io.modelcontextprotocol/ui".to_owned(), ui)].into());
+        capabilities.extensions = Some(
+            [
+                ("io.modelcontextprotocol/ui".to_owned(), ui),
+                // Tools tagged @task run as tasks (`tasks.rs`).
+                (TASKS_EXTENSION_ID.to_owned(), serde_json::Map::new()),
+            ]
+            .into(),
+        );
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("benchtop", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -571,6 +578,35 @@ impl ServerHandler for Server {
             )
             .await;
         Ok(())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = caller_of(&context.extensions, &self.anonymous);
+        crate::mcp::tasks::tasks()
+            .get(&request.task_id, &caller)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = caller_of(&context.extensions, &self.anonymous);
+        crate::mcp::tasks::tasks().update(&request.task_id, &caller, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = caller_of(&context.extensions, &self.anonymous);
+        crate::mcp::tasks::tasks().cancel(&request.task_id, &caller)
     }
 
     async fn set_level(
@@ -760,7 +796,25 @@ impl ServerHandler for Server {
         // change the plugin it runs in.
         let catalog = self.registry.snapshot();
         if let Some((plugin, index)) = catalog.lookup(&request.name) {
-            undeclared(&context, &plugin.interface.tools[index].requires)?;
+            let def = &plugin.interface.tools[index];
+            undeclared(&context, &def.requires)?;
+            if let Some(support) = def.task {
+                let takes_tasks = context
+                    .client_capabilities()
+                    .is_some_and(|c| c.supports_tasks());
+                if takes_tasks {
+                    let caller = caller_of(&context.extensions, &self.anonymous);
+                    let anonymous = caller == self.anonymous;
+                    let task =
+                        crate::mcp::tasks::tasks().start(plugin, index, args, caller, anonymous)?;
+                    return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+                }
+                if support == crate::wit::interface::TaskSupport::Required {
+                    return Err(ErrorData::missing_required_client_capability(
+                        ClientCapabilities::builder().enable_tasks().build(),
+                    ));
+                }
+            }
         }
         let result = call_tool(&catalog, &request.name, &args, ctx).await;
         drop(catalog);

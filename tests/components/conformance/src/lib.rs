@@ -102,6 +102,46 @@ impl fixtures::Guest for Fixtures {
         format!("routed by region {}", args.region)
     }
 
+    fn greet(name: String) -> String {
+        format!("Hello, {name}!")
+    }
+
+    fn slow_compute(seconds: u32, label: Option<String>) -> Result<String, String> {
+        let label = label.unwrap_or_else(|| "run".into());
+        let steps = seconds * 10;
+        for step in 0..steps {
+            if progress::cancelled() {
+                return Ok(format!("{label}: stopped after {} ms", step * 100));
+            }
+            progress::report(u64::from(step), u64::from(steps), &label);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(format!("{label}: computed for {seconds} s"))
+    }
+
+    fn failing_job() -> Result<String, String> {
+        std::thread::sleep(Duration::from_secs(1));
+        Err("the job failed, as it always does".into())
+    }
+
+    fn protocol_error_job() -> String {
+        panic!("protocol_error_job crashes on purpose")
+    }
+
+    fn confirm_delete(filename: String) -> Result<String, String> {
+        use benchtop::host::elicit::{self, Answer};
+        let form = r#"{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}"#;
+        match elicit::ask_keyed("confirm_delete", &format!("Delete {filename}?"), form) {
+            Answer::Accepted(json) => Ok(format!(
+                "{filename}: confirmed={}",
+                field_of_bool(&json, "confirm")
+            )),
+            Answer::Declined => Ok(format!("{filename}: kept (declined)")),
+            Answer::Cancelled => Ok(format!("{filename}: kept (cancelled)")),
+            Answer::Unsupported => Err("the client cannot ask its user".into()),
+        }
+    }
+
     fn test_logging_tool() -> String {
         log::write(log::Level::Info, "test_logging_tool ran");
         "logged one message".into()
@@ -282,6 +322,11 @@ fn roots(key: &str) -> Result<Option<String>, String> {
         Listing::Pending => Ok(None),
         Listing::Unsupported(why) => Err(format!("the client's roots cannot be listed: {why}")),
     }
+}
+
+/// The boolean value of `field` in a JSON object (false when it has none).
+fn field_of_bool(json: &str, field: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v[field] == true)
 }
 
 /// The string value of `field` in a JSON object ("" when it has none).

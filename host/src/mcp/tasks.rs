@@ -1,0 +1,260 @@
+//! Tool calls as tasks: MCP's tasks extension (SEP-2663,
+//! `io.modelcontextprotocol/tasks`).
+//!
+//! A tool tagged `@task` in its WIT runs as a task for a client that
+//! declared the extension: `tools/call` answers at once with the task's id,
+//! the call runs on in the background, and the client polls `tasks/get`
+//! (status, the progress the plugin reports as the status message, and the
+//! result once done), answers the plugin's questions with `tasks/update`,
+//! and stops it with `tasks/cancel`. So a long emulator run or a query over
+//! a large folder outlives the request (and the connection) that started
+//! it, though not the server. rmcp's [`TaskManager`] keeps the lifecycle;
+//! this file links it to the plugin call: the call's cancellation, its
+//! progress and its questions (elicitation, sampling, roots) go through the
+//! task.
+//!
+//! A task belongs to the client that started it (by caller id); another
+//! client asking for it is told it does not exist. A caller that cannot be
+//! recognised again (an anonymous 2026-07-28 client) holds its task by the
+//! id alone, an unguessable UUID. At most [`MAX_LIVE`] tasks run at once,
+//! and each is forgotten [`TTL_MS`] after it started.
+
+#![allow(deprecated)] // Sampling and roots: deprecated in 2026-07-28, still offered.
+
+use crate::mcp::call::run_plugin;
+use crate::runtime::context::{
+    CallContext, ClientReply, ClientRequest, Elicited, Elicitor, ProgressSink, Question, Requester,
+};
+use crate::runtime::plugin::Plugin;
+use rmcp::ErrorData;
+use rmcp::model::{
+    CreateMessageRequest, DetailedTask, ElicitRequest, InputRequest, ListRootsRequest, Task,
+};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio_util::sync::CancellationToken;
+
+/// Tasks running or finished and not yet forgotten, server-wide.
+const MAX_LIVE: usize = 64;
+/// How long a task is kept after it started (its result too): 30 minutes.
+const TTL_MS: u64 = 30 * 60 * 1000;
+/// How often a client is asked to poll.
+const POLL_MS: u64 = 500;
+
+/// The server's tasks: rmcp's manager and who owns each.
+#[derive(Default)]
+pub struct Tasks {
+    manager: TaskManager,
+    /// Task id → the caller id that started it (none: anyone with the id).
+    owners: Mutex<HashMap<String, Option<Arc<str>>>>,
+}
+
+/// The one set of tasks of this process: every request handler (one per
+/// HTTP request for a client without a session) sees the same tasks.
+pub fn tasks() -> &'static Tasks {
+    static TASKS: OnceLock<Tasks> = OnceLock::new();
+    TASKS.get_or_init(Tasks::default)
+}
+
+impl Tasks {
+    /// Starts tool `index` of `plugin` with `args` as a task of `caller`
+    /// (`anonymous` when the caller cannot be recognised again): the seed
+    /// state to answer `tools/call` with.
+    pub fn start(
+        &self,
+        plugin: Arc<Plugin>,
+        index: usize,
+        args: Map<String, Value>,
+        caller: Arc<str>,
+        anonymous: bool,
+    ) -> Result<Task, ErrorData> {
+        let live = self.manager.running_task_count();
+        if live >= MAX_LIVE {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "{live} tasks are running, the most this server runs at once; wait for one to finish or cancel one (tasks/cancel)"
+                ),
+                None,
+            ));
+        }
+        let owner = (!anonymous).then(|| caller.clone());
+        let options = TaskOptions::new()
+            .with_ttl_ms(TTL_MS)
+            .with_poll_interval_ms(POLL_MS);
+        let task = self.manager.spawn(options, move |task| {
+            Box::pin(async move {
+                let cancel = CancellationToken::new();
+                let ctx = CallContext {
+                    cancel: cancel.clone(),
+                    progress: Some(progress(&task)),
+                    caller,
+                    elicit: Some(elicitor(&task)),
+                    request: Some(requester(&task)),
+                };
+                // tasks/cancel stops the call as a cancelled request would:
+                // the plugin sees `progress.cancelled()` and ends with its
+                // state kept.
+                let watch = {
+                    let task = task.clone();
+                    let cancel = cancel.clone();
+                    tokio::spawn(async move {
+                        task.cancelled().await;
+                        cancel.cancel();
+                    })
+                };
+                let outcome = run_plugin(&plugin, index, &args, ctx).await;
+                watch.abort();
+                if task.is_cancel_requested() {
+                    return Err(TaskExit::Cancelled);
+                }
+                outcome.map_err(|e| TaskExit::Error(ErrorData::internal_error(e.to_string(), None)))
+            })
+        });
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners.insert(task.task_id.clone(), owner);
+        // Forget the owners of tasks the manager has forgotten.
+        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        Ok(task)
+    }
+
+    /// `tasks/get` for `caller`.
+    pub fn get(&self, id: &str, caller: &str) -> Result<DetailedTask, ErrorData> {
+        self.check_owner(id, caller)?;
+        self.manager.get_task(id)
+    }
+
+    /// `tasks/update` for `caller`: answers to the task's questions.
+    pub fn update(
+        &self,
+        id: &str,
+        caller: &str,
+        responses: impl IntoIterator<Item = (String, Value)>,
+    ) -> Result<(), ErrorData> {
+        self.check_owner(id, caller)?;
+        self.manager.update_task(id, responses)
+    }
+
+    /// `tasks/cancel` for `caller`.
+    pub fn cancel(&self, id: &str, caller: &str) -> Result<(), ErrorData> {
+        self.check_owner(id, caller)?;
+        self.manager.cancel_task(id)
+    }
+
+    /// Another client's task is answered as an unknown one (as the
+    /// manager answers an id it never made).
+    fn check_owner(&self, id: &str, caller: &str) -> Result<(), ErrorData> {
+        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        match owners.get(id) {
+            Some(Some(owner)) if &**owner != caller => Err(ErrorData::invalid_params(
+                format!(
+                    "no task {} (tasks belong to the client that started them)",
+                    crate::wit::names::clip(id)
+                ),
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Progress reports as the task's status message (`3/10: running`).
+fn progress(task: &TaskContext) -> ProgressSink {
+    let task = task.clone();
+    Arc::new(move |done, total, message: String| {
+        let mut status = if total > 0 {
+            format!("{done}/{total}")
+        } else {
+            format!("{done}")
+        };
+        if !message.is_empty() {
+            status = format!("{status}: {message}");
+        }
+        task.set_status_message(status);
+    })
+}
+
+/// The keys a task's input requests are made under: a plugin's own key the
+/// first time, numbered after (the extension wants each key once per task).
+fn key_for(used: &Mutex<HashSet<String>>, wanted: Option<String>) -> String {
+    let mut used = used.lock().unwrap_or_else(|e| e.into_inner());
+    let base = wanted.unwrap_or_else(|| format!("q{}", used.len()));
+    let mut key = base.clone();
+    let mut n = 1;
+    while !used.insert(key.clone()) {
+        n += 1;
+        key = format!("{base}-{n}");
+    }
+    key
+}
+
+/// Questions for the user asked inside the task: the task reports
+/// `input_required` until `tasks/update` answers.
+fn elicitor(task: &TaskContext) -> Elicitor {
+    let task = task.clone();
+    let used = Arc::new(Mutex::new(HashSet::new()));
+    Arc::new(
+        move |Question {
+                  key,
+                  message,
+                  schema,
+              }: Question| {
+            let task = task.clone();
+            let key = key_for(&used, key);
+            Box::pin(async move {
+                let params = match crate::mcp::rounds::form_request(message, schema) {
+                    Ok(params) => params,
+                    Err(unsupported) => return unsupported,
+                };
+                let request = InputRequest::Elicitation(ElicitRequest::new(params));
+                match task.request_input(key, request).await {
+                    Ok(answer) => match serde_json::from_value(answer) {
+                        Ok(result) => crate::mcp::rounds::answer_of(result),
+                        Err(e) => Elicited::Unsupported(format!(
+                            "the answer is not an elicitation result: {e}"
+                        )),
+                    },
+                    Err(_) => Elicited::Cancelled,
+                }
+            })
+        },
+    )
+}
+
+/// The client's model and roots asked inside the task, as questions are.
+fn requester(task: &TaskContext) -> Requester {
+    let task = task.clone();
+    let used = Arc::new(Mutex::new(HashSet::new()));
+    Arc::new(move |key: String, request: ClientRequest| {
+        let task = task.clone();
+        let key = key_for(&used, Some(key));
+        Box::pin(async move {
+            let sampling = matches!(request, ClientRequest::Sample { .. });
+            let input = match request {
+                ClientRequest::Sample {
+                    messages,
+                    system_prompt,
+                    max_tokens,
+                } => InputRequest::CreateMessage(CreateMessageRequest::new(
+                    crate::mcp::rounds::sampling_params(messages, system_prompt, max_tokens),
+                )),
+                ClientRequest::Roots => InputRequest::ListRoots(ListRootsRequest {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                }),
+            };
+            let Ok(answer) = task.request_input(key, input).await else {
+                return ClientReply::Unsupported("the task was cancelled".into());
+            };
+            let garbled = |e: serde_json::Error| {
+                ClientReply::Unsupported(format!("the answer does not read: {e}"))
+            };
+            if sampling {
+                serde_json::from_value(answer).map_or_else(garbled, crate::mcp::rounds::sampled)
+            } else {
+                serde_json::from_value(answer).map_or_else(garbled, crate::mcp::rounds::rooted)
+            }
+        })
+    })
+}
