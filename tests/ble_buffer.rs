@@ -622,7 +622,14 @@ async fn the_live_buffer_is_a_subscribable_rate_limited_resource() {
 
     let resources = client.list_all_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["ble://buffer", "ble://connection"]);
+    assert_eq!(
+        uris,
+        [
+            "ble://buffer",
+            "ble://connection",
+            "skill://ble-sniffing/SKILL.md"
+        ]
+    );
     let templates = client.list_all_resource_templates().await.unwrap();
     let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
     assert_eq!(templates, ["ble://buffer/{since}"]);

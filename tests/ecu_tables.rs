@@ -1460,13 +1460,23 @@ mod offers {
     #[tokio::test]
     async fn tables_are_resources_read_like_the_tools() {
         let e = Ecu::sample(None).await;
-        assert!(
-            e.server
-                .client
-                .list_all_resources()
-                .await
-                .unwrap()
-                .is_empty()
+        // Fixed resources are the plugin's skills alone; tables are
+        // templates.
+        let fixed: Vec<String> = e
+            .server
+            .client
+            .list_all_resources()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.uri.clone())
+            .collect();
+        assert_eq!(
+            fixed,
+            [
+                "skill://ecu-tuning/SKILL.md",
+                "skill://knock-diagnosis/SKILL.md"
+            ]
         );
         let mut templates: Vec<String> = e
             .server

@@ -450,3 +450,104 @@ async fn prompts_and_resources_swap_with_their_plugin_and_never_share_a_uri() {
     assert!(!s.tools().await.iter().any(|t| t.name == "two_hello"));
     s.stop().await;
 }
+
+/// The `skill://` URIs a server lists in skills/list.
+async fn skill_uris(s: &Server) -> Vec<String> {
+    s.client
+        .list_all_skills()
+        .await
+        .expect("skills/list")
+        .into_iter()
+        .map(|skill| skill.uri)
+        .collect()
+}
+
+/// Issue 34 (SEP-2640): the first-party plugins serve their playbooks as
+/// skills. skills/list names each with its frontmatter and a manifest of
+/// its files (the digest is of the very bytes resources/read returns);
+/// skills/get answers one and refuses a URI that is none; and a skill
+/// comes and goes with its plugin, as its tools do.
+#[tokio::test]
+async fn plugins_serve_skills_that_come_and_go_with_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "ecu_tables.wasm",
+        "log_query.wasm",
+        "cp1600.wasm",
+        "x86_inspect.wasm",
+        "ble_buffer.wasm",
+    ] {
+        install(&e2e::plugins().join(file), &dir.path().join(file));
+    }
+    let s = Server::start(&["--plugins", dir.path().to_str().unwrap()]).await;
+    assert_eq!(
+        skill_uris(&s).await,
+        [
+            "skill://ble-sniffing/SKILL.md",
+            "skill://cp1600-debugging/SKILL.md",
+            "skill://dos-debugging/SKILL.md",
+            "skill://ecu-tuning/SKILL.md",
+            "skill://knock-diagnosis/SKILL.md",
+            "skill://log-investigation/SKILL.md",
+        ]
+    );
+    let uri = "skill://knock-diagnosis/SKILL.md";
+    let skill = s
+        .client
+        .get_skill(rmcp::model::GetSkillRequestParams::new(uri))
+        .await
+        .expect("skills/get")
+        .skill;
+    assert_eq!(skill.frontmatter.name, "knock-diagnosis");
+    assert!(
+        skill.frontmatter.description.contains("knock"),
+        "{:?}",
+        skill.frontmatter
+    );
+    assert_eq!(skill.frontmatter.extra["metadata"]["author"], "benchtop");
+    let file =
+        std::fs::read(e2e::repo().join("plugins/ecu-tables/skills/knock-diagnosis/SKILL.md"))
+            .unwrap();
+    let manifest = serde_json::to_value(&skill.resources).unwrap();
+    let digest = {
+        use sha2::Digest;
+        let hash = sha2::Sha256::digest(&file);
+        format!(
+            "sha256:{}",
+            hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    };
+    assert_eq!(
+        manifest,
+        json!([{"uri": uri, "digest": digest, "size": file.len()}])
+    );
+    let read = s
+        .client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
+        .await
+        .expect("the skill's file reads");
+    assert!(
+        serde_json::to_string(&read)
+            .unwrap()
+            .contains("propose_patch")
+    );
+    let err = s
+        .client
+        .get_skill(rmcp::model::GetSkillRequestParams::new(
+            "skill://nothing/SKILL.md",
+        ))
+        .await
+        .expect_err("no such skill");
+    assert!(err.to_string().contains("skills/list shows"), "{err}");
+
+    std::fs::remove_file(dir.path().join("ble_buffer.wasm")).unwrap();
+    wait_for("ble-sniffing to go", async || {
+        !skill_uris(&s)
+            .await
+            .iter()
+            .any(|u| u.contains("ble-sniffing"))
+    })
+    .await;
+    assert_eq!(skill_uris(&s).await.len(), 5);
+    s.stop().await;
+}

@@ -24,6 +24,11 @@ pub struct UriTemplate {
 /// that a view's namespace is its authority too.
 pub const VIEW_SCHEME: &str = "ui";
 
+/// The scheme of skills (MCP's skills extension), which every plugin's
+/// skills share as views do: a skill's namespace is its authority too, the
+/// first segment of its path (`skill://knock-diagnosis/`).
+pub const SKILL_SCHEME: &str = "skill";
+
 /// Whose a URI is: its scheme (`cp1600:`), and for a view (`ui://`, which
 /// all views share) its authority too (`ui://benchtop/`). Both are compared
 /// without case and percent-decoded, as RFC 3986 says they mean the same,
@@ -42,9 +47,15 @@ impl Namespace {
         self.authority.as_deref().unwrap_or(&self.scheme)
     }
 
-    /// Whether it is a view namespace (`ui://NAME/`).
+    /// Whether it is a namespace of a scheme plugins share, named by its
+    /// authority too (`ui://NAME/`, `skill://NAME/`).
     pub fn is_view(&self) -> bool {
         self.authority.is_some()
+    }
+
+    /// The scheme, e.g. `ui` or `cp1600`.
+    pub fn scheme(&self) -> &str {
+        &self.scheme
     }
 }
 
@@ -85,7 +96,7 @@ pub enum TemplateError {
     /// A view whose authority is missing, not literal, or not a plain word:
     /// the authority says whose view it is, so it cannot vary.
     #[error(
-        "a view's URI is `ui://NAME/…` with NAME written out (letters, digits, `-`, `.`, `_`; no variable), since NAME says which plugin serves it"
+        "a view's URI is `ui://NAME/…` and a skill's `skill://NAME/…`, with NAME written out (letters, digits, `-`, `.`, `_`; no variable), since NAME says which plugin serves it"
     )]
     ViewNamespace,
 }
@@ -103,7 +114,7 @@ impl UriTemplate {
             return Err(TemplateError::NoScheme);
         }
         let scheme = scheme.to_ascii_lowercase();
-        let authority = match scheme == VIEW_SCHEME {
+        let authority = match scheme == VIEW_SCHEME || scheme == SKILL_SCHEME {
             true => Some(view_authority(&source[scheme_end + 1..])?),
             false => None,
         };
@@ -578,6 +589,11 @@ mod tests {
         assert_eq!(t("UI://Bench%74op/x").namespace(), view.namespace());
         assert_eq!(t("ui://kitchen").namespace().key(), "kitchen");
         assert_eq!(t("rom://{+rom}/tables").namespace().key(), "rom");
+        // Skills share their scheme as views do (issue 34).
+        let skill = t("skill://knock-diagnosis/SKILL.md");
+        assert_eq!(skill.namespace().to_string(), "skill://knock-diagnosis/");
+        assert_eq!(skill.namespace().key(), "knock-diagnosis");
+        assert!(UriTemplate::parse("skill://{name}/SKILL.md").is_err());
         for bad in [
             "ui://{x}/ecu-table",
             "ui://bench{x}/ecu-table",

@@ -419,6 +419,8 @@ impl FanOut {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
+            // Skills are served as `skill://` resources (`skills.rs`).
+            .enable_skills()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
@@ -435,14 +437,10 @@ impl ServerHandler for Server {
             "mimeTypes".into(),
             serde_json::json!([crate::wit::interface::VIEW_MIME]),
         );
-        capabilities.extensions = Some(
-            [
-                ("io.modelcontextprotocol/ui".to_owned(), ui),
-                // Tools tagged @task run as tasks (`tasks.rs`).
-                (TASKS_EXTENSION_ID.to_owned(), serde_json::Map::new()),
-            ]
-            .into(),
-        );
+        let extensions = capabilities.extensions.get_or_insert_with(Default::default);
+        extensions.insert("io.modelcontextprotocol/ui".to_owned(), ui);
+        // Tools tagged @task run as tasks (`tasks.rs`).
+        extensions.insert(TASKS_EXTENSION_ID.to_owned(), serde_json::Map::new());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("benchtop", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -578,6 +576,30 @@ impl ServerHandler for Server {
             )
             .await;
         Ok(())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let catalog = self.registry.snapshot();
+        let ctx = self.context(&context, None);
+        Ok(ListSkillsResult::with_all_items(
+            crate::mcp::skills::list(&catalog, &ctx).await,
+        ))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let catalog = self.registry.snapshot();
+        let ctx = self.context(&context, None);
+        crate::mcp::skills::get(&catalog, &request.uri, &ctx)
+            .await
+            .map(GetSkillResult::new)
     }
 
     async fn get_task(

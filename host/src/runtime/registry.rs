@@ -215,8 +215,9 @@ impl Catalog {
 
 /// Namespaces that belong to benchtop's first-party plugins whether or not
 /// they are loaded, so that no other plugin can serve their URIs even when
-/// they are absent: the views the first-party tools name (`ui://benchtop/`)
-/// and each domain plugin's scheme. Each pairs a [`Namespace`] as shown
+/// they are absent: the views the first-party tools name (`ui://benchtop/`),
+/// each domain plugin's scheme and the first-party skills. Each pairs a
+/// [`Namespace`] as shown
 /// with the plugin's name (its file stem, `_` as `-`).
 pub const RESERVED_NAMESPACES: &[(&str, &str)] = &[
     ("ui://benchtop/", "views"),
@@ -225,6 +226,13 @@ pub const RESERVED_NAMESPACES: &[(&str, &str)] = &[
     ("log:", "log-query"),
     ("rom:", "ecu-tables"),
     ("x86:", "x86-inspect"),
+    // The first-party skills (`plugins/*/skills/`).
+    ("skill://ble-sniffing/", "ble-buffer"),
+    ("skill://cp1600-debugging/", "cp1600"),
+    ("skill://dos-debugging/", "x86-inspect"),
+    ("skill://ecu-tuning/", "ecu-tables"),
+    ("skill://knock-diagnosis/", "ecu-tables"),
+    ("skill://log-investigation/", "log-query"),
 ];
 
 /// Who may serve URIs in a namespace.
@@ -500,7 +508,7 @@ fn admit<P: Offer>(plugins: &[P]) -> Vec<Option<Clash>> {
                     Ownership::Reserved(_) | Ownership::Shared => return None,
                 };
                 let suggestion = match ns.is_view() {
-                    true => format!("ui://{}/…", plugin.name()),
+                    true => format!("{}://{}/…", ns.scheme(), plugin.name()),
                     false => format!("{}://…", plugin.name()),
                 };
                 Some(Clash::Foreign {

@@ -335,6 +335,11 @@ fn link(s: &Service) -> wit::BridgeLink {
 }
 
 impl offers_wit::Guest for Component {
+    fn skill_ble_sniffing() -> String {
+        // A skill file, served as `skill://ble-sniffing/SKILL.md`.
+        include_str!("../skills/ble-sniffing/SKILL.md").into()
+    }
+
     fn buffer() -> String {
         fresh(|s| offers::buffer(s))
     }

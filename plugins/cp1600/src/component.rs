@@ -230,6 +230,11 @@ impl wit::Guest for Plugin {
 }
 
 impl exports::benchtop::cp1600::offers::Guest for Plugin {
+    fn skill_cp1600_debugging() -> String {
+        // A skill file, served as `skill://cp1600-debugging/SKILL.md`.
+        include_str!("../skills/cp1600-debugging/SKILL.md").into()
+    }
+
     fn session_state(session_id: String) -> Result<String, wit::ToolError> {
         on_sessions(|s| offers::state(s, &session_id))
     }

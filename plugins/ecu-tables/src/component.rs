@@ -304,6 +304,16 @@ impl wit::Guest for Component {
 }
 
 impl wit_offers::Guest for Component {
+    fn skill_ecu_tuning() -> String {
+        // A skill file, served as `skill://ecu-tuning/SKILL.md`.
+        include_str!("../skills/ecu-tuning/SKILL.md").into()
+    }
+
+    fn skill_knock_diagnosis() -> String {
+        // A skill file, served as `skill://knock-diagnosis/SKILL.md`.
+        include_str!("../skills/knock-diagnosis/SKILL.md").into()
+    }
+
     fn rom_tables(rom: String) -> Result<String, wit::ToolError> {
         with_explorer(|ex, cfg| offers::rom_tables(ex, cfg, &rom))
     }

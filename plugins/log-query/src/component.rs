@@ -76,6 +76,11 @@ impl tools::Guest for Component {
 }
 
 impl offers::Guest for Component {
+    fn skill_log_investigation() -> String {
+        // A skill file, served as `skill://log-investigation/SKILL.md`.
+        include_str!("../skills/log-investigation/SKILL.md").into()
+    }
+
     fn log_summary(file: String) -> Result<String, tools::ToolError> {
         let dir = logs_dir().map_err(to_wit)?;
         let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());

@@ -176,6 +176,11 @@ impl Guest for Plugin {
 export!(Plugin);
 
 impl exports::benchtop::x86_inspect::offers::Guest for Plugin {
+    fn skill_dos_debugging() -> String {
+        // A skill file, served as `skill://dos-debugging/SKILL.md`.
+        include_str!("../skills/dos-debugging/SKILL.md").into()
+    }
+
     fn machine_registers(machine: String) -> Result<String, ToolError> {
         with(|s| offers::registers(s, &machine))
     }
