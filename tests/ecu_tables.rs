@@ -1951,6 +1951,80 @@ async fn a_2026_client_confirms_a_patch_through_input_required_rounds() {
     client.cancel().await.unwrap();
 }
 
+/// Issue 34: for a client that takes MCP tasks, patch_table runs as a
+/// task, and its confirmation is the task's input request: the task waits
+/// in `input_required` writing nothing, `tasks/update` answers it, and the
+/// task completes with the patch written and the checksum kept.
+#[tokio::test]
+async fn a_patch_task_is_confirmed_through_tasks_update() {
+    use std::time::Duration;
+    let scene = PatchScene::new();
+    let rom = &scene.rom;
+    let before = std::fs::read(rom).unwrap();
+    // The scene's arguments start with the subcommand RawServer adds.
+    let args = scene.args(&[]);
+    let args: Vec<&str> = args.into_iter().skip_while(|a| *a == "serve").collect();
+    let mut raw = e2e::RawServer::start_declaring(
+        &args,
+        json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let wait = Duration::from_secs(30);
+    let params = serde_json::to_value(&scene.patch).unwrap();
+    let created = raw.request("tools/call", params, wait).await.unwrap();
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let get = async |raw: &mut e2e::RawServer| {
+        raw.request("tasks/get", json!({"taskId": id}), wait)
+            .await
+            .unwrap()["result"]
+            .clone()
+    };
+    let mut task = Value::Null;
+    for _ in 0..200 {
+        task = get(&mut raw).await;
+        if task["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(task["status"], "input_required", "{task}");
+    let question = &task["inputRequests"]["confirm_patch"];
+    assert_eq!(question["method"], "elicitation/create", "{task}");
+    assert!(
+        question.to_string().contains("Ignition Timing Base Map"),
+        "{question}"
+    );
+    assert_eq!(std::fs::read(rom).unwrap(), before, "nothing written yet");
+
+    let ack = raw
+        .request(
+            "tasks/update",
+            json!({"taskId": task["taskId"], "inputResponses": {
+                "confirm_patch": {"action": "accept", "content": {}}}}),
+            wait,
+        )
+        .await
+        .unwrap();
+    assert!(ack["error"].is_null(), "{ack}");
+    for _ in 0..200 {
+        task = get(&mut raw).await;
+        if task["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["result"]["isError"], false, "{task}");
+    assert!(
+        task["result"].to_string().contains("checksum_valid: true"),
+        "{task}"
+    );
+    let after = std::fs::read(rom).unwrap();
+    assert_ne!(after, before, "the patch is written");
+    assert!(mitsucan_valid(&after));
+}
+
 /// A CallTool request for `tool` with `args`.
 fn call_params(tool: &'static str, args: Value) -> rmcp::model::CallToolRequestParams {
     rmcp::model::CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone())

@@ -531,6 +531,14 @@ async fn plugins_serve_skills_that_come_and_go_with_them() {
             .unwrap()
             .contains("propose_patch")
     );
+    // The listed resource is named and described by the frontmatter.
+    let listed = s.client.list_all_resources().await.unwrap();
+    let entry = listed.iter().find(|r| r.uri == uri).expect("listed");
+    assert_eq!(entry.name, "knock-diagnosis");
+    assert_eq!(
+        entry.description.as_deref(),
+        Some(skill.frontmatter.description.as_str())
+    );
     let err = s
         .client
         .get_skill(rmcp::model::GetSkillRequestParams::new(

@@ -517,6 +517,12 @@ pub enum RawFailure {
 impl RawServer {
     /// Starts `benchtop serve ARGS…` and completes the initialize handshake.
     pub async fn start(args: &[&str]) -> RawServer {
+        Self::start_declaring(args, serde_json::json!({})).await
+    }
+
+    /// Like [`start`](Self::start), the client declaring `capabilities`
+    /// (elicitation, the tasks extension…) at initialize.
+    pub async fn start_declaring(args: &[&str], capabilities: Value) -> RawServer {
         let mut child = Command::new(bin())
             .arg("serve")
             .args(args)
@@ -552,7 +558,7 @@ impl RawServer {
                 "initialize",
                 serde_json::json!({
                     "protocolVersion": "2025-06-18",
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "raw-e2e", "version": "1"}
                 }),
                 std::time::Duration::from_secs(30),

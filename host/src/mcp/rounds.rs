@@ -86,6 +86,23 @@ pub struct Askable {
     pub roots: bool,
 }
 
+impl Askable {
+    /// What `declared` (a client's capabilities, if it sent any) says it
+    /// may be asked.
+    pub fn of(declared: Option<&rmcp::model::ClientCapabilities>) -> Self {
+        Self {
+            elicitation: declared.is_some_and(|c| c.elicitation.is_some()),
+            sampling: declared.is_some_and(|c| c.sampling.is_some()),
+            roots: declared.is_some_and(|c| c.roots.is_some()),
+        }
+    }
+
+    /// Whether anything may be asked at all.
+    pub fn any(self) -> bool {
+        self.elicitation || self.sampling || self.roots
+    }
+}
+
 /// The kinds of requests, as the digests of the questions asked name them:
 /// an answer is read as the kind of result its question asked for.
 const ELICIT: &str = "elicit:";

@@ -244,17 +244,8 @@ fn rounds_of(
     let modern = context
         .protocol_version()
         .is_some_and(|v| !v.has_initialize());
-    let askable = context
-        .client_capabilities()
-        .map(|c| crate::mcp::rounds::Askable {
-            elicitation: c.elicitation.is_some(),
-            sampling: c.sampling.is_some(),
-            roots: c.roots.is_some(),
-        });
-    let Some(askable) = askable.filter(|a| a.elicitation || a.sampling || a.roots) else {
-        return Ok(None);
-    };
-    if !modern {
+    let askable = crate::mcp::rounds::Askable::of(context.client_capabilities().as_ref());
+    if !(modern && askable.any()) {
         return Ok(None);
     }
     // An anonymous caller's id is new for every request, so its state is
@@ -691,10 +682,12 @@ impl ServerHandler for Server {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let catalog = self.registry.snapshot();
+        let ctx = self.context(&context, None);
         Ok(ListResourcesResult::with_all_items(
-            self.registry.snapshot().resources().to_vec(),
+            crate::mcp::skills::listed(&catalog, &ctx).await,
         ))
     }
 
@@ -821,14 +814,13 @@ impl ServerHandler for Server {
             let def = &plugin.interface.tools[index];
             undeclared(&context, &def.requires)?;
             if let Some(support) = def.task {
-                let takes_tasks = context
-                    .client_capabilities()
-                    .is_some_and(|c| c.supports_tasks());
-                if takes_tasks {
+                let declared = context.client_capabilities();
+                if declared.as_ref().is_some_and(|c| c.supports_tasks()) {
+                    let askable = crate::mcp::rounds::Askable::of(declared.as_ref());
                     let caller = caller_of(&context.extensions, &self.anonymous);
                     let anonymous = caller == self.anonymous;
-                    let task =
-                        crate::mcp::tasks::tasks().start(plugin, index, args, caller, anonymous)?;
+                    let task = crate::mcp::tasks::tasks()
+                        .start(plugin, index, args, caller, anonymous, askable)?;
                     return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
                 }
                 if support == crate::wit::interface::TaskSupport::Required {

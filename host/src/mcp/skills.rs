@@ -101,6 +101,63 @@ pub async fn get(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skil
     Ok(Skill::new(uri, frontmatter, SkillResources::Files(files)))
 }
 
+/// The catalogue's resources as `resources/list` shows them, each skill's
+/// `SKILL.md` named and described by its frontmatter (as the extension
+/// asks). Frontmatter is read once per loaded plugin instance, so a hot
+/// swap reads it again and a listing costs no plugin call after the first.
+pub async fn listed(catalog: &Catalog, ctx: &CallContext) -> Vec<rmcp::model::Resource> {
+    let mut resources = catalog.resources().to_vec();
+    for resource in &mut resources {
+        if !(resource.uri.starts_with(SCHEME) && resource.uri.ends_with(SKILL_FILE)) {
+            continue;
+        }
+        let Some((plugin, _, _)) = catalog.resource(&resource.uri) else {
+            continue;
+        };
+        let key = (
+            std::sync::Arc::as_ptr(&plugin) as usize,
+            resource.uri.clone(),
+        );
+        let known = frontmatters()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let frontmatter = match known {
+            Some(f) => f,
+            None => {
+                let read = contents(catalog, &resource.uri, ctx)
+                    .await
+                    .ok()
+                    .and_then(|b| parse_frontmatter(&String::from_utf8_lossy(&b)).ok());
+                let mut cache = frontmatters().lock().unwrap_or_else(|e| e.into_inner());
+                // Instances gone (hot swapped) leave their entries behind:
+                // bounded by dropping the lot now and then.
+                if cache.len() > 4 * MAX_SKILLS {
+                    cache.clear();
+                }
+                cache.insert(key, read.clone());
+                read
+            }
+        };
+        if let Some(f) = frontmatter {
+            resource.name = f.name;
+            resource.description = Some(f.description);
+        }
+    }
+    resources
+}
+
+/// Frontmatter read per (plugin instance, `SKILL.md` URI); none when it
+/// did not read.
+type FrontmatterCache =
+    std::sync::Mutex<std::collections::HashMap<(usize, String), Option<SkillFrontmatter>>>;
+
+fn frontmatters() -> &'static FrontmatterCache {
+    static CACHE: std::sync::OnceLock<FrontmatterCache> = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
 /// The `SKILL.md` URIs the catalogue lists, sorted.
 fn skill_uris(catalog: &Catalog) -> Vec<String> {
     let mut uris: Vec<String> = catalog

@@ -22,6 +22,7 @@
 #![allow(deprecated)] // Sampling and roots: deprecated in 2026-07-28, still offered.
 
 use crate::mcp::call::run_plugin;
+use crate::mcp::rounds::Askable;
 use crate::runtime::context::{
     CallContext, ClientReply, ClientRequest, Elicited, Elicitor, ProgressSink, Question, Requester,
 };
@@ -69,6 +70,7 @@ impl Tasks {
         args: Map<String, Value>,
         caller: Arc<str>,
         anonymous: bool,
+        askable: Askable,
     ) -> Result<Task, ErrorData> {
         let live = self.manager.running_task_count();
         if live >= MAX_LIVE {
@@ -90,8 +92,8 @@ impl Tasks {
                     cancel: cancel.clone(),
                     progress: Some(progress(&task)),
                     caller,
-                    elicit: Some(elicitor(&task)),
-                    request: Some(requester(&task)),
+                    elicit: askable.elicitation.then(|| elicitor(&task)),
+                    request: Some(requester(&task, askable)),
                 };
                 // tasks/cancel stops the call as a cancelled request would:
                 // the plugin sees `progress.cancelled()` and ends with its
@@ -222,14 +224,22 @@ fn elicitor(task: &TaskContext) -> Elicitor {
     )
 }
 
-/// The client's model and roots asked inside the task, as questions are.
-fn requester(task: &TaskContext) -> Requester {
+/// The client's model and roots asked inside the task, as questions are,
+/// each only if the client declared it can answer.
+fn requester(task: &TaskContext, askable: Askable) -> Requester {
     let task = task.clone();
     let used = Arc::new(Mutex::new(HashSet::new()));
     Arc::new(move |key: String, request: ClientRequest| {
         let task = task.clone();
         let key = key_for(&used, Some(key));
+        let declared = match request {
+            ClientRequest::Sample { .. } => askable.sampling,
+            ClientRequest::Roots => askable.roots,
+        };
         Box::pin(async move {
+            if !declared {
+                return ClientReply::Unsupported("the client did not declare it can answer".into());
+            }
             let sampling = matches!(request, ClientRequest::Sample { .. });
             let input = match request {
                 ClientRequest::Sample {
