@@ -29,6 +29,40 @@ impl bindings::benchtop::host::elicit::Host for PluginState {
         }
         self.question(Some(key), message, schema).await
     }
+
+    async fn ask_all(
+        &mut self,
+        questions: Vec<bindings::benchtop::host::elicit::Question>,
+    ) -> Vec<bindings::benchtop::host::elicit::Answer> {
+        use bindings::benchtop::host::elicit::Answer;
+        let mut asked = Vec::with_capacity(questions.len());
+        let mut answers = vec![Answer::Unsupported; questions.len()];
+        for (i, q) in questions.into_iter().enumerate() {
+            if let Err(why) = crate::wit::names::check_tool_name(&q.key) {
+                tracing::warn!(plugin = %self.plugin, "elicit.ask-all: {}; not asking", why.replace("tool name", "question key"));
+                continue;
+            }
+            match self.prepare(Some(q.key), q.message, q.schema) {
+                Ok(pending) => asked.push((i, pending)),
+                Err(answer) => answers[i] = answer,
+            }
+        }
+        // All at once: each is out with the client before any is answered.
+        let (places, pending): (Vec<usize>, Vec<_>) = asked.into_iter().unzip();
+        if let Some(got) = self
+            .waiting_for_client(futures::future::join_all(pending))
+            .await
+        {
+            for (i, elicited) in places.into_iter().zip(got) {
+                answers[i] = self.answer_of(Some(elicited));
+            }
+        } else {
+            for i in places {
+                answers[i] = Answer::Cancelled;
+            }
+        }
+        answers
+    }
 }
 
 impl PluginState {
@@ -56,13 +90,35 @@ impl PluginState {
         message: String,
         schema: String,
     ) -> bindings::benchtop::host::elicit::Answer {
-        use crate::runtime::context::{Elicited, Question};
+        match self.prepare(key, message, schema) {
+            Ok(pending) => {
+                let elicited = self.waiting_for_client(pending).await;
+                self.answer_of(elicited)
+            }
+            Err(answer) => answer,
+        }
+    }
+
+    /// The question put to the client, to be awaited; or the answer at
+    /// once when no one can be asked or the form is not JSON.
+    fn prepare(
+        &self,
+        key: Option<String>,
+        message: String,
+        schema: String,
+    ) -> Result<
+        std::pin::Pin<
+            Box<dyn std::future::Future<Output = crate::runtime::context::Elicited> + Send>,
+        >,
+        bindings::benchtop::host::elicit::Answer,
+    > {
+        use crate::runtime::context::Question;
         use bindings::benchtop::host::elicit::Answer;
         let Some(call) = &self.call else {
-            return Answer::Unsupported;
+            return Err(Answer::Unsupported);
         };
         let Some(elicit) = call.ctx.elicit.clone() else {
-            return Answer::Unsupported;
+            return Err(Answer::Unsupported);
         };
         let schema = if schema.trim().is_empty() {
             serde_json::json!({"type": "object", "properties": {}})
@@ -71,16 +127,25 @@ impl PluginState {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::warn!(plugin = %self.plugin, "elicit.ask: the schema is not JSON ({e}); not asking");
-                    return Answer::Unsupported;
+                    return Err(Answer::Unsupported);
                 }
             }
         };
-        let question = Question {
+        Ok(elicit(Question {
             key,
             message,
             schema,
-        };
-        match self.waiting_for_client(elicit(question)).await {
+        }))
+    }
+
+    /// What the plugin is told of a question's fate (none: it took too long).
+    fn answer_of(
+        &self,
+        elicited: Option<crate::runtime::context::Elicited>,
+    ) -> bindings::benchtop::host::elicit::Answer {
+        use crate::runtime::context::Elicited;
+        use bindings::benchtop::host::elicit::Answer;
+        match elicited {
             Some(Elicited::Accepted(v)) => Answer::Accepted(v.to_string()),
             Some(Elicited::Declined) => Answer::Declined,
             Some(Elicited::Cancelled) | None => Answer::Cancelled,

@@ -24,6 +24,7 @@ mod bindings {
                 imports: {
                     "benchtop:host/elicit.ask": async,
                     "benchtop:host/elicit.ask-keyed": async,
+                    "benchtop:host/elicit.ask-all": async,
                     "benchtop:host/sampling.create-message": async,
                     "benchtop:host/roots.list-roots": async,
                 },

@@ -142,6 +142,38 @@ impl fixtures::Guest for Fixtures {
         }
     }
 
+    fn multi_input() -> Result<String, String> {
+        use benchtop::host::elicit::{self, Answer, Question};
+        let form = |field: &str, kind: &str| {
+            format!(
+                r#"{{"type":"object","properties":{{"{field}":{{"type":"{kind}"}}}},"required":["{field}"]}}"#
+            )
+        };
+        let questions = [
+            Question {
+                key: "name".into(),
+                message: "What is your name?".into(),
+                schema: form("name", "string"),
+            },
+            Question {
+                key: "confirm".into(),
+                message: "Go ahead?".into(),
+                schema: form("confirm", "boolean"),
+            },
+        ];
+        let answers = elicit::ask_all(&questions);
+        let shown: Vec<String> = answers
+            .iter()
+            .map(|a| match a {
+                Answer::Accepted(json) => json.clone(),
+                Answer::Declined => "declined".into(),
+                Answer::Cancelled => "cancelled".into(),
+                Answer::Unsupported => "unsupported".into(),
+            })
+            .collect();
+        Ok(format!("answers: {}", shown.join("; ")))
+    }
+
     fn test_logging_tool() -> String {
         log::write(log::Level::Info, "test_logging_tool ran");
         "logged one message".into()
