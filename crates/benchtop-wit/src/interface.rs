@@ -839,7 +839,12 @@ mod tests {
     /// The tool definition of `f` in a one-function interface with `docs`.
     fn def(docs: &str, signature: &str) -> Result<ToolDef> {
         let docs: String = docs.lines().map(|l| format!("    /// {l}\n")).collect();
-        let wit = format!("package t:t;\ninterface i {{\n{docs}    f: {signature};\n}}\n");
+        tool_f(&format!("{docs}    f: {signature};"))
+    }
+
+    /// The tool definition of `f` in interface `i` whose body is `items`.
+    fn tool_f(items: &str) -> Result<ToolDef> {
+        let wit = format!("package t:t;\ninterface i {{\n{items}\n}}\n");
         let mut resolve = Resolve::default();
         let pkg = resolve.push_str("t.wit", &wit)?;
         let iface = resolve.packages[pkg].interfaces["i"];
@@ -878,14 +883,9 @@ mod tests {
 
     /// The tool `f(args: a)` where `a` is a record with `fields` (WIT).
     fn with_record(fields: &str) -> Result<ToolDef> {
-        let wit = format!(
-            "package t:t;\ninterface i {{\n    record inner {{ /// @header Deep\n deep: string }}\n    record a {{\n{fields}\n    }}\n    /// F.\n    f: func(args: a) -> string;\n}}\n"
-        );
-        let mut resolve = Resolve::default();
-        let pkg = resolve.push_str("t.wit", &wit)?;
-        let iface = resolve.packages[pkg].interfaces["i"];
-        let func = resolve.interfaces[iface].functions["f"].clone();
-        tool_def(&resolve, Some("t:t/i"), &func, &mut Vec::new())
+        tool_f(&format!(
+            "    record inner {{ /// @header Deep\n deep: string }}\n    record a {{\n{fields}\n    }}\n    /// F.\n    f: func(args: a) -> string;"
+        ))
     }
 
     /// SEP-2243: a field tagged `@header NAME` is mirrored into the
