@@ -47,8 +47,11 @@ impl Guest for Xdf {
         Ok(vec!["xdf".into()])
     }
 
-    fn claims(file_name: String, head: Vec<u8>) -> Result<bool, String> {
-        Ok(convert::claims(&file_name, &head))
+    fn claims(file_name: String, head: Blob) -> Result<bool, String> {
+        Ok(convert::claims(
+            &file_name,
+            &blobs::read(head, 0, u64::MAX)?,
+        ))
     }
 
     fn identify(file_name: String, contents: Blob) -> Result<Vec<Candidate>, String> {

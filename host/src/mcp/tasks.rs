@@ -16,8 +16,8 @@
 //! A task belongs to the client that started it (by caller id); another
 //! client asking for it is told it does not exist. A caller that cannot be
 //! recognised again (an anonymous 2026-07-28 client) holds its task by the
-//! id alone, an unguessable UUID. At most [`MAX_LIVE`] tasks run at once,
-//! and each is forgotten [`TTL_MS`] after it started.
+//! id alone, an unguessable UUID. At most [`MAX_LIVE`] tasks run at once
+//! and [`MAX_KEPT`] are kept; each is forgotten [`TTL_MS`] after it started.
 
 #![allow(deprecated)] // Sampling and roots: deprecated in 2026-07-28, still offered.
 
@@ -37,8 +37,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
 
-/// Tasks running or finished and not yet forgotten, server-wide.
+/// Tasks running at once, server-wide.
 const MAX_LIVE: usize = 64;
+/// Tasks kept at once, running or finished (with their results) and not
+/// yet forgotten, server-wide: what a client that starts task after task
+/// can make the server hold.
+const MAX_KEPT: usize = 256;
 /// How long a task is kept after it started (its result too): 30 minutes.
 const TTL_MS: u64 = 30 * 60 * 1000;
 /// How often a client is asked to poll.
@@ -72,6 +76,21 @@ impl Tasks {
         anonymous: bool,
         askable: Askable,
     ) -> Result<Task, ErrorData> {
+        {
+            let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+            // Forget the owners of tasks the manager has forgotten.
+            owners.retain(|id, _| self.manager.get_task(id).is_ok());
+            if owners.len() >= MAX_KEPT {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "{} tasks are kept (running, or finished within the last {} minutes), the most this server keeps; wait for older ones to be forgotten",
+                        owners.len(),
+                        TTL_MS / 60_000
+                    ),
+                    None,
+                ));
+            }
+        }
         let live = self.manager.running_task_count();
         if live >= MAX_LIVE {
             return Err(ErrorData::invalid_request(
@@ -114,10 +133,10 @@ impl Tasks {
                 outcome.map_err(|e| TaskExit::Error(ErrorData::internal_error(e.to_string(), None)))
             })
         });
-        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        owners.insert(task.task_id.clone(), owner);
-        // Forget the owners of tasks the manager has forgotten.
-        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        self.owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(task.task_id.clone(), owner);
         Ok(task)
     }
 

@@ -30,7 +30,8 @@ impl Guest for RomRaider {
         Ok(vec!["xml".into()])
     }
 
-    fn claims(_file_name: String, head: Vec<u8>) -> Result<bool, String> {
+    fn claims(_file_name: String, head: Blob) -> Result<bool, String> {
+        let head = blobs::read(head, 0, u64::MAX)?;
         Ok(crate::document::is_romraider(&String::from_utf8_lossy(
             &head,
         )))

@@ -119,7 +119,10 @@ impl Family for PeerFamily {
     }
 
     fn claims(&self, path: &Path, head: &[u8]) -> bool {
-        route(&self.plugin).is_ok() && wit::claims(&file_name(path), head).unwrap_or(false)
+        route(&self.plugin).is_ok()
+            && Kept::new(head)
+                .and_then(|head| wit::claims(&file_name(path), head.0))
+                .unwrap_or(false)
     }
 
     fn recognize(

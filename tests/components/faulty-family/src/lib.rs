@@ -34,7 +34,7 @@ impl Guest for Faulty {
         Ok(vec!["faulty".into()])
     }
 
-    fn claims(_file_name: String, _head: Vec<u8>) -> Result<bool, String> {
+    fn claims(_file_name: String, _head: Blob) -> Result<bool, String> {
         Ok(true)
     }
 
