@@ -237,22 +237,41 @@ async fn x86_machines_belong_to_the_client_that_loaded_them() {
 /// A `tools/call` in MCP 2026-07-28's form over raw HTTP, with `headers`
 /// besides: the HTTP status and the body.
 async fn call_2026(url: &str, headers: &[(&str, &str)], tool: &str, args: Value) -> (u16, String) {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 9, "method": "tools/call",
-        "params": {"name": tool, "arguments": args, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
-        }}
-    })
-    .to_string();
+    let params = json!({"name": tool, "arguments": args});
+    rpc_2026(url, headers, "tools/call", params, json!({})).await
+}
+
+/// A request `method` in MCP 2026-07-28's form over raw HTTP, from a client
+/// declaring `capabilities`, with `headers` besides the standard ones
+/// (`Mcp-Name` from the params' `name` or `taskId`): the HTTP status and
+/// the body.
+async fn rpc_2026(
+    url: &str,
+    headers: &[(&str, &str)],
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> (u16, String) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    });
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string();
     let mut all = vec![
         ("Accept", "application/json, text/event-stream"),
         ("Content-Type", "application/json"),
         ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", tool),
+        ("Mcp-Method", method),
     ];
+    if !name.is_empty() {
+        all.push(("Mcp-Name", &name));
+    }
     all.extend_from_slice(headers);
     let (status, _, answer) = e2e::hardening::http(url, "POST", &all, &body).await;
     (status, answer)
@@ -377,38 +396,16 @@ async fn session_ids_travel_in_routing_headers() {
 /// A JSON-RPC request in MCP 2026-07-28's form over raw HTTP, from a client
 /// that takes tasks (`io.modelcontextprotocol/tasks`), as `owner`: the
 /// JSON-RPC message answered.
-async fn tasks_client(url: &str, owner: &str, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}}
-        },
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
-    });
-    // Mcp-Name carries the tool's name, or the task's id.
-    let name = params["name"]
-        .as_str()
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
-    let mut headers = vec![
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-        ("benchtop-owner", owner),
-    ];
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", &name));
-    }
+async fn tasks_client(url: &str, owner: &str, method: &str, params: Value) -> Value {
     let machine = params["arguments"]["machine"]
         .as_u64()
         .map(|m| m.to_string());
+    let mut headers = vec![("benchtop-owner", owner)];
     if let Some(m) = &machine {
         headers.push(("Mcp-Param-Machine", m));
     }
-    let (status, _, answer) = e2e::hardening::http(url, "POST", &headers, &body).await;
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (status, answer) = rpc_2026(url, &headers, method, params, tasks).await;
     assert_eq!(status, 200, "{method}: {answer}");
     rpc_body(&answer)
 }

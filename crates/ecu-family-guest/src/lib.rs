@@ -13,8 +13,8 @@
 //! family crate, and no two families copy the conversion.
 
 use ecu_model::checksum::Module;
-use ecu_model::definition::{Axis, AxisSource, Definition, RomId, Table, parse_hex};
-use ecu_model::scaling::{Endian, Kind, Scaling, Storage, parse_hex_bytes};
+use ecu_model::definition::{Axis, AxisSource, Definition, RomId, Table};
+use ecu_model::scaling::{Endian, Kind, Scaling, Storage};
 
 /// Types and traits generated from `wit/ecu-family` (the `family-plugin`
 /// world), and the `export!` macro a family crate exports itself with.
@@ -37,16 +37,10 @@ use bindings::exports::benchtop::ecu_family::family as wit;
 /// images; a romid without both is a base, which no image is.
 pub fn candidate(romid: &RomId, includes: Vec<String>) -> Option<wit::Candidate> {
     let title = romid.xmlid.clone().filter(|x| !x.trim().is_empty())?;
-    let address = romid.internal_id_address.as_deref().and_then(parse_hex);
-    let bytes = match (&romid.internal_id_hex, &romid.internal_id_string) {
-        (Some(hex), _) => parse_hex_bytes(hex),
-        (None, Some(text)) => Some(text.as_bytes().to_vec()),
-        (None, None) => None,
-    };
-    let id = match (address, bytes) {
-        (Some(offset), Some(bytes)) if !bytes.is_empty() => wit::ImageId::Bytes(wit::IdBytes {
-            offset: u64::from(offset),
-            bytes,
+    let id = match romid.internal_id() {
+        Some(id) if !id.bytes.is_empty() => wit::ImageId::Bytes(wit::IdBytes {
+            offset: u64::from(id.address),
+            bytes: id.bytes,
         }),
         _ => wit::ImageId::None,
     };

@@ -31,6 +31,33 @@ impl RomId {
             .map(String::as_str)
             .filter(|s| !s.is_empty())
     }
+
+    /// Where images of this definition carry its id and what they hold
+    /// there: the internal id address, and the internal id in hex, else as
+    /// text. None for a base that others include, which no image is.
+    pub fn internal_id(&self) -> Option<InternalId> {
+        let address = parse_hex(self.internal_id_address.as_deref()?)?;
+        let (bytes, text) = match &self.internal_id_hex {
+            Some(hex) => (crate::scaling::parse_hex_bytes(hex)?, false),
+            None => (self.internal_id_string.as_ref()?.as_bytes().to_vec(), true),
+        };
+        Some(InternalId {
+            address,
+            bytes,
+            text,
+        })
+    }
+}
+
+/// An image's internal id as a definition expects it ([`RomId::internal_id`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InternalId {
+    /// The ECU address it sits at.
+    pub address: u32,
+    /// The bytes expected there.
+    pub bytes: Vec<u8>,
+    /// Given as text (`internalidstring`), so shown as text.
+    pub text: bool,
 }
 
 /// ECUFlash's table type: the value counts as a dimension.

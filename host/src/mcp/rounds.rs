@@ -101,6 +101,21 @@ impl Askable {
     pub fn any(self) -> bool {
         self.elicitation || self.sampling || self.roots
     }
+
+    /// Whether `request` may be put to the client, or why not.
+    pub fn allows(self, request: &ClientRequest) -> Result<(), ClientReply> {
+        let declared = match request {
+            ClientRequest::Sample { .. } => self.sampling,
+            ClientRequest::Roots => self.roots,
+        };
+        match declared {
+            true => Ok(()),
+            false => Err(ClientReply::Unsupported(format!(
+                "the client did not declare {}",
+                request.capability()
+            ))),
+        }
+    }
 }
 
 /// The kinds of requests, as the digests of the questions asked name them:
@@ -296,38 +311,16 @@ impl Rounds {
     }
 
     fn request(&self, key: String, request: ClientRequest) -> ClientReply {
-        let (declared, kind, what) = match &request {
-            ClientRequest::Sample { .. } => (self.askable.sampling, SAMPLE, "sampling"),
-            ClientRequest::Roots => (self.askable.roots, ROOTS, "roots"),
-        };
-        if !declared {
-            return ClientReply::Unsupported(format!("the client did not declare {what}"));
+        if let Err(unsupported) = self.askable.allows(&request) {
+            return unsupported;
         }
-        let (input, digest) = match request {
-            ClientRequest::Sample {
-                messages,
-                system_prompt,
-                max_tokens,
-            } => {
-                let params = sampling_params(messages, system_prompt, max_tokens);
-                let digest = hex(&Sha256::digest(
-                    serde_json::to_string(&params)
-                        .unwrap_or_default()
-                        .as_bytes(),
-                ));
-                (
-                    InputRequest::CreateMessage(CreateMessageRequest::new(params)),
-                    format!("{kind}{digest}"),
-                )
-            }
-            ClientRequest::Roots => (
-                InputRequest::ListRoots(ListRootsRequest {
-                    method: Default::default(),
-                    extensions: Default::default(),
-                }),
-                kind.to_owned(),
-            ),
-        };
+        let (kind, input) = client_input(request);
+        let digest = format!(
+            "{kind}{}",
+            hex(&Sha256::digest(
+                serde_json::to_string(&input).unwrap_or_default().as_bytes()
+            ))
+        );
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         asked.count += 1;
         if let Some(answered) = self.answers.get(&key)
@@ -423,6 +416,32 @@ pub(crate) fn form_request(
     })
 }
 
+/// The MCP request that asks the client `request`, and its kind
+/// ([`SAMPLE`] or [`ROOTS`]), which its answer is read as.
+pub(crate) fn client_input(request: ClientRequest) -> (&'static str, InputRequest) {
+    match request {
+        ClientRequest::Sample {
+            messages,
+            system_prompt,
+            max_tokens,
+        } => (
+            SAMPLE,
+            InputRequest::CreateMessage(CreateMessageRequest::new(sampling_params(
+                messages,
+                system_prompt,
+                max_tokens,
+            ))),
+        ),
+        ClientRequest::Roots => (
+            ROOTS,
+            InputRequest::ListRoots(ListRootsRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            }),
+        ),
+    }
+}
+
 /// A sampling request for a plugin's conversation, in either form.
 pub(crate) fn sampling_params(
     messages: Vec<(bool, String)>,
@@ -502,7 +521,7 @@ fn check_answer(kind: &str, answer: &Value) -> Result<(), String> {
 }
 
 /// A checked answer of `kind` as the plugin's reply.
-fn read_reply(kind: &str, answer: &Value) -> ClientReply {
+pub(crate) fn read_reply(kind: &str, answer: &Value) -> ClientReply {
     let garbled = |e: serde_json::Error| {
         ClientReply::Unsupported(format!("the client's answer does not read: {e}"))
     };
@@ -524,7 +543,7 @@ pub(crate) fn answer_of(result: rmcp::model::ElicitResult) -> Elicited {
 }
 
 /// An `ElicitResult` (as JSON, checked when it arrived) as the plugin's answer.
-fn read_answer(answer: &Value) -> Elicited {
+pub(crate) fn read_answer(answer: &Value) -> Elicited {
     match serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()) {
         Ok(r) => answer_of(r),
         Err(e) => Elicited::Unsupported(format!(

@@ -6,7 +6,7 @@
 #![allow(deprecated)]
 
 use crate::mcp::call::call_tool;
-use crate::mcp::rounds::Rounds;
+use crate::mcp::rounds::{Askable, Rounds};
 use crate::runtime::context::{CallContext, ProgressSink};
 use crate::runtime::host::LogEvent;
 use crate::runtime::imports::LogLevel;
@@ -133,18 +133,16 @@ fn requester(peer: &rmcp::Peer<RoleServer>) -> crate::runtime::context::Requeste
     Arc::new(move |_key: String, request: ClientRequest| {
         let peer = peer.clone();
         Box::pin(async move {
-            let caps = peer.peer_info().map(|i| i.capabilities.clone());
+            let declared = peer.peer_info().map(|i| i.capabilities.clone());
+            if let Err(unsupported) = Askable::of(declared.as_ref()).allows(&request) {
+                return unsupported;
+            }
             match request {
                 ClientRequest::Sample {
                     messages,
                     system_prompt,
                     max_tokens,
                 } => {
-                    if caps.is_none_or(|c| c.sampling.is_none()) {
-                        return ClientReply::Unsupported(
-                            "the client did not declare sampling".into(),
-                        );
-                    }
                     let params =
                         crate::mcp::rounds::sampling_params(messages, system_prompt, max_tokens);
                     match peer.create_message(params).await {
@@ -152,15 +150,10 @@ fn requester(peer: &rmcp::Peer<RoleServer>) -> crate::runtime::context::Requeste
                         Err(e) => ClientReply::Refused(e.to_string()),
                     }
                 }
-                ClientRequest::Roots => {
-                    if caps.is_none_or(|c| c.roots.is_none()) {
-                        return ClientReply::Unsupported("the client did not declare roots".into());
-                    }
-                    match peer.list_roots().await {
-                        Ok(r) => crate::mcp::rounds::rooted(r),
-                        Err(e) => ClientReply::Unsupported(e.to_string()),
-                    }
-                }
+                ClientRequest::Roots => match peer.list_roots().await {
+                    Ok(r) => crate::mcp::rounds::rooted(r),
+                    Err(e) => ClientReply::Unsupported(e.to_string()),
+                },
             }
         })
     })
@@ -244,7 +237,7 @@ fn rounds_of(
     let modern = context
         .protocol_version()
         .is_some_and(|v| !v.has_initialize());
-    let askable = crate::mcp::rounds::Askable::of(context.client_capabilities().as_ref());
+    let askable = Askable::of(context.client_capabilities().as_ref());
     if !(modern && askable.any()) {
         return Ok(None);
     }
@@ -816,7 +809,7 @@ impl ServerHandler for Server {
             if let Some(support) = def.task {
                 let declared = context.client_capabilities();
                 if declared.as_ref().is_some_and(|c| c.supports_tasks()) {
-                    let askable = crate::mcp::rounds::Askable::of(declared.as_ref());
+                    let askable = Askable::of(declared.as_ref());
                     let caller = caller_of(&context.extensions, &self.anonymous);
                     let anonymous = caller == self.anonymous;
                     let task = crate::mcp::tasks::tasks()

@@ -8,7 +8,7 @@
 //! `resources/read` reads their files. This module only gathers them:
 //! `skills/list` and `skills/get` answer each skill's frontmatter and the
 //! manifest of its files (SHA-256 digest and size of each), read from the
-//! plugin at the time of asking.
+//! plugin once per loaded instance.
 
 use crate::mcp::primitives::read_resource;
 use crate::runtime::context::CallContext;
@@ -34,7 +34,7 @@ const MAX_FILES: usize = 64;
 pub async fn list(catalog: &Catalog, ctx: &CallContext) -> Vec<Skill> {
     let mut skills = Vec::new();
     for uri in skill_uris(catalog).into_iter().take(MAX_SKILLS) {
-        match get(catalog, &uri, ctx).await {
+        match skill(catalog, &uri, ctx).await {
             Ok(skill) => skills.push(skill),
             Err(e) => tracing::warn!(uri, "skill left out of skills/list: {}", e.message),
         }
@@ -44,10 +44,8 @@ pub async fn list(catalog: &Catalog, ctx: &CallContext) -> Vec<Skill> {
 
 /// The skill whose `SKILL.md` is at `uri`.
 pub async fn get(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skill, ErrorData> {
-    let Some(folder) = uri
-        .strip_suffix(SKILL_FILE)
-        .filter(|_| uri.starts_with(SCHEME) && skill_uris(catalog).iter().any(|u| u == uri))
-    else {
+    let listed = catalog.resources().iter().any(|r| r.uri == uri);
+    if !(listed && is_skill_file(uri)) {
         return Err(ErrorData::invalid_params(
             format!(
                 "no skill at {}: skills/list shows the skills served (each a skill://…/SKILL.md)",
@@ -55,7 +53,75 @@ pub async fn get(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skil
             ),
             None,
         ));
+    }
+    skill(catalog, uri, ctx).await
+}
+
+/// The catalogue's resources as `resources/list` shows them, each skill's
+/// `SKILL.md` named and described by its frontmatter (as the extension
+/// asks).
+pub async fn listed(catalog: &Catalog, ctx: &CallContext) -> Vec<rmcp::model::Resource> {
+    let mut resources = catalog.resources().to_vec();
+    for resource in &mut resources {
+        if !is_skill_file(&resource.uri) {
+            continue;
+        }
+        if let Ok(skill) = skill(catalog, &resource.uri, ctx).await {
+            resource.name = skill.frontmatter.name;
+            resource.description = Some(skill.frontmatter.description);
+        }
+    }
+    resources
+}
+
+/// Whether `uri` names a skill's `SKILL.md`.
+fn is_skill_file(uri: &str) -> bool {
+    uri.starts_with(SCHEME) && uri.ends_with(SKILL_FILE)
+}
+
+/// The skill at `uri` (a listed `SKILL.md`), read once per loaded plugin
+/// instance: its files are the plugin's fixed resources, so a listing
+/// costs no plugin call after the first, and a hot swap (a new instance)
+/// reads them again.
+async fn skill(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skill, ErrorData> {
+    let Some((plugin, _, _)) = catalog.resource(uri) else {
+        return Err(ErrorData::internal_error(
+            format!("{uri} is not served"),
+            None,
+        ));
     };
+    let key = (plugin.generation, uri.to_owned());
+    let known = skills()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .cloned();
+    if let Some(skill) = known {
+        return Ok(skill);
+    }
+    let skill = read(catalog, uri, ctx).await?;
+    let mut cache = skills().lock().unwrap_or_else(|e| e.into_inner());
+    // Instances gone (hot swapped) leave their entries behind: bounded by
+    // dropping the lot now and then.
+    if cache.len() > 4 * MAX_SKILLS {
+        cache.clear();
+    }
+    cache.insert(key, skill.clone());
+    Ok(skill)
+}
+
+/// Skills read, per (plugin instance's generation, `SKILL.md` URI).
+type SkillCache = std::sync::Mutex<std::collections::HashMap<(u64, String), Skill>>;
+
+fn skills() -> &'static SkillCache {
+    static CACHE: std::sync::OnceLock<SkillCache> = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Reads the skill whose `SKILL.md` is at `uri`: its frontmatter, and the
+/// digest and size of every file in its folder.
+async fn read(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skill, ErrorData> {
+    let folder = uri.strip_suffix(SKILL_FILE).unwrap_or(uri);
     let prefix = format!("{folder}/");
     let mut files = Vec::new();
     let mut frontmatter = None;
@@ -101,70 +167,13 @@ pub async fn get(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skil
     Ok(Skill::new(uri, frontmatter, SkillResources::Files(files)))
 }
 
-/// The catalogue's resources as `resources/list` shows them, each skill's
-/// `SKILL.md` named and described by its frontmatter (as the extension
-/// asks). Frontmatter is read once per loaded plugin instance, so a hot
-/// swap reads it again and a listing costs no plugin call after the first.
-pub async fn listed(catalog: &Catalog, ctx: &CallContext) -> Vec<rmcp::model::Resource> {
-    let mut resources = catalog.resources().to_vec();
-    for resource in &mut resources {
-        if !(resource.uri.starts_with(SCHEME) && resource.uri.ends_with(SKILL_FILE)) {
-            continue;
-        }
-        let Some((plugin, _, _)) = catalog.resource(&resource.uri) else {
-            continue;
-        };
-        let key = (
-            std::sync::Arc::as_ptr(&plugin) as usize,
-            resource.uri.clone(),
-        );
-        let known = frontmatters()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let frontmatter = match known {
-            Some(f) => f,
-            None => {
-                let read = contents(catalog, &resource.uri, ctx)
-                    .await
-                    .ok()
-                    .and_then(|b| parse_frontmatter(&String::from_utf8_lossy(&b)).ok());
-                let mut cache = frontmatters().lock().unwrap_or_else(|e| e.into_inner());
-                // Instances gone (hot swapped) leave their entries behind:
-                // bounded by dropping the lot now and then.
-                if cache.len() > 4 * MAX_SKILLS {
-                    cache.clear();
-                }
-                cache.insert(key, read.clone());
-                read
-            }
-        };
-        if let Some(f) = frontmatter {
-            resource.name = f.name;
-            resource.description = Some(f.description);
-        }
-    }
-    resources
-}
-
-/// Frontmatter read per (plugin instance, `SKILL.md` URI); none when it
-/// did not read.
-type FrontmatterCache =
-    std::sync::Mutex<std::collections::HashMap<(usize, String), Option<SkillFrontmatter>>>;
-
-fn frontmatters() -> &'static FrontmatterCache {
-    static CACHE: std::sync::OnceLock<FrontmatterCache> = std::sync::OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
-
 /// The `SKILL.md` URIs the catalogue lists, sorted.
 fn skill_uris(catalog: &Catalog) -> Vec<String> {
     let mut uris: Vec<String> = catalog
         .resources()
         .iter()
         .map(|r| r.uri.clone())
-        .filter(|u| u.starts_with(SCHEME) && u.ends_with(SKILL_FILE))
+        .filter(|u| is_skill_file(u))
         .collect();
     uris.sort();
     uris

@@ -28,9 +28,7 @@ use crate::runtime::context::{
 };
 use crate::runtime::plugin::Plugin;
 use rmcp::ErrorData;
-use rmcp::model::{
-    CreateMessageRequest, DetailedTask, ElicitRequest, InputRequest, ListRootsRequest, Task,
-};
+use rmcp::model::{DetailedTask, ElicitRequest, InputRequest, Task};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -78,8 +76,12 @@ impl Tasks {
     ) -> Result<Task, ErrorData> {
         {
             let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-            // Forget the owners of tasks the manager has forgotten.
-            owners.retain(|id, _| self.manager.get_task(id).is_ok());
+            // At the cap, forget the owners of tasks the manager has
+            // forgotten (asking it clones each task, results and all, so
+            // not on every start).
+            if owners.len() >= MAX_KEPT {
+                owners.retain(|id, _| self.manager.get_task(id).is_ok());
+            }
             if owners.len() >= MAX_KEPT {
                 return Err(ErrorData::invalid_request(
                     format!(
@@ -230,12 +232,7 @@ fn elicitor(task: &TaskContext) -> Elicitor {
                 };
                 let request = InputRequest::Elicitation(ElicitRequest::new(params));
                 match task.request_input(key, request).await {
-                    Ok(answer) => match serde_json::from_value(answer) {
-                        Ok(result) => crate::mcp::rounds::answer_of(result),
-                        Err(e) => Elicited::Unsupported(format!(
-                            "the answer is not an elicitation result: {e}"
-                        )),
-                    },
+                    Ok(answer) => crate::mcp::rounds::read_answer(&answer),
                     Err(_) => Elicited::Cancelled,
                 }
             })
@@ -251,38 +248,15 @@ fn requester(task: &TaskContext, askable: Askable) -> Requester {
     Arc::new(move |key: String, request: ClientRequest| {
         let task = task.clone();
         let key = key_for(&used, Some(key));
-        let declared = match request {
-            ClientRequest::Sample { .. } => askable.sampling,
-            ClientRequest::Roots => askable.roots,
-        };
+        let allowed = askable.allows(&request);
         Box::pin(async move {
-            if !declared {
-                return ClientReply::Unsupported("the client did not declare it can answer".into());
+            if let Err(unsupported) = allowed {
+                return unsupported;
             }
-            let sampling = matches!(request, ClientRequest::Sample { .. });
-            let input = match request {
-                ClientRequest::Sample {
-                    messages,
-                    system_prompt,
-                    max_tokens,
-                } => InputRequest::CreateMessage(CreateMessageRequest::new(
-                    crate::mcp::rounds::sampling_params(messages, system_prompt, max_tokens),
-                )),
-                ClientRequest::Roots => InputRequest::ListRoots(ListRootsRequest {
-                    method: Default::default(),
-                    extensions: Default::default(),
-                }),
-            };
-            let Ok(answer) = task.request_input(key, input).await else {
-                return ClientReply::Unsupported("the task was cancelled".into());
-            };
-            let garbled = |e: serde_json::Error| {
-                ClientReply::Unsupported(format!("the answer does not read: {e}"))
-            };
-            if sampling {
-                serde_json::from_value(answer).map_or_else(garbled, crate::mcp::rounds::sampled)
-            } else {
-                serde_json::from_value(answer).map_or_else(garbled, crate::mcp::rounds::rooted)
+            let (kind, input) = crate::mcp::rounds::client_input(request);
+            match task.request_input(key, input).await {
+                Ok(answer) => crate::mcp::rounds::read_reply(kind, &answer),
+                Err(_) => ClientReply::Unsupported("the task was cancelled".into()),
             }
         })
     })

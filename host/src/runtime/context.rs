@@ -44,6 +44,16 @@ pub enum ClientRequest {
     Roots,
 }
 
+impl ClientRequest {
+    /// The client capability that answers it (`sampling`, `roots`).
+    pub fn capability(&self) -> &'static str {
+        match self {
+            ClientRequest::Sample { .. } => "sampling",
+            ClientRequest::Roots => "roots",
+        }
+    }
+}
+
 /// What became of a [`ClientRequest`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientReply {

@@ -535,14 +535,7 @@ mod tests {
     <table name="Y" type="Y Axis" elements="65536" scaling="u8" address="4"/>
   </table>
 </rom>"#;
-        let raw = parse_definition(xml).unwrap();
-        let d = merge(
-            "t.xml".into(),
-            &[ChainFile {
-                label: "t".into(),
-                raw: &raw,
-            }],
-        );
+        let d = crate::decode_tests::definition(xml);
         let reasons: Vec<&str> = d.unresolvable.iter().map(|(_, r)| r.as_str()).collect();
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         assert!(

@@ -17,9 +17,8 @@ pub mod peer;
 
 pub use ecuflash::EcuFlash;
 
-use crate::definition::{Definition, parse_hex};
+use crate::definition::Definition;
 use crate::error::Error;
-use crate::scaling::parse_hex_bytes;
 use crate::xml::RomId;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -163,17 +162,14 @@ pub(crate) fn file_label(path: &Path) -> String {
 /// instead. `base` is the ECU address of `rom[0]` (H8/539F reads start at
 /// 0x10000).
 pub(crate) fn match_id(id: &RomId, rom: &[u8], base: usize) -> Option<Result<(), String>> {
-    let address = parse_hex(id.internal_id_address.as_deref()?)? as usize;
+    let internal = id.internal_id()?;
+    let address = internal.address as usize;
     let Some(offset) = address.checked_sub(base) else {
         return Some(Err(format!(
             "id address 0x{address:X} is below the image start 0x{base:X}"
         )));
     };
-    let (expected, shown_as_text) = if let Some(hex) = &id.internal_id_hex {
-        (parse_hex_bytes(hex)?, false)
-    } else {
-        (id.internal_id_string.as_ref()?.as_bytes().to_vec(), true)
-    };
+    let (expected, shown_as_text) = (internal.bytes, internal.text);
     let found = rom.get(offset..offset + expected.len());
     Some(match found {
         Some(f) if f == expected.as_slice() => Ok(()),
