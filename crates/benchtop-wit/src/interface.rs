@@ -149,9 +149,23 @@ pub struct ToolDef {
     /// function cannot work without; a 2026-07-28 client that did not
     /// declare one is refused (-32021) before the plugin runs.
     pub requires: Vec<String>,
-    /// `@task` (or `@task required`): the tool may run as a task of MCP's
-    /// tasks extension (SEP-2663), outliving the request that started it.
-    pub task: Option<TaskSupport>,
+    /// `@task` (`@task required`, `@task asks-first`): the tool may run as
+    /// a task of MCP's tasks extension (SEP-2663), outliving the request
+    /// that started it.
+    pub task: Option<TaskMode>,
+}
+
+/// How a tool runs as a task: `@task [required] [asks-first]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskMode {
+    /// Whether a client that takes no tasks may still call it.
+    pub support: TaskSupport,
+    /// `asks-first`: the tool asks its questions before its long work, so
+    /// a 2026-07-28 client is asked them in `input_required` rounds and
+    /// the call becomes a task on the round that brings the answers
+    /// (SEP-2663's composition with SEP-2322), rather than a task that
+    /// waits on `tasks/update` from its first request.
+    pub asks_first: bool,
 }
 
 /// How a tool runs as a task (`@task`).
@@ -536,9 +550,23 @@ fn tool_def(
         Some(_) if role != Role::Tool => {
             bail!("`{name}`: @task is for tools (a prompt or resource answers within its request)")
         }
-        Some("") | Some("optional") => Some(TaskSupport::Optional),
-        Some("required") => Some(TaskSupport::Required),
-        Some(other) => bail!("`{name}`: @task takes nothing or `required`, not `{other}`"),
+        Some(words) => {
+            let mut mode = TaskMode {
+                support: TaskSupport::Optional,
+                asks_first: false,
+            };
+            for word in words.split_whitespace() {
+                match word {
+                    "optional" => mode.support = TaskSupport::Optional,
+                    "required" => mode.support = TaskSupport::Required,
+                    "asks-first" => mode.asks_first = true,
+                    other => bail!(
+                        "`{name}`: @task takes `required` and `asks-first` (or nothing), not `{other}`"
+                    ),
+                }
+            }
+            Some(mode)
+        }
     };
     Ok(ToolDef {
         role,
@@ -929,15 +957,27 @@ mod tests {
 
     #[test]
     fn a_tool_says_whether_it_runs_as_a_task() {
+        let mode = |support, asks_first| {
+            Some(TaskMode {
+                support,
+                asks_first,
+            })
+        };
         assert_eq!(
             def("Runs.\n@task", "func() -> string").unwrap().task,
-            Some(TaskSupport::Optional)
+            mode(TaskSupport::Optional, false)
         );
         assert_eq!(
             def("Runs.\n@task required", "func() -> string")
                 .unwrap()
                 .task,
-            Some(TaskSupport::Required)
+            mode(TaskSupport::Required, false)
+        );
+        assert_eq!(
+            def("Runs.\n@task asks-first required", "func() -> string")
+                .unwrap()
+                .task,
+            mode(TaskSupport::Required, true)
         );
         assert_eq!(def("Runs.", "func() -> string").unwrap().task, None);
         let e = def("Runs.\n@task always", "func() -> string").unwrap_err();

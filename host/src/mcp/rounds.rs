@@ -254,34 +254,18 @@ impl Rounds {
         })
     }
 
-    fn ask(
-        &self,
-        Question {
-            key,
-            message,
-            schema,
-        }: Question,
-    ) -> Elicited {
+    fn ask(&self, question: Question) -> Elicited {
         if !self.askable.elicitation {
             return Elicited::Unsupported("the client did not declare elicitation".into());
         }
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        let digest = format!("{ELICIT}{}", question_digest(&message, &schema));
-        let key = key.unwrap_or_else(|| {
-            format!(
-                "q{}-{}",
-                asked.count,
-                &digest[ELICIT.len()..ELICIT.len() + 16]
-            )
-        });
-        asked.count += 1;
-        // The answer to exactly this question: a question that changed
-        // since (other cells, other values, another ROM) is asked again.
-        if let Some(answered) = self.answers.get(&key)
-            && answered.question == digest
-        {
-            return read_answer(&answered.answer);
-        }
+        let (key, digest) = match self.recall_in(&mut asked, &question) {
+            Ok(answer) => return answer,
+            Err(unanswered) => unanswered,
+        };
+        let Question {
+            message, schema, ..
+        } = question;
         if asked.count > MAX_ANSWERS {
             return Elicited::Unsupported(format!(
                 "the call asked more than {MAX_ANSWERS} questions"
@@ -315,12 +299,7 @@ impl Rounds {
             return unsupported;
         }
         let (kind, input) = client_input(request);
-        let digest = format!(
-            "{kind}{}",
-            hex(&Sha256::digest(
-                serde_json::to_string(&input).unwrap_or_default().as_bytes()
-            ))
-        );
+        let digest = request_digest(kind, &input);
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         asked.count += 1;
         if let Some(answered) = self.answers.get(&key)
@@ -336,6 +315,56 @@ impl Rounds {
         asked.pending.insert(key.clone(), input);
         asked.digests.insert(key, digest);
         ClientReply::Pending
+    }
+
+    /// The key and digest of `question`, the `count`-th asked; its answer
+    /// when this round brought one to exactly this question (a question
+    /// that changed since, over other cells or another ROM, is asked
+    /// again).
+    fn recall_in(&self, asked: &mut Asked, question: &Question) -> Result<Elicited, (String, String)> {
+        let digest = format!(
+            "{ELICIT}{}",
+            question_digest(&question.message, &question.schema)
+        );
+        let key = question.key.clone().unwrap_or_else(|| {
+            format!(
+                "q{}-{}",
+                asked.count,
+                &digest[ELICIT.len()..ELICIT.len() + 16]
+            )
+        });
+        asked.count += 1;
+        match self.answers.get(&key) {
+            Some(answered) if answered.question == digest => Ok(read_answer(&answered.answer)),
+            _ => Err((key, digest)),
+        }
+    }
+
+    /// The answer this round brought to `question`, if any, without asking
+    /// it: a call that became a task on this round (`@task asks-first`)
+    /// takes the answers gathered in rounds and asks the rest through the
+    /// task.
+    pub fn recall(&self, question: &Question) -> Option<Elicited> {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        self.recall_in(&mut asked, question).ok()
+    }
+
+    /// Like [`Rounds::recall`], for a request to the client's model or
+    /// roots made under `key`.
+    pub fn recall_reply(&self, key: &str, request: &ClientRequest) -> Option<ClientReply> {
+        let (kind, input) = client_input(request.clone());
+        let digest = request_digest(kind, &input);
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        asked.count += 1;
+        self.answers
+            .get(key)
+            .filter(|answered| answered.question == digest)
+            .map(|answered| read_reply(kind, &answered.answer))
+    }
+
+    /// Whether the request brought answers: a later round of its call.
+    pub fn has_answers(&self) -> bool {
+        !self.answers.is_empty()
     }
 
     /// The `input_required` result to answer with instead of the call's
@@ -396,6 +425,17 @@ fn open(state: &str) -> Option<State> {
         return None;
     }
     serde_json::from_str(json).ok()
+}
+
+/// What identifies a request to the client's model or roots, so that an
+/// answer is taken only for the request it was given for.
+fn request_digest(kind: &str, input: &InputRequest) -> String {
+    format!(
+        "{kind}{}",
+        hex(&Sha256::digest(
+            serde_json::to_string(input).unwrap_or_default().as_bytes()
+        ))
+    )
 }
 
 /// The elicitation form request for a plugin's question, in either form of
@@ -609,6 +649,30 @@ mod tests {
 
     fn accept(key: &str) -> InputResponses {
         [(key.to_owned(), json!({"action": "accept"}))].into()
+    }
+
+    #[tokio::test]
+    async fn a_round_that_becomes_a_task_hands_over_its_answers_only() {
+        let (key, state) = asked(None, "Your name?").await;
+        let responses: InputResponses =
+            [(key, json!({"action": "accept", "content": {"name": "Alice"}}))].into();
+        let rounds = round(Some(&state), Some(&responses));
+        assert!(rounds.has_answers());
+        let question = |message: &str| Question {
+            key: None,
+            message: message.into(),
+            schema: form(),
+        };
+        // The question the round asked is recalled, by the same order.
+        assert!(matches!(
+            rounds.recall(&question("Your name?")),
+            Some(Elicited::Accepted(_))
+        ));
+        // A question it did not ask is the task's to ask: nothing is
+        // collected for an input_required result.
+        assert_eq!(rounds.recall(&question("Sure?")), None);
+        assert!(rounds.input_required().is_none());
+        assert!(!round(None, None).has_answers());
     }
 
     #[tokio::test]

@@ -803,23 +803,40 @@ impl ServerHandler for Server {
         // The snapshot is taken now: a hot swap during the call does not
         // change the plugin it runs in.
         let catalog = self.registry.snapshot();
+        // A task call that finishes within its request (`@task required
+        // asks-first`, nothing to ask) still answers as a task.
+        let mut answer_as_task = None;
         if let Some((plugin, index)) = catalog.lookup(&request.name) {
             let def = &plugin.interface.tools[index];
             undeclared(&context, &def.requires)?;
-            if let Some(support) = def.task {
+            if let Some(mode) = def.task {
                 let declared = context.client_capabilities();
-                if declared.as_ref().is_some_and(|c| c.supports_tasks()) {
+                let caller = caller_of(&context.extensions, &self.anonymous);
+                let owner = (caller.clone(), caller == self.anonymous);
+                let takes_tasks = declared.as_ref().is_some_and(|c| c.supports_tasks());
+                // Asked first: a round without answers runs in the request
+                // (its questions go back as `input_required`); the round
+                // that brings them becomes the task.
+                let in_rounds = mode.asks_first
+                    && rounds.as_ref().is_some_and(|r| !r.has_answers());
+                if takes_tasks && !in_rounds {
                     let askable = Askable::of(declared.as_ref());
-                    let caller = caller_of(&context.extensions, &self.anonymous);
-                    let anonymous = caller == self.anonymous;
-                    let task = crate::mcp::tasks::tasks()
-                        .start(plugin, index, args, caller, anonymous, askable)?;
+                    let answered = rounds.clone().filter(|_| mode.asks_first);
+                    let task = crate::mcp::tasks::tasks().start(
+                        (plugin, index, args),
+                        owner,
+                        askable,
+                        answered,
+                    )?;
                     return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
                 }
-                if support == crate::wit::interface::TaskSupport::Required {
-                    return Err(ErrorData::missing_required_client_capability(
-                        ClientCapabilities::builder().enable_tasks().build(),
-                    ));
+                if mode.support == crate::wit::interface::TaskSupport::Required {
+                    if !takes_tasks {
+                        return Err(ErrorData::missing_required_client_capability(
+                            ClientCapabilities::builder().enable_tasks().build(),
+                        ));
+                    }
+                    answer_as_task = Some(owner);
                 }
             }
         }
@@ -832,7 +849,12 @@ impl ServerHandler for Server {
         match result {
             Ok(result) => Ok(match rounds.and_then(|r| r.input_required()) {
                 Some(questions) => questions.into(),
-                None => result.into(),
+                None => match answer_as_task {
+                    Some(owner) => CallToolResponse::Task(CreateTaskResult::new(
+                        crate::mcp::tasks::tasks().finished(result, owner)?,
+                    )),
+                    None => result.into(),
+                },
             }),
             Err(unknown) => Err(ErrorData::invalid_params(unknown.to_string(), None)),
         }

@@ -22,13 +22,13 @@
 #![allow(deprecated)] // Sampling and roots: deprecated in 2026-07-28, still offered.
 
 use crate::mcp::call::run_plugin;
-use crate::mcp::rounds::Askable;
+use crate::mcp::rounds::{Askable, Rounds};
 use crate::runtime::context::{
     CallContext, ClientReply, ClientRequest, Elicited, Elicitor, ProgressSink, Question, Requester,
 };
 use crate::runtime::plugin::Plugin;
 use rmcp::ErrorData;
-use rmcp::model::{DetailedTask, ElicitRequest, InputRequest, Task};
+use rmcp::model::{CallToolResult, DetailedTask, ElicitRequest, InputRequest, Task};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -65,14 +65,67 @@ impl Tasks {
     /// Starts tool `index` of `plugin` with `args` as a task of `caller`
     /// (`anonymous` when the caller cannot be recognised again): the seed
     /// state to answer `tools/call` with.
+    ///
+    /// `answered` is the 2026-07-28 round the call became a task on
+    /// (`@task asks-first`): its answers are taken before anything is asked
+    /// through the task.
     pub fn start(
         &self,
-        plugin: Arc<Plugin>,
-        index: usize,
-        args: Map<String, Value>,
+        (plugin, index, args): (Arc<Plugin>, usize, Map<String, Value>),
+        (caller, anonymous): (Arc<str>, bool),
+        askable: Askable,
+        answered: Option<Arc<Rounds>>,
+    ) -> Result<Task, ErrorData> {
+        self.spawn(caller.clone(), anonymous, move |task| {
+            Box::pin(async move {
+                let cancel = CancellationToken::new();
+                let ctx = CallContext {
+                    cancel: cancel.clone(),
+                    progress: Some(progress(&task)),
+                    caller,
+                    elicit: askable
+                        .elicitation
+                        .then(|| elicitor(&task, answered.clone())),
+                    request: Some(requester(&task, askable, answered)),
+                };
+                // tasks/cancel stops the call as a cancelled request would:
+                // the plugin sees `progress.cancelled()` and ends with its
+                // state kept.
+                let watch = {
+                    let task = task.clone();
+                    let cancel = cancel.clone();
+                    tokio::spawn(async move {
+                        task.cancelled().await;
+                        cancel.cancel();
+                    })
+                };
+                let outcome = run_plugin(&plugin, index, &args, ctx).await;
+                watch.abort();
+                if task.is_cancel_requested() {
+                    return Err(TaskExit::Cancelled);
+                }
+                outcome.map_err(|e| TaskExit::Error(ErrorData::internal_error(e.to_string(), None)))
+            })
+        })
+    }
+
+    /// A task of `caller` that is already done: the result of a call that
+    /// must answer as a task (`@task required asks-first`) but finished
+    /// within its request, having nothing to ask.
+    pub fn finished(
+        &self,
+        result: CallToolResult,
+        (caller, anonymous): (Arc<str>, bool),
+    ) -> Result<Task, ErrorData> {
+        self.spawn(caller, anonymous, move |_| Box::pin(async move { Ok(result) }))
+    }
+
+    /// Starts `job` as a task of `caller`, within the caps.
+    fn spawn(
+        &self,
         caller: Arc<str>,
         anonymous: bool,
-        askable: Askable,
+        job: impl FnOnce(TaskContext) -> rmcp::task_manager::TaskFuture,
     ) -> Result<Task, ErrorData> {
         {
             let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
@@ -106,35 +159,7 @@ impl Tasks {
         let options = TaskOptions::new()
             .with_ttl_ms(TTL_MS)
             .with_poll_interval_ms(POLL_MS);
-        let task = self.manager.spawn(options, move |task| {
-            Box::pin(async move {
-                let cancel = CancellationToken::new();
-                let ctx = CallContext {
-                    cancel: cancel.clone(),
-                    progress: Some(progress(&task)),
-                    caller,
-                    elicit: askable.elicitation.then(|| elicitor(&task)),
-                    request: Some(requester(&task, askable)),
-                };
-                // tasks/cancel stops the call as a cancelled request would:
-                // the plugin sees `progress.cancelled()` and ends with its
-                // state kept.
-                let watch = {
-                    let task = task.clone();
-                    let cancel = cancel.clone();
-                    tokio::spawn(async move {
-                        task.cancelled().await;
-                        cancel.cancel();
-                    })
-                };
-                let outcome = run_plugin(&plugin, index, &args, ctx).await;
-                watch.abort();
-                if task.is_cancel_requested() {
-                    return Err(TaskExit::Cancelled);
-                }
-                outcome.map_err(|e| TaskExit::Error(ErrorData::internal_error(e.to_string(), None)))
-            })
-        });
+        let task = self.manager.spawn(options, job);
         self.owners
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -214,18 +239,22 @@ fn key_for(used: &Mutex<HashSet<String>>, wanted: Option<String>) -> String {
 
 /// Questions for the user asked inside the task: the task reports
 /// `input_required` until `tasks/update` answers.
-fn elicitor(task: &TaskContext) -> Elicitor {
+fn elicitor(task: &TaskContext, answered: Option<Arc<Rounds>>) -> Elicitor {
     let task = task.clone();
     let used = Arc::new(Mutex::new(HashSet::new()));
-    Arc::new(
-        move |Question {
-                  key,
-                  message,
-                  schema,
-              }: Question| {
-            let task = task.clone();
-            let key = key_for(&used, key);
-            Box::pin(async move {
+    Arc::new(move |question: Question| {
+        let recalled = answered.as_ref().and_then(|r| r.recall(&question));
+        let Question {
+            key,
+            message,
+            schema,
+        } = question;
+        let task = task.clone();
+        let key = key_for(&used, key);
+        Box::pin(async move {
+            if let Some(answer) = recalled {
+                return answer;
+            }
                 let params = match crate::mcp::rounds::form_request(message, schema) {
                     Ok(params) => params,
                     Err(unsupported) => return unsupported,
@@ -235,21 +264,24 @@ fn elicitor(task: &TaskContext) -> Elicitor {
                     Ok(answer) => crate::mcp::rounds::read_answer(&answer),
                     Err(_) => Elicited::Cancelled,
                 }
-            })
-        },
-    )
+        })
+    })
 }
 
 /// The client's model and roots asked inside the task, as questions are,
 /// each only if the client declared it can answer.
-fn requester(task: &TaskContext, askable: Askable) -> Requester {
+fn requester(task: &TaskContext, askable: Askable, answered: Option<Arc<Rounds>>) -> Requester {
     let task = task.clone();
     let used = Arc::new(Mutex::new(HashSet::new()));
     Arc::new(move |key: String, request: ClientRequest| {
+        let recalled = answered.as_ref().and_then(|r| r.recall_reply(&key, &request));
         let task = task.clone();
         let key = key_for(&used, Some(key));
         let allowed = askable.allows(&request);
         Box::pin(async move {
+            if let Some(reply) = recalled {
+                return reply;
+            }
             if let Err(unsupported) = allowed {
                 return unsupported;
             }
