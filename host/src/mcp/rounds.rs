@@ -321,7 +321,11 @@ impl Rounds {
     /// when this round brought one to exactly this question (a question
     /// that changed since, over other cells or another ROM, is asked
     /// again).
-    fn recall_in(&self, asked: &mut Asked, question: &Question) -> Result<Elicited, (String, String)> {
+    fn recall_in(
+        &self,
+        asked: &mut Asked,
+        question: &Question,
+    ) -> Result<Elicited, (String, String)> {
         let digest = format!(
             "{ELICIT}{}",
             question_digest(&question.message, &question.schema)
@@ -654,8 +658,11 @@ mod tests {
     #[tokio::test]
     async fn a_round_that_becomes_a_task_hands_over_its_answers_only() {
         let (key, state) = asked(None, "Your name?").await;
-        let responses: InputResponses =
-            [(key, json!({"action": "accept", "content": {"name": "Alice"}}))].into();
+        let responses: InputResponses = [(
+            key,
+            json!({"action": "accept", "content": {"name": "Alice"}}),
+        )]
+        .into();
         let rounds = round(Some(&state), Some(&responses));
         assert!(rounds.has_answers());
         let question = |message: &str| Question {

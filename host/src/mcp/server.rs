@@ -817,8 +817,8 @@ impl ServerHandler for Server {
                 // Asked first: a round without answers runs in the request
                 // (its questions go back as `input_required`); the round
                 // that brings them becomes the task.
-                let in_rounds = mode.asks_first
-                    && rounds.as_ref().is_some_and(|r| !r.has_answers());
+                let in_rounds =
+                    mode.asks_first && rounds.as_ref().is_some_and(|r| !r.has_answers());
                 if takes_tasks && !in_rounds {
                     let askable = Askable::of(declared.as_ref());
                     let answered = rounds.clone().filter(|_| mode.asks_first);

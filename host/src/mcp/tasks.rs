@@ -117,7 +117,9 @@ impl Tasks {
         result: CallToolResult,
         (caller, anonymous): (Arc<str>, bool),
     ) -> Result<Task, ErrorData> {
-        self.spawn(caller, anonymous, move |_| Box::pin(async move { Ok(result) }))
+        self.spawn(caller, anonymous, move |_| {
+            Box::pin(async move { Ok(result) })
+        })
     }
 
     /// Starts `job` as a task of `caller`, within the caps.
@@ -255,15 +257,15 @@ fn elicitor(task: &TaskContext, answered: Option<Arc<Rounds>>) -> Elicitor {
             if let Some(answer) = recalled {
                 return answer;
             }
-                let params = match crate::mcp::rounds::form_request(message, schema) {
-                    Ok(params) => params,
-                    Err(unsupported) => return unsupported,
-                };
-                let request = InputRequest::Elicitation(ElicitRequest::new(params));
-                match task.request_input(key, request).await {
-                    Ok(answer) => crate::mcp::rounds::read_answer(&answer),
-                    Err(_) => Elicited::Cancelled,
-                }
+            let params = match crate::mcp::rounds::form_request(message, schema) {
+                Ok(params) => params,
+                Err(unsupported) => return unsupported,
+            };
+            let request = InputRequest::Elicitation(ElicitRequest::new(params));
+            match task.request_input(key, request).await {
+                Ok(answer) => crate::mcp::rounds::read_answer(&answer),
+                Err(_) => Elicited::Cancelled,
+            }
         })
     })
 }
@@ -274,7 +276,9 @@ fn requester(task: &TaskContext, askable: Askable, answered: Option<Arc<Rounds>>
     let task = task.clone();
     let used = Arc::new(Mutex::new(HashSet::new()));
     Arc::new(move |key: String, request: ClientRequest| {
-        let recalled = answered.as_ref().and_then(|r| r.recall_reply(&key, &request));
+        let recalled = answered
+            .as_ref()
+            .and_then(|r| r.recall_reply(&key, &request));
         let task = task.clone();
         let key = key_for(&used, Some(key));
         let allowed = askable.allows(&request);

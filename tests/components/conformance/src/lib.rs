@@ -144,7 +144,8 @@ impl fixtures::Guest for Fixtures {
 
     fn test_tool_with_task() -> Result<String, String> {
         use benchtop::host::elicit::{self, Answer};
-        let form = r#"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}"#;
+        let form =
+            r#"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}"#;
         match elicit::ask_keyed("user_name", "What is your name?", form) {
             Answer::Accepted(json) => Ok(format!("Hello, {}!", field_of(&json, "name"))),
             Answer::Declined | Answer::Cancelled => Ok("Hello, whoever you are!".into()),
