@@ -4,8 +4,8 @@
 //! ECU tools, without a restart, and removing it removes it.
 
 use e2e::{
-    Server, bin, build_component, fixtures, markdown_rows, only_plugin, plugins, required_field,
-    test_plugins, text,
+    Server, bin, build_component, fixtures, markdown_rows, only_plugin, plugins, repo,
+    required_field, test_plugins, text,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -29,12 +29,12 @@ async fn ecu_server(plugins: &Path, defs: &Path, work: &Path) -> Server {
     .await
 }
 
-/// Calls rom_info until `done` holds of its answer (hot swap takes a
-/// moment), or fails after 30 s with the last answer.
+/// Calls rom_info until `done` holds of its answer or its error (hot swap
+/// takes a moment), or fails after 30 s with the last answer.
 async fn rom_info_until(s: &Server, rom: &str, done: impl Fn(&str) -> bool) -> String {
     let start = Instant::now();
     loop {
-        let info = text(&s.ok("rom_info", json!({"rom": rom})).await);
+        let info = text(&s.call("rom_info", json!({"rom": rom})).await);
         if done(&info) {
             return info;
         }
@@ -131,6 +131,54 @@ async fn a_family_made_with_benchtop_new_is_asked_by_the_ecu_tools_while_it_is_l
     std::fs::remove_file(plugins.path().join("acme_ecu.wasm")).unwrap();
     let after = rom_info_until(&s, &rom, |i| val(i, "definition") == "null").await;
     assert!(after.contains("no definition matches"), "{after}");
+    s.stop().await;
+}
+
+/// Issue 31: ECUFlash is a family component like any other. With
+/// ecu-tables alone the sample ROM has no definition, and rom_info names
+/// the sample's definition files as ECUFlash's and says to add the family;
+/// dropping ecuflash.wasm into the running server's plugins directory gives
+/// the ROM its definition, tables and checksum; removing it takes them away.
+#[tokio::test]
+async fn the_ecuflash_family_is_a_component_dropped_in_and_taken_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let rom = work.join("BT000001.bin");
+    std::fs::copy(repo().join("samples/ecu/BT000001.bin"), &rom).unwrap();
+    let rom = rom.to_string_lossy().into_owned();
+    let defs = repo().join("samples/ecu/definitions");
+    let plugins = only_plugin("ecu_tables.wasm");
+    let s = ecu_server(plugins.path(), &defs, &work).await;
+    let before = text(&s.ok("rom_info", json!({"rom": rom})).await);
+    assert_eq!(val(&before, "definition"), "null", "{before}");
+    assert!(
+        before.contains("Benchtop Sample ECU.xml (ECUFlash)")
+            && before.contains("family component"),
+        "{before}"
+    );
+
+    let family = e2e::plugins().join("ecuflash.wasm");
+    std::fs::copy(family, plugins.path().join("ecuflash.wasm")).unwrap();
+    let info = rom_info_until(&s, &rom, |i| i.contains("definition_format: ECUFlash")).await;
+    assert!(
+        info.contains("include_chain: [benchtopbase, BT000001]"),
+        "{info}"
+    );
+    assert_eq!(val(&info, "checksum_algorithm"), "mitsucan", "{info}");
+    assert_eq!(val(&info, "checksum_valid"), "true", "{info}");
+    assert_eq!(s.tool_names().await.len(), 8);
+    let patched = text(
+        &s.ok(
+            "patch_table",
+            json!({"rom": rom, "table": "Injector Scaling", "op": "set", "value": 1000}),
+        )
+        .await,
+    );
+    assert_eq!(val(&patched, "checksum_valid"), "true", "{patched}");
+
+    std::fs::remove_file(plugins.path().join("ecuflash.wasm")).unwrap();
+    let after = rom_info_until(&s, &rom, |i| val(i, "definition") == "null").await;
+    assert!(after.contains("(ECUFlash)"), "{after}");
     s.stop().await;
 }
 
@@ -315,7 +363,8 @@ async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
     broken[3] = 1;
     std::fs::write(&rom, &broken).unwrap();
     let info = rom_info_until(&s, &rom, |i| i.contains("checksum_valid: false")).await;
-    assert!(info.contains("checksum_algorithm: sum8 (Faulty)"), "{info}");
+    // Named by its plan; definition_format names the family.
+    assert!(info.contains("checksum_algorithm: sum8\n"), "{info}");
 
     // A definition that includes another (as ECUFlash files include their
     // base) is resolved from both files, and says so when its base goes.
@@ -334,13 +383,16 @@ async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
             .await,
     );
     assert_eq!(cells(&read), [["1"]], "{read}");
+    // Without its base the match fails, saying what to add (ECUFlash's
+    // rule, the same for every family).
     std::fs::remove_file(work.join("base.faulty")).unwrap();
-    let info = rom_info_until(&s, &rom, |i| i.contains("includes `Base`")).await;
+    let missing = rom_info_until(&s, &rom, |i| {
+        i.contains("<include>Base</include> not found")
+    })
+    .await;
     assert!(
-        info.contains("which no Faulty definitions file holds"),
-        "{info}"
+        missing.starts_with("BAD_DEFINITION") && missing.contains("add the base definition"),
+        "{missing}"
     );
-    let listed = text(&s.ok("list_tables", json!({"rom": rom})).await);
-    assert!(listed.contains("its base is missing"), "{listed}");
     s.stop().await;
 }

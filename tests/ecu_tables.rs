@@ -287,7 +287,7 @@ async fn overlay_log_counts_and_summarises_hand_placed_samples() {
         "Time,Speed,Load\n0,50,60\n",
     )
     .unwrap();
-    let plugins = only_plugin("ecu_tables.wasm");
+    let plugins = ecu_plugins();
     let defs = ecu_samples().join("definitions");
     let args = [
         "--plugins",
@@ -1823,7 +1823,7 @@ struct PatchScene {
 impl PatchScene {
     fn new() -> Self {
         let (dir, rom) = copy_rom(&ecu_samples().join("BT000001.bin"), "BT000001.bin");
-        let plugins = only_plugin("ecu_tables.wasm");
+        let plugins = ecu_plugins();
         let args = vec![
             "serve".to_owned(),
             "--plugins".to_owned(),
@@ -2461,7 +2461,13 @@ async fn shared_the_romraider_family_is_a_component_of_its_own() {
     assert!(listed.contains("tables:"), "{listed}");
     ecu.server.stop().await;
 
+    // ECUFlash's family loaded, RomRaider's not.
     let alone = only_plugin("ecu_tables.wasm");
+    std::fs::copy(
+        e2e::plugins().join("ecuflash.wasm"),
+        alone.path().join("ecuflash.wasm"),
+    )
+    .unwrap();
     let mut args = vec![
         "--plugins".to_string(),
         alone.path().to_string_lossy().into(),

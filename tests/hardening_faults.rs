@@ -52,7 +52,7 @@ async fn killing_the_server_mid_patch_leaves_a_whole_rom() {
     let _serial = serial().await;
     let original = std::fs::read(repo().join("samples/ecu/BT000001.bin")).unwrap();
     let name = "BT000001.bin";
-    let plugins = e2e::only_plugin("ecu_tables.wasm");
+    let plugins = e2e::ecu_plugins();
 
     // The two complete results, each written once by an uninterrupted patch.
     let reference = tempfile::tempdir().unwrap();
@@ -551,7 +551,7 @@ async fn a_definitions_directory_changing_under_rom_calls() {
     copy_dir(&repo().join("samples/ecu/definitions"), &defs);
     let rom = root.join("BT000001.bin");
     std::fs::copy(repo().join("samples/ecu/BT000001.bin"), &rom).unwrap();
-    let plugins = e2e::only_plugin("ecu_tables.wasm");
+    let plugins = e2e::ecu_plugins();
     let s = Server::start(&[
         "--plugins",
         plugins.path().to_str().unwrap(),

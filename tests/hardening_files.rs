@@ -27,9 +27,10 @@ fn ecu_plugin() -> tempfile::TempDir {
         Some(path) => {
             let dir = tempfile::tempdir().unwrap();
             std::fs::copy(&path, dir.path().join("ecu_tables.wasm")).unwrap();
+            e2e::add_ecu_families(dir.path());
             dir
         }
-        None => only_plugin("ecu_tables.wasm"),
+        None => e2e::ecu_plugins(),
     }
 }
 

@@ -363,7 +363,7 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
     std::fs::write(&rom, &image)?;
     let mut extra: Vec<OsString> = vec!["--definitions-path".into(), tree.into_os_string()];
     extra.extend(allow(&dir, "ro"));
-    let args = serve_args(ctx, "ecu-subarudefs", &["ecu_tables"], &extra)?;
+    let args = serve_args(ctx, "ecu-subarudefs", &["ecu_tables", "ecuflash"], &extra)?;
     let (firsts, server) = first_calls(
         ctx,
         &args,
@@ -384,11 +384,11 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         )),
     );
     // As served by default: the RomRaider family is a component of its
-    // own, asked (by a call to it) whether each .xml is its format.
+    // own too, asked (by a call to it) whether each .xml is its format.
     let args = serve_args(
         ctx,
         "ecu-subarudefs-rr",
-        &["ecu_tables", "romraider"],
+        &["ecu_tables", "ecuflash", "romraider"],
         &extra,
     )?;
     let (firsts, server) =
@@ -459,7 +459,7 @@ async fn ecu_set(ctx: &Ctx, table: &mut Table, set: &EcuSet) -> Result<()> {
     let args = serve_args(
         ctx,
         &format!("ecu-{}", set.label.replace(' ', "-")),
-        &["ecu_tables"],
+        &["ecu_tables", "ecuflash"],
         &extra,
     )?;
     let read = json!({"rom": set.rom, "table": set.table});
@@ -679,7 +679,7 @@ async fn overlay(ctx: &Ctx, table: &mut Table, logs: &Path, first_query: Duratio
         logs.as_os_str().to_owned(),
     ];
     extra.extend(allow(&copy, "ro"));
-    let args = serve_args(ctx, "overlay", &["ecu_tables"], &extra)?;
+    let args = serve_args(ctx, "overlay", &["ecu_tables", "ecuflash"], &extra)?;
     let call = json!({
         "rom": copy.join("BT000001.bin"),
         "table": "Ignition Timing Base Map",

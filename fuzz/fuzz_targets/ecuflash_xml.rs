@@ -1,4 +1,4 @@
-//! ECUFlash XML definitions (`ecu_tables::xml`, `definition::merge`) and
+//! ECUFlash XML definitions (`ecuflash::xml`, `ecuflash::merge`) and
 //! reading the tables they describe out of a ROM (`decode::read_table`).
 //!
 //! The input is one definition file. It is parsed, merged alone and as its
@@ -12,8 +12,8 @@
 mod definitions;
 
 use definitions::exercise;
-use ecu_tables::definition::{ChainFile, merge};
-use ecu_tables::xml::{parse_definition, parse_romid_only};
+use ecuflash::merge::{ChainFile, merge};
+use ecuflash::xml::{parse_definition, parse_romid_only};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

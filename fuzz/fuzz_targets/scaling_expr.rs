@@ -8,10 +8,10 @@
 //! the sign), which checks the postfix program against the precedence rules.
 #![no_main]
 
-use ecu_tables::definition::scaling_from_raw;
+use ecuflash::merge::scaling_from_raw;
 use ecu_tables::expr::Expr;
 use ecu_tables::printf::Format;
-use ecu_tables::xml::RawScaling;
+use ecuflash::xml::RawScaling;
 use libfuzzer_sys::fuzz_target;
 
 const POINTS: [f64; 8] = [

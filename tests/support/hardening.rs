@@ -32,6 +32,9 @@ pub fn plugin_copy() -> tempfile::TempDir {
         assert!(src.exists(), "{} missing: run `make build`", src.display());
         std::fs::copy(&src, dir.path().join(file)).unwrap();
     }
+    // The families ecu-tables reads definitions through: they serve no
+    // tools of their own.
+    crate::add_ecu_families(dir.path());
     dir
 }
 

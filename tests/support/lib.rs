@@ -363,19 +363,30 @@ pub fn only_plugin(file: &str) -> tempfile::TempDir {
     isolate(&plugins().join(file))
 }
 
+/// The first-party ECU definition families, each a component of its own
+/// that ecu-tables asks through `benchtop:ecu-family`.
+pub const ECU_FAMILIES: [&str; 2] = ["ecuflash.wasm", "romraider.wasm"];
+
 /// A plugins directory holding the first-party ECU plugins only: the
-/// tools (ecu-tables) and the definition families that are components of
-/// their own (RomRaider), as the bundled set serves them.
+/// tools (ecu-tables) and the definition families (ECUFlash, RomRaider),
+/// as the bundled set serves them.
 pub fn ecu_plugins() -> tempfile::TempDir {
     let dir = only_plugin("ecu_tables.wasm");
-    let family = plugins().join("romraider.wasm");
-    assert!(
-        family.exists(),
-        "{} is missing: run `make plugins`",
-        family.display()
-    );
-    std::fs::copy(&family, dir.path().join("romraider.wasm")).expect("copying the plugin");
+    add_ecu_families(dir.path());
     dir
+}
+
+/// Copies the first-party ECU definition families into `dir`.
+pub fn add_ecu_families(dir: &Path) {
+    for file in ECU_FAMILIES {
+        let family = plugins().join(file);
+        assert!(
+            family.exists(),
+            "{} is missing: run `make plugins`",
+            family.display()
+        );
+        std::fs::copy(&family, dir.join(file)).expect("copying the plugin");
+    }
 }
 
 /// Builds the crate at `krate` for wasm32-wasip2 as an author would (in

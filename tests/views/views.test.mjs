@@ -16,6 +16,7 @@ const { ws, mcp, page, call, check, openView, callWithView, hostCalls, shot, run
     label: "table and log views",
     plugins: (ws) => [
         { wasm: "ecu_tables.wasm", env: { ECU_DEFINITIONS_PATH: `${ws}/ecu/definitions`, ECU_LOGS_DIR: `${ws}/logs` } },
+        { wasm: "ecuflash.wasm" },
         { wasm: "log_query.wasm", env: { ECU_LOGS_DIR: `${ws}/logs` } },
         { wasm: "views.wasm" },
     ],

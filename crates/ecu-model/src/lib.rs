@@ -10,6 +10,7 @@ pub mod checksum;
 pub mod decode;
 pub mod definition;
 pub mod expr;
+pub mod family;
 pub mod memmodel;
 pub mod printf;
 pub mod scaling;

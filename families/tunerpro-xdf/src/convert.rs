@@ -58,7 +58,20 @@ pub fn identify(file_name: &str, contents: &[u8]) -> Result<Vec<Candidate>, Stri
         Some(Ok(doc)) => doc,
         _ => xdf::parse(file_name, &text)?,
     };
-    let header = Header::read(&doc);
+    candidates(file_name, &doc)
+}
+
+/// Like [`identify`], from the file's first bytes only: none when they do
+/// not hold the whole `XDFHEADER` (the tools then give the whole file).
+pub fn identify_head(file_name: &str, head: &[u8]) -> Option<Result<Vec<Candidate>, String>> {
+    let header = header_only(&decode(head))?;
+    let doc = xdf::parse(file_name, &header).ok()?;
+    Some(candidates(file_name, &doc))
+}
+
+/// The one definition an XDF document holds.
+fn candidates(file_name: &str, doc: &roxmltree::Document<'_>) -> Result<Vec<Candidate>, String> {
+    let header = Header::read(doc);
     let size = header.bin_size(file_name)?;
     Ok(vec![Candidate {
         key: KEY.into(),
@@ -617,6 +630,7 @@ fn scaling(holder: Node, layout: &Layout, min: &str, max: &str) -> Result<Scalin
         .filter(|d| (0..=15).contains(d))
         .map(|d| format!("%0.{d}f"));
     Ok(Scaling {
+        name: None,
         storage: layout.storage,
         little_endian: layout.little_endian,
         to_physical: eq.to_physical,

@@ -27,7 +27,7 @@ pub mod xdf;
 
 use bindings::benchtop::host::blobs;
 use bindings::exports::benchtop::ecu_family::family::{
-    Blob, Candidate, Definition, Edit, Guest, Source, Verdict,
+    Blob, Definition, Edit, Guest, Identified, Source, Verdict,
 };
 
 /// The component: a unit struct, because the family keeps no state (every
@@ -54,8 +54,15 @@ impl Guest for Xdf {
         ))
     }
 
-    fn identify(file_name: String, contents: Blob) -> Result<Vec<Candidate>, String> {
-        convert::identify(&file_name, &blobs::read(contents, 0, u64::MAX)?)
+    fn identify(file_name: String, contents: Blob, whole: bool) -> Result<Identified, String> {
+        let contents = blobs::read(contents, 0, u64::MAX)?;
+        if whole {
+            return convert::identify(&file_name, &contents).map(Identified::Candidates);
+        }
+        Ok(match convert::identify_head(&file_name, &contents) {
+            Some(found) => Identified::Candidates(found?),
+            None => Identified::NeedsWholeFile,
+        })
     }
 
     fn resolve(key: String, files: Vec<Source>) -> Result<Definition, String> {

@@ -5,7 +5,7 @@
 use tunerpro_xdf::bindings::exports::benchtop::ecu_family::family::{
     Checksum, Definition, ImageId, Points, Storage, StoredPoints, Table,
 };
-use tunerpro_xdf::convert::{claims, identify, resolve};
+use tunerpro_xdf::convert::{claims, identify, identify_head, resolve};
 
 const XDF: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <!-- Written by hand for the tests -->
@@ -247,6 +247,12 @@ fn claims_and_identify() {
     ));
     let e = resolve("torn.xdf", torn.as_bytes(), "xdf").unwrap_err();
     assert!(e.contains("not well-formed XML"), "{e}");
+
+    // From a head: the header when it is whole, else nothing (the tools
+    // then hand over the whole file).
+    let head = identify_head("torn.xdf", torn.as_bytes()).unwrap().unwrap();
+    assert!(matches!(head[0].id, ImageId::Length(0x400)));
+    assert!(identify_head("torn.xdf", &torn.as_bytes()[..40]).is_none());
 }
 
 #[test]

@@ -8,7 +8,14 @@
 use ecu_tables::Explorer;
 use ecu_tables::tools::{self, Config, OpKind, PatchTable, ReadTable};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// An explorer reading ECUFlash definitions through the family crate
+/// linked in (the server reads them through its component).
+fn explorer() -> Explorer {
+    Explorer::with_formats(vec![Arc::new(ecuflash::EcuFlash)])
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -48,14 +55,14 @@ fn main() {
     // First call: a fresh Explorer has nothing cached.
     let firsts: Vec<Duration> = (0..20)
         .map(|_| {
-            let mut ex = Explorer::new();
+            let mut ex = explorer();
             let t = Instant::now();
             tools::read_table(&mut ex, &cfg, &read).unwrap();
             t.elapsed()
         })
         .collect();
 
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     tools::read_table(&mut ex, &cfg, &read).unwrap();
     let warm: Vec<Duration> = (0..500)
         .map(|_| {
@@ -131,7 +138,7 @@ fn subarudefs(manifest: &Path) {
     let firsts: Vec<Duration> = (0..10)
         .map(|_| {
             let t = Instant::now();
-            tools::rom_info(&mut Explorer::new(), &cfg, &rom.to_string_lossy()).unwrap();
+            tools::rom_info(&mut explorer(), &cfg, &rom.to_string_lossy()).unwrap();
             t.elapsed()
         })
         .collect();

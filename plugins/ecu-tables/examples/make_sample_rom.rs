@@ -14,7 +14,9 @@ fn main() {
     let defs = args
         .next()
         .map_or(samples.join("definitions"), PathBuf::from);
-    let result = ecu_tables::sample::generate(&defs, &out).and_then(|image| {
+    let mut explorer =
+        ecu_tables::Explorer::with_formats(vec![std::sync::Arc::new(ecuflash::EcuFlash)]);
+    let result = ecu_tables::sample::generate(&mut explorer, &defs, &out).and_then(|image| {
         std::fs::write(&out, image).map_err(|e| format!("{}: {e}", out.display()))
     });
     match result {

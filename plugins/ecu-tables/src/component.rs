@@ -11,7 +11,7 @@ thread_local! {
     // One instance serves every call, so parsed definitions and ROM images
     // stay cached between calls.
     // Families other plugins serve are asked only inside a component:
-    // natively (tests, benchmarks) there is no host to route to.
+    // natively there is no host to route to, and no family.
     static EXPLORER: RefCell<Explorer> = RefCell::new(if cfg!(target_arch = "wasm32") {
         Explorer::with_served(Box::new(crate::family::peer::PeerFamilies))
     } else {

@@ -2,9 +2,9 @@
 //! one-file definitions other modules' tests build on.
 
 use crate::decode::*;
-use crate::definition::Table;
-use crate::definition::{ChainFile, Definition, Lookup, merge};
-use crate::xml::parse_definition;
+use crate::definition::{Definition, Lookup, Table};
+use ecuflash::merge::{ChainFile, merge};
+use ecuflash::xml::parse_definition;
 
 /// A one-file definition: every table at the addresses the XML gives.
 pub(crate) fn definition(xml: &str) -> Definition {

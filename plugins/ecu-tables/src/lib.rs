@@ -1,12 +1,13 @@
-//! ecu-tables: ECUFlash definitions, ROM calibration tables in physical
-//! units, and safe patching with checksum repair, as a benchtop component.
+//! ecu-tables: ROM calibration tables in physical units, and safe
+//! patching with checksum repair, as a benchtop component, through the
+//! definition families other components serve (ECUFlash, RomRaider,
+//! TunerPro XDF, a third party's).
 //!
 //! The domain logic lives in plain modules ([`tools`] is the library API the
 //! tests and benchmarks use); this file declares them, and `component` is
 //! the thin wit-bindgen glue.
 
 pub mod bins;
-pub mod definition;
 pub mod error;
 pub mod family;
 pub mod image;
@@ -19,13 +20,27 @@ pub mod records;
 pub mod sample;
 pub mod store;
 pub mod tools;
-pub mod xml;
 
 // The family-neutral model, under the paths the tools have always used.
-pub use ecu_model::{checksum, decode, expr, memmodel, printf, scaling};
+pub use ecu_model::{checksum, decode, definition, expr, memmodel, printf, scaling};
 
 #[cfg(test)]
 pub(crate) mod decode_tests;
+
+/// What the unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    /// An explorer reading ECUFlash and RomRaider definitions through the
+    /// family crates linked in.
+    pub(crate) fn explorer() -> crate::Explorer {
+        crate::Explorer::with_formats(vec![
+            Arc::new(ecuflash::EcuFlash),
+            Arc::new(romraider::RomRaider),
+        ])
+    }
+}
 
 mod bindings;
 mod component;

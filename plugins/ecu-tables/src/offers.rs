@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn the_sample_rom_completes_and_hints_its_tables() {
-        let mut ex = Explorer::new();
+        let mut ex = crate::testing::explorer();
         let cfg = Config::with_definitions(samples().join("definitions"));
         let rom = samples().join("BT000001.bin");
         let rom = rom.to_str().unwrap();
@@ -527,7 +527,7 @@ mod tests {
 
     #[test]
     fn prompts_name_the_tools_and_the_arguments_without_a_rom() {
-        let mut ex = Explorer::new();
+        let mut ex = crate::testing::explorer();
         let cfg = Config::default();
         let p = diagnose_knock(&mut ex, &cfg, "roms/car.bin", Some("pull.csv"));
         for want in [
@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn unknown_arguments_complete_to_nothing() {
-        let mut ex = Explorer::new();
+        let mut ex = crate::testing::explorer();
         assert!(complete(&mut ex, &Config::default(), "log_file", "").is_empty());
     }
 }

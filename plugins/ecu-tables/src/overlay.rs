@@ -1429,7 +1429,7 @@ Time,RPM,Load,Knock,Timing
 
     fn run(dir: &LogsDir, args: OverlayLog) -> Result<String, Error> {
         let cfg = Config::with_definitions(sample_root().join("definitions"));
-        let mut ex = Explorer::new();
+        let mut ex = crate::testing::explorer();
         let args = OverlayLog {
             rom: sample_root().join("BT000001.bin").to_string_lossy().into(),
             ..args

@@ -485,7 +485,7 @@ mod tests {
         };
         let run = |args: &ProposePatch| {
             propose_patch(
-                &mut Explorer::new(),
+                &mut crate::testing::explorer(),
                 &cfg,
                 &logs,
                 &mut Cache::default(),

@@ -17,17 +17,16 @@ const SIZE: usize = 0x10_0000;
 const ID_ADDRESS: usize = 0x5002A;
 const ID: [u8; 4] = [0x42, 0x54, 0x00, 0x01];
 
-/// Builds the sample image from the definitions in `defs`, using `scratch`
-/// (a writable file path) to let the definitions match the id.
-pub fn generate(defs: &Path, scratch: &Path) -> Result<Vec<u8>, String> {
+/// Builds the sample image from the definitions in `defs`, read through
+/// `explorer`'s families, using `scratch` (a writable file path) to let the
+/// definitions match the id.
+pub fn generate(explorer: &mut Explorer, defs: &Path, scratch: &Path) -> Result<Vec<u8>, String> {
     let mut image = vec![0xFFu8; SIZE];
     image[ID_ADDRESS..ID_ADDRESS + 4].copy_from_slice(&ID);
     // The id alone is enough for the definition to match; the library then
     // tells us where every table and axis lives.
     std::fs::write(scratch, &image).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let opened = Explorer::new()
-        .open(defs, scratch)
-        .map_err(|e| e.to_string())?;
+    let opened = explorer.open(defs, scratch).map_err(|e| e.to_string())?;
     let def = opened.require_definition().map_err(|e| e.to_string())?;
     for table in &def.tables {
         fill_table(table, &mut image)?;

@@ -91,7 +91,13 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
         None => return unknown(None, None),
         Some(FamilyChecksum::Kept(module)) => module.clone(),
         Some(FamilyChecksum::Unknown(why)) => {
-            return unknown(Some("unknown".into()), Some(why.clone()));
+            // Named as the definition names it (`checksummodule`), when it
+            // names one the family does not keep.
+            let named = definition.and_then(Definition::checksum_module);
+            return unknown(
+                Some(named.unwrap_or("unknown").to_owned()),
+                Some(why.clone()),
+            );
         }
         Some(FamilyChecksum::Named) => {
             let Some(name) = definition.and_then(Definition::checksum_module) else {
@@ -121,11 +127,13 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
 
 /// The plugin's long-lived state: the definition families (each caching
 /// its own parsed files), which family each definitions file is, ROMs.
+#[derive(Default)]
 pub struct Explorer {
-    /// The first-party families, then those other plugins serve.
+    /// The families linked in natively (tests, benchmarks), then those
+    /// other plugins serve.
     families: Vec<Box<dyn Family>>,
-    /// How many of `families` are first-party.
-    first_party: usize,
+    /// How many of `families` are linked in.
+    linked: usize,
     /// Where families other plugins serve are found, in a component.
     served: Option<Box<dyn Served>>,
     /// `(plugin, generation)` of the served families in `families`.
@@ -138,30 +146,12 @@ pub struct Explorer {
     /// Per definitions file: its stamp when sniffed, and the index in
     /// `families` of the family that claims it (none: no family does).
     claimed: HashMap<PathBuf, (Stamp, Option<usize>)>,
-    /// Definitions files of a known format that share an extension with a
-    /// loaded family but that no loaded family claims (a RomRaider `.xml`
-    /// while the RomRaider family's component is not loaded), by format.
+    /// Definitions files of a known format that no loaded family claims (a
+    /// RomRaider `.xml` while the RomRaider family's component is not
+    /// loaded), by format.
     foreign: HashMap<PathBuf, &'static str>,
     roms: HashMap<PathBuf, CachedRom>,
     listing: Option<Listing>,
-}
-
-impl Default for Explorer {
-    fn default() -> Self {
-        let families = crate::family::first_party();
-        Explorer {
-            first_party: families.len(),
-            families,
-            served: None,
-            serving: Vec::new(),
-            family_problems: Vec::new(),
-            choice: None,
-            claimed: HashMap::new(),
-            foreign: HashMap::new(),
-            roms: HashMap::new(),
-            listing: None,
-        }
-    }
 }
 
 /// The last walk of the definitions directory.
@@ -188,15 +178,35 @@ const MAX_CACHED_ROMS: usize = 8;
 const MAX_ROM: u64 = 16 << 20;
 
 impl Explorer {
-    /// An explorer with empty caches.
+    /// An explorer that knows no family: it reads no definitions until
+    /// families are served or linked.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// An explorer that also asks the families `served` finds.
+    /// An explorer that asks the families `served` finds (in the
+    /// component: the plugins serving `benchtop:ecu-family`).
     pub fn with_served(served: Box<dyn Served>) -> Self {
         Self {
             served: Some(served),
+            ..Self::default()
+        }
+    }
+
+    /// An explorer that asks `formats`, linked in natively (the family
+    /// crates, in tests and benchmarks), in this order.
+    pub fn with_formats(formats: Vec<Arc<dyn ecu_model::family::Format>>) -> Self {
+        let families: Vec<Box<dyn Family>> = formats
+            .into_iter()
+            .map(|format| {
+                let family = crate::family::format::FormatFamily::new(format)
+                    .expect("a linked format names itself and its extensions");
+                Box::new(family) as Box<dyn Family>
+            })
+            .collect();
+        Self {
+            linked: families.len(),
+            families,
             ..Self::default()
         }
     }
@@ -219,7 +229,7 @@ impl Explorer {
         if now == self.serving {
             return;
         }
-        self.families.truncate(self.first_party);
+        self.families.truncate(self.linked);
         self.family_problems.clear();
         for (plugin, _) in &now {
             match served.family(plugin) {
@@ -348,7 +358,15 @@ impl Explorer {
                 .collect();
             unread.sort();
             if let Some(l) = &self.listing {
-                unread.extend(l.unread.iter().cloned());
+                // An .xml file no loaded family reads is named by its
+                // format, read from its head: the family to add.
+                unread.extend(l.unread.iter().map(|(path, format)| {
+                    let sniffed = (*format == XML_FORMATS)
+                        .then(|| read_head(path, SNIFF_BYTES).ok())
+                        .flatten()
+                        .and_then(|head| foreign_format(None, &head));
+                    (path.clone(), sniffed.unwrap_or(format))
+                }));
             }
             if !unread.is_empty() {
                 warnings.push(unread_note(&unread));
@@ -473,7 +491,8 @@ impl Explorer {
                 },
                 None => match open_head(path, SNIFF_BYTES) {
                     Ok((stamp, head)) => (stamp, Some(head)),
-                    // Unreadable: empty, which the catch-all family reports.
+                    // Unreadable: empty, which the family it would be
+                    // (ECUFlash claims a file with no element) reports.
                     Err(_) => match fs::metadata(path) {
                         Ok(meta) => (Stamp::of(&meta), Some(Vec::new())),
                         Err(_) => continue,
@@ -493,15 +512,10 @@ impl Explorer {
                     let extension = path
                         .extension()
                         .map(|e| e.to_string_lossy().to_ascii_lowercase());
-                    let asks = |i: &usize, catch_all: bool| {
-                        let f = &self.families[*i];
-                        f.catch_all() == catch_all
-                            && extensions[*i].iter().any(|x| Some(x) == extension.as_ref())
-                            && f.claims(path, &head)
-                    };
-                    let all = 0..self.families.len();
-                    let family = (all.clone().find(|i| asks(i, false)))
-                        .or_else(|| all.clone().find(|i| asks(i, true)));
+                    let family = (0..self.families.len()).find(|&i| {
+                        extensions[i].iter().any(|x| Some(x) == extension.as_ref())
+                            && self.families[i].claims(path, &head)
+                    });
                     self.claimed.insert(path.clone(), (stamp, family));
                     match foreign_format(family, &head) {
                         Some(format) => self.foreign.insert(path.clone(), format),
@@ -661,10 +675,15 @@ pub fn scan_dir_for(dir: &Path, extensions: &[String]) -> Result<Vec<(PathBuf, S
 /// Definition formats tuners keep beside ROMs that no built-in family
 /// reads, by extension: named when no loaded family reads such a file.
 const OTHER_FORMATS: &[(&str, &str)] = &[
+    ("xml", XML_FORMATS),
     ("xdf", "TunerPro XDF"),
     ("a2l", "ASAM A2L"),
     ("kp", "WinOLS map pack"),
 ];
+
+/// The `.xml` definition formats, named by their head when no family
+/// reads `.xml` at all.
+const XML_FORMATS: &str = "ECUFlash or RomRaider";
 
 /// Extensions of the archives definitions are shared in.
 const ARCHIVES: &[&str] = &["zip", "7z", "rar"];
@@ -834,10 +853,20 @@ fn archive_note(archives: &[PathBuf]) -> String {
 }
 
 /// The format of a definitions file no loaded family claimed (`family`
-/// none), when its first bytes tell one a family component reads.
+/// none), when its first bytes tell one of the first-party families, whose
+/// components may be missing from the plugins directory.
 fn foreign_format(family: Option<usize>, head: &[u8]) -> Option<&'static str> {
-    (family.is_none() && crate::xml::is_romraider(&String::from_utf8_lossy(head)))
-        .then_some("RomRaider")
+    if family.is_some() {
+        return None;
+    }
+    let head = String::from_utf8_lossy(head);
+    if ecu_model::sniff::is_romraider(&head) {
+        Some("RomRaider")
+    } else if ecu_model::sniff::first_element(&head) == Some("rom") {
+        Some("ECUFlash")
+    } else {
+        None
+    }
 }
 
 /// Names the definition files no loaded family reads, and what to do.

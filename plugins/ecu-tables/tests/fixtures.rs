@@ -4,8 +4,11 @@
 //! raw, checksum word, SHA-256 of the written image), the corrupted and the
 //! unknown ROM. Skips cleanly when the fixtures are absent.
 
+use ecu_tables::decode::Cell;
 use ecu_tables::tools::{self, Config, OpKind, PatchTable, ReadTable};
-use ecu_tables::{Explorer, decode::Cell};
+
+mod common;
+use common::explorer;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -67,7 +70,7 @@ fn scratch(tag: &str) -> PathBuf {
 fn shared_rom_info_matches_every_expected_file() {
     let Some(dir) = fixtures() else { return };
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let files = expected_files(&dir, ".expected.json");
     assert!(files.len() >= 4, "expected at least four ROM fixtures");
     for json in files {
@@ -131,7 +134,7 @@ fn shared_rom_info_matches_every_expected_file() {
 fn shared_table_lists_match() {
     let Some(dir) = fixtures() else { return };
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     for json in expected_files(&dir, ".expected.json") {
         let exp = load(&json);
         let Some(tables) = exp["tables"].as_array() else {
@@ -257,7 +260,7 @@ fn check_grid(data: &ecu_tables::decode::TableData, values: &Value, raw: &Value,
 fn shared_featured_tables_decode_exactly() {
     let Some(dir) = fixtures() else { return };
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let mut checked = 0;
     for json in expected_files(&dir, ".expected.json") {
         let exp = load(&json);
@@ -331,7 +334,7 @@ fn shared_patch_scenarios_produce_expected_images() {
             let ctx = format!("{}: {id}", json.display());
             let rom = work.join(format!("{id}.bin"));
             copy_writable(&source, &rom);
-            let mut ex = Explorer::new();
+            let mut ex = explorer();
             let op = match s["op"].as_str().unwrap() {
                 "set" => OpKind::Set,
                 "add" => OpKind::Add,
@@ -383,7 +386,7 @@ fn shared_patch_scenarios_produce_expected_images() {
                 .map(|b| format!("{b:02x}"))
                 .collect();
             assert_eq!(sha, e["rom_sha256"].as_str().unwrap(), "{ctx}");
-            let info = tools::rom_info_data(&mut Explorer::new(), &cfg, &args.rom).unwrap();
+            let info = tools::rom_info_data(&mut explorer(), &cfg, &args.rom).unwrap();
             assert_eq!(info.checksum_valid, Some(true), "{ctx}");
             // No temporary file is left beside the ROM.
             let leftovers: Vec<_> = std::fs::read_dir(&work)
@@ -406,7 +409,7 @@ fn shared_patch_text_reports_and_bad_checksum_rom() {
     let work = scratch("text");
     let rom = work.join("bad.bin");
     copy_writable(&dir.join("roms/56890009_bad_checksum.bin"), &rom);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let rom_s = rom.to_string_lossy().to_string();
     let base = PatchTable {
         rom: rom_s.clone(),
@@ -528,7 +531,7 @@ fn shared_patch_text_reports_and_bad_checksum_rom() {
     )
     .unwrap();
     assert!(text.contains("| enabled |"), "{text}");
-    let info = tools::rom_info_data(&mut Explorer::new(), &cfg, &rom_s).unwrap();
+    let info = tools::rom_info_data(&mut explorer(), &cfg, &rom_s).unwrap();
     assert_eq!(info.checksum_valid, Some(true));
     let _ = std::fs::remove_dir_all(&work);
 }
@@ -536,7 +539,7 @@ fn shared_patch_text_reports_and_bad_checksum_rom() {
 #[test]
 fn shared_two_level_include_chain_matches_56890109() {
     let Some(dir) = fixtures() else { return };
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let opened = ex.open(&dir, &dir.join("roms/56890109.bin")).unwrap();
     let def = opened.require_definition().unwrap();
     assert_eq!(def.chain, ["evo10base", "56890009", "56890109"]);

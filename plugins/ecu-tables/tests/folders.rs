@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::scratch;
+use common::{explorer, scratch};
+use ecu_tables::Config;
 use ecu_tables::tools::{self, ListTables};
-use ecu_tables::{Config, Explorer};
 use std::fs;
 use std::path::Path;
 
@@ -47,7 +47,7 @@ fn two_matching_definitions_are_named_and_the_other_can_be_chosen() {
     stock_and_merpmod(&defs);
     let rom = image(&dir);
     let cfg = Config::with_definitions(&defs);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let info = tools::rom_info(&mut ex, &cfg, &rom).unwrap();
     assert!(info.contains("definition: STOCK001_MERPMOD"), "{info}");
     assert!(
@@ -111,7 +111,7 @@ fn a_base_kept_in_several_folders_resolves_beside_its_child_and_says_so() {
     .unwrap();
     let rom = image(&dir);
     let cfg = Config::with_definitions(&defs);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let info = tools::rom_info(&mut ex, &cfg, &rom).unwrap();
     assert!(
         info.contains("2 files have <xmlid>32BITBASE</xmlid>")
@@ -134,7 +134,7 @@ fn definition_files_no_family_reads_are_named_with_what_to_do() {
     }
     let rom = image(&dir);
     let cfg = Config::with_definitions(&defs);
-    let info = tools::rom_info(&mut Explorer::new(), &cfg, &rom).unwrap();
+    let info = tools::rom_info(&mut explorer(), &cfg, &rom).unwrap();
     assert!(
         info.contains("7 definition files here are in a format no loaded family reads")
             && info.contains("car0.xdf (TunerPro XDF)")
@@ -166,7 +166,7 @@ fn long_lists_of_unreadable_tables_say_how_many_more() {
     let rom = image(&dir);
     let cfg = Config::with_definitions(&defs);
     let listed = tools::list_tables(
-        &mut Explorer::new(),
+        &mut explorer(),
         &cfg,
         &ListTables {
             rom,
@@ -190,7 +190,7 @@ fn a_folder_holding_only_a_zip_says_to_unpack_it() {
     fs::write(defs.join("SubaruDefs-master.zip"), b"PK\x03\x04").unwrap();
     let rom = image(&dir);
     let cfg = Config::with_definitions(&defs);
-    let info = tools::rom_info(&mut Explorer::new(), &cfg, &rom).unwrap();
+    let info = tools::rom_info(&mut explorer(), &cfg, &rom).unwrap();
     assert!(
         info.contains("holds 1 archive (SubaruDefs-master.zip)") && info.contains("unpack it"),
         "{info}"
@@ -241,7 +241,7 @@ fn an_intel_hex_image_reads_and_is_patched_as_intel_hex() {
     fs::write(&path, intel_hex(&rom)).unwrap();
     let rom_s = path.to_string_lossy().into_owned();
     let cfg = Config::with_definitions(&defs);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let info = tools::rom_info(&mut ex, &cfg, &rom_s).unwrap();
     assert!(
         info.contains("definition: STOCK001\n") && info.contains("Intel HEX file"),
@@ -300,7 +300,7 @@ fn a_definition_given_as_the_rom_is_named_for_what_it_is() {
     ] {
         let path = dir.join(name);
         fs::write(&path, text).unwrap();
-        let err = tools::rom_info(&mut Explorer::new(), &cfg, &path.to_string_lossy())
+        let err = tools::rom_info(&mut explorer(), &cfg, &path.to_string_lossy())
             .unwrap_err()
             .to_string();
         assert!(

@@ -9,12 +9,12 @@ use ecu_tables::decode::read_table;
 use ecu_tables::definition::Definition;
 use ecu_tables::scaling::Kind;
 use ecu_tables::tools::{self, Config};
-use ecu_tables::xml::parse_romid_only;
 use ecu_tables::{Explorer, memmodel};
+use ecuflash::xml::parse_romid_only;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{patch_round_trip, scratch};
+use common::{explorer, patch_round_trip, scratch};
 
 fn realworld() -> Option<PathBuf> {
     let dir =
@@ -28,7 +28,7 @@ fn realworld() -> Option<PathBuf> {
 }
 
 /// Every `*.xml` under `dir` carrying an internal id (the ROM-matching leaves).
-fn leaves(dir: &Path) -> Vec<(PathBuf, ecu_tables::xml::RomId)> {
+fn leaves(dir: &Path) -> Vec<(PathBuf, ecu_tables::definition::RomId)> {
     let mut out = Vec::new();
     for (path, _) in ecu_tables::store::scan_dir(dir).unwrap() {
         let text = std::fs::read_to_string(&path).unwrap();
@@ -45,7 +45,7 @@ fn leaves(dir: &Path) -> Vec<(PathBuf, ecu_tables::xml::RomId)> {
 }
 
 /// Writes `id` into `image` at its address (less the model's base).
-fn stamp_id(image: &mut [u8], id: &ecu_tables::xml::RomId, base: u32) {
+fn stamp_id(image: &mut [u8], id: &ecu_tables::definition::RomId, base: u32) {
     let addr = ecu_tables::definition::parse_hex(id.internal_id_address.as_deref().unwrap())
         .unwrap()
         - base;
@@ -84,7 +84,7 @@ fn shared_every_realworld_chain_resolves_reads_and_patches_every_table() {
     ] {
         let dir = root.join(set);
         let cfg = Config::with_definitions(&dir);
-        let mut ex = Explorer::new();
+        let mut ex = explorer();
         let found = leaves(&dir);
         assert!(!found.is_empty(), "{set}: no definitions");
         for (path, id) in found {
@@ -161,7 +161,7 @@ fn write_rom(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-fn find_leaf(dir: &Path, xmlid: &str) -> ecu_tables::xml::RomId {
+fn find_leaf(dir: &Path, xmlid: &str) -> ecu_tables::definition::RomId {
     leaves(dir)
         .into_iter()
         .find(|(_, id)| id.xmlid.as_deref() == Some(xmlid))
@@ -201,7 +201,7 @@ fn shared_h8_128k_images_read_and_write_back() {
     let rom = work.join("TH 3.0 Auto.hex");
     write_rom(&rom, &image);
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
     assert_eq!(
         info.definition
@@ -303,7 +303,7 @@ fn shared_srf_containers_read_and_write_back() {
     let rom = work.join("A2WC510S.srf");
     write_rom(&rom, &file);
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
     assert!(
         info.definition.as_deref().unwrap().starts_with("A2WC510S"),
@@ -344,7 +344,7 @@ fn shared_short_images_are_reported_with_the_tables_outside() {
     let dir = root.join("subarudefs_standard");
     let work = scratch("short");
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let (_, id) = leaves(&dir)
         .into_iter()
         .find(|(_, id)| id.fields.get("memmodel").map(String::as_str) == Some("SH7055"))
@@ -388,7 +388,7 @@ fn shared_diff_reports_switch_and_bit_changes_as_states() {
     write_rom(&stock, &image);
     write_rom(&tuned, &image);
     let cfg = Config::with_definitions(&dir);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let def = tools::open(&mut ex, &cfg, tuned.to_str().unwrap())
         .unwrap()
         .definition
@@ -502,7 +502,7 @@ fn shared_romraider_definitions_are_named_without_their_family() {
     let rom = work.join("EA1M511A.bin");
     write_rom(&rom, &image);
     let cfg = Config::with_definitions(&defs);
-    let mut ex = Explorer::new();
+    let mut ex = common::ecuflash_only();
     let info = tools::rom_info_data(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
     assert_eq!(info.definition, None);
     assert!(
@@ -514,7 +514,7 @@ fn shared_romraider_definitions_are_named_without_their_family() {
     );
     // Parsed as ECUFlash, the file is still named for what it is.
     let text = std::fs::read_to_string(root.join("RR_EA1M511A.xml")).unwrap();
-    let err = ecu_tables::xml::parse_definition(&text).unwrap_err();
+    let err = ecuflash::xml::parse_definition(&text).unwrap_err();
     assert!(err.starts_with("this is a RomRaider definition"), "{err}");
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -9,16 +9,16 @@
 use ecu_tables::checksum::Module;
 use ecu_tables::decode::{Cell, TableData, read_table};
 use ecu_tables::definition::{AxisSource, Definition, Lookup, Table};
+use ecu_tables::memmodel;
 use ecu_tables::patch::{self, Op, Target};
 use ecu_tables::scaling::{Endian, Storage};
 use ecu_tables::store::checksum_state;
 use ecu_tables::tools::{self, Config};
-use ecu_tables::{Explorer, memmodel};
 use romraider::document as romraider;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{patch_round_trip, scratch};
+use common::{explorer, patch_round_trip, scratch};
 
 /// (xmlid, RomRaider file) of each ROM described in both families.
 const PAIRS: [(&str, &str); 2] = [
@@ -203,7 +203,7 @@ fn ecuflash_definition(root: &Path, xmlid: &str, image: &[u8], work: &Path) -> D
     let cfg = Config::with_definitions(root.join("ecuflash").join(xmlid));
     let rom = work.join(format!("{xmlid}.bin"));
     std::fs::write(&rom, image).unwrap();
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let opened = tools::open(&mut ex, &cfg, rom.to_str().unwrap()).unwrap();
     assert_eq!(&opened.bytes[..], image, "a plain image is read as is");
     let def = opened

@@ -5,6 +5,9 @@
 use ecu_tables::checksum::Module;
 use ecu_tables::tools::{self, Config, DiffTables, ListTables, OpKind, PatchTable, ReadTable};
 use ecu_tables::{Explorer, sample};
+
+mod common;
+use common::explorer;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -65,7 +68,7 @@ fn read(ex: &mut Explorer, cfg: &Config, rom: &str, table: &str) -> String {
 #[test]
 fn committed_sample_rom_is_what_the_generator_writes() {
     let (dir, _) = workspace("gen");
-    let image = sample::generate(&defs(), &dir.join("scratch.bin")).unwrap();
+    let image = sample::generate(&mut explorer(), &defs(), &dir.join("scratch.bin")).unwrap();
     let committed = std::fs::read(samples().join("BT000001.bin")).unwrap();
     assert!(
         image == committed,
@@ -77,7 +80,7 @@ fn committed_sample_rom_is_what_the_generator_writes() {
 #[test]
 fn sample_rom_info_and_list() {
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let rom = samples()
         .join("BT000001.bin")
         .to_string_lossy()
@@ -136,7 +139,7 @@ fn sample_rom_info_and_list() {
 #[test]
 fn sample_tables_read_in_physical_units() {
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let rom = samples()
         .join("BT000001.bin")
         .to_string_lossy()
@@ -166,7 +169,7 @@ fn sample_tables_read_in_physical_units() {
 #[test]
 fn read_table_windows_big_tables() {
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let rom = samples()
         .join("BT000001.bin")
         .to_string_lossy()
@@ -203,7 +206,7 @@ fn read_table_windows_big_tables() {
 #[test]
 fn read_table_selects_cells_by_axis_values() {
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let rom = samples()
         .join("BT000001.bin")
         .to_string_lossy()
@@ -299,7 +302,7 @@ fn read_table_selects_cells_by_axis_values() {
 fn the_question_before_a_patch_names_the_resolved_cells() {
     let (dir, rom) = workspace("question");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let table = "Ignition Timing Base Map";
     let before = std::fs::read(&rom).unwrap();
     let mut rows = patch_args(&rom, table, OpKind::Add, Some(-1.0));
@@ -361,7 +364,7 @@ fn the_question_before_a_patch_names_the_resolved_cells() {
 fn a_confirmed_patch_writes_only_the_change_confirmed() {
     let (dir, rom) = workspace("confirmed-change");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let table = "Ignition Timing Base Map";
     let mut rows = patch_args(&rom, table, OpKind::Add, Some(-1.0));
     rows.rows_where = Some("3500..4000".into());
@@ -395,7 +398,7 @@ fn a_confirmed_patch_writes_only_the_change_confirmed() {
 fn patching_by_axis_value_writes_the_cells_read_table_shows() {
     let (dir, rom) = workspace("patch-where");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let table = "Ignition Timing Base Map";
     let before = read(&mut ex, &cfg, &rom, table);
     assert!(
@@ -473,7 +476,7 @@ fn patching_by_axis_value_writes_the_cells_read_table_shows() {
     // breakpoints), cells with a range, a cell past the end, an empty list.
     let written = std::fs::read(&rom).unwrap();
     let err = |a: &PatchTable| {
-        tools::patch_table(&mut Explorer::new(), &cfg, a)
+        tools::patch_table(&mut explorer(), &cfg, a)
             .unwrap_err()
             .to_string()
     };
@@ -527,7 +530,7 @@ fn patching_by_axis_value_writes_the_cells_read_table_shows() {
 fn patching_writes_atomically_with_a_valid_checksum() {
     let (dir, rom) = workspace("patch");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let mut args = patch_args(&rom, "Ignition Timing Base Map", OpKind::Add, Some(-1.5));
     args.row = Some(11);
     let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
@@ -537,7 +540,7 @@ fn patching_writes_atomically_with_a_valid_checksum() {
     let bytes = std::fs::read(&rom).unwrap();
     assert!(Module::MitsuCan.validate(&bytes).unwrap());
     // A fresh process (no cache) sees the same.
-    let again = read(&mut Explorer::new(), &cfg, &rom, "Ignition Timing Base Map");
+    let again = read(&mut explorer(), &cfg, &rom, "Ignition Timing Base Map");
     assert!(again.contains("| 7000 | 24.5 |"), "{again}");
     // clamp on a column, smooth, multiply, set on a little-endian scalar.
     let mut clamp = patch_args(&rom, "Boost Target", OpKind::Clamp, None);
@@ -571,7 +574,7 @@ fn patching_writes_atomically_with_a_valid_checksum() {
     choice.choice = Some("enabled".into());
     let text = tools::patch_table(&mut ex, &cfg, &choice).unwrap();
     assert!(text.contains("| enabled |"), "{text}");
-    let info = tools::rom_info_data(&mut Explorer::new(), &cfg, &rom).unwrap();
+    let info = tools::rom_info_data(&mut explorer(), &cfg, &rom).unwrap();
     assert_eq!(info.checksum_valid, Some(true));
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -602,7 +605,7 @@ fn patching_writes_atomically_with_a_valid_checksum() {
 fn patch_argument_errors_are_clear() {
     let (dir, rom) = workspace("errors");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let before = std::fs::read(&rom).unwrap();
     let cases: Vec<(PatchTable, &str)> = vec![
         (
@@ -709,7 +712,7 @@ fn unknown_checksum_module_patches_with_a_warning() {
         )
     });
     let cfg = Config::with_definitions(&d);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let info = tools::rom_info(&mut ex, &cfg, &rom).unwrap();
     assert!(
         info.contains("checksum_valid: null\nchecksum_algorithm: mitsuh8\n"),
@@ -736,7 +739,7 @@ fn include_problems_and_cache_invalidation() {
         )
     });
     let cfg = Config::with_definitions(&d);
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let err = tools::rom_info(&mut ex, &cfg, &rom)
         .unwrap_err()
         .to_string();
@@ -784,7 +787,7 @@ fn crash_child_patch_loop() {
         }
     }
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     for i in 0.. {
         tools::patch(&mut ex, &cfg, &crash_patch(&rom, i % 2 == 0)).unwrap();
     }
@@ -866,7 +869,7 @@ fn crash_interrupted_patches_leave_old_or_new_image() {
     let original = std::fs::read(&rom).unwrap();
     // The only other images the child can produce.
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let first = tools::patch(&mut ex, &cfg, &crash_patch(&rom, true))
         .unwrap()
         .bytes;
@@ -903,7 +906,7 @@ fn crash_interrupted_patches_leave_old_or_new_image() {
 fn long_table_names_and_paths_are_not_echoed_whole() {
     let (dir, rom) = workspace("long-args");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let long = "T".repeat(100_000);
     let read_long = |ex: &mut Explorer, rom: &str, table: &str| {
         tools::read_table(
@@ -940,7 +943,7 @@ fn long_table_names_and_paths_are_not_echoed_whole() {
 fn hardening_11_long_arguments_are_not_echoed_whole() {
     let (dir, rom) = workspace("echo");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let long = "f".repeat(100_000);
     let under_4k = |what: &str, text: &str| {
         assert!(
@@ -981,7 +984,7 @@ fn hardening_11_long_arguments_are_not_echoed_whole() {
     // A range padded with spaces parses; its note is clipped.
     let range = |text: String| {
         tools::read_table(
-            &mut Explorer::new(),
+            &mut explorer(),
             &cfg,
             &ReadTable {
                 rom: rom.clone(),
@@ -1013,7 +1016,7 @@ fn hardening_11_long_arguments_are_not_echoed_whole() {
 fn lookup_table_interpolates_as_the_ecu_does() {
     use ecu_tables::lookup::{LookupTable, lookup_table};
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let rom = samples()
         .join("BT000001.bin")
         .to_string_lossy()
@@ -1119,7 +1122,7 @@ fn propose_patch_turns_knock_into_a_diff_and_patch_table_arguments() {
     let (dir, rom) = workspace("propose");
     let logs = samples().join("../logs");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let mut cache = datalog::logs::Cache::default();
     let before = std::fs::read(&rom).unwrap();
     let base = ProposePatch {
@@ -1268,7 +1271,7 @@ fn hardening_11_overlay_and_propose_clip_the_filter_and_resolve_the_rom() {
     let (dir, rom) = workspace("propose-echo");
     let logs = samples().join("../logs");
     let cfg = Config::with_definitions(defs());
-    let mut ex = Explorer::new();
+    let mut ex = explorer();
     let mut cache = datalog::logs::Cache::default();
     let filter = format!("Knock >{}0", " ".repeat(99_992));
     let padded_rom = format!("{}/{}BT000001.bin", dir.display(), "./".repeat(50_000));

@@ -1,359 +1,342 @@
-//! The ECUFlash family: `<rom>` files with a `<romid>`, built on other
-//! files by `<include>XMLID</include>`, as EcuFlash's own definitions
+//! ECUFlash as a [`Format`]: `<rom>` files with a `<romid>`, built on
+//! other files by `<include>XMLID</include>`, as EcuFlash's own definitions
 //! trees (SubaruDefs, EvoScan) are kept.
 
-use super::{
-    Family, Listed, Recognition, SNIFF_BYTES, Stamp, file_label, match_id, read_head, some_names,
-};
-use crate::definition::{ChainFile, Definition, merge};
-use crate::error::Error;
-use crate::xml::{RawDefinition, RomId, parse_definition, parse_romid_only};
+use crate::merge::{ChainFile, merge};
+use crate::xml::{ROMRAIDER, RawDefinition, parse_definition};
+use ecu_model::family::{self, Candidate, Format, Identified, Resolved, Source};
+use ecu_model::sniff::{first_element, is_romraider};
 use std::collections::HashMap;
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-/// One definitions file: its id, read from its head, and the whole file
-/// once a match needs it.
-struct CachedFile {
-    stamp: Stamp,
-    romid: Result<RomId, String>,
-    full: Option<Result<Arc<RawDefinition>, String>>,
+/// The family's name, as rom_info's `definition_format` shows it.
+const NAME: &str = "ECUFlash";
+
+/// The ECUFlash family: a unit struct, because every answer is a function
+/// of the bytes it is given (ecu-tables caches them per file).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EcuFlash;
+
+/// The file name without its extension: what an include names a file by
+/// when the file has no xmlid.
+fn stem(file_name: &str) -> &str {
+    let name = file_name.rsplit(['/', '\\']).next().unwrap_or(file_name);
+    name.rsplit_once('.').map_or(name, |(stem, _)| stem)
 }
 
-/// A merged definition and the files (with their stamps) it was built from.
-struct CachedDefinition {
-    chain: Vec<(PathBuf, Stamp)>,
-    definition: Arc<Definition>,
+/// The longest UTF-8 text `bytes` starts with: a head may end inside a
+/// character.
+fn text_of(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
 }
 
-/// ECUFlash definitions, parsed and merged once per change of their files.
-#[derive(Default)]
-pub struct EcuFlash {
-    files: HashMap<PathBuf, CachedFile>,
-    definitions: HashMap<PathBuf, CachedDefinition>,
-}
-
-impl Family for EcuFlash {
-    fn name(&self) -> &str {
-        "ECUFlash"
-    }
-
-    fn claims(&self, path: &Path, head: &[u8]) -> bool {
-        // The catch-all: any XML file no other family claims is tried as
-        // ECUFlash, so a broken one is reported rather than ignored.
-        let xml = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
-        xml && !crate::xml::is_romraider(&String::from_utf8_lossy(head))
-    }
-
-    fn catch_all(&self) -> bool {
-        true
-    }
-
-    fn recognize(
-        &mut self,
-        dir: &Path,
-        files: &[Listed],
-        image: &[u8],
-    ) -> Result<Recognition, Error> {
-        self.refresh(files);
-        let mut matches = Vec::new();
-        let mut tried = Vec::new();
-        for Listed { path, .. } in files {
-            let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path) else {
-                continue;
-            };
-            let base = crate::image::base_for(id.field("memmodel"), image.len());
-            if let Some(result) = match_id(id, image, base) {
-                let label = id.xmlid.clone().unwrap_or_else(|| file_label(path));
-                match result {
-                    Ok(()) => matches.push(path.clone()),
-                    Err(found) => tried.push(format!("{label} ({found})")),
-                }
-            }
-        }
-        let mut resolved = Vec::new();
-        for path in &matches {
-            resolved.push(self.definition(dir, files, path)?);
-        }
-        // A definition included by another match is the less specific
-        // one (a MerpMod definition includes the stock one it shares the
-        // id with): it comes after, so it is named and can be chosen.
-        let included = |d: &Arc<Definition>| {
-            let id = d.romid.xmlid.as_deref();
-            resolved.iter().any(|o| {
-                !Arc::ptr_eq(o, d)
-                    && o.chain[..o.chain.len() - 1]
-                        .iter()
-                        .any(|c| Some(c.as_str()) == id)
-            })
-        };
-        let (mut keep, less): (Vec<_>, Vec<_>) =
-            resolved.iter().cloned().partition(|d| !included(d));
-        keep.extend(less);
-        Ok(Recognition {
-            matches: keep,
-            tried,
-            ..Recognition::default()
+/// The start of the first `<table` or `<scaling` element in `text`: where
+/// an ECUFlash file's id and includes have ended (every file of the
+/// 378-file SubaruDefs and EvoScan trees names its includes before it).
+fn first_body_element(text: &str) -> Option<usize> {
+    ["<table", "<scaling"]
+        .iter()
+        .filter_map(|tag| {
+            text.match_indices(tag)
+                .find(|(at, _)| {
+                    text[at + tag.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_whitespace() || c == '>' || c == '/')
+                })
+                .map(|(at, _)| at)
         })
-    }
+        .min()
 }
 
-/// The candidate sharing the most leading folders with `from` (the first,
-/// in path order, among equals).
-fn nearest<'a>(from: &Path, candidates: &'a [PathBuf]) -> &'a Path {
-    let shared = |c: &Path| {
-        from.parent()
-            .into_iter()
-            .flat_map(|p| p.components())
-            .zip(c.parent().into_iter().flat_map(|p| p.components()))
-            .take_while(|(a, b)| a == b)
-            .count()
-    };
-    let mut best = &candidates[0];
-    for c in &candidates[1..] {
-        if shared(c) > shared(best) {
-            best = c;
-        }
+/// A file's definition as a candidate: titled by its xmlid, else by its
+/// file name (an include may name a base file so).
+fn candidate_of(file_name: &str, raw: &RawDefinition) -> Candidate {
+    let mut romid = raw.romid.clone();
+    if romid.xmlid.is_none() {
+        romid.xmlid = Some(stem(file_name).to_owned());
     }
-    best
+    family::candidate(&romid, raw.includes.clone())
+        .expect("a candidate has a title: the xmlid, else the file name")
 }
 
-/// Says that several files carry an included xmlid, and which was used.
-fn include_conflict(
-    dir: &Path,
-    from: &Path,
-    include: &str,
-    candidates: &[PathBuf],
-    used: &Path,
-) -> String {
-    let shown = |p: &Path| p.strip_prefix(dir).unwrap_or(p).display().to_string();
-    format!(
-        "{} files have <xmlid>{include}</xmlid> ({}); {} includes {}, the one nearest it. Keep one copy, or keep each with the definitions it belongs to",
-        candidates.len(),
-        some_names(candidates, |p| shown(p)),
-        shown(from),
-        shown(used)
-    )
-}
+impl Format for EcuFlash {
+    fn name(&self) -> Result<String, String> {
+        Ok(NAME.into())
+    }
 
-impl EcuFlash {
-    /// Updates the per-file romid cache for the files now in the directory.
-    fn refresh(&mut self, files: &[Listed]) {
-        for Listed { path, stamp, head } in files {
-            if self.files.get(path).is_some_and(|c| c.stamp == *stamp) {
-                continue;
-            }
-            let romid = read_romid(path, head.as_deref());
-            self.files.insert(
-                path.clone(),
-                CachedFile {
-                    stamp: *stamp,
-                    romid,
-                    full: None,
-                },
-            );
+    fn extensions(&self) -> Result<Vec<String>, String> {
+        Ok(vec!["xml".into()])
+    }
+
+    fn claims(&self, _file_name: &str, head: &[u8]) -> Result<bool, String> {
+        let head = text_of(head);
+        // An ECUFlash file's root is `<rom>`; a file whose head holds no
+        // element at all (empty, not XML) is claimed too, so rom_info
+        // reports it rather than passing over it.
+        Ok(!is_romraider(head) && first_element(head).is_none_or(|root| root == "rom"))
+    }
+
+    fn identify(
+        &self,
+        file_name: &str,
+        contents: &[u8],
+        whole: bool,
+    ) -> Result<Identified, String> {
+        if whole {
+            let text = std::str::from_utf8(contents)
+                .map_err(|e| format!("{file_name} is not UTF-8 text: {e}"))?;
+            let raw = parse_definition(text)
+                .map_err(|e| format!("not a readable ECUFlash XML file: {e}"))?;
+            return Ok(Identified::Candidates(vec![candidate_of(file_name, &raw)]));
+        }
+        // The id and the includes come before the first table or scaling:
+        // the head up to there, closed, is the file's opening as a
+        // document of its own.
+        let head = text_of(contents);
+        if is_romraider(head) {
+            return Err(ROMRAIDER.into());
+        }
+        let Some(body) = first_body_element(head) else {
+            return Ok(Identified::NeedsWholeFile);
+        };
+        match parse_definition(&format!("{}</rom>", &head[..body])) {
+            Ok(raw) => Ok(Identified::Candidates(vec![candidate_of(file_name, &raw)])),
+            // A comment or an element still open where the body starts.
+            Err(_) => Ok(Identified::NeedsWholeFile),
         }
     }
 
-    fn full(&mut self, path: &Path) -> Result<Arc<RawDefinition>, Error> {
-        let entry = self.files.get_mut(path).ok_or_else(|| Error::Definition {
-            file: path.into(),
-            message: "file disappeared from the definitions directory".into(),
-        })?;
-        if entry.full.is_none() {
-            entry.full = Some(
-                fs::read_to_string(path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| parse_definition(&t))
-                    .map(Arc::new),
-            );
-        }
-        match entry.full.as_ref() {
-            Some(Ok(raw)) => Ok(raw.clone()),
-            Some(Err(message)) => Err(Error::Definition {
-                file: path.into(),
-                message: format!("not a readable ECUFlash XML file: {message}"),
-            }),
-            None => unreachable!(),
-        }
-    }
-
-    /// The merged definition rooted at `leaf`, cached while no file of its
-    /// chain changes.
-    fn definition(
-        &mut self,
-        dir: &Path,
-        files: &[Listed],
-        leaf: &Path,
-    ) -> Result<Arc<Definition>, Error> {
-        let stamps: HashMap<&Path, Stamp> =
-            files.iter().map(|l| (l.path.as_path(), l.stamp)).collect();
-        if let Some(cached) = self.definitions.get(leaf)
-            && cached
-                .chain
-                .iter()
-                .all(|(p, s)| stamps.get(p.as_path()) == Some(s))
-        {
-            return Ok(cached.definition.clone());
-        }
-        // Index every file by xmlid (and by file stem as a fallback): all
-        // of them, since folders hold several users' copies of one base.
-        let mut by_id: HashMap<String, Vec<PathBuf>> = HashMap::new();
-        for Listed { path, .. } in files {
-            if let Some(CachedFile { romid: Ok(id), .. }) = self.files.get(path)
-                && let Some(x) = &id.xmlid
-            {
-                by_id.entry(x.clone()).or_default().push(path.clone());
-            }
-        }
-        for Listed { path, .. } in files {
-            by_id
-                .entry(file_label(path))
-                .or_insert_with(|| vec![path.clone()]);
-        }
-        let mut order: Vec<PathBuf> = Vec::new();
-        let mut stack: Vec<PathBuf> = Vec::new();
-        let mut notes = Vec::new();
-        self.visit(dir, leaf, &by_id, &mut order, &mut stack, &mut notes)?;
-        let raws: Vec<(PathBuf, Arc<RawDefinition>)> = order
+    fn resolve(&self, key: &str, files: &[Source<'_>]) -> Result<Resolved, String> {
+        let raws = files
             .iter()
-            .map(|p| Ok((p.clone(), self.full(p)?)))
-            .collect::<Result<_, Error>>()?;
-        let chain_files: Vec<ChainFile<'_>> = raws
+            .map(|f| {
+                let text = std::str::from_utf8(f.contents)
+                    .map_err(|e| format!("{} is not UTF-8 text: {e}", f.file_name))?;
+                parse_definition(text)
+                    .map(|raw| (f.file_name, raw))
+                    .map_err(|e| format!("{}: not a readable ECUFlash XML file: {e}", f.file_name))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let title = |(name, raw): &(&str, RawDefinition)| {
+            raw.romid
+                .xmlid
+                .clone()
+                .unwrap_or_else(|| stem(name).to_owned())
+        };
+        let leaf = raws
+            .first()
+            .ok_or("resolve was given no file to read the definition from")?;
+        if title(leaf) != key {
+            return Err(format!("{} defines `{}`, not `{key}`", leaf.0, title(leaf)));
+        }
+        // The files are the chain ecu-tables chose (one file per included
+        // xmlid, the nearest); they merge parents first, each once.
+        let by_title: HashMap<String, usize> = raws
             .iter()
-            .map(|(p, raw)| ChainFile {
-                label: raw.romid.xmlid.clone().unwrap_or_else(|| file_label(p)),
-                raw,
+            .enumerate()
+            .flat_map(|(i, f)| [(title(f), i), (stem(f.0).to_owned(), i)])
+            .rev()
+            .collect();
+        let mut order = Vec::new();
+        visit(0, &raws, &by_title, &mut order, &mut Vec::new())?;
+        let chain: Vec<ChainFile<'_>> = order
+            .iter()
+            .map(|&i| ChainFile {
+                label: title(&raws[i]),
+                raw: &raws[i].1,
             })
             .collect();
-        let mut definition = merge(leaf.to_path_buf(), &chain_files);
-        definition.notes = notes;
-        let definition = Arc::new(definition);
-        self.definitions.insert(
-            leaf.to_path_buf(),
-            CachedDefinition {
-                chain: order
-                    .iter()
-                    .filter_map(|p| stamps.get(p.as_path()).map(|s| (p.clone(), *s)))
-                    .collect(),
-                definition: definition.clone(),
-            },
-        );
-        Ok(definition)
+        let definition = merge(leaf.0.into(), &chain);
+        Ok(Resolved::of(&definition, NAME))
     }
 
-    /// Depth-first include resolution: parents first, each file once. An
-    /// xmlid several files carry resolves to the one nearest the including
-    /// file (beside it, else sharing the longest part of its folder), as a
-    /// user who keeps each car's definitions in its own folder expects;
-    /// `notes` says so.
-    fn visit(
-        &mut self,
-        dir: &Path,
-        path: &Path,
-        by_id: &HashMap<String, Vec<PathBuf>>,
-        order: &mut Vec<PathBuf>,
-        stack: &mut Vec<PathBuf>,
-        notes: &mut Vec<String>,
-    ) -> Result<(), Error> {
-        if order.iter().any(|p| p == path) {
-            return Ok(());
-        }
-        if stack.iter().any(|p| p == path) {
-            let mut cycle: Vec<String> = stack.iter().map(|p| file_label(p)).collect();
-            cycle.push(file_label(path));
-            return Err(Error::Definition {
-                file: path.into(),
-                message: format!("include cycle: {}", cycle.join(" → ")),
-            });
-        }
-        let raw = self.full(path)?;
-        stack.push(path.to_path_buf());
-        for include in &raw.includes {
-            let candidates = by_id.get(include).ok_or_else(|| Error::Definition {
-                file: path.into(),
-                message: format!(
-                    "<include>{include}</include> not found: no file under {} has <xmlid>{include}</xmlid>; add the base definition to the directory",
-                    dir.display()
-                ),
-            })?;
-            let target = nearest(path, candidates).to_path_buf();
-            if candidates.len() > 1 {
-                notes.push(include_conflict(dir, path, include, candidates, &target));
-            }
-            self.visit(dir, &target, by_id, order, stack, notes)?;
-        }
-        stack.pop();
-        order.push(path.to_path_buf());
-        Ok(())
+    fn describe(&self) -> String {
+        "ECU definition family: ECUFlash definitions (<rom><romid>…<include>, .xml)".into()
     }
 }
 
-/// A definition's `<romid>` from the head of the file (`head`, when the
-/// store has read it already), reading the whole file only when the head
-/// does not hold it (base files without one, long comments before it).
-fn read_romid(path: &Path, head: Option<&[u8]>) -> Result<RomId, String> {
-    let read;
-    let head = match head {
-        Some(head) => head,
-        None => {
-            read = read_head(path, SNIFF_BYTES).map_err(|e| e.to_string())?;
-            &read
-        }
-    };
-    let end = b"</romid>";
-    if let Some(at) = head.windows(end.len()).position(|w| w == end)
-        && let Ok(text) = std::str::from_utf8(&head[..at + end.len()])
-    {
-        return parse_romid_only(text);
+/// Depth-first include resolution: parents first, each file once.
+fn visit(
+    at: usize,
+    raws: &[(&str, RawDefinition)],
+    by_title: &HashMap<String, usize>,
+    order: &mut Vec<usize>,
+    stack: &mut Vec<usize>,
+) -> Result<(), String> {
+    if order.contains(&at) {
+        return Ok(());
     }
-    let text = fs::read_to_string(path).map_err(|e| e.to_string())?;
-    parse_romid_only(&text)
+    if stack.contains(&at) {
+        let mut cycle: Vec<&str> = stack.iter().map(|&i| stem(raws[i].0)).collect();
+        cycle.push(stem(raws[at].0));
+        return Err(format!("include cycle: {}", cycle.join(" → ")));
+    }
+    stack.push(at);
+    for include in &raws[at].1.includes {
+        let Some(&parent) = by_title.get(include) else {
+            return Err(format!(
+                "{} includes `{include}`, which no file given defines",
+                raws[at].0
+            ));
+        };
+        visit(parent, raws, by_title, order, stack)?;
+    }
+    stack.pop();
+    order.push(at);
+    Ok(())
+}
+
+// Natively the exported symbol names are not valid in a linker version
+// script, so the component exports them on wasm only; natively the tests
+// call the format directly.
+#[cfg(target_arch = "wasm32")]
+mod export {
+    type Component = ecu_family_guest::Exported<super::EcuFlash>;
+    ecu_family_guest::bindings::export!(Component with_types_in ecu_family_guest::bindings);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ecu_model::family::{HEAD_BYTES, ImageId};
+
+    fn found(answer: Identified) -> Candidate {
+        match answer {
+            Identified::Candidates(mut c) if c.len() == 1 => c.remove(0),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
-    fn romids_are_read_from_the_head_or_the_whole_file() {
-        let dir = std::env::temp_dir().join(format!("ecu-romid-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        let short = dir.join("a.xml");
-        fs::write(
-            &short,
-            "<rom><romid><xmlid>A2UG000N</xmlid></romid><table name=\"t\"/></rom>",
-        )
-        .unwrap();
-        assert_eq!(
-            read_romid(&short, None).unwrap().xmlid.as_deref(),
-            Some("A2UG000N")
+    fn ids_and_includes_are_read_from_the_head() {
+        let text = format!(
+            "<?xml version=\"1.0\"?>\n<rom>\n <romid><xmlid>A2UG000N</xmlid><internalidaddress>2004</internalidaddress>\
+             <internalidhex>41324547</internalidhex><make>Subaru</make></romid>\n <include>32BITBASE</include>\n\
+             <table name=\"t\" address=\"10\"/>{}</rom>",
+            " ".repeat(HEAD_BYTES)
         );
-        // A romid past the head (a long comment first) is still found.
-        let long = dir.join("b.xml");
-        let pad = "x".repeat(SNIFF_BYTES);
-        fs::write(
-            &long,
-            format!("<rom><!-- {pad} --><romid><xmlid>B</xmlid></romid></rom>"),
-        )
-        .unwrap();
-        assert_eq!(read_romid(&long, None).unwrap().xmlid.as_deref(), Some("B"));
-        let rr = dir.join("rr.xml");
-        fs::write(
-            &rr,
-            "<roms><rom><romid><xmlid>C</xmlid></romid></rom></roms>",
-        )
-        .unwrap();
-        assert!(read_romid(&rr, None).unwrap_err().contains("RomRaider"));
-        let ecuflash = EcuFlash::default();
-        assert!(!ecuflash.claims(&rr, b"<roms><rom base=\"X\">"));
-        assert!(ecuflash.claims(&rr, b"<rom><romid>"));
-        // Only XML: an .xdf in the folder belongs to another family.
-        assert!(!ecuflash.claims(Path::new("m3.xdf"), b"<XDFFORMAT>"));
-        let _ = fs::remove_dir_all(&dir);
+        let head = &text.as_bytes()[..HEAD_BYTES];
+        let c = found(EcuFlash.identify("A2UG000N.xml", head, false).unwrap());
+        assert_eq!(
+            (c.title.as_str(), c.includes.as_slice()),
+            ("A2UG000N", &["32BITBASE".to_string()][..])
+        );
+        assert_eq!(
+            c.id,
+            ImageId::Bytes {
+                offset: 0x2004,
+                bytes: b"A2EG".to_vec()
+            }
+        );
+        assert_eq!(
+            c,
+            found(
+                EcuFlash
+                    .identify("A2UG000N.xml", text.as_bytes(), true)
+                    .unwrap()
+            )
+        );
+    }
+
+    #[test]
+    fn a_head_that_cannot_tell_asks_for_the_whole_file() {
+        // A long comment first: the head holds no table to stop at.
+        let pad = "x".repeat(HEAD_BYTES);
+        let text = format!("<rom><!-- {pad} --><romid><xmlid>B</xmlid></romid></rom>");
+        let head = &text.as_bytes()[..HEAD_BYTES];
+        assert_eq!(
+            EcuFlash.identify("b.xml", head, false).unwrap(),
+            Identified::NeedsWholeFile
+        );
+        assert_eq!(
+            found(EcuFlash.identify("b.xml", text.as_bytes(), true).unwrap()).title,
+            "B"
+        );
+        // A table start inside a comment is no body.
+        let text =
+            "<rom><!-- <table name=\"old\"> --><romid><xmlid>C</xmlid></romid><include>D</include>";
+        assert_eq!(
+            EcuFlash.identify("c.xml", text.as_bytes(), false).unwrap(),
+            Identified::NeedsWholeFile
+        );
+    }
+
+    #[test]
+    fn a_base_without_an_xmlid_is_titled_by_its_file_name() {
+        let c = found(
+            EcuFlash
+                .identify(
+                    "base/evo10base.xml",
+                    b"<rom><scaling name=\"s\"/></rom>",
+                    true,
+                )
+                .unwrap(),
+        );
+        assert_eq!((c.title.as_str(), &c.id), ("evo10base", &ImageId::None));
+    }
+
+    #[test]
+    fn only_rom_roots_and_files_that_are_no_xml_are_claimed() {
+        assert!(
+            EcuFlash
+                .claims("a.xml", b"<?xml version=\"1.0\"?><rom><romid>")
+                .unwrap()
+        );
+        assert!(EcuFlash.claims("broken.xml", b"").unwrap());
+        assert!(
+            !EcuFlash
+                .claims("rr.xml", b"<roms><rom base=\"X\">")
+                .unwrap()
+        );
+        assert!(
+            !EcuFlash
+                .claims("c.xml", b"<config><item/></config>")
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn a_chain_resolves_parents_first_and_says_what_is_wrong() {
+        let base = "<rom><romid><xmlid>BASE</xmlid></romid>\
+            <scaling name=\"raw\" storagetype=\"uint8\" toexpr=\"x\" frexpr=\"x\"/>\
+            <table name=\"Idle\" type=\"1D\" scaling=\"raw\"/></rom>";
+        let child = "<rom><romid><xmlid>CHILD</xmlid><internalidaddress>0</internalidaddress>\
+            <internalidhex>01</internalidhex><checksummodule>subarudbw</checksummodule></romid>\
+            <include>BASE</include><table name=\"Idle\" address=\"20\"/></rom>";
+        let source = |file_name, text: &'static str| Source {
+            file_name,
+            contents: text.as_bytes(),
+        };
+        let resolved = EcuFlash
+            .resolve(
+                "CHILD",
+                &[source("child.xml", child), source("base.xml", base)],
+            )
+            .unwrap();
+        assert_eq!(resolved.chain, ["BASE", "CHILD"]);
+        assert_eq!(resolved.tables[0].address, 0x20);
+        assert_eq!(
+            resolved.checksum,
+            family::Checksum::Plan("subarudbw".into())
+        );
+        let missing = EcuFlash
+            .resolve("CHILD", &[source("child.xml", child)])
+            .unwrap_err();
+        assert!(missing.contains("includes `BASE`"), "{missing}");
+        let looped = base.replace("</romid>", "</romid><include>CHILD</include>");
+        let looped: &'static str = Box::leak(looped.into_boxed_str());
+        let cycle = EcuFlash
+            .resolve(
+                "CHILD",
+                &[source("child.xml", child), source("base.xml", looped)],
+            )
+            .unwrap_err();
+        assert!(
+            cycle.contains("include cycle: child → base → child"),
+            "{cycle}"
+        );
     }
 }

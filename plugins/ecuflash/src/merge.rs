@@ -7,12 +7,13 @@
 //! position); attributes the later file gives win; a table only exists in a
 //! ROM when some file in the chain gives it an address.
 
-pub use ecu_model::definition::*;
-
-use crate::expr::Expr;
-use crate::printf::Format;
-use crate::scaling::{Endian, Kind, Scaling, Storage, parse_hex_bytes};
 use crate::xml::{RawDefinition, RawScaling, RawTable};
+use ecu_model::definition::{
+    Axis, AxisSource, Definition, MAX_AXIS_ELEMENTS, Table, TableType, parse_hex,
+};
+use ecu_model::expr::Expr;
+use ecu_model::printf::Format;
+use ecu_model::scaling::{Endian, Kind, Scaling, Storage, parse_hex_bytes};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -437,6 +438,19 @@ mod tests {
     }
 
     use crate::xml::parse_definition;
+    use ecu_model::definition::Lookup;
+
+    /// A one-file definition: every table at the addresses the XML gives.
+    fn definition(xml: &str) -> Definition {
+        let raw = parse_definition(xml).unwrap();
+        merge(
+            "t.xml".into(),
+            &[ChainFile {
+                label: "t".into(),
+                raw: &raw,
+            }],
+        )
+    }
 
     const BASE: &str = r#"<rom><romid><xmlid>base</xmlid><checksummodule>mitsucan</checksummodule></romid>
   <scaling name="RPM" units="rpm" toexpr="x*1000/256" frexpr="x*256/1000" format="%.0f" storagetype="uint16" endian="big"/>
@@ -535,7 +549,7 @@ mod tests {
     <table name="Y" type="Y Axis" elements="65536" scaling="u8" address="4"/>
   </table>
 </rom>"#;
-        let d = crate::decode_tests::definition(xml);
+        let d = definition(xml);
         let reasons: Vec<&str> = d.unresolvable.iter().map(|(_, r)| r.as_str()).collect();
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         assert!(
@@ -547,7 +561,7 @@ mod tests {
             panic!()
         };
         assert_eq!(t.byte_len(), 65_536 * 65_536);
-        assert!(crate::decode::read_table(t, &[0; 64]).is_err());
+        assert!(ecu_model::decode::read_table(t, &[0; 64]).is_err());
     }
 
     fn chain(xmls: &[&str]) -> Definition {
@@ -675,7 +689,7 @@ mod tests {
         let Lookup::Found(t) = d.table("PN") else {
             panic!()
         };
-        let data = crate::decode::read_table(t, &[0, 0, 0x20, 0xAB, 0xCD]).unwrap();
+        let data = ecu_model::decode::read_table(t, &[0, 0, 0x20, 0xAB, 0xCD]).unwrap();
         assert_eq!(data.row_axis.as_ref().unwrap().labels, ["MD"]);
         assert_eq!(data.display(0, 1), "CD");
     }

@@ -1633,7 +1633,7 @@ mod tests {
     fn every_table_crosses_the_family_interface() {
         use ecu_family_guest::bindings::exports::benchtop::ecu_family::family as wit;
         let d = def(DOC, "CHILD");
-        let served = ecu_family_guest::definition(&d, "RomRaider");
+        let served = ecu_family_guest::definition(ecu_model::family::Resolved::of(&d, "RomRaider"));
         assert_eq!(served.tables.len(), d.tables.len());
         assert_eq!(served.unreadable, d.unresolvable);
         for (w, t) in served.tables.iter().zip(&d.tables) {

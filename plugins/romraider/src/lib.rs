@@ -3,10 +3,12 @@
 //! ROMs through RomRaider's `<roms>` documents.
 //!
 //! [`document`] reads a document and resolves a rom's `base=` chain into
-//! the family-neutral [`ecu_model::Definition`]; `component` answers
-//! `benchtop:ecu-family/family` with it.
+//! the family-neutral [`ecu_model::Definition`]; [`RomRaider`] answers
+//! ecu-model's [`ecu_model::family::Format`] with it, which the component
+//! exports as `benchtop:ecu-family/family`.
 
 pub mod document;
 
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod component;
+
+pub use component::RomRaider;

@@ -7,19 +7,20 @@
 //! images, decoding and patching tables, checksums, the tools) is
 //! family-neutral and never asks which family a definition came from.
 //!
-//! [`EcuFlash`] is built in; every other family is a component answering
-//! `benchtop:ecu-family` (the first-party RomRaider family and TunerPro
-//! XDF among them), reached through [`Served`] and [`peer`]. The store
-//! asks each in turn (see [`crate::store::Explorer`]).
+//! No family is built in. Each is an ecu-model [`Format`] made a [`Family`]
+//! by [`format::FormatFamily`]: in the server, the components answering
+//! `benchtop:ecu-family` (the first-party ECUFlash and RomRaider families,
+//! TunerPro XDF, any third party's), reached through [`Served`] and
+//! [`peer`]; natively (tests, benchmarks), the family crates linked in.
+//! The store asks each in turn (see [`crate::store::Explorer`]).
+//!
+//! [`Format`]: ecu_model::family::Format
 
-mod ecuflash;
+pub mod format;
 pub mod peer;
-
-pub use ecuflash::EcuFlash;
 
 use crate::definition::Definition;
 use crate::error::Error;
-use crate::xml::RomId;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,12 +59,6 @@ pub trait Family: Send {
     /// [`SNIFF_BYTES`]) are `head`, is in this format. Cheap: asked once
     /// per file and change.
     fn claims(&self, path: &Path, head: &[u8]) -> bool;
-
-    /// True for the family that takes what no other claims (ECUFlash, so
-    /// a broken XML file is reported rather than ignored): asked last.
-    fn catch_all(&self) -> bool {
-        false
-    }
 
     /// The definitions among `files` (the ones this family claims, freshly
     /// stamped; parse again only what changed) whose internal id `image`
@@ -112,20 +107,16 @@ pub trait Served: Send {
     fn family(&self, plugin: &str) -> Result<Box<dyn Family>, String>;
 }
 
-/// The families built into this plugin, asked before served ones.
-pub fn first_party() -> Vec<Box<dyn Family>> {
-    vec![Box::new(EcuFlash::default())]
-}
-
 /// Bytes of a definitions file read to tell its family, which are also
-/// what ECUFlash reads its `<romid>` from: the id sits in the first few
-/// hundred bytes of real definitions (every `</romid>` of the 333-file
-/// SubaruDefs tree ends by byte 1,850; RomRaider's first element follows a
-/// disclaimer of up to 2 KiB), and reading more of a large tree (16 KiB
-/// heads were 5.3 MB, every read a host call in the sandbox) was most of
-/// the first rom_info. A romid past the head is still read, from the whole
-/// file.
-pub const SNIFF_BYTES: usize = 4 * 1024;
+/// what a family identifies the file from first
+/// ([`ecu_model::family::HEAD_BYTES`]): ECUFlash's id and includes sit in
+/// the first few hundred bytes of real definitions (every `</include>` of
+/// the 378 ECUFlash files of the SubaruDefs and EvoScan trees ends by byte
+/// 2,334; RomRaider's first element follows a disclaimer of up to 2 KiB),
+/// and reading more of a large tree (16 KiB heads were 5.3 MB, every read a
+/// host call in the sandbox) was most of the first rom_info. A family that
+/// cannot tell from the head is given the whole file.
+pub const SNIFF_BYTES: usize = ecu_model::family::HEAD_BYTES;
 
 /// The first `len` bytes of the file at `path` (fewer when it is shorter).
 pub(crate) fn read_head(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
@@ -155,91 +146,4 @@ pub(crate) fn file_label(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// Compares a definition's internal id with the image. None when the
-/// definition has no id (base files); Err with what the image holds
-/// instead. `base` is the ECU address of `rom[0]` (H8/539F reads start at
-/// 0x10000).
-pub(crate) fn match_id(id: &RomId, rom: &[u8], base: usize) -> Option<Result<(), String>> {
-    let internal = id.internal_id()?;
-    let address = internal.address as usize;
-    let Some(offset) = address.checked_sub(base) else {
-        return Some(Err(format!(
-            "id address 0x{address:X} is below the image start 0x{base:X}"
-        )));
-    };
-    let (expected, shown_as_text) = (internal.bytes, internal.text);
-    let found = rom.get(offset..offset + expected.len());
-    Some(match found {
-        Some(f) if f == expected.as_slice() => Ok(()),
-        Some(f) => Err(if shown_as_text {
-            format!(
-                "expects \"{}\" at 0x{address:X}, ROM has \"{}\"",
-                String::from_utf8_lossy(&expected),
-                String::from_utf8_lossy(f)
-            )
-        } else {
-            format!(
-                "expects {} at 0x{address:X}, ROM has {}",
-                crate::scaling::hex_upper(&expected),
-                crate::scaling::hex_upper(f)
-            )
-        }),
-        None => Err(format!(
-            "id address 0x{address:X} is past the end of the {}-byte ROM",
-            rom.len()
-        )),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn id(addr: &str, hex: Option<&str>, text: Option<&str>) -> RomId {
-        RomId {
-            xmlid: Some("x".into()),
-            internal_id_address: Some(addr.into()),
-            internal_id_hex: hex.map(str::to_string),
-            internal_id_string: text.map(str::to_string),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn ids_match_by_hex_or_ascii() {
-        let mut rom = vec![0u8; 0x3000];
-        rom[0x2004..0x200C].copy_from_slice(b"DZ1E402B");
-        assert_eq!(
-            match_id(&id("2004", None, Some("DZ1E402B")), &rom, 0),
-            Some(Ok(()))
-        );
-        assert_eq!(
-            match_id(&id("2004", Some("445A3145"), None), &rom, 0),
-            Some(Ok(()))
-        );
-        let miss = match_id(&id("2004", None, Some("DZ1E402C")), &rom, 0)
-            .unwrap()
-            .unwrap_err();
-        assert!(miss.contains("ROM has \"DZ1E402B\""), "{miss}");
-        let past = match_id(&id("2ffe", Some("11223344"), None), &rom, 0)
-            .unwrap()
-            .unwrap_err();
-        assert!(past.contains("past the end"), "{past}");
-        // Base files (no id) are never candidates.
-        assert_eq!(match_id(&id("0", None, None), &rom, 0), None);
-        // H8/539F: ECU address 0x1021A is file offset 0x21A.
-        let mut h8 = vec![0u8; 0x2_0000];
-        h8[0x21A..0x21E].copy_from_slice(&[0x22, 0x49, 0x00, 0x05]);
-        assert_eq!(
-            match_id(&id("1021a", Some("22490005"), None), &h8, 0x1_0000),
-            Some(Ok(()))
-        );
-        assert!(
-            match_id(&id("21a", Some("22490005"), None), &h8, 0x1_0000)
-                .unwrap()
-                .is_err()
-        );
-    }
 }

@@ -3,11 +3,29 @@
 // Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
+use ecu_tables::Explorer;
 use ecu_tables::decode::{Cell, read_table};
 use ecu_tables::definition::Definition;
 use ecu_tables::patch::{self, Op, Target};
 use ecu_tables::scaling::Kind;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An explorer reading ECUFlash and RomRaider definitions through the
+/// family crates linked in, as the server reads them through their
+/// components.
+pub fn explorer() -> Explorer {
+    Explorer::with_formats(vec![
+        Arc::new(ecuflash::EcuFlash),
+        Arc::new(romraider::RomRaider),
+    ])
+}
+
+/// An explorer with the ECUFlash family alone, as a server whose plugins
+/// directory lacks romraider.wasm.
+pub fn ecuflash_only() -> Explorer {
+    Explorer::with_formats(vec![Arc::new(ecuflash::EcuFlash)])
+}
 
 /// A fresh scratch directory for one test (`tag`) of one process.
 pub fn scratch(tag: &str) -> PathBuf {

@@ -5,8 +5,8 @@ wit_bindgen::generate!({ path: "wit", world: "family", generate_all });
 
 use benchtop::host::blobs;
 use exports::benchtop::ecu_family::family::{
-    Blob, Candidate, Checksum, Definition, Edit, Guest, ImageId, Scaling, Source, Storage, Table,
-    Verdict,
+    Blob, Candidate, Checksum, Definition, Edit, Guest, Identified, ImageId, Scaling, Source,
+    Storage, Table, Verdict,
 };
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -38,7 +38,7 @@ impl Guest for Faulty {
         Ok(true)
     }
 
-    fn identify(_file_name: String, contents: Blob) -> Result<Vec<Candidate>, String> {
+    fn identify(_file_name: String, contents: Blob, _whole: bool) -> Result<Identified, String> {
         let contents = bytes(contents)?;
         // `base` is only included; `child` includes it (as ECUFlash files
         // include their base by xmlid).
@@ -47,13 +47,13 @@ impl Guest for Faulty {
             "child" => ("Child", ImageId::Length(16), vec!["Base".to_string()]),
             _ => ("Faulty", ImageId::Length(16), Vec::new()),
         };
-        Ok(vec![Candidate {
+        Ok(Identified::Candidates(vec![Candidate {
             key: "k".into(),
             title: title.into(),
             id,
             fields: Vec::new(),
             includes,
-        }])
+        }]))
     }
 
     fn resolve(_key: String, files: Vec<Source>) -> Result<Definition, String> {
@@ -134,6 +134,7 @@ fn table(name: &str, address: u64, to: &str) -> Table {
         category: None,
         address,
         scaling: Scaling {
+            name: None,
             storage: Storage::Uint8,
             little_endian: false,
             to_physical: to.into(),
