@@ -51,6 +51,17 @@ fn first_body_element(text: &str) -> Option<usize> {
         .min()
 }
 
+/// The `<romid>` fields a candidate carries: what matching an image and
+/// showing its id need. The rest (make, model, year…) come with the
+/// resolved definition, which merges the whole chain's; leaving them out
+/// keeps the answer for each of a tree's hundreds of files small.
+const CANDIDATE_FIELDS: [&str; 4] = [
+    "memmodel",
+    "internalidaddress",
+    "internalidhex",
+    "internalidstring",
+];
+
 /// A file's definition as a candidate: titled by its xmlid, else by its
 /// file name (an include may name a base file so).
 fn candidate_of(file_name: &str, raw: &RawDefinition) -> Candidate {
@@ -58,6 +69,9 @@ fn candidate_of(file_name: &str, raw: &RawDefinition) -> Candidate {
     if romid.xmlid.is_none() {
         romid.xmlid = Some(stem(file_name).to_owned());
     }
+    romid
+        .fields
+        .retain(|key, _| CANDIDATE_FIELDS.contains(&key.as_str()));
     family::candidate(&romid, raw.includes.clone())
         .expect("a candidate has a title: the xmlid, else the file name")
 }

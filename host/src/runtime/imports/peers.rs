@@ -159,7 +159,11 @@ pub fn link_peer_imports(
                     };
                     match outcome {
                         Ok(values) if values.len() == results.len() => {
-                            results.clone_from_slice(&values);
+                            // Moved, not cloned: an answer can be a whole
+                            // definition's tables.
+                            for (slot, value) in results.iter_mut().zip(values) {
+                                *slot = value;
+                            }
                             Ok(())
                         }
                         Ok(values) => wasmtime::bail!(
