@@ -1,7 +1,9 @@
 //! ECUFlash XML definitions (`ecuflash::xml`, `ecuflash::merge`) and
 //! reading the tables they describe out of a ROM (`decode::read_table`).
 //!
-//! The input is one definition file. It is parsed, merged alone and as its
+//! The input is one definition file. The family identifies it from its
+//! head and whole (`ecuflash::EcuFlash` as ecu-tables asks it), then it is
+//! parsed, merged alone and as its
 //! own parent (so the include-merging rules run on real content), every
 //! resolved table is sized, looked up, read from a 64 KiB ROM and displayed
 //! through its scaling's expression and printf format.
@@ -12,11 +14,17 @@
 mod definitions;
 
 use definitions::exercise;
+use ecu_model::family::{Format, HEAD_BYTES};
+use ecuflash::EcuFlash;
 use ecuflash::merge::{ChainFile, merge};
 use ecuflash::xml::{parse_definition, parse_romid_only};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let head = &data[..data.len().min(HEAD_BYTES)];
+    let _ = EcuFlash.claims("fuzz.xml", head);
+    let _ = EcuFlash.identify("fuzz.xml", head, false);
+    let _ = EcuFlash.identify("fuzz.xml", data, true);
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
