@@ -3,19 +3,10 @@
 
 use crate::decode::*;
 use crate::definition::{Definition, Lookup, Table};
-use ecuflash::merge::{ChainFile, merge};
-use ecuflash::xml::parse_definition;
 
 /// A one-file definition: every table at the addresses the XML gives.
 pub(crate) fn definition(xml: &str) -> Definition {
-    let raw = parse_definition(xml).unwrap();
-    merge(
-        "t.xml".into(),
-        &[ChainFile {
-            label: "t".into(),
-            raw: &raw,
-        }],
-    )
+    ecuflash::merge::one_file(xml).unwrap()
 }
 
 pub(crate) fn table<'a>(d: &'a Definition, name: &str) -> &'a Table {

@@ -26,6 +26,19 @@ pub struct ChainFile<'a> {
     pub raw: &'a RawDefinition,
 }
 
+/// A definition file that includes nothing, resolved alone (as `t.xml`):
+/// every table at the addresses it gives. For tests and fuzzing.
+pub fn one_file(xml: &str) -> Result<Definition, String> {
+    let raw = crate::xml::parse_definition(xml)?;
+    Ok(merge(
+        "t.xml".into(),
+        &[ChainFile {
+            label: "t".into(),
+            raw: &raw,
+        }],
+    ))
+}
+
 /// Merges `files` (parents first, each once) into a resolved definition
 /// whose ROM id is the last file's.
 pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
@@ -440,16 +453,8 @@ mod tests {
     use crate::xml::parse_definition;
     use ecu_model::definition::Lookup;
 
-    /// A one-file definition: every table at the addresses the XML gives.
     fn definition(xml: &str) -> Definition {
-        let raw = parse_definition(xml).unwrap();
-        merge(
-            "t.xml".into(),
-            &[ChainFile {
-                label: "t".into(),
-                raw: &raw,
-            }],
-        )
+        one_file(xml).unwrap()
     }
 
     const BASE: &str = r#"<rom><romid><xmlid>base</xmlid><checksummodule>mitsucan</checksummodule></romid>
