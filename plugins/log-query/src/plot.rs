@@ -1,7 +1,7 @@
 //! `plot_log`: channels against time as a PNG, one panel per channel, rows
-//! matching a filter shaded. Drawn here with a small rasterizer and the
-//! public-domain 8×8 bitmap font of `font8x8`, so it needs no system fonts
-//! and runs unchanged inside the component.
+//! matching a filter shaded. Drawn with the shared rasterizer
+//! ([`raster::Canvas`]) and its public-domain 8×8 bitmap font, so it needs
+//! no system fonts and runs unchanged inside the component.
 
 use crate::column::{Column, format_number};
 use crate::error::{self, ToolError};
@@ -10,6 +10,7 @@ use crate::logs::{Cache, Listing};
 use crate::query::{Progress, fmt_rate};
 use crate::reader::Log;
 use crate::reader::Need;
+use raster::Canvas;
 use std::path::Path;
 
 /// Arguments of `plot_log`.
@@ -474,7 +475,9 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError>
     let unit = if timed { "time (s)" } else { "row" };
     c.text(left + plot_w - 8 * unit.len(), axis_y + 20, unit, TEXT, 1);
 
-    let png = c.encode()?;
+    let png = c
+        .encode()
+        .map_err(|e| ToolError::new(error::INTERNAL, e))?;
     let mut caption = format!(
         "{name}: {} rows, {}…{} s{}. Panels: {}.",
         rows.len(),
@@ -490,120 +493,6 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError>
         ));
     }
     Ok(Plot { png, caption })
-}
-
-/// An RGB raster.
-struct Canvas {
-    w: usize,
-    h: usize,
-    px: Vec<u8>,
-}
-
-impl Canvas {
-    fn new(w: usize, h: usize) -> Self {
-        Canvas {
-            w,
-            h,
-            px: vec![255; w * h * 3],
-        }
-    }
-
-    #[inline]
-    fn set(&mut self, x: isize, y: isize, c: [u8; 3]) {
-        if x >= 0 && y >= 0 && (x as usize) < self.w && (y as usize) < self.h {
-            let i = (y as usize * self.w + x as usize) * 3;
-            self.px[i..i + 3].copy_from_slice(&c);
-        }
-    }
-
-    fn hline(&mut self, x0: usize, x1: usize, y: usize, c: [u8; 3]) {
-        for x in x0..=x1 {
-            self.set(x as isize, y as isize, c);
-        }
-    }
-
-    fn vline(&mut self, x: usize, y0: usize, y1: usize, c: [u8; 3]) {
-        for y in y0..=y1 {
-            self.set(x as isize, y as isize, c);
-        }
-    }
-
-    fn rect(&mut self, x0: usize, y0: usize, x1: usize, y1: usize, c: [u8; 3]) {
-        self.hline(x0, x1, y0, c);
-        self.hline(x0, x1, y1, c);
-        self.vline(x0, y0, y1, c);
-        self.vline(x1, y0, y1, c);
-    }
-
-    fn fill(&mut self, x0: usize, y0: usize, x1: usize, y1: usize, c: [u8; 3]) {
-        for y in y0..=y1 {
-            self.hline(x0, x1, y, c);
-        }
-    }
-
-    /// Bresenham, two pixels thick so a trace reads well at 1:1.
-    fn line(&mut self, x0: isize, y0: isize, x1: isize, y1: isize, c: [u8; 3]) {
-        let (dx, dy) = ((x1 - x0).abs(), -(y1 - y0).abs());
-        let (sx, sy) = (if x0 < x1 { 1 } else { -1 }, if y0 < y1 { 1 } else { -1 });
-        let (mut x, mut y, mut err) = (x0, y0, dx + dy);
-        loop {
-            self.set(x, y, c);
-            self.set(x + 1, y, c);
-            if x == x1 && y == y1 {
-                break;
-            }
-            let e2 = 2 * err;
-            if e2 >= dy {
-                err += dy;
-                x += sx;
-            }
-            if e2 <= dx {
-                err += dx;
-                y += sy;
-            }
-        }
-    }
-
-    fn text(&mut self, x: usize, y: usize, s: &str, c: [u8; 3], scale: usize) {
-        for (k, ch) in s.chars().enumerate() {
-            let code = if (ch as u32) < 128 {
-                ch as usize
-            } else {
-                b'?' as usize
-            };
-            let glyph = font8x8::legacy::BASIC_LEGACY[code];
-            for (row, bits) in glyph.iter().enumerate() {
-                for col in 0..8 {
-                    if bits >> col & 1 == 1 {
-                        for dy in 0..scale {
-                            for dx in 0..scale {
-                                self.set(
-                                    (x + (k * 8 + col) * scale + dx) as isize,
-                                    (y + row * scale + dy) as isize,
-                                    c,
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn encode(&self) -> Result<Vec<u8>, ToolError> {
-        let failed = |e: png::EncodingError| {
-            ToolError::new(error::INTERNAL, format!("PNG encoding failed: {e}"))
-        };
-        let mut out = Vec::new();
-        {
-            let mut enc = png::Encoder::new(&mut out, self.w as u32, self.h as u32);
-            enc.set_color(png::ColorType::Rgb);
-            enc.set_depth(png::BitDepth::Eight);
-            let mut writer = enc.write_header().map_err(failed)?;
-            writer.write_image_data(&self.px).map_err(failed)?;
-        }
-        Ok(out)
-    }
 }
 
 #[cfg(test)]
