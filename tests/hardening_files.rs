@@ -72,6 +72,9 @@ async fn patch_cells(
     (failures, slowest)
 }
 
+/// The x86 snapshot format x86-inspect writes (its `SNAPSHOT_VERSION`).
+const X86_SNAPSHOT_VERSION: u16 = 2;
+
 /// Two `benchtop serve` processes each apply 20 `add` patches to their own
 /// cells of one ROM at the same time, five times over. Adds to different
 /// cells commute, so the ROM must end byte for byte as the same 40 patches
@@ -510,7 +513,8 @@ async fn a_crafted_x86_snapshot_cannot_reach_a_rom() {
     .await;
     let snap = e2e::json(&s.ok("x86_snapshot", json!({})).await);
     let taken = snap["snapshot"].as_str().unwrap();
-    let (_, payload) = plugin_kit::blob::open(*b"X86S", 1, usize::MAX, taken).unwrap();
+    let (_, payload) =
+        plugin_kit::blob::open(*b"X86S", X86_SNAPSHOT_VERSION, usize::MAX, taken).unwrap();
     let swap = |bytes: &[u8], from: &[u8], to: &[u8]| -> Vec<u8> {
         assert_eq!(from.len(), to.len());
         let mut out = bytes.to_vec();
@@ -532,7 +536,7 @@ async fn a_crafted_x86_snapshot_cannot_reach_a_rom() {
     );
     let crafted = swap(&crafted, b"DELA.COM", b"ROMA.BIN");
     assert_ne!(crafted, payload, "the paths were found and swapped");
-    let crafted = plugin_kit::blob::seal(*b"X86S", 1, &crafted);
+    let crafted = plugin_kit::blob::seal(*b"X86S", X86_SNAPSHOT_VERSION, &crafted);
 
     let r = s
         .call("x86_restore_machine", json!({"snapshot": crafted}))
@@ -573,9 +577,13 @@ async fn a_crafted_x86_snapshot_cannot_wrap_a_console_counter() {
         .await,
     );
     let snap = e2e::json(&s.ok("x86_snapshot", json!({})).await);
-    let (_, mut payload) =
-        plugin_kit::blob::open(*b"X86S", 1, usize::MAX, snap["snapshot"].as_str().unwrap())
-            .unwrap();
+    let (_, mut payload) = plugin_kit::blob::open(
+        *b"X86S",
+        X86_SNAPSHOT_VERSION,
+        usize::MAX,
+        snap["snapshot"].as_str().unwrap(),
+    )
+    .unwrap();
     // Drive C:'s path (a u16 length, the bytes), three u64 limits, then
     // stdout's capacity (u32) and its total (u64).
     let root = dos.path().to_str().unwrap().as_bytes();
@@ -589,7 +597,7 @@ async fn a_crafted_x86_snapshot_cannot_wrap_a_console_counter() {
         + 24
         + 4;
     payload[at..at + 8].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
-    let crafted = plugin_kit::blob::seal(*b"X86S", 1, &payload);
+    let crafted = plugin_kit::blob::seal(*b"X86S", X86_SNAPSHOT_VERSION, &payload);
     let r = s
         .call("x86_restore_machine", json!({"snapshot": crafted}))
         .await;

@@ -88,6 +88,7 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
         "x86_remove_machine",
         "x86_restore_machine",
         "x86_run",
+        "x86_screenshot",
         "x86_snapshot",
         "x86_step",
         "x86_write_console_input",
@@ -95,10 +96,10 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
         "x86_write_registers",
     ];
     assert_eq!(names, want);
-    // Every tool returns a typed record, so every tool says its shape; the
-    // Spice86 keys come from the WIT's @key tags, and a field that may be
-    // left out is not required.
-    for t in &tools {
+    // Every tool but the screenshot (a caption and a picture) returns a
+    // typed record, so it says its shape; the Spice86 keys come from the
+    // WIT's @key tags, and a field that may be left out is not required.
+    for t in tools.iter().filter(|t| t.name != "x86_screenshot") {
         assert!(t.output_schema.is_some(), "{} has no outputSchema", t.name);
     }
     let schema = |name: &str| {
@@ -334,7 +335,7 @@ async fn a_snapshot_restores_into_a_machine_that_runs_identically() {
     x.ok("x86_step", json!({"count": 40})).await;
     let snap = x.ok("x86_snapshot", json!({"machine": a})).await;
     let text = snap["snapshot"].as_str().unwrap().to_owned();
-    assert_eq!(snap["format_version"], 1);
+    assert_eq!(snap["format_version"], 2);
     // The size in bytes, and the tool says the text is for restoring.
     assert_eq!(snap["bytes"], text.len());
     let doc = x.server.tool_description("x86_snapshot").await;
@@ -528,6 +529,69 @@ const CAT: [u8; 35] = [
     0x89, 0xC1, 0xB4, 0x40, 0xBB, 0x01, 0x00, 0xBA, 0x00, 0x02, 0xCD, 0x21, 0xEB, 0xE2, 0xB8, 0x00,
     0x4C, 0xCD, 0x21,
 ];
+
+// mov ax,13h ; int 10h ; mov ax,0C04h ; mov cx,10 ; mov dx,20 ; int 10h
+// (pixel 10,20 in colour 4, red) ; mov ah,0Eh ; mov al,'!' ; int 10h ;
+// int 20h
+const PIXEL: [u8; 26] = [
+    0xB8, 0x13, 0x00, 0xCD, 0x10, 0xB8, 0x04, 0x0C, 0xB9, 0x0A, 0x00, 0xBA, 0x14, 0x00, 0xCD, 0x10,
+    0xB4, 0x0E, 0xB0, b'!', 0xCD, 0x10, 0xCD, 0x20, 0x90, 0x90,
+];
+
+/// Issue 37: what a program shows is seen. A text screen comes as its text
+/// (the DOS prompt's blank screen, then a program's output) and a picture;
+/// a mode 13h screen as a picture whose pixels are the program's.
+#[tokio::test]
+async fn x86_screenshot_shows_the_text_and_the_pixels_a_program_drew() {
+    let drive = drive_with(&[("PIXEL.COM", &PIXEL), ("PRINT.COM", &PRINT_FOREVER)]);
+    let x = X86::start(&[format!("{}:ro", drive.path().display())]).await;
+    let load = |name: &str| json!({"path": drive.path().join(name).to_str().unwrap()});
+    x.ok("x86_load_program", load("PRINT.COM")).await;
+    x.ok("x86_run", json!({"max_instructions": 40})).await;
+    let shot = x.server.ok("x86_screenshot", json!({})).await;
+    let caption = text(&shot);
+    assert!(caption.contains("mode: 03h (80x25 text)"), "{caption}");
+    assert!(caption.contains("---\nxxxxxxxxxx"), "{caption}");
+    let image = shot
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+
+    x.ok("x86_load_program", load("PIXEL.COM")).await;
+    x.ok("x86_run", json!({})).await;
+    let shot = x.server.ok("x86_screenshot", json!({})).await;
+    let caption = text(&shot);
+    assert!(
+        caption.contains("mode: 13h (320x200 256-colour VGA graphics)"),
+        "{caption}"
+    );
+    assert!(
+        !caption.contains("---"),
+        "no text in a graphics mode: {caption}"
+    );
+    let image = shot
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(&image.data)
+        .unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let mut reader = decoder.read_info().unwrap();
+    let mut px = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut px).unwrap();
+    assert_eq!((info.width, info.height), (640, 400));
+    let at = |x: usize, y: usize| px[(y * 640 + x) * 3..(y * 640 + x) * 3 + 3].to_vec();
+    // Colour 4 of the VGA default palette is dark red; doubled pixels.
+    assert_eq!(at(20, 40), [170, 0, 0]);
+    assert_eq!(at(21, 41), [170, 0, 0]);
+    assert_eq!(at(22, 40), [0, 0, 0]);
+    x.server.stop().await;
+}
 
 #[tokio::test]
 async fn a_program_printing_forever_leaves_the_plugin_serving() {

@@ -13,6 +13,12 @@ pub struct Canvas {
     px: Vec<u8>,
 }
 
+impl std::fmt::Debug for Canvas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Canvas({}x{})", self.w, self.h)
+    }
+}
+
 impl Canvas {
     /// A white canvas of `w`×`h` pixels.
     pub fn new(w: usize, h: usize) -> Self {

@@ -475,9 +475,7 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError>
     let unit = if timed { "time (s)" } else { "row" };
     c.text(left + plot_w - 8 * unit.len(), axis_y + 20, unit, TEXT, 1);
 
-    let png = c
-        .encode()
-        .map_err(|e| ToolError::new(error::INTERNAL, e))?;
+    let png = c.encode().map_err(|e| ToolError::new(error::INTERNAL, e))?;
     let mut caption = format!(
         "{name}: {} rows, {}…{} s{}. Panels: {}.",
         rows.len(),

@@ -16,6 +16,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+use benchtop::host::content::{Block, Image};
 use benchtop::host::{caller, progress, resources};
 use exports::benchtop::x86_inspect::tools::{self as wit, CpuModel, Guest, ToolError};
 
@@ -169,6 +170,33 @@ impl Guest for Plugin {
         a: wit::WriteConsoleInputArgs,
     ) -> Result<wit::InputQueued, ToolError> {
         tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine)).map(Into::into)
+    }
+
+    fn x86_screenshot(a: wit::MachineArgs) -> Result<Vec<Block>, ToolError> {
+        let shot = tool(|s| s.screenshot(a.machine))?;
+        let mut caption = format!(
+            "machine: {}\nmode: {} ({})\n",
+            shot.machine, shot.mode, shot.description
+        );
+        if let Some(cursor) = &shot.cursor {
+            caption.push_str(&format!("cursor: {cursor}\n"));
+        }
+        if shot.png.is_none() {
+            caption.push_str("image: none (this mode is not drawn)\n");
+        }
+        if let Some(text) = &shot.text {
+            caption.push_str("---\n");
+            caption.push_str(text);
+            caption.push('\n');
+        }
+        let mut blocks = vec![Block::Text(caption)];
+        if let Some(png) = shot.png {
+            blocks.push(Block::Image(Image {
+                mime_type: "image/png".into(),
+                data: png,
+            }));
+        }
+        Ok(blocks)
     }
 }
 

@@ -123,6 +123,8 @@ pub struct Cpu {
     pub insn_ip: u16,
     /// Set by control transfers that the tracker cares about.
     pub last_event: Event,
+    /// The devices behind `IN` and `OUT` (the display's ports).
+    pub io: crate::ports::Ports,
     seg_override: Option<usize>,
     rep: u8,
 }
@@ -200,6 +202,7 @@ impl Cpu {
             insn_cs: 0,
             insn_ip: 0,
             last_event: Event::None,
+            io: crate::ports::Ports::default(),
             seg_override: None,
             rep: 0,
         }
@@ -340,6 +343,22 @@ impl Cpu {
         let v = self.rw_at(self.base(SS), sp);
         self.regs[SP] = sp.wrapping_add(2);
         v
+    }
+
+    /// A word `IN`: the port, then the next.
+    fn in16(&mut self, port: u16) -> u16 {
+        let lo = self.io.input(port);
+        let hi = self.io.input(port.wrapping_add(1));
+        u16::from(lo) | u16::from(hi) << 8
+    }
+
+    /// `OUT` of AL (or AX: AL to `port`, AH to the next).
+    fn out(&mut self, port: u16, word: bool) {
+        let ax = self.regs[AX];
+        self.io.output(port, ax as u8);
+        if word {
+            self.io.output(port.wrapping_add(1), (ax >> 8) as u8);
+        }
     }
 
     // ----- ModR/M -------------------------------------------------------
@@ -1165,15 +1184,17 @@ impl Cpu {
                 self.jump_rel8(take);
             }
             0xE4 => {
-                self.fetch8();
-                self.set_r8(0, 0xFF);
+                let port = u16::from(self.fetch8());
+                let v = self.io.input(port);
+                self.set_r8(0, v);
             }
             0xE5 => {
-                self.fetch8();
-                self.regs[AX] = 0xFFFF;
+                let port = u16::from(self.fetch8());
+                self.regs[AX] = self.in16(port);
             }
             0xE6 | 0xE7 => {
-                self.fetch8();
+                let port = u16::from(self.fetch8());
+                self.out(port, op == 0xE7);
             }
             0xE8 => {
                 let d = self.fetch16();
@@ -1193,9 +1214,12 @@ impl Cpu {
                 self.ip = off;
             }
             0xEB => self.jump_rel8(true),
-            0xEC => self.set_r8(0, 0xFF),
-            0xED => self.regs[AX] = 0xFFFF,
-            0xEE | 0xEF => {}
+            0xEC => {
+                let v = self.io.input(self.regs[DX]);
+                self.set_r8(0, v);
+            }
+            0xED => self.regs[AX] = self.in16(self.regs[DX]),
+            0xEE | 0xEF => self.out(self.regs[DX], op == 0xEF),
             0xF4 => return Some(Exit::Halt),
             0xF5 => self.flags ^= CF,
             0xF6 | 0xF7 => return self.group3(op == 0xF7),
@@ -1631,9 +1655,24 @@ impl Cpu {
             }
             let (si, di) = (self.regs[SI], self.regs[DI]);
             match op {
-                0x6C => self.wb_at(es, di, 0xFF),
-                0x6D => self.ww_at(es, di, 0xFFFF),
-                0x6E | 0x6F => {}
+                0x6C => {
+                    let v = self.io.input(self.regs[DX]);
+                    self.wb_at(es, di, v);
+                }
+                0x6D => {
+                    let v = self.in16(self.regs[DX]);
+                    self.ww_at(es, di, v);
+                }
+                0x6E => {
+                    let v = self.rb_at(src, si);
+                    self.io.output(self.regs[DX], v);
+                }
+                0x6F => {
+                    let v = self.rw_at(src, si);
+                    let port = self.regs[DX];
+                    self.io.output(port, v as u8);
+                    self.io.output(port.wrapping_add(1), (v >> 8) as u8);
+                }
                 0xA4 => {
                     let v = self.rb_at(src, si);
                     self.wb_at(es, di, v);

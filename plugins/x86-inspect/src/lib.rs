@@ -3,13 +3,16 @@
 //! thin wit-bindgen glue.
 
 pub mod console;
+pub mod cp437;
 pub mod cpu;
 pub mod disasm;
 pub mod dos;
 pub mod machine;
 pub mod offers;
+pub mod ports;
 pub mod results;
 pub mod tools;
 pub mod tracking;
+pub mod video;
 
 mod component;

@@ -335,8 +335,9 @@ pub enum MachineState {
 
 /// Names an x86-inspect machine snapshot (`plugin_kit::blob`'s frame).
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"X86S";
-/// The payload layout written (and the newest read).
-pub const SNAPSHOT_VERSION: u16 = 1;
+/// The payload layout written (and the newest read): 2 adds the display
+/// ports (the VGA palette) after the rest; format 1 is still read.
+pub const SNAPSHOT_VERSION: u16 = 2;
 /// Longest snapshot accepted or made: under the host's 8 MiB result
 /// limit. Console buffers of several MiB (console_kib) can exceed it; such
 /// a machine is refused with the reason.
@@ -381,6 +382,7 @@ impl Machine {
         w.u8(self.exit_code.map_or(0, |_| 1))
             .u8(self.exit_code.unwrap_or(0));
         w.u8(self.halted as u8).u64(self.edits);
+        self.cpu.io.save(&mut w);
         let text = plugin_kit::blob::seal(SNAPSHOT_MAGIC, SNAPSHOT_VERSION, &w.0);
         if text.len() > SNAPSHOT_MAX_CHARS {
             return Err(format!(
@@ -395,14 +397,14 @@ impl Machine {
     /// The machine a snapshot holds, under the new id `id`, or what is
     /// wrong with the text (frame, version, checksum, any field).
     pub fn restore(id: MachineId, text: &str) -> Result<Machine, String> {
-        let (_, payload) = plugin_kit::blob::open(
+        let (version, payload) = plugin_kit::blob::open(
             SNAPSHOT_MAGIC,
             SNAPSHOT_VERSION,
             SNAPSHOT_MAX_CHARS,
             text.trim(),
         )?;
         let mut r = plugin_kit::blob::Reader::new(&payload);
-        let cpu = Cpu::restore(&mut r)?;
+        let mut cpu = Cpu::restore(&mut r)?;
         let (mut dos, stored_root) = Dos::restore(&mut r)?;
         let path = std::path::PathBuf::from(r.str("program path", crate::dos::SNAPSHOT_PATH_MAX)?);
         dos.set_drive_c(drive_c_for(&path, &stored_root, cpu.model, dos.limits)?);
@@ -441,6 +443,12 @@ impl Machine {
         let code = r.u8("exit code")?;
         let halted = r.u8("halted")? != 0;
         let edits = r.u64("edits")?;
+        // Format 1 kept no display ports: the text palette a PC starts with.
+        cpu.io = if version >= 2 {
+            crate::ports::Ports::restore(&mut r)?
+        } else {
+            crate::ports::Ports::default()
+        };
         r.finish()?;
         let mut m = Machine {
             id,

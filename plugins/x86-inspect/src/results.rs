@@ -495,6 +495,23 @@ pub struct FileWrites {
     pub disk_full: u64,
 }
 
+/// `x86_screenshot`: the display now.
+#[derive(Debug, Clone)]
+pub struct Screen {
+    /// The machine.
+    pub machine: u64,
+    /// The video mode, e.g. `03h`.
+    pub mode: String,
+    /// What the mode is, e.g. `80x25 text`.
+    pub description: String,
+    /// In a text mode, the cursor: `row R, column C`.
+    pub cursor: Option<String>,
+    /// In a text mode, the screen's text.
+    pub text: Option<String>,
+    /// The picture (640×400 PNG); none for a mode not drawn.
+    pub png: Option<Vec<u8>>,
+}
+
 /// `x86_read_console`.
 #[derive(Serialize, Debug, Clone)]
 pub struct ConsoleRead {

@@ -1102,6 +1102,30 @@ impl Session {
         })
     }
 
+    /// `x86_screenshot`: the display as the monitor shows it, as a PNG, and
+    /// in a text mode the text (with the cursor) as well.
+    pub fn screenshot(&mut self, id: Option<MachineId>) -> Result<Screen, ToolError> {
+        let m = self.machine(id)?;
+        let shot = crate::video::screenshot(&m.cpu);
+        let png = match &shot.image {
+            Some(canvas) => Some(canvas.encode().map_err(|e| ToolError {
+                code: "INTERNAL",
+                message: e,
+            })?),
+            None => None,
+        };
+        Ok(Screen {
+            machine: m.id,
+            mode: format!("{:02X}h", shot.mode),
+            description: shot.description,
+            cursor: shot
+                .cursor
+                .map(|(row, col)| format!("row {row}, column {col}")),
+            text: shot.text,
+            png,
+        })
+    }
+
     /// `x86_read_console`: each stream from absolute `offset`, at most
     /// `max_bytes`, with totals, the input state and call counts.
     pub fn read_console(
@@ -1490,16 +1514,26 @@ mod tests {
         // and with each byte flipped: every one answers an error or a machine.
         let s = session_with(&PROG);
         let text = s.machines[0].snapshot().unwrap();
-        let (_, payload) = plugin_kit::blob::open(*b"X86S", 1, usize::MAX, &text).unwrap();
+        let (_, payload) = plugin_kit::blob::open(
+            *b"X86S",
+            crate::machine::SNAPSHOT_VERSION,
+            usize::MAX,
+            &text,
+        )
+        .unwrap();
         let step = (payload.len() / 1000).max(1);
         for cut in (0..payload.len()).step_by(step) {
-            let t = plugin_kit::blob::seal(*b"X86S", 1, &payload[..cut]);
+            let t =
+                plugin_kit::blob::seal(*b"X86S", crate::machine::SNAPSHOT_VERSION, &payload[..cut]);
             assert!(Machine::restore(1, &t).is_err(), "cut at {cut}");
         }
         for i in (0..payload.len()).step_by(step) {
             let mut p = payload.clone();
             p[i] ^= 0xFF;
-            let _ = Machine::restore(1, &plugin_kit::blob::seal(*b"X86S", 1, &p));
+            let _ = Machine::restore(
+                1,
+                &plugin_kit::blob::seal(*b"X86S", crate::machine::SNAPSHOT_VERSION, &p),
+            );
         }
     }
 
@@ -1536,7 +1570,9 @@ mod tests {
     /// `text`'s payload with the first string field equal to `from`
     /// (u16 length + bytes) replaced by `to`, resealed: a crafted snapshot.
     fn with_string_replaced(text: &str, from: &str, to: &str) -> String {
-        let (_, payload) = plugin_kit::blob::open(*b"X86S", 1, usize::MAX, text).unwrap();
+        let (_, payload) =
+            plugin_kit::blob::open(*b"X86S", crate::machine::SNAPSHOT_VERSION, usize::MAX, text)
+                .unwrap();
         let mut old = (from.len() as u16).to_le_bytes().to_vec();
         old.extend_from_slice(from.as_bytes());
         let at = payload
@@ -1547,7 +1583,7 @@ mod tests {
         p.extend_from_slice(&(to.len() as u16).to_le_bytes());
         p.extend_from_slice(to.as_bytes());
         p.extend_from_slice(&payload[at + old.len()..]);
-        plugin_kit::blob::seal(*b"X86S", 1, &p)
+        plugin_kit::blob::seal(*b"X86S", crate::machine::SNAPSHOT_VERSION, &p)
     }
 
     #[test]
@@ -2119,5 +2155,103 @@ mod tests {
             }
         }
         assert!(seen >= 30, "only {seen} tool names found");
+    }
+
+    /// A PNG's pixels, RGB, row by row.
+    fn decode_png(png: &[u8]) -> (usize, Vec<u8>) {
+        let decoder = png::Decoder::new(std::io::Cursor::new(png));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        (info.width as usize, buf)
+    }
+
+    // mov ax,13h ; int 10h ; DAC 1 := red through ports 3C8h/3C9h ;
+    // ES:DI = A000:0 ; 64000 times: al = di & 1 ; stosb ; int 20h
+    const MODE13: [u8; 37] = [
+        0xB8, 0x13, 0x00, 0xCD, 0x10, 0xBA, 0xC8, 0x03, 0xB0, 0x01, 0xEE, 0x42, 0xB0, 0x3F, 0xEE,
+        0x30, 0xC0, 0xEE, 0xEE, 0xB8, 0x00, 0xA0, 0x8E, 0xC0, 0x31, 0xFF, 0xB9, 0x00, 0xFA, 0x89,
+        0xF8, 0x24, 0x01, 0xAA, 0xE2, 0xF9, 0xCD,
+    ];
+
+    #[test]
+    fn a_program_drawing_in_mode_13h_is_seen_pixel_by_pixel() {
+        let mut code = MODE13.to_vec();
+        code.push(0x20);
+        let mut s = session_with(&code);
+        s.run(None, None, &mut |_, _| true).unwrap();
+        let shot = s.screenshot(None).unwrap();
+        assert_eq!(shot.mode, "13h");
+        assert_eq!(shot.text, None);
+        let (w, px) = decode_png(&shot.png.unwrap());
+        assert_eq!((w, px.len()), (640, 640 * 400 * 3));
+        for y in 0..200 {
+            for x in 0..320 {
+                let at = ((2 * y) * w + 2 * x) * 3;
+                let want: [u8; 3] = if x % 2 == 1 { [255, 0, 0] } else { [0, 0, 0] };
+                assert_eq!(px[at..at + 3], want, "pixel ({x}, {y})");
+            }
+        }
+        // The palette the program set survives a snapshot.
+        let text = s.snapshot(None).unwrap().snapshot;
+        let restored = s.restore_machine(&text).unwrap();
+        let again = s.screenshot(Some(restored.machine)).unwrap();
+        assert_eq!(again.png, s.screenshot(None).unwrap().png);
+    }
+
+    // mov ah,0Eh ; mov al,'H' ; int 10h ; mov al,'I' ; int 10h ;
+    // mov dx,msg ; mov ah,9 ; int 21h ; es = B800h ;
+    // mov word [es:0148h], 4E58h ("X", yellow on red at row 2, column 4) ;
+    // int 20h ; msg: "\r\nDOS$"
+    const TEXT: [u8; 36] = [
+        0xB4, 0x0E, 0xB0, b'H', 0xCD, 0x10, 0xB0, b'I', 0xCD, 0x10, 0xBA, 0x1F, 0x01, 0xB4, 0x09,
+        0xCD, 0x21, 0xB8, 0x00, 0xB8, 0x8E, 0xC0, 0x26, 0xC7, 0x06, 0x48, 0x01, 0x58, 0x4E, 0xCD,
+        0x20, b'\r', b'\n', b'D', b'O', b'S',
+    ];
+
+    #[test]
+    fn a_program_writing_text_is_seen_as_text_and_as_a_picture() {
+        let mut code = TEXT.to_vec();
+        code.push(b'$');
+        let mut s = session_with(&code);
+        s.run(None, None, &mut |_, _| true).unwrap();
+        let shot = s.screenshot(None).unwrap();
+        assert_eq!(
+            (shot.mode.as_str(), shot.description.as_str()),
+            ("03h", "80x25 text")
+        );
+        // BIOS teletype, then DOS console output, then a direct write.
+        assert_eq!(shot.text.as_deref(), Some("HI\nDOS\n    X"));
+        assert_eq!(shot.cursor.as_deref(), Some("row 1, column 3"));
+        let (w, px) = decode_png(&shot.png.unwrap());
+        let at = |x: usize, y: usize| &px[(y * w + x) * 3..(y * w + x) * 3 + 3];
+        // Row 2, column 4: red background at the cell's last line.
+        assert_eq!(at(4 * 8, 2 * 16 + 15), [170, 0, 0]);
+        // Row 0, column 0: "H" in light grey on black.
+        let lit = (0..8)
+            .flat_map(|x| (0..16).map(move |y| (x, y)))
+            .filter(|&(x, y)| at(x, y) == [170, 170, 170])
+            .count();
+        assert!(lit > 10, "{lit}");
+    }
+
+    #[test]
+    fn a_format_1_snapshot_restores_with_the_text_palette() {
+        let mut s = session_with(&PROG);
+        let text = s.snapshot(None).unwrap().snapshot;
+        let (_, payload) = plugin_kit::blob::open(
+            *b"X86S",
+            crate::machine::SNAPSHOT_VERSION,
+            usize::MAX,
+            &text,
+        )
+        .unwrap();
+        // Format 1 ended before the display ports (768 palette bytes and 5
+        // more).
+        let old = plugin_kit::blob::seal(*b"X86S", 1, &payload[..payload.len() - 773]);
+        let restored = s.restore_machine(&old).unwrap();
+        let m = s.machine(Some(restored.machine)).unwrap();
+        assert_eq!(m.cpu.io, crate::ports::Ports::default());
     }
 }

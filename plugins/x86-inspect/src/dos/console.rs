@@ -1,4 +1,4 @@
-//! The console: characters to the screen and stdout streams, the keyboard (INT 16h, the character and line input services), and INT 10h's teletype.
+//! The console: characters to the screen and stdout streams, the keyboard (INT 16h, the character and line input services), and INT 10h (the video BIOS in `crate::video`).
 
 use super::*;
 
@@ -126,41 +126,16 @@ impl Dos {
         Flow::Continue
     }
 
+    /// INT 10h, the video BIOS (`crate::video`): what it printed goes to
+    /// the screen stream as well, and the cursor of page 0 is mirrored for
+    /// snapshots.
     pub(super) fn int10(&mut self, cpu: &mut Cpu) {
-        let ah = (cpu.regs[AX] >> 8) as u8;
-        let al = cpu.regs[AX] as u8;
-        match ah {
-            0x00 => {
-                cpu.wb(0x449, al & 0x7F);
-                self.cursor = (0, 0);
-            }
-            0x02 => self.cursor = ((cpu.regs[DX] >> 8) as u8, cpu.regs[DX] as u8),
-            0x03 => {
-                cpu.regs[DX] = (self.cursor.0 as u16) << 8 | self.cursor.1 as u16;
-                cpu.regs[CX] = 0x0607;
-            }
-            0x09 | 0x0A => {
-                for _ in 0..cpu.regs[CX].min(2000) {
-                    self.screen.push(al);
-                }
-            }
-            0x0E => {
-                self.screen.push(al);
-                match al {
-                    b'\r' => self.cursor.1 = 0,
-                    // AH=02h may have put the row anywhere (DH=255).
-                    b'\n' => self.cursor.0 = self.cursor.0.saturating_add(1).min(24),
-                    _ => self.cursor.1 = self.cursor.1.saturating_add(1),
-                }
-            }
-            0x0F => {
-                let mode = cpu.rb(0x449);
-                cpu.regs[AX] = 80 << 8 | mode as u16;
-                cpu.regs[BX] &= 0x00FF;
-            }
-            0x01 | 0x05 | 0x06 | 0x07 | 0x08 | 0x0B | 0x10 | 0x11 | 0x12 => {}
-            _ => self.unsupported_call(format!("INT 10h AH={ah:02X}h")),
+        let done = crate::video::int10(cpu);
+        self.screen.extend(&done.printed);
+        if let Some(function) = done.unsupported {
+            self.unsupported_call(function);
         }
+        self.cursor = crate::video::cursor(cpu, 0);
     }
 }
 

@@ -176,10 +176,12 @@ impl Dos {
             }
             Some(Some(Handle::Stdin | Handle::Stdout)) => {
                 self.stdout.extend(data);
+                self.to_display.extend_from_slice(data);
                 Ok(data.len())
             }
             Some(Some(Handle::Stderr)) => {
                 self.stderr.extend(data);
+                self.to_display.extend_from_slice(data);
                 Ok(data.len())
             }
             Some(Some(Handle::Null)) => Ok(data.len()),

@@ -30,10 +30,8 @@ impl Dos {
         // BIOS data area.
         cpu.write_word(0x40, 0x10, 0x0021); // equipment: 80x25 colour, 1 floppy
         cpu.write_word(0x40, 0x13, 640);
-        cpu.wb(0x449, 3);
-        cpu.write_word(0x40, 0x4A, 80);
+        crate::video::power_on(cpu);
         cpu.write_word(0x40, 0x63, 0x3D4);
-        cpu.wb(0x484, 24);
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_uppercase())

@@ -187,6 +187,10 @@ pub struct Dos {
     pub stderr: Stream,
     /// Characters written through INT 10h (teletype and write-char).
     pub screen: Stream,
+    /// Console output (standard output and error, not redirected) not yet
+    /// drawn on the display: drawn when the service call that wrote it
+    /// returns, so it never outlives one call.
+    to_display: Vec<u8>,
     /// The keyboard: text queued by the client.
     pub input: Input,
     /// Bytes written to files so far.
@@ -255,6 +259,7 @@ impl Dos {
             stdout: Stream::new(limits.console_bytes),
             stderr: Stream::new(limits.console_bytes),
             screen: Stream::new(limits.console_bytes),
+            to_display: Vec::new(),
             input: Input::default(),
             file_bytes_written: 0,
             disk_full: 0,
@@ -296,6 +301,17 @@ impl Dos {
     /// Performs interrupt `n` natively. Errors are never host errors: DOS
     /// calls fail with CF and a DOS error code.
     pub fn service(&mut self, n: u8, cpu: &mut Cpu) -> Flow {
+        let flow = self.serve(n, cpu);
+        // DOS writes the console through the video BIOS: what the call
+        // printed shows on the display too.
+        if !self.to_display.is_empty() {
+            let printed = std::mem::take(&mut self.to_display);
+            crate::video::teletype(cpu, &printed, 0x0F);
+        }
+        flow
+    }
+
+    fn serve(&mut self, n: u8, cpu: &mut Cpu) -> Flow {
         match n {
             0x00 => {
                 self.stdout.extend(b"Divide overflow\r\n");

@@ -189,6 +189,7 @@ impl Dos {
             stdout,
             stderr,
             screen,
+            to_display: Vec::new(),
             input,
             file_bytes_written,
             disk_full,
