@@ -123,8 +123,10 @@ pub struct Cpu {
     pub insn_ip: u16,
     /// Set by control transfers that the tracker cares about.
     pub last_event: Event,
-    /// The devices behind `IN` and `OUT` (the display's ports).
-    pub io: crate::ports::Ports,
+    /// The devices behind `IN` and `OUT` (the display's ports), boxed:
+    /// the palette would otherwise sit among the fields every instruction
+    /// touches.
+    pub io: Box<crate::ports::Ports>,
     seg_override: Option<usize>,
     rep: u8,
 }
@@ -202,7 +204,7 @@ impl Cpu {
             insn_cs: 0,
             insn_ip: 0,
             last_event: Event::None,
-            io: crate::ports::Ports::default(),
+            io: Box::default(),
             seg_override: None,
             rep: 0,
         }

@@ -444,7 +444,7 @@ impl Machine {
         let halted = r.u8("halted")? != 0;
         let edits = r.u64("edits")?;
         // Format 1 kept no display ports: the text palette a PC starts with.
-        cpu.io = if version >= 2 {
+        *cpu.io = if version >= 2 {
             crate::ports::Ports::restore(&mut r)?
         } else {
             crate::ports::Ports::default()

@@ -2252,6 +2252,6 @@ mod tests {
         let old = plugin_kit::blob::seal(*b"X86S", 1, &payload[..payload.len() - 773]);
         let restored = s.restore_machine(&old).unwrap();
         let m = s.machine(Some(restored.machine)).unwrap();
-        assert_eq!(m.cpu.io, crate::ports::Ports::default());
+        assert_eq!(*m.cpu.io, crate::ports::Ports::default());
     }
 }
