@@ -174,7 +174,32 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
         }
         component.push((tracking, best, count));
     }
+    // A frame: bench.com's text screen drawn and encoded, MCP included.
+    let loaded = call_json(&server, "x86_load_program", json!({"path": program})).await?;
+    let machine = loaded["machine"].clone();
+    call_json(&server, "x86_run", json!({"machine": machine})).await?;
+    let mut frames = Vec::new();
+    for _ in 0..20 {
+        let (shot, t) = timed(call_text(
+            &server,
+            "x86_screenshot",
+            json!({"machine": machine}),
+        ))
+        .await;
+        if !shot?.contains("80x25 text") {
+            bail!("x86_screenshot did not show the text screen");
+        }
+        frames.push(t);
+    }
     server.stop().await;
+    table.add(
+        "x86_screenshot: one frame (80x25 text screen to a 640x400 PNG)",
+        ms(Samples::new(frames).median()),
+        2,
+        "ms",
+        Goal::None,
+        ctx.note("median of 20, MCP round trip included".to_string()),
+    );
 
     let image = std::fs::read(&program)?;
     for (tracking, best, count) in component {

@@ -150,6 +150,10 @@ impl Canvas {
             let mut enc = png::Encoder::new(&mut out, self.w as u32, self.h as u32);
             enc.set_color(png::ColorType::Rgb);
             enc.set_depth(png::BitDepth::Eight);
+            // fdeflate's PNG-tuned mode: screens and plots are flat colour,
+            // which it packs about as well as the balanced mode, in a
+            // fraction of the time.
+            enc.set_compression(png::Compression::Fast);
             let mut writer = enc.write_header().map_err(failed)?;
             writer.write_image_data(&self.px).map_err(failed)?;
         }
