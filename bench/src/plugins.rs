@@ -198,7 +198,7 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
         2,
         "ms",
         Goal::None,
-        ctx.note("median of 20, MCP round trip included".to_string()),
+        ctx.note("median of 20, MCP round trip included"),
     );
 
     let image = std::fs::read(&program)?;
