@@ -77,7 +77,10 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
         "list_functions",
         "read_cfg_cpu_graph",
         "read_cpu_registers",
+        "read_interrupt_vector",
         "read_memory",
+        "read_stack",
+        "search_memory",
         "x86_add_breakpoint",
         "x86_list_breakpoints",
         "x86_list_machines",
@@ -558,6 +561,17 @@ async fn x86_screenshot_shows_the_text_and_the_pixels_a_program_drew() {
         .find_map(|c| c.as_image())
         .expect("an image block");
     assert_eq!(image.mime_type, "image/png");
+    // The debugger's Spice86-shaped views of the same machine.
+    let v = x
+        .ok("read_interrupt_vector", json!({"vectorNumber": 33}))
+        .await;
+    assert!(v["handler"].as_str().unwrap().starts_with("native"), "{v}");
+    let found = x
+        .ok("search_memory", json!({"pattern": "CD21", "limit": 1}))
+        .await;
+    assert_eq!(found["matches"].as_array().unwrap().len(), 1, "{found}");
+    let stack = x.ok("read_stack", json!({"count": 3})).await;
+    assert_eq!(stack["words"].as_array().unwrap().len(), 3, "{stack}");
 
     x.ok("x86_load_program", load("PIXEL.COM")).await;
     x.ok("x86_run", json!({})).await;

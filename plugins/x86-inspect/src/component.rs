@@ -101,6 +101,49 @@ impl Guest for Plugin {
         tool(|s| s.read_memory(a.address, a.length, a.machine)).map(Into::into)
     }
 
+    fn read_stack(a: wit::ReadStackArgs) -> Result<wit::StackRead, ToolError> {
+        let v = tool(|s| s.read_stack(a.count, a.machine))?;
+        Ok(wit::StackRead {
+            top: v.top,
+            words: v
+                .words
+                .into_iter()
+                .map(|w| wit::StackWord {
+                    address: w.address,
+                    value: w.value,
+                })
+                .collect(),
+        })
+    }
+
+    fn read_interrupt_vector(
+        a: wit::ReadInterruptVectorArgs,
+    ) -> Result<wit::InterruptVector, ToolError> {
+        let v = tool(|s| s.read_interrupt_vector(a.vector_number, a.machine))?;
+        Ok(wit::InterruptVector {
+            vector: v.vector,
+            address: v.address,
+            handler: v.handler.into(),
+        })
+    }
+
+    fn search_memory(a: wit::SearchMemoryArgs) -> Result<wit::MemoryFound, ToolError> {
+        let q = r::MemorySearch {
+            pattern: a.pattern,
+            text: a.text,
+            start_segment: a.start_segment,
+            start_offset: a.start_offset,
+            length: a.length,
+            limit: a.limit,
+        };
+        let v = tool(|s| s.search_memory(&q, a.machine))?;
+        Ok(wit::MemoryFound {
+            pattern: v.pattern,
+            matches: v.matches,
+            more: u32::try_from(v.more).unwrap_or(u32::MAX),
+        })
+    }
+
     fn x86_write_memory(a: wit::WriteMemoryArgs) -> Result<wit::MemoryWritten, ToolError> {
         tool(|s| s.write_memory(a.address, &a.data, a.machine)).map(Into::into)
     }

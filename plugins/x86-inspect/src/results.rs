@@ -495,6 +495,63 @@ pub struct FileWrites {
     pub disk_full: u64,
 }
 
+/// `read_stack`.
+#[derive(Serialize, Debug, Clone)]
+pub struct StackRead {
+    /// SS:SP.
+    pub top: String,
+    /// The words from SS:SP up.
+    pub words: Vec<StackWord>,
+}
+
+/// One stack word.
+#[derive(Serialize, Debug, Clone)]
+pub struct StackWord {
+    /// Where it is, `SSSS:OOOO`.
+    pub address: String,
+    /// The word.
+    pub value: u16,
+}
+
+/// `read_interrupt_vector`.
+#[derive(Serialize, Debug, Clone)]
+pub struct InterruptVector {
+    /// The vector number.
+    pub vector: u8,
+    /// Where it points, `SSSS:OOOO`.
+    pub address: String,
+    /// Whose handler it is.
+    pub handler: &'static str,
+}
+
+/// What `search_memory` looks for.
+#[derive(Debug, Clone, Default)]
+pub struct MemorySearch {
+    /// Hex bytes.
+    pub pattern: Option<String>,
+    /// Text, one byte a character.
+    pub text: Option<String>,
+    /// Segment of the start (default 0).
+    pub start_segment: Option<u16>,
+    /// Offset of the start (default 0).
+    pub start_offset: Option<u16>,
+    /// Bytes searched (default: to the end of memory).
+    pub length: Option<u32>,
+    /// Most places returned (default 20, at most 100).
+    pub limit: Option<u32>,
+}
+
+/// `search_memory`.
+#[derive(Serialize, Debug, Clone)]
+pub struct MemoryFound {
+    /// The bytes looked for, hex.
+    pub pattern: String,
+    /// Where they are, `SSSS:OOOO`.
+    pub matches: Vec<String>,
+    /// Places past `limit`, not listed.
+    pub more: usize,
+}
+
 /// `x86_screenshot`: the display now.
 #[derive(Debug, Clone)]
 pub struct Screen {

@@ -1102,6 +1102,125 @@ impl Session {
         })
     }
 
+    /// `read_stack`: the top `count` (1..=256, default 16) words at SS:SP,
+    /// in Spice86's shape.
+    pub fn read_stack(
+        &mut self,
+        count: Option<u32>,
+        id: Option<MachineId>,
+    ) -> Result<StackRead, ToolError> {
+        let count = count.unwrap_or(16);
+        if !(1..=256).contains(&count) {
+            return err("INVALID_ARGUMENT", "count must be between 1 and 256");
+        }
+        let m = self.machine(id)?;
+        let (ss, sp) = (m.cpu.sregs[cpu::SS], m.cpu.regs[cpu::SP]);
+        let words = (0..count as u16)
+            .map(|i| {
+                let offset = sp.wrapping_add(2 * i);
+                StackWord {
+                    address: format!("{ss:04X}:{offset:04X}"),
+                    value: m.cpu.read_word(ss, offset),
+                }
+            })
+            .collect();
+        Ok(StackRead {
+            top: format!("{ss:04X}:{sp:04X}"),
+            words,
+        })
+    }
+
+    /// `read_interrupt_vector`: where vector `vector` points, and whether
+    /// the program installed that handler (the BIOS and DOS vectors point
+    /// at stubs this emulator serves natively).
+    pub fn read_interrupt_vector(
+        &mut self,
+        vector: u32,
+        id: Option<MachineId>,
+    ) -> Result<InterruptVector, ToolError> {
+        let Ok(n) = u8::try_from(vector) else {
+            return err("INVALID_ARGUMENT", "vectorNumber must be between 0 and 255");
+        };
+        let m = self.machine(id)?;
+        let offset = m.cpu.read_word(0, u16::from(n) * 4);
+        let segment = m.cpu.read_word(0, u16::from(n) * 4 + 2);
+        let native = segment == cpu::STUB_SEGMENT && offset == u16::from(n);
+        Ok(InterruptVector {
+            vector: n,
+            address: format!("{segment:04X}:{offset:04X}"),
+            handler: if native {
+                "native (the BIOS or DOS service this emulator performs)"
+            } else {
+                "installed by the program"
+            },
+        })
+    }
+
+    /// `search_memory`: where `pattern` (hex bytes) or `text` occurs in
+    /// `length` bytes from `start_segment:start_offset`, at most `limit`
+    /// places.
+    pub fn search_memory(
+        &mut self,
+        q: &MemorySearch,
+        id: Option<MachineId>,
+    ) -> Result<MemoryFound, ToolError> {
+        let needle = match (&q.pattern, &q.text) {
+            (Some(hex), None) => {
+                let bytes = parse_hex(hex).map_err(|e| ToolError {
+                    code: e.code,
+                    message: e.message.replacen("data", "pattern", 1),
+                })?;
+                if bytes.is_empty() {
+                    return err(
+                        "INVALID_ARGUMENT",
+                        "pattern holds no bytes; give hex, e.g. \"CD21\"",
+                    );
+                }
+                bytes
+            }
+            (None, Some(text)) if !text.is_empty() => latin1_bytes(text)?,
+            _ => {
+                return err(
+                    "INVALID_ARGUMENT",
+                    "give exactly one of pattern (hex bytes) or text",
+                );
+            }
+        };
+        if needle.len() > 256 {
+            return err("INVALID_ARGUMENT", "a pattern is at most 256 bytes");
+        }
+        let segment = q.start_segment.unwrap_or(0);
+        let start = Cpu::lin(segment, q.start_offset.unwrap_or(0)) as usize;
+        let room = cpu::MEM_SIZE - start;
+        let length = q.length.map_or(room, |l| (l as usize).min(room));
+        let limit = q.limit.unwrap_or(20).clamp(1, 100) as usize;
+        let m = self.machine(id)?;
+        let hay = &m.cpu.mem[start..start + length];
+        let mut hits = hay
+            .windows(needle.len())
+            .enumerate()
+            .filter(|(_, w)| *w == needle.as_slice())
+            .map(|(i, _)| start + i);
+        let matches: Vec<String> = hits
+            .by_ref()
+            .take(limit)
+            .map(|linear| {
+                // Within the start segment when it reaches, else normalised.
+                let from_segment = linear.checked_sub(usize::from(segment) << 4);
+                match from_segment {
+                    Some(off) if off <= 0xFFFF => format!("{segment:04X}:{off:04X}"),
+                    _ => format!("{:04X}:{:04X}", linear >> 4, linear & 0xF),
+                }
+            })
+            .collect();
+        let more = hits.count();
+        Ok(MemoryFound {
+            pattern: needle.iter().map(|b| format!("{b:02X}")).collect(),
+            matches,
+            more,
+        })
+    }
+
     /// `x86_screenshot`: the display as the monitor shows it, as a PNG, and
     /// in a text mode the text (with the cursor) as well.
     pub fn screenshot(&mut self, id: Option<MachineId>) -> Result<Screen, ToolError> {
@@ -2253,5 +2372,68 @@ mod tests {
         let restored = s.restore_machine(&old).unwrap();
         let m = s.machine(Some(restored.machine)).unwrap();
         assert_eq!(*m.cpu.io, crate::ports::Ports::default());
+    }
+
+    #[test]
+    fn stack_vectors_and_memory_search_in_spice86_shapes() {
+        let mut s = session_with(&PROG);
+        let cs = s.machine(None).unwrap().cpu.sregs[cpu::CS];
+        // A .COM starts with a zero word on its stack (RET to PSP:0000).
+        let stack = s.read_stack(Some(2), None).unwrap();
+        assert_eq!(stack.top, format!("{cs:04X}:FFFE"));
+        assert_eq!(
+            (stack.words[0].address.as_str(), stack.words[0].value),
+            (stack.top.as_str(), 0)
+        );
+        assert_eq!(
+            s.read_stack(Some(0), None).unwrap_err().code,
+            "INVALID_ARGUMENT"
+        );
+        // INT 21h is DOS's until the program takes it over.
+        let v = s.read_interrupt_vector(0x21, None).unwrap();
+        assert!(v.handler.starts_with("native"), "{v:?}");
+        s.write_memory(0x21 * 4, "34120010", None).unwrap();
+        let v = s.read_interrupt_vector(0x21, None).unwrap();
+        assert_eq!(
+            (v.address.as_str(), v.handler),
+            ("1000:1234", "installed by the program")
+        );
+        assert_eq!(
+            s.read_interrupt_vector(256, None).unwrap_err().code,
+            "INVALID_ARGUMENT"
+        );
+        // Both INT 21h instructions of the program, in its segment.
+        let q = |pattern: Option<&str>, text: Option<&str>| MemorySearch {
+            pattern: pattern.map(str::to_owned),
+            text: text.map(str::to_owned),
+            start_segment: Some(cs),
+            start_offset: Some(0x100),
+            length: Some(0x20),
+            limit: None,
+        };
+        let found = s.search_memory(&q(Some("CD 21"), None), None).unwrap();
+        assert_eq!(found.pattern, "CD21");
+        assert_eq!(
+            found.matches,
+            [format!("{cs:04X}:0106"), format!("{cs:04X}:010C")]
+        );
+        let limited = s
+            .search_memory(
+                &MemorySearch {
+                    limit: Some(1),
+                    ..q(Some("CD21"), None)
+                },
+                None,
+            )
+            .unwrap();
+        assert_eq!((limited.matches.len(), limited.more), (1, 1));
+        let text = s.search_memory(&q(None, Some("A")), None).unwrap();
+        assert_eq!(text.matches, [format!("{cs:04X}:0109")]);
+        for bad in [q(None, None), q(Some("C"), None), q(Some("CD"), Some("x"))] {
+            assert_eq!(
+                s.search_memory(&bad, None).unwrap_err().code,
+                "INVALID_ARGUMENT"
+            );
+        }
     }
 }
