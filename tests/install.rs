@@ -88,6 +88,41 @@ async fn shared_cargo_install_gives_a_binary_that_serves_every_first_party_plugi
     assert_eq!(tools, first_party_tools(scratch.path()).await);
 }
 
+/// Files under `dir` whose name ends in `.ext`, at any depth.
+fn count_files(dir: &Path, ext: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                count_files(&path, ext)
+            } else {
+                usize::from(path.extension().is_some_and(|x| x == ext))
+            }
+        })
+        .sum()
+}
+
+/// Waits (at most 2 minutes) until every bundled plugin unpacked under
+/// `cache` has its compiled artifact there.
+async fn all_compiled(cache: &Path) {
+    let start = std::time::Instant::now();
+    loop {
+        let (wasm, cwasm) = (count_files(cache, "wasm"), count_files(cache, "cwasm"));
+        if wasm > 0 && cwasm >= wasm {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "only {cwasm} of {wasm} bundled plugins were compiled"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The first start after installing compiles nothing before it answers:
 /// the bundled plugins' tools are offered at once, each compiles in the
 /// background, and a call to one that is not ready yet waits for it. The
@@ -103,6 +138,9 @@ async fn a_cold_start_offers_the_bundled_tools_before_compiling_them() {
     assert!(text(&machines).contains("machines"), "{machines:?}");
     let log = cold.log_with(&["compiling in the background"]).await;
     assert!(log.contains("plugin=x86-inspect"), "{log}");
+    // The compiles run side by side, so x86-inspect answering says nothing
+    // of the others: wait for every artifact before stopping.
+    all_compiled(&scratch.path().join("cache")).await;
     cold.stop().await;
 
     let warm = start().await.expect("starting benchtop again");
