@@ -183,7 +183,7 @@ impl Guest for Plugin {
     }
 
     fn x86_step(a: wit::StepArgs) -> Result<wit::StepResult, ToolError> {
-        tool(|s| s.step(a.count, a.machine)).map(Into::into)
+        tool(|s| s.step(a.count, a.over.unwrap_or(false), a.machine)).map(Into::into)
     }
 
     fn x86_add_breakpoint(a: wit::AddBreakpointArgs) -> Result<wit::BreakpointAdded, ToolError> {

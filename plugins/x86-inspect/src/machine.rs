@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::cpu::{CS, Cpu, Exit, Model};
+use crate::cpu::{CS, Cpu, Exit, Model, SP};
 use crate::dos::{Dos, Flow, Limits, LoadError, Program};
 use crate::tracking::{SegOff, Tracker};
 
@@ -80,6 +80,9 @@ pub struct Machine {
     pub breakpoints: BTreeMap<u32, u32>,
     next_breakpoint: u32,
     bp_bitmap: Vec<u64>,
+    /// Some bit of `bp_bitmap` is set: a breakpoint, or the return
+    /// address a step over a call waits for.
+    bp_armed: bool,
     /// The exit code, once the program exited.
     pub exit_code: Option<u8>,
     /// Whether HLT stopped the CPU with no interrupt source.
@@ -126,6 +129,7 @@ impl Machine {
             breakpoints: BTreeMap::new(),
             next_breakpoint: 1,
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
+            bp_armed: false,
             exit_code: None,
             halted: false,
             edits: 0,
@@ -182,6 +186,7 @@ impl Machine {
         for &a in self.breakpoints.values() {
             self.bp_bitmap[(a >> 6) as usize] |= 1 << (a & 63);
         }
+        self.bp_armed = !self.breakpoints.is_empty();
     }
 
     fn breakpoint_at(&self, linear: u32) -> Option<u32> {
@@ -248,7 +253,7 @@ impl Machine {
             let (n, exit) = if self.tracker.is_some() {
                 self.run_tracked(chunk, resume)
             } else {
-                let bp = (!self.breakpoints.is_empty()).then_some(&self.bp_bitmap[..]);
+                let bp = self.bp_armed.then_some(&self.bp_bitmap[..]);
                 self.cpu.run(chunk, bp, resume)
             };
             done += n;
@@ -266,12 +271,54 @@ impl Machine {
         Ok((done, StopReason::Budget))
     }
 
+    /// Steps over the instruction at CS:IP: a CALL runs until it returns
+    /// to the instruction after it with its stack back where it was (a
+    /// recursive call passing the same return address deeper down runs
+    /// on), at most `budget` instructions; any other instruction is one
+    /// step. It stops earlier as a run does (exit, a breakpoint, keyboard
+    /// input). Answers the instructions executed and why it stopped:
+    /// [`StopReason::Budget`] once the call has returned.
+    pub fn step_over(
+        &mut self,
+        budget: u64,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<(u64, StopReason), RunError> {
+        let (cs, ip, sp) = (self.cpu.sregs[CS], self.cpu.ip, self.cpu.regs[SP]);
+        let cpu = &self.cpu;
+        let insn = crate::disasm::decode(&|off| cpu.rb(Cpu::lin(cs, off)), ip, cpu.model);
+        if !insn.text.starts_with("call") {
+            return self.step(1).map(|(n, r)| (u64::from(n), r));
+        }
+        let back = Cpu::lin(cs, ip.wrapping_add(u16::from(insn.len)));
+        // A breakpoint of this step's own: in the bitmap, not in the list.
+        self.bp_bitmap[(back >> 6) as usize] |= 1 << (back & 63);
+        self.bp_armed = true;
+        let mut done = 0;
+        let outcome = loop {
+            let (n, reason) = match self.run(budget - done, progress) {
+                Ok(ran) => ran,
+                Err(e) => break Err(e),
+            };
+            done += n;
+            let at = Cpu::lin(self.cpu.sregs[CS], self.cpu.ip);
+            match reason {
+                StopReason::Breakpoint(_) if at == back && self.cpu.regs[SP] >= sp => {
+                    break Ok((done, StopReason::Budget));
+                }
+                StopReason::Breakpoint(0) if at == back && done < budget => continue,
+                other => break Ok((done, other)),
+            }
+        };
+        self.rebuild_bitmap();
+        outcome
+    }
+
     fn run_tracked(&mut self, budget: u64, resume: bool) -> (u64, Exit) {
         let mut n = 0;
         let Some(t) = self.tracker.as_mut() else {
             return (0, Exit::Budget);
         };
-        let has_bp = !self.breakpoints.is_empty();
+        let has_bp = self.bp_armed;
         while n < budget {
             if has_bp && (n > 0 || !resume) {
                 let a = Cpu::lin(self.cpu.sregs[CS], self.cpu.ip) as usize;
@@ -459,6 +506,7 @@ impl Machine {
             breakpoints,
             next_breakpoint,
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
+            bp_armed: false,
             exit_code: (exited != 0).then_some(code),
             halted,
             edits,

@@ -482,7 +482,7 @@ mod tests {
         });
         assert_eq!(typed, [console.as_str()]);
         let step = announced(&mut s, |s| {
-            s.step(Some(1), Some(m)).unwrap();
+            s.step(Some(1), false, Some(m)).unwrap();
         });
         assert_eq!(step, [regs.clone(), console.clone()], "status line moved");
         let run = announced(&mut s, |s| {

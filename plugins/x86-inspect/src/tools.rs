@@ -951,6 +951,7 @@ impl Session {
     pub fn step(
         &mut self,
         count: Option<u32>,
+        over: bool,
         id: Option<MachineId>,
     ) -> Result<StepResult, ToolError> {
         let count = count.unwrap_or(1);
@@ -960,18 +961,35 @@ impl Session {
                 "count must be between 1 and 10000; use x86_run for longer stretches",
             );
         }
+        let started = Instant::now();
+        let limit = self.run_time_limit;
         let m = self.machine(id)?;
         let out_before = m.dos.stdout.total();
         let mut executed = Vec::new();
         let mut done = 0;
         let mut reason = StopReason::Budget;
+        let mut timed_out = false;
         for _ in 0..count {
             let here = m.cs_ip();
             let line = disassemble(m, here.0, here.1, 1).pop();
-            let (n, r) = m.step(1).map_err(|e| ToolError {
+            let stepped = if over {
+                // A call stepped over runs as x86_run would, within the
+                // same wall-time limit.
+                let mut check = |_: u64, _: u64| {
+                    timed_out |= started.elapsed() > limit;
+                    !timed_out
+                };
+                m.step_over(DEFAULT_BUDGET, &mut check)
+            } else {
+                m.step(1).map(|(n, r)| (u64::from(n), r))
+            };
+            let (n, mut r) = stepped.map_err(|e| ToolError {
                 code: "NOT_RUNNABLE",
                 message: e.to_string(),
             })?;
+            if timed_out && r == StopReason::Cancelled {
+                r = StopReason::TimeLimit;
+            }
             done += n;
             if let Some(l) = line {
                 if executed.len() == 20 {
@@ -1528,7 +1546,7 @@ mod tests {
     fn a_restored_snapshot_runs_exactly_like_its_original() {
         let mut s = session_with(&PROG);
         s.write_console_input(Some("queued"), None, None).unwrap();
-        s.step(Some(2), None).unwrap();
+        s.step(Some(2), false, None).unwrap();
         s.add_breakpoint(Some(0x970 + 6), None, None, None).unwrap();
         let a = s.list_machines().default.unwrap();
         let snap = s.snapshot(None).unwrap();
@@ -1843,7 +1861,7 @@ mod tests {
     #[test]
     fn step_breakpoints_and_writes() {
         let mut s = session_with(&PROG);
-        let v: Value = serde_json::to_value(s.step(Some(1), None).unwrap()).unwrap();
+        let v: Value = serde_json::to_value(s.step(Some(1), false, None).unwrap()).unwrap();
         assert_eq!(v["executed"][0]["asm"], "call 0x0108");
         assert_eq!(v["registers"]["instructionPointer"]["IP"], 0x108);
         let b: Value = serde_json::to_value(
@@ -1881,7 +1899,7 @@ mod tests {
             serde_json::to_value(s.run(Some(5 << 20), None, &mut |_, _| false).unwrap()).unwrap();
         assert_eq!(v["stop_reason"], "cancelled");
         assert_eq!(v["address"], "0087:0100");
-        assert!(s.step(Some(1), None).is_ok());
+        assert!(s.step(Some(1), false, None).is_ok());
     }
 
     #[test]
@@ -2435,5 +2453,30 @@ mod tests {
                 "INVALID_ARGUMENT"
             );
         }
+    }
+
+    #[test]
+    fn stepping_over_a_call_runs_it_to_its_return() {
+        let mut s = session_with(&PROG);
+        let cs = s.machine(None).unwrap().cpu.sregs[cpu::CS];
+        // call f: the call, f's three instructions and its ret.
+        let over = s.step(Some(1), true, None).unwrap();
+        assert_eq!(over.run.stop_reason, StopReason::Budget);
+        assert_eq!(over.run.instructions, 5);
+        assert_eq!(over.run.address, format!("{cs:04X}:0103"));
+        assert_eq!(over.run.output, "A");
+        assert_eq!(over.executed.len(), 1, "one step: the call");
+        // Anything but a call is one instruction.
+        let next = s.step(Some(1), true, None).unwrap();
+        assert_eq!(next.run.instructions, 1);
+        // A breakpoint inside the call stops the step there.
+        let mut s = session_with(&PROG);
+        let inside = Cpu::lin(cs, 0x10A);
+        s.add_breakpoint(Some(inside), None, None, None).unwrap();
+        let stopped = s.step(Some(1), true, None).unwrap();
+        assert!(matches!(stopped.run.stop_reason, StopReason::Breakpoint(_)));
+        assert_eq!(stopped.run.address, format!("{cs:04X}:010A"));
+        // The step's own return breakpoint is gone: only the user's is listed.
+        assert_eq!(s.list_breakpoints(None).unwrap().breakpoints.len(), 1);
     }
 }
