@@ -1002,7 +1002,7 @@ impl Session {
                 break;
             }
         }
-        let run = run_result(m, done as u64, reason, out_before);
+        let run = run_result(m, done, reason, out_before);
         let (cs, ip) = (m.cpu.sregs[cpu::CS], m.cpu.ip);
         Ok(StepResult {
             run,
