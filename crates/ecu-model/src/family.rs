@@ -230,6 +230,12 @@ pub fn candidate(romid: &RomId, includes: Vec<String>) -> Option<Candidate> {
     })
 }
 
+/// A definitions file's bytes as text, or an error naming the file: the
+/// XML formats are UTF-8 (or its ASCII subset).
+pub fn utf8_text<'a>(file_name: &str, contents: &'a [u8]) -> Result<&'a str, String> {
+    std::str::from_utf8(contents).map_err(|e| format!("{file_name} is not UTF-8 text: {e}"))
+}
+
 /// The runs of bytes where `after` differs from `before` (same length).
 /// Compared a block at a time (one `memcmp` each): a checksum fix changes
 /// a few bytes of a 1 MiB image, and a byte loop over all of it cost

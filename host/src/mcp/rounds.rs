@@ -301,11 +301,8 @@ impl Rounds {
         let (kind, input) = client_input(request);
         let digest = request_digest(kind, &input);
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        asked.count += 1;
-        if let Some(answered) = self.answers.get(&key)
-            && answered.question == digest
-        {
-            return read_reply(kind, &answered.answer);
+        if let Some(reply) = self.reply_in(&mut asked, &key, kind, &digest) {
+            return reply;
         }
         if asked.count > MAX_ANSWERS {
             return ClientReply::Unsupported(format!(
@@ -315,6 +312,22 @@ impl Rounds {
         asked.pending.insert(key.clone(), input);
         asked.digests.insert(key, digest);
         ClientReply::Pending
+    }
+
+    /// Counts a request of `kind` made under `key`; the reply this round
+    /// brought to exactly that request (`digest`), if any.
+    fn reply_in(
+        &self,
+        asked: &mut Asked,
+        key: &str,
+        kind: &str,
+        digest: &str,
+    ) -> Option<ClientReply> {
+        asked.count += 1;
+        self.answers
+            .get(key)
+            .filter(|answered| answered.question == digest)
+            .map(|answered| read_reply(kind, &answered.answer))
     }
 
     /// The key and digest of `question`, the `count`-th asked; its answer
@@ -359,11 +372,7 @@ impl Rounds {
         let (kind, input) = client_input(request.clone());
         let digest = request_digest(kind, &input);
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        asked.count += 1;
-        self.answers
-            .get(key)
-            .filter(|answered| answered.question == digest)
-            .map(|answered| read_reply(kind, &answered.answer))
+        self.reply_in(&mut asked, key, kind, &digest)
     }
 
     /// Whether the request brought answers: a later round of its call.

@@ -358,15 +358,7 @@ impl Explorer {
                 .collect();
             unread.sort();
             if let Some(l) = &self.listing {
-                // An .xml file no loaded family reads is named by its
-                // format, read from its head: the family to add.
-                unread.extend(l.unread.iter().map(|(path, format)| {
-                    let sniffed = (*format == XML_FORMATS)
-                        .then(|| read_head(path, SNIFF_BYTES).ok())
-                        .flatten()
-                        .and_then(|head| foreign_format(None, &head));
-                    (path.clone(), sniffed.unwrap_or(format))
-                }));
+                unread.extend(l.unread.iter().cloned());
             }
             if !unread.is_empty() {
                 warnings.push(unread_note(&unread));
@@ -873,6 +865,15 @@ fn foreign_format(family: Option<usize>, head: &[u8]) -> Option<&'static str> {
 fn unread_note(unread: &[(PathBuf, &str)]) -> String {
     let names = some_names(unread, |(path, format)| {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
+        // An .xml file no loaded family reads is named by its format, read
+        // from its head (only for the few files the note names).
+        let format = match *format {
+            XML_FORMATS => read_head(path, SNIFF_BYTES)
+                .ok()
+                .and_then(|head| foreign_format(None, &head))
+                .unwrap_or(format),
+            _ => format,
+        };
         format!("{name} ({format})")
     });
     format!(

@@ -100,9 +100,7 @@ impl Format for EcuFlash {
         whole: bool,
     ) -> Result<Identified, String> {
         if whole {
-            let text = std::str::from_utf8(contents)
-                .map_err(|e| format!("{file_name} is not UTF-8 text: {e}"))?;
-            let raw = parse_definition(text)
+            let raw = parse_definition(family::utf8_text(file_name, contents)?)
                 .map_err(|e| format!("not a readable ECUFlash XML file: {e}"))?;
             return Ok(Identified::Candidates(vec![candidate_of(file_name, &raw)]));
         }
@@ -127,9 +125,7 @@ impl Format for EcuFlash {
         let raws = files
             .iter()
             .map(|f| {
-                let text = std::str::from_utf8(f.contents)
-                    .map_err(|e| format!("{} is not UTF-8 text: {e}", f.file_name))?;
-                parse_definition(text)
+                parse_definition(family::utf8_text(f.file_name, f.contents)?)
                     .map(|raw| (f.file_name, raw))
                     .map_err(|e| format!("{}: not a readable ECUFlash XML file: {e}", f.file_name))
             })

@@ -2,7 +2,7 @@
 //! through, natively in tests and as the component's export.
 
 use crate::document;
-use ecu_model::family::{self, Format, Identified, Resolved, Source};
+use ecu_model::family::{self, Format, Identified, Resolved, Source, utf8_text as text};
 
 /// The family's name, as rom_info's `definition_format` shows it.
 const NAME: &str = "RomRaider";
@@ -11,11 +11,6 @@ const NAME: &str = "RomRaider";
 /// function of the bytes it is given (ecu-tables caches them per file).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RomRaider;
-
-/// A definitions file's text: RomRaider writes UTF-8 (or its ASCII subset).
-fn text<'a>(file_name: &str, contents: &'a [u8]) -> Result<&'a str, String> {
-    std::str::from_utf8(contents).map_err(|e| format!("{file_name} is not UTF-8 text: {e}"))
-}
 
 impl Format for RomRaider {
     fn name(&self) -> Result<String, String> {

@@ -300,10 +300,7 @@ fn glyph(ch: u8) -> [u8; 8] {
 /// Writes `ch` (with `attr`, or the cell's own attribute when none) at
 /// the cursor of `page`, `count` times, without moving the cursor.
 fn write_chars(cpu: &mut Cpu, page: u8, ch: u8, attr: Option<u8>, count: u16, color: u8) {
-    let (rows, cols) = {
-        let (c, r) = grid(cpu);
-        (r, c)
-    };
+    let (cols, rows) = grid(cpu);
     let (row, col) = cursor(cpu, page);
     let start = u32::from(row.min((rows - 1) as u8)) * u32::from(cols) + u32::from(col);
     let end = (start + u32::from(count)).min(u32::from(rows) * u32::from(cols));
@@ -405,43 +402,19 @@ fn scroll(
 /// are written and the cursor advances, wrapping and scrolling. `color` is
 /// the foreground in graphics modes.
 pub fn teletype(cpu: &mut Cpu, bytes: &[u8], color: u8) {
-    if let Layout::Text {
-        cols,
-        rows,
-        segment,
-    } = layout(mode(cpu))
-    {
-        text_teletype(cpu, bytes, (cols, rows, segment));
-        return;
-    }
-    let (_, rows) = grid(cpu);
+    let (cols, rows) = grid(cpu);
     let page = cpu.rb(BDA_PAGE);
-    for &b in bytes {
-        let (row, col) = cursor(cpu, page);
-        // AH=02h may have put the cursor anywhere (DH=255).
-        let row = row.min((rows - 1) as u8);
-        set_cursor(cpu, page, (row, col));
-        match b {
-            0x07 => {}
-            0x08 => set_cursor(cpu, page, (row, col.saturating_sub(1))),
-            b'\r' => set_cursor(cpu, page, (row, 0)),
-            b'\n' => line_feed(cpu, page),
-            _ => {
-                write_chars(cpu, page, b, None, 1, color);
-                advance(cpu, page);
-            }
-        }
-    }
-}
-
-/// [`teletype`] in a text mode, where DOS console output lands: the page
-/// and cursor are read once and characters stored directly, since a
-/// program may print a 64 KiB string in one call.
-fn text_teletype(cpu: &mut Cpu, bytes: &[u8], (cols, rows, segment): (u16, u16, u16)) {
-    let page = cpu.rb(BDA_PAGE);
-    let page_start = u32::from(page & 7) * u32::from(word(cpu, BDA_PAGE_SIZE));
-    let base = Cpu::lin(segment, 0) as usize;
+    // A text cell is stored directly: DOS console output lands here, and a
+    // program may print a 64 KiB string in one call.
+    let text = match layout(mode(cpu)) {
+        Layout::Text { segment, .. } => Some((
+            Cpu::lin(segment, 0) as usize,
+            u32::from(page & 7) * u32::from(word(cpu, BDA_PAGE_SIZE)),
+        )),
+        _ => None,
+    };
     let (row, col) = cursor(cpu, page);
+    // AH=02h may have put the cursor anywhere (DH=255).
     let (mut row, mut col) = (u16::from(row).min(rows - 1), u16::from(col));
     let last = ((rows - 1) as u8, (cols - 1) as u8);
     for &b in bytes {
@@ -452,9 +425,16 @@ fn text_teletype(cpu: &mut Cpu, bytes: &[u8], (cols, rows, segment): (u16, u16, 
             b'\r' => col = 0,
             b'\n' => feed = true,
             _ => {
-                let offset =
-                    (page_start + (u32::from(row) * u32::from(cols) + u32::from(col)) * 2) & 0x7FFF;
-                cpu.mem[base + offset as usize] = b;
+                match text {
+                    Some((base, page_start)) => {
+                        let cell = u32::from(row) * u32::from(cols) + u32::from(col);
+                        let offset = (page_start + cell * 2) & 0x7FFF;
+                        cpu.mem[base + offset as usize] = b;
+                    }
+                    // Past the last column (AH=02h, DL=255) nothing shows.
+                    None if col < cols => draw_char(cpu, row, col, b, color),
+                    None => {}
+                }
                 col += 1;
                 if col >= cols {
                     col = 0;
@@ -464,7 +444,8 @@ fn text_teletype(cpu: &mut Cpu, bytes: &[u8], (cols, rows, segment): (u16, u16, 
         }
         if feed {
             if row + 1 >= rows {
-                scroll(cpu, true, 1, 0x07, (0, 0), last);
+                let blank = if text.is_some() { 0x07 } else { 0 };
+                scroll(cpu, true, 1, blank, (0, 0), last);
             } else {
                 row += 1;
             }

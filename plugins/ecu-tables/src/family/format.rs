@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 const MAX_CHAIN: usize = 16;
 
 /// A file's definitions as the format identified them.
-struct Identified_ {
+struct FileCandidates {
     stamp: Stamp,
     candidates: Result<Vec<Candidate>, String>,
 }
@@ -43,7 +43,7 @@ pub struct FormatFamily {
     format: Arc<dyn Format>,
     name: String,
     extensions: Vec<String>,
-    files: HashMap<PathBuf, Identified_>,
+    files: HashMap<PathBuf, FileCandidates>,
     resolved: HashMap<(PathBuf, String), Resolved>,
 }
 
@@ -128,10 +128,11 @@ impl Family for FormatFamily {
     ) -> Result<Recognition, Error> {
         let mut found = Recognition::default();
         // Forget files no longer listed, so the caches stay the folder's size.
-        self.files
-            .retain(|path, _| files.iter().any(|l| &l.path == path));
+        let listed: std::collections::HashSet<&Path> =
+            files.iter().map(|l| l.path.as_path()).collect();
+        self.files.retain(|path, _| listed.contains(path.as_path()));
         self.resolved
-            .retain(|(path, _), _| files.iter().any(|l| &l.path == path));
+            .retain(|(path, _), _| listed.contains(path.as_path()));
         for Listed { path, stamp, head } in files {
             if self.files.get(path).is_some_and(|f| f.stamp == *stamp) {
                 continue;
@@ -139,7 +140,7 @@ impl Family for FormatFamily {
             let candidates = self.identify(path, *stamp, head.as_deref());
             self.files.insert(
                 path.clone(),
-                Identified_ {
+                FileCandidates {
                     stamp: *stamp,
                     candidates,
                 },
@@ -286,7 +287,7 @@ struct Chain<'a> {
 }
 
 impl<'a> Index<'a> {
-    fn of(files: &'a [Listed], identified: &'a HashMap<PathBuf, Identified_>) -> Self {
+    fn of(files: &'a [Listed], identified: &'a HashMap<PathBuf, FileCandidates>) -> Self {
         let mut by_title: HashMap<&str, Vec<(&Path, &Candidate)>> = HashMap::new();
         let mut by_stem = HashMap::new();
         for Listed { path, .. } in files {

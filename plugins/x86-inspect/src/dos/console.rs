@@ -127,15 +127,13 @@ impl Dos {
     }
 
     /// INT 10h, the video BIOS (`crate::video`): what it printed goes to
-    /// the screen stream as well, and the cursor of page 0 is mirrored for
-    /// snapshots.
+    /// the screen stream as well.
     pub(super) fn int10(&mut self, cpu: &mut Cpu) {
         let done = crate::video::int10(cpu);
         self.screen.extend(&done.printed);
         if let Some(function) = done.unsupported {
             self.unsupported_call(function);
         }
-        self.cursor = crate::video::cursor(cpu, 0);
     }
 }
 

@@ -215,7 +215,6 @@ pub struct Dos {
     fcb_files: Vec<Option<File>>,
     /// Names still to report by FCB find-next (AH=12h), last first.
     fcb_search: Vec<String>,
-    cursor: (u8, u8),
     /// The directory listing searches (AH=4Eh/4Fh) last read, while the
     /// directory is unchanged. Not in snapshots: it is read again.
     search_cache: Option<search::Listing>,
@@ -280,7 +279,6 @@ impl Dos {
             stdin_name: None,
             fcb_files: Vec::new(),
             fcb_search: Vec::new(),
-            cursor: (0, 0),
             search_cache: None,
             search_note: None,
         }
@@ -888,7 +886,7 @@ mod tests {
         dos.int10(&mut cpu);
         cpu.regs[AX] = 0x0E0A;
         dos.int10(&mut cpu);
-        assert_eq!(dos.cursor.0, 24);
+        assert_eq!(crate::video::cursor(&cpu, 0).0, 24);
     }
 
     #[test]

@@ -74,7 +74,9 @@ impl Dos {
         for name in &self.fcb_search {
             w.str(name, FCB_NAME_MAX);
         }
-        w.u8(self.cursor.0).u8(self.cursor.1);
+        // Formats 1 and 2 keep a cursor here; the BIOS data area (in memory)
+        // holds the real one.
+        w.u8(0).u8(0);
         Ok(())
     }
 
@@ -181,7 +183,8 @@ impl Dos {
         for _ in 0..r.u16("FCB search")? {
             fcb_search.push(r.str("FCB search", FCB_NAME_MAX)?);
         }
-        let cursor = (r.u8("cursor")?, r.u8("cursor")?);
+        // The old cursor field: the BIOS data area holds the cursor.
+        let _ = (r.u8("cursor")?, r.u8("cursor")?);
         let dos = Dos {
             // Set by the caller from the program path (see above).
             root: PathBuf::new(),
@@ -204,7 +207,6 @@ impl Dos {
             stdin_name: None,
             fcb_files: (0..fcbs.min(fcb::MAX_FCB_FILES)).map(|_| None).collect(),
             fcb_search,
-            cursor,
             search_cache: None,
             search_note: None,
         };
