@@ -343,6 +343,29 @@ fn scroll(
     };
     let page = cpu.rb(BDA_PAGE);
     let text = cell_at(cpu, page, 0, 0).is_some();
+    if text && left == 0 && right + 1 == cols {
+        // Whole text rows are one run of memory: moved in one copy (a
+        // program printing line after line scrolls on every one).
+        let row_bytes = usize::from(cols) * 2;
+        let start = cell_at(cpu, page, top, 0).expect("a text mode") as usize;
+        let (kept, moved) = (usize::from(height - lines), usize::from(lines) * row_bytes);
+        let (blank_from, blank_to) = if up {
+            cpu.mem
+                .copy_within(start + moved..start + moved + kept * row_bytes, start);
+            (
+                start + kept * row_bytes,
+                start + usize::from(height) * row_bytes,
+            )
+        } else {
+            cpu.mem
+                .copy_within(start..start + kept * row_bytes, start + moved);
+            (start, start + moved)
+        };
+        for cell in cpu.mem[blank_from..blank_to].chunks_exact_mut(2) {
+            cell.copy_from_slice(&[b' ', attr]);
+        }
+        return;
+    }
     let mode = mode(cpu);
     // A row of the window is one run of text memory, or 8 runs (its pixel
     // lines) of graphics memory: moved and filled a run at a time.
@@ -856,6 +879,13 @@ mod tests {
         assert_eq!(cell(&cpu, 2, 3), (b' ', 0x07));
         assert_eq!(cell(&cpu, 3, 3), (b' ', 0x70));
         assert_eq!(cell(&cpu, 2, 10), (b' ', 0x07), "outside the window");
+        // The whole screen down two lines, with attribute 1Fh.
+        call(&mut cpu, 0x0200, 0, 0, 0x0000);
+        call(&mut cpu, 0x0A5A, 0, 1, 0);
+        call(&mut cpu, 0x0702, 0x1F00, 0x0000, 0x184F);
+        assert_eq!(cell(&cpu, 2, 0), (b'Z', 0x07));
+        assert_eq!(cell(&cpu, 1, 0), (b' ', 0x1F));
+        assert_eq!(cell(&cpu, 0, 79), (b' ', 0x1F));
         let unknown = call(&mut cpu, 0x4F00, 0, 0, 0);
         assert_eq!(unknown.unsupported.as_deref(), Some("INT 10h AH=4Fh"));
     }
