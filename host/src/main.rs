@@ -49,6 +49,25 @@ enum Command {
         /// Do not watch the plugins directory (no hot swap).
         #[arg(long)]
         no_watch: bool,
+        /// Share emulator sessions and machines with other replicas through
+        /// this state store (redis://host:port[/db], Redis or Valkey): any
+        /// replica behind a load balancer can then serve any call.
+        #[arg(long, value_name = "URL", env = "BENCHTOP_STORE", requires = "http")]
+        store: Option<String>,
+        /// This replica's name among those sharing the store, unique to it
+        /// (default: the host name and process id).
+        #[arg(
+            long,
+            value_name = "NAME",
+            env = "BENCHTOP_REPLICA",
+            requires = "store"
+        )]
+        replica: Option<String>,
+        /// With --store, how many sessions or machines each plugin keeps in
+        /// memory on this replica; the least recently used beyond it live
+        /// only in the store until their next call.
+        #[arg(long, value_name = "N", default_value_t = benchtop::mcp::durable::CACHE, requires = "store")]
+        store_cache: usize,
     },
     /// List the tools the plugins provide.
     Tools {
@@ -210,7 +229,27 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             http,
             web,
             no_watch,
+            store,
+            replica,
+            store_cache,
         } => {
+            if let Some(url) = store {
+                let replica = replica.unwrap_or_else(default_replica);
+                let durable = benchtop::mcp::durable::Durable::new(&url, &replica)
+                    .context("--store")?
+                    .with_cache(store_cache);
+                let durable = benchtop::mcp::durable::install(durable);
+                match durable.ready().await {
+                    Ok(()) => tracing::info!(
+                        "replica {replica}: sessions and machines are kept in the state store at {url}"
+                    ),
+                    // The store may start after the replica (a pod beside
+                    // its Redis); /healthz says not ready until it answers.
+                    Err(e) => tracing::warn!(
+                        "replica {replica}: {e}; calls on sessions and machines fail until it answers"
+                    ),
+                }
+            }
             let host = Arc::new(Host::new(common.options(settings))?);
             if let Some(dir) = host.plugins_dir().filter(|_| host.serves_bundled()) {
                 tracing::info!(
@@ -309,6 +348,18 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
         }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// A replica's name when none is given: unique per process on a machine,
+/// and telling which machine.
+fn default_replica() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "benchtop".into());
+    format!("{host}-{}", std::process::id())
 }
 
 async fn serve(host: Arc<Host>, http: Option<String>, web: Option<PathBuf>) -> Result<()> {

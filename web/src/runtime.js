@@ -79,6 +79,37 @@ const resources = {
     changedForCaller: (_uri) => {},
 };
 
+// One page, one replica: there is no state store to tell what a call
+// changed (benchtop:host/durable), and blobs only pass the snapshots the
+// host would move (benchtop:host/durable-state), which the page never asks.
+const durable = {
+    changed: (_handle) => {},
+    closed: (_handle) => {},
+};
+const kept = new Map();
+let nextBlob = 1n;
+const blobs = {
+    keep(bytes) {
+        const handle = nextBlob++;
+        kept.set(handle, new Uint8Array(bytes));
+        return handle;
+    },
+    read(handle, offset, len) {
+        const bytes = kept.get(handle);
+        if (!bytes) throw `no blob ${handle} is kept`;
+        const from = Number(offset);
+        return bytes.subarray(from, from + Number(len > BigInt(bytes.length) ? BigInt(bytes.length) : len));
+    },
+    size(handle) {
+        const bytes = kept.get(handle);
+        if (!bytes) throw `no blob ${handle} is kept`;
+        return BigInt(bytes.length);
+    },
+    release(handle) {
+        kept.delete(handle);
+    },
+};
+
 // The page asks no one during a call: plugins fall back to their argument.
 const elicit = {
     ask: (_message, _schema) => ({ tag: "unsupported" }),
@@ -93,6 +124,8 @@ const imports = {
     "benchtop:host/errors": {},
     "benchtop:host/resources": resources,
     "benchtop:host/elicit": elicit,
+    "benchtop:host/durable": durable,
+    "benchtop:host/blobs": blobs,
     "wasi:cli/environment": environment,
     "wasi:cli/exit": cli.exit,
     "wasi:cli/stdin": cli.stdin,

@@ -155,6 +155,19 @@ pub struct ToolDef {
     pub task: Option<TaskMode>,
 }
 
+impl ToolDef {
+    /// The argument naming the state a call works on (a session, a
+    /// machine): the top-level field tagged `@header`, which a load
+    /// balancer routes on (SEP-2243) and the state store keys by.
+    pub fn handle_argument(&self) -> Option<&str> {
+        let props = self.input_schema.get("properties")?.as_object()?;
+        props
+            .iter()
+            .find(|(_, p)| p.get("x-mcp-header").is_some())
+            .map(|(name, _)| name.as_str())
+    }
+}
+
 /// How a tool runs as a task: `@task [required] [asks-first]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskMode {
@@ -213,6 +226,9 @@ pub struct PluginInterface {
     pub settings: Vec<SettingDecl>,
     /// The export name of `benchtop:host/tick`, when the plugin exports it.
     pub tick_interface: Option<String>,
+    /// The export name of `benchtop:host/durable-state`, when the plugin
+    /// exports it: its state can move between replicas (Contract 9).
+    pub durable_interface: Option<String>,
     /// The interfaces it serves to other plugins (full names with
     /// versions), when it exports `benchtop:host/provider`: their functions
     /// are never tools.
@@ -267,6 +283,7 @@ impl PluginInterface {
 
         let mut tools = Vec::new();
         let mut tick_interface = None;
+        let mut durable_interface = None;
         let mut provides = Vec::new();
         for (key, item) in &resolve.worlds[world].exports {
             match item {
@@ -274,8 +291,10 @@ impl PluginInterface {
                     let iface = &resolve.interfaces[*id];
                     let export_name = world_key_name(&resolve, key);
                     if is_host_package(&resolve, iface.package) {
-                        if iface.name.as_deref() == Some("tick") {
-                            tick_interface = Some(export_name);
+                        match iface.name.as_deref() {
+                            Some("tick") => tick_interface = Some(export_name),
+                            Some("durable-state") => durable_interface = Some(export_name),
+                            _ => {}
                         }
                         continue;
                     }
@@ -355,6 +374,7 @@ impl PluginInterface {
             completion,
             settings,
             tick_interface,
+            durable_interface,
             provides,
             provider_interface,
             uses,

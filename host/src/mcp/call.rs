@@ -80,18 +80,31 @@ pub async fn run_plugin(
     args: &Map<String, Value>,
     ctx: CallContext,
 ) -> Result<CallToolResult, CallError> {
-    let outcome = match arguments(plugin, index, args) {
-        Ok(params) => plugin.call(index, &params, ctx).await,
+    let params = match arguments(plugin, index, args) {
+        Ok(params) => params,
         Err(e) => {
             return Ok(CallToolResult::error(vec![ContentBlock::text(
                 CallError::from(e).to_string(),
             )]));
         }
     };
-    Ok(to_call_result(
-        &plugin.interface.tools[index].output,
-        outcome?,
-    ))
+    let def = &plugin.interface.tools[index];
+    let invoke = |ctx| async move {
+        let outcome = plugin.call(index, &params, ctx).await?;
+        Ok(to_call_result(&def.output, outcome))
+    };
+    // With a state store, a plugin whose state can move runs each call on
+    // the handle's latest state and leaves its new state there; a caller
+    // that cannot be recognised again has no state to keep.
+    match crate::mcp::durable::current() {
+        Some(durable)
+            if plugin.interface.durable_interface.is_some()
+                && !plugin_kit::clients::is_anonymous(&ctx.caller) =>
+        {
+            durable.around(plugin, def, args, ctx, invoke).await
+        }
+        _ => invoke(ctx).await,
+    }
 }
 
 /// Converts JSON arguments to the parameters of `plugin`'s tool `index`,

@@ -7,6 +7,7 @@
 //! resources) and [`server`] (rmcp's `ServerHandler`).
 
 pub mod call;
+pub mod durable;
 pub mod primitives;
 pub mod result;
 pub mod rounds;

@@ -219,8 +219,25 @@ impl Server {
                 Some(rounds) => rounds.requester(),
                 None => requester(&context.peer),
             }),
+            marks: Default::default(),
+            idempotency_key: idempotency_key_of(&context.extensions),
         }
     }
+}
+
+/// The header naming one attempt of a call, so a retry of it (after a
+/// replica died mid-answer) is answered from the state store instead of
+/// run twice (draft-ietf-httpapi-idempotency-key-header).
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// The request's `Idempotency-Key`, when it has a usable one (1 to 255
+/// visible ASCII characters).
+fn idempotency_key_of(extensions: &Extensions) -> Option<Arc<str>> {
+    let parts = extensions.get::<axum::http::request::Parts>()?;
+    let value = parts.headers.get(IDEMPOTENCY_HEADER)?.to_str().ok()?;
+    let value = value.trim().trim_matches('"');
+    (!value.is_empty() && value.len() < 256 && value.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| value.into())
 }
 
 /// The questions and answers of a `tools/call`, `prompts/get` or

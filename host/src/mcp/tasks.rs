@@ -87,6 +87,8 @@ impl Tasks {
                         .elicitation
                         .then(|| elicitor(&task, answered.clone())),
                     request: Some(requester(&task, askable, answered)),
+                    marks: Default::default(),
+                    idempotency_key: None,
                 };
                 // tasks/cancel stops the call as a cancelled request would:
                 // the plugin sees `progress.cancelled()` and ends with its

@@ -5,7 +5,7 @@
 //! nothing from above it.
 
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// Receives progress reports of the current call: `(done, total, message)`.
@@ -26,6 +26,57 @@ pub struct CallContext {
     /// How to ask the client's model or roots (`benchtop:host/sampling`,
     /// `benchtop:host/roots`), when there is a client to ask.
     pub request: Option<Requester>,
+    /// The handles the call said it changed or ended
+    /// (`benchtop:host/durable`), for the state store.
+    pub marks: HandleMarks,
+    /// The client's `Idempotency-Key` for this call, when it sent one: a
+    /// call retried with the same key on a handle is answered, not run
+    /// again (with a state store).
+    pub idempotency_key: Option<Arc<str>>,
+}
+
+/// What a call did to the state behind a handle (`benchtop:host/durable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleMark {
+    /// Created or changed.
+    Changed,
+    /// Ended: gone for every replica.
+    Closed,
+}
+
+/// The handles one call marked, in order, each once (its last mark).
+/// Shared by the clones of a call's context, so a call's marks reach
+/// whoever made the context.
+#[derive(Clone, Default)]
+pub struct HandleMarks(Arc<Mutex<Vec<(String, HandleMark)>>>);
+
+/// Most handles one call may mark: far above what a tool touches (one
+/// session, or a few), and a bound on what a plugin can make the host
+/// save after a call.
+pub const MAX_MARKS: usize = 64;
+
+/// Longest handle kept: handles are short ids.
+pub const MAX_HANDLE: usize = 256;
+
+impl HandleMarks {
+    /// Notes `mark` for `handle`; marks past [`MAX_MARKS`] distinct handles,
+    /// and handles longer than [`MAX_HANDLE`] bytes, are dropped.
+    pub fn mark(&self, handle: &str, mark: HandleMark) {
+        if handle.is_empty() || handle.len() > MAX_HANDLE {
+            return;
+        }
+        let mut all = self.0.lock().expect("marks lock");
+        if let Some(slot) = all.iter_mut().find(|(h, _)| h == handle) {
+            slot.1 = mark;
+        } else if all.len() < MAX_MARKS {
+            all.push((handle.to_owned(), mark));
+        }
+    }
+
+    /// The marks so far, leaving none.
+    pub fn take(&self) -> Vec<(String, HandleMark)> {
+        std::mem::take(&mut *self.0.lock().expect("marks lock"))
+    }
 }
 
 /// A request a plugin makes of the client itself, not its user.
@@ -130,6 +181,8 @@ impl CallContext {
             caller: CLI_CALLER.into(),
             elicit: None,
             request: None,
+            marks: HandleMarks::default(),
+            idempotency_key: None,
         }
     }
 }

@@ -173,6 +173,9 @@ pub struct Plugin {
     linked: std::sync::OnceLock<Result<Linked, String>>,
     /// Woken when `linked` is set.
     linked_set: tokio::sync::Notify,
+    /// How many instances were made: a new one (after a trap) holds none
+    /// of the state the old one did, which the state store must know.
+    instances: std::sync::atomic::AtomicU64,
     live: tokio::sync::Mutex<Option<Live>>,
     output: GuestOutput,
     sinks: Sinks,
@@ -258,6 +261,7 @@ impl Plugin {
             generation: LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             linked: std::sync::OnceLock::new(),
             linked_set: tokio::sync::Notify::new(),
+            instances: std::sync::atomic::AtomicU64::new(0),
             live: tokio::sync::Mutex::new(None),
             output,
             sinks,
@@ -280,6 +284,8 @@ impl Plugin {
     }
 
     async fn instantiate(&self, linked: &Linked) -> Result<Live> {
+        self.instances
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = PluginState {
             wasi: self.policy.wasi_ctx(&self.name, self.output.clone())?,
             table: ResourceTable::new(),
@@ -420,6 +426,46 @@ impl Plugin {
             .invoke(index, params, None, ctx, self.limits.deadline)
             .await?;
         Ok(results)
+    }
+
+    /// Calls `func` of the plugin's `benchtop:host/durable-state` export
+    /// (save, restore, forget a handle's state), with the same
+    /// serialization, limits and recovery as a tool call.
+    pub async fn call_durable(
+        &self,
+        func: &str,
+        params: &[Val],
+        ctx: CallContext,
+    ) -> Result<Vec<Val>, CallError> {
+        let Some(interface) = self.interface.durable_interface.as_deref() else {
+            return Err(CallError::Unavailable {
+                plugin: self.name.clone(),
+                reason: "it keeps no state that can move (no durable-state export)".into(),
+            });
+        };
+        let index = |l: &Linked| {
+            let component = l.pre.component();
+            component
+                .get_export_index(None, interface)
+                .and_then(|parent| component.get_export_index(Some(&parent), func))
+                .ok_or_else(|| CallError::Unavailable {
+                    plugin: self.name.clone(),
+                    reason: format!("{interface} has no function `{func}`"),
+                })
+        };
+        self.invoke(index, params, None, ctx, self.limits.deadline)
+            .await
+    }
+
+    /// The host-wide blob store (`benchtop:host/blobs`).
+    pub fn blobs(&self) -> &std::sync::Arc<crate::runtime::imports::BlobStore> {
+        &self.sinks.blobs
+    }
+
+    /// Which instance serves calls now: it changes when a trap or a
+    /// reload replaced the instance, and with it every state it held.
+    pub fn instance(&self) -> u64 {
+        self.instances.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The definition behind an export.
@@ -563,6 +609,7 @@ mod tests {
             completion: None,
             settings: Vec::new(),
             tick_interface: None,
+            durable_interface: None,
             provides: vec![served.into()],
             provider_interface: None,
             uses: Vec::new(),

@@ -191,6 +191,18 @@ pub fn router(
         "[::1]".to_owned(),
     ];
     hosts.push(local.ip().to_string());
+    // Behind a load balancer or a Kubernetes Service, clients name the
+    // balancer (`benchtop.tools.svc`), not the replica: the operator lists
+    // those names, and only those pass the DNS-rebinding check.
+    if let Ok(extra) = std::env::var("BENCHTOP_ALLOWED_HOSTS") {
+        hosts.extend(
+            extra
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned),
+        );
+    }
     let origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
         .map(|h| format!("http://{h}:{port}"))
@@ -216,12 +228,33 @@ pub fn router(
         admitting: tokio::sync::Mutex::new(()),
     });
     spawn_sweeper(Arc::downgrade(&gate));
-    axum::Router::new().nest_service(
-        "/mcp",
-        axum::Router::new()
-            .fallback_service(service)
-            .layer(axum::middleware::from_fn_with_state(gate, gate_request)),
-    )
+    axum::Router::new()
+        .route("/healthz", axum::routing::get(health))
+        .nest_service(
+            "/mcp",
+            axum::Router::new()
+                .fallback_service(service)
+                .layer(axum::middleware::from_fn_with_state(gate, gate_request)),
+        )
+}
+
+/// `GET /healthz`, for load balancers and readiness probes: 200 while this
+/// replica can serve, 503 while its state store (when it has one) does not
+/// answer, as a call on a session would fail then.
+async fn health() -> (axum::http::StatusCode, String) {
+    match crate::mcp::durable::current() {
+        None => (axum::http::StatusCode::OK, "ok\n".into()),
+        Some(d) => match d.ready().await {
+            Ok(()) => (
+                axum::http::StatusCode::OK,
+                format!("ok: replica {}\n", d.replica()),
+            ),
+            Err(e) => (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                format!("replica {}: {e}\n", d.replica()),
+            ),
+        },
+    }
 }
 
 /// Adds the static files of `dir` at `/` (the MCP endpoint keeps `/mcp`).

@@ -16,7 +16,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use benchtop::host::{caller, progress, resources};
+use benchtop::host::{blobs, caller, durable, progress, resources};
 use exports::benchtop::cp1600::tools as wit;
 
 thread_local! {
@@ -34,12 +34,33 @@ fn with<T, W: From<T>>(
         let r = f(s);
         // A failed call may still have changed something (a load that
         // failed halfway), so compare whatever the outcome.
-        for uri in offers::changed_uris(&before, &s.looks()) {
+        let after = s.looks();
+        for uri in offers::changed_uris(&before, &after) {
             resources::changed_for_caller(&uri);
         }
+        mark_durable(&before, &after);
         r
     })
     .map(W::from)
+}
+
+/// Tells the host which of the caller's sessions the call created, changed
+/// or ended, for the state store replicas share (a no-op without one).
+fn mark_durable<L: PartialEq>(before: &[(String, L)], after: &[(String, L)]) {
+    for (id, look) in after {
+        if before
+            .iter()
+            .find(|(b, _)| b == id)
+            .is_none_or(|(_, l)| l != look)
+        {
+            durable::changed(id);
+        }
+    }
+    for (id, _) in before {
+        if !after.iter().any(|(a, _)| a == id) {
+            durable::closed(id);
+        }
+    }
 }
 
 /// Runs `f` on the calling client's sessions only, any result type.
@@ -60,6 +81,30 @@ fn report(done: u64, total: u64, message: &str) -> bool {
 }
 
 struct Plugin;
+
+impl exports::benchtop::host::durable_state::Guest for Plugin {
+    fn save(handle: String) -> Result<Option<blobs::Blob>, String> {
+        let caller = caller::id();
+        let text = SESSIONS.with(|s| s.borrow_mut().with(&caller, |s| s.save_durable(&handle)));
+        text.map(|t| blobs::keep(t.as_bytes())).transpose()
+    }
+
+    fn restore(handle: String, saved: blobs::Blob) -> Result<(), String> {
+        let bytes = blobs::read(saved, 0, u64::MAX)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| "the saved state is not snapshot text".to_owned())?;
+        let caller = caller::id();
+        SESSIONS.with(|s| {
+            s.borrow_mut()
+                .with(&caller, |s| s.restore_durable(&handle, &text))
+        })
+    }
+
+    fn forget(handle: String) {
+        let caller = caller::id();
+        SESSIONS.with(|s| s.borrow_mut().with(&caller, |s| s.forget(&handle)));
+    }
+}
 
 impl wit::Guest for Plugin {
     fn cp1600_create_session(

@@ -17,7 +17,7 @@ wit_bindgen::generate!({
 });
 
 use benchtop::host::content::{Block, Image};
-use benchtop::host::{caller, progress, resources};
+use benchtop::host::{blobs, caller, durable, progress, resources};
 use exports::benchtop::x86_inspect::tools::{self as wit, CpuModel, Guest, ToolError};
 
 thread_local! {
@@ -44,11 +44,62 @@ fn tool<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, 
     with(|s| {
         let before = s.looks();
         let r = f(s);
-        for uri in offers::changed_uris(&before, &s.looks()) {
+        let after = s.looks();
+        for uri in offers::changed_uris(&before, &after) {
             resources::changed_for_caller(&uri);
+        }
+        // For the state store replicas share (a no-op without one).
+        for (id, look) in &after {
+            if before
+                .iter()
+                .find(|(b, _)| b == id)
+                .is_none_or(|(_, l)| l != look)
+            {
+                durable::changed(&id.to_string());
+            }
+        }
+        for (id, _) in &before {
+            if !after.iter().any(|(a, _)| a == id) {
+                durable::closed(&id.to_string());
+            }
         }
         r
     })
+}
+
+/// A machine handle as the host keys it (its digits).
+fn machine_id(handle: &str) -> Option<crate::machine::MachineId> {
+    handle.parse().ok()
+}
+
+impl exports::benchtop::host::durable_state::Guest for Plugin {
+    fn save(handle: String) -> Result<Option<blobs::Blob>, String> {
+        let Some(id) = machine_id(&handle) else {
+            return Ok(None);
+        };
+        let caller = caller::id();
+        let text = SESSION.with(|s| s.borrow_mut().with(&caller, |s| s.save_durable(id)))?;
+        text.map(|t| blobs::keep(t.as_bytes())).transpose()
+    }
+
+    fn restore(handle: String, saved: blobs::Blob) -> Result<(), String> {
+        let id = machine_id(&handle).ok_or_else(|| format!("`{handle}` is not a machine id"))?;
+        let bytes = blobs::read(saved, 0, u64::MAX)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| "the saved state is not snapshot text".to_owned())?;
+        let caller = caller::id();
+        SESSION.with(|s| {
+            s.borrow_mut()
+                .with(&caller, |s| s.restore_durable(id, &text))
+        })
+    }
+
+    fn forget(handle: String) {
+        if let Some(id) = machine_id(&handle) {
+            let caller = caller::id();
+            SESSION.with(|s| s.borrow_mut().with(&caller, |s| s.forget(id)));
+        }
+    }
 }
 
 // Off wasm the plugin is type-checked but not exported: a native cdylib

@@ -593,6 +593,42 @@ impl Session {
         )
     }
 
+    /// Machine `id` as snapshot text, for the state store replicas share
+    /// (`benchtop:host/durable-state.save`): `Ok(None)` when this client
+    /// holds no such machine, `Err` when its state cannot move (files open).
+    pub fn save_durable(&self, id: MachineId) -> Result<Option<String>, String> {
+        match self.machines.iter().find(|m| m.id == id) {
+            Some(m) => m.snapshot().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Makes snapshot `text` this client's machine `id`, in place of the
+    /// copy held here or taking a place under the caps
+    /// (`benchtop:host/durable-state.restore`).
+    pub fn restore_durable(&mut self, id: MachineId, text: &str) -> Result<(), String> {
+        let m = Machine::restore(id, text)?;
+        let held = self.machines.iter().position(|x| x.id == id);
+        if held.is_none() {
+            self.room
+                .admit(self.machines.len(), MAX_MACHINES_PER_CLIENT, MAX_MACHINES)
+                .map_err(|full| format!("no room for the machine here: {full:?}"))?;
+        }
+        self.check_console_budget(m.dos.limits.console_bytes, held)
+            .map_err(|e| e.message)?;
+        match held {
+            Some(i) => self.machines[i] = m,
+            None => self.machines.push(m),
+        }
+        Ok(())
+    }
+
+    /// Drops this client's copy of machine `id`, if held
+    /// (`benchtop:host/durable-state.forget`).
+    pub fn forget(&mut self, id: MachineId) {
+        self.machines.retain(|m| m.id != id);
+    }
+
     /// `x86_remove_machine`.
     pub fn remove_machine(&mut self, id: MachineId) -> Result<MachineRemoved, ToolError> {
         let i = self.index(Some(id))?;

@@ -101,6 +101,28 @@ impl BlobStore {
         kept.totals.remove(&owner);
     }
 
+    /// Keeps `bytes` for the host itself, to hand a plugin by handle:
+    /// released when the returned owner is dropped.
+    pub fn put(self: &Arc<Self>, bytes: Vec<u8>) -> Result<(BlobOwner, u64), String> {
+        let owner = self.owner();
+        let handle = self.keep(owner.id, bytes)?;
+        Ok((owner, handle))
+    }
+
+    /// Takes blob `handle` out of the store, whoever kept it: the host
+    /// receiving bytes a plugin kept for it.
+    pub fn take(&self, handle: u64) -> Result<Arc<[u8]>, String> {
+        let mut kept = self.kept.lock().expect("blob store poisoned");
+        let blob = kept.blobs.remove(&handle).ok_or_else(|| {
+            format!("no blob {handle:#x} is kept: it was released, or its plugin reloaded")
+        })?;
+        if let Some(totals) = kept.totals.get_mut(&blob.owner) {
+            totals.0 -= blob.bytes.len();
+            totals.1 -= 1;
+        }
+        Ok(blob.bytes)
+    }
+
     /// Bytes kept by all owners now.
     pub fn bytes_kept(&self) -> usize {
         let kept = self.kept.lock().expect("blob store poisoned");

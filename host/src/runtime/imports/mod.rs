@@ -127,6 +127,7 @@ impl WasiView for PluginState {
 
 mod blobs;
 mod caller;
+mod durable;
 mod elicit;
 mod log;
 mod peers;

@@ -82,6 +82,25 @@ struct Session {
 }
 
 impl Session {
+    /// A session as a snapshot saved it, created at `created_at`.
+    fn from_saved(v: crate::snapshot::Saved, created_at: String) -> Self {
+        Session {
+            created_at,
+            machine: v.machine,
+            rom: v.rom.map(|r| RomInfo {
+                path: r.path,
+                format: r.format,
+                bytes: r.bytes,
+                segments: r.segments,
+                exec: r.exec,
+            }),
+            image_ram: v.image_ram,
+            start: v.start,
+            poked: v.poked,
+            edits: 0,
+        }
+    }
+
     fn status(&self) -> SessionStatus {
         let st = &self.machine.cpu.st;
         if st.halted {
@@ -398,21 +417,7 @@ impl Sessions {
                     edits: 0,
                 }
             }
-            Some(v) => Session {
-                created_at: rfc3339(millis),
-                machine: v.machine,
-                rom: v.rom.map(|r| RomInfo {
-                    path: r.path,
-                    format: r.format,
-                    bytes: r.bytes,
-                    segments: r.segments,
-                    exec: r.exec,
-                }),
-                image_ram: v.image_ram,
-                start: v.start,
-                poked: v.poked,
-                edits: 0,
-            },
+            Some(v) => Session::from_saved(v, rfc3339(millis)),
         };
         let restored = snapshot.is_some().then(|| {
             let m = &session.machine;
@@ -462,6 +467,47 @@ impl Sessions {
             cycles: st.cycles,
             snapshot: text,
         })
+    }
+
+    /// The whole state of session `id` as snapshot text, for the state
+    /// store replicas share (`benchtop:host/durable-state.save`); `None`
+    /// when this client holds no such session.
+    pub fn save_durable(&mut self, id: &str) -> Option<String> {
+        if !self.sessions.contains_key(id) {
+            return None;
+        }
+        self.snapshot(Some(id)).ok().map(|s| s.snapshot)
+    }
+
+    /// Makes snapshot `text` this client's session `id`, replacing the copy
+    /// held here (its creation time kept), or taking a place under the caps
+    /// when there is none (`benchtop:host/durable-state.restore`).
+    pub fn restore_durable(&mut self, id: &str, text: &str) -> Result<(), String> {
+        let saved = crate::snapshot::decode(text)?;
+        let created_at = match self.sessions.get(id) {
+            Some(held) => held.created_at.clone(),
+            None => {
+                self.room
+                    .admit(self.sessions.len(), MAX_SESSIONS_PER_CLIENT, MAX_SESSIONS)
+                    .map_err(|full| format!("no room for the session here: {full:?}"))?;
+                rfc3339(now_millis())
+            }
+        };
+        self.sessions
+            .insert(id.to_owned(), Session::from_saved(saved, created_at));
+        if self.active.is_none() {
+            self.active = Some(id.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Drops this client's copy of session `id`, if held
+    /// (`benchtop:host/durable-state.forget`).
+    pub fn forget(&mut self, id: &str) {
+        self.sessions.remove(id);
+        if self.active.as_deref() == Some(id) {
+            self.active = None;
+        }
     }
 
     /// `cp1600_list_sessions`: this client's sessions with their ROM and

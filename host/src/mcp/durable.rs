@@ -1,0 +1,631 @@
+//! State beyond one process (docs/design.md, Contract 9): with a state
+//! store configured, every call on a stateful handle (the argument tagged
+//! `@header`: a session, a machine) runs under the handle's lease, on the
+//! handle's latest state, and leaves its new state in the store, so any
+//! replica can serve the handle's next call.
+//!
+//! Around a call on a plugin that exports `benchtop:host/durable-state`:
+//!
+//! 1. take the handle's lease (waiting while another call holds it, up to
+//!    a lease's life, so a dead replica's lease runs out first);
+//! 2. a retry of the call last answered on the handle (same
+//!    `Idempotency-Key`) gets that answer again, and runs nothing;
+//! 3. when the store's version is not the one this instance holds, restore
+//!    the snapshot (or forget a copy the store no longer has);
+//! 4. run the call, renewing the lease meanwhile;
+//! 5. save every handle the call marked (`benchtop:host/durable`) and the
+//!    handle itself unless the tool is read-only, compressed; a state that
+//!    cannot move is pinned to this replica instead; then let the lease go.
+//!
+//! Without a store, [`current`] is `None` and calls run as before.
+
+use crate::runtime::context::{CallContext, HandleMark};
+use crate::runtime::plugin::Plugin;
+use crate::wit::interface::ToolDef;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value};
+use state_store::{Acquired, Change, Key, Record, Store, StoreError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use wasmtime::component::Val;
+
+/// How long a lease lives unless renewed: a replica that dies mid-call
+/// holds its handles for at most this long.
+pub const LEASE: Duration = Duration::from_secs(2);
+
+/// How long a handle's record outlives its last call: the plugins' own
+/// idle limit for a departed client (`plugin_kit::clients::IDLE_AFTER`).
+pub const IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// Largest snapshot restored: a compressed snapshot claiming more is not
+/// one of ours.
+const MAX_SNAPSHOT: usize = 64 << 20;
+
+/// How many handles' state each plugin keeps in memory on a replica by
+/// default ([`Durable::with_cache`]). With a store a replica's copies are a
+/// cache: the least recently used beyond this are dropped after a call
+/// (their state is in the store; the next call on one restores it), so a
+/// replica serving many clients stays under the plugins' own caps (8 x86
+/// machines, 64 cp1600 sessions) and memory.
+pub const CACHE: usize = 6;
+
+/// `(plugin, owner, handle)`.
+type HandleId = (String, String, String);
+
+/// This replica's copy of a handle's state.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// The plugin instance holding it: a new instance holds nothing.
+    instance: u64,
+    /// The store version it is.
+    version: u64,
+    /// Its state cannot move: never dropped from the cache.
+    pinned: bool,
+    /// Calls on it running here now: never dropped while any runs.
+    running: u32,
+    last_used: Instant,
+}
+
+/// The process's tie to the state store.
+pub struct Durable {
+    store: Store,
+    replica: String,
+    cache: usize,
+    held: Mutex<HashMap<HandleId, Held>>,
+}
+
+static CURRENT: OnceLock<Arc<Durable>> = OnceLock::new();
+
+/// Sets the process's state store (once, at `serve`).
+pub fn install(durable: Durable) -> Arc<Durable> {
+    CURRENT.get_or_init(|| Arc::new(durable)).clone()
+}
+
+/// The process's state store, when one is configured.
+pub fn current() -> Option<&'static Arc<Durable>> {
+    CURRENT.get()
+}
+
+/// A call that did not run, as the client reads it.
+fn refused(code: &str, message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("{code}: {message}"))])
+}
+
+/// The context of a hook call (save, restore, forget) made for `ctx`'s
+/// client: never cancelled by the client, asking nobody.
+fn hook_context(ctx: &CallContext) -> CallContext {
+    CallContext {
+        caller: ctx.caller.clone(),
+        ..CallContext::detached()
+    }
+}
+
+/// A handle argument as the store keys it: a string, or a number's digits.
+fn handle_of(def: &ToolDef, args: &Map<String, Value>) -> Option<String> {
+    match args.get(def.handle_argument()?)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The lease one call holds, renewed until dropped.
+struct Lease {
+    key: Key,
+    token: String,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.renewer.abort();
+    }
+}
+
+impl Durable {
+    /// A tie to the store at `url` (`redis://host:port`), as replica
+    /// `replica` (a name unique among the replicas: the pod's, say).
+    pub fn new(url: &str, replica: &str) -> Result<Self, StoreError> {
+        Ok(Self {
+            store: Store::new(url)?,
+            replica: replica.to_owned(),
+            cache: CACHE,
+            held: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Keeps at most `cache` handles' state in memory per plugin (at least 1).
+    pub fn with_cache(mut self, cache: usize) -> Self {
+        self.cache = cache.max(1);
+        self
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<HandleId, Held>> {
+        self.held.lock().expect("held lock")
+    }
+
+    /// Notes a call on `id` starting (`+1`) or ending (`-1`) here.
+    fn running(&self, id: &HandleId, delta: i32) {
+        if let Some(h) = self.held().get_mut(id) {
+            h.running = h.running.saturating_add_signed(delta);
+            h.last_used = Instant::now();
+        }
+    }
+
+    /// Drops `plugin`'s least recently used copies beyond the cache, none
+    /// pinned or in use.
+    async fn trim(&self, plugin: &Plugin) {
+        let victims: Vec<HandleId> = {
+            let mut held = self.held();
+            let instance = plugin.instance();
+            // Copies of an instance that trapped are gone already.
+            held.retain(|(p, _, _), h| *p != plugin.name || h.instance == instance);
+            let mut mine: Vec<(&HandleId, &Held)> = held
+                .iter()
+                .filter(|((p, _, _), h)| *p == plugin.name && !h.pinned && h.running == 0)
+                .collect();
+            let pinned_or_busy = held
+                .iter()
+                .filter(|((p, _, _), h)| *p == plugin.name && (h.pinned || h.running > 0))
+                .count();
+            let room = self.cache.saturating_sub(pinned_or_busy);
+            if mine.len() <= room {
+                return;
+            }
+            mine.sort_by_key(|(_, h)| h.last_used);
+            let victims: Vec<HandleId> = mine[..mine.len() - room]
+                .iter()
+                .map(|(id, _)| (*id).clone())
+                .collect();
+            for v in &victims {
+                held.remove(v);
+            }
+            victims
+        };
+        for (_, owner, handle) in victims {
+            let ctx = CallContext {
+                caller: owner.into(),
+                ..CallContext::detached()
+            };
+            let _ = plugin
+                .call_durable("forget", &[Val::String(handle)], ctx)
+                .await;
+        }
+    }
+
+    /// This replica's name.
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Whether the store answers (the readiness probe).
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        self.store.ping().await
+    }
+
+    /// Takes `key`'s lease, waiting while another call holds it for at
+    /// most a lease's life plus a little (a dead holder's lease runs out
+    /// by then).
+    async fn lease(self: &Arc<Self>, key: Key) -> Result<(Lease, Record), CallToolResult> {
+        let token = format!("{}/{:016x}", self.replica, getrandom::u64().unwrap_or(0));
+        let give_up = Instant::now() + LEASE * 2 + Duration::from_millis(500);
+        let record = loop {
+            match self.store.acquire(&key, &token, LEASE).await {
+                Ok(Acquired::Granted(record)) => break record,
+                Ok(Acquired::Busy { holder, left }) => {
+                    if Instant::now() >= give_up {
+                        let replica = holder.split('/').next().unwrap_or("?");
+                        return Err(refused(
+                            "STATE_BUSY",
+                            format!(
+                                "another call on replica {replica} is using this handle (its lease has {} ms left); retry when it has answered",
+                                left.as_millis()
+                            ),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(store_down(&e)),
+            }
+        };
+        let renewer = {
+            let this = self.clone();
+            let (key, token) = (key.clone(), token.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(LEASE / 3).await;
+                    if !matches!(this.store.renew(&key, &token, LEASE).await, Ok(true)) {
+                        return;
+                    }
+                }
+            })
+        };
+        Ok((
+            Lease {
+                key,
+                token,
+                renewer,
+            },
+            record,
+        ))
+    }
+
+    /// Runs tool `def` of `plugin` on `args` (`invoke` does the call
+    /// itself) under the lease of the handle it names, as the module docs
+    /// say. `Err` is the plugin's failure, for tasks to report as such.
+    pub async fn around<F, Fut>(
+        self: &Arc<Self>,
+        plugin: &Plugin,
+        def: &ToolDef,
+        args: &Map<String, Value>,
+        ctx: CallContext,
+        invoke: F,
+    ) -> Result<CallToolResult, crate::runtime::error::CallError>
+    where
+        F: FnOnce(CallContext) -> Fut,
+        Fut: std::future::Future<Output = Result<CallToolResult, crate::runtime::error::CallError>>,
+    {
+        let owner = ctx.caller.to_string();
+        let handle = handle_of(def, args);
+        let mut held_lease = None;
+        if let Some(handle) = &handle {
+            let key = Key::new(&plugin.name, &owner, handle);
+            let (lease, record) = match self.lease(key).await {
+                Ok(l) => l,
+                Err(answer) => return Ok(answer),
+            };
+            if let Some(answer) = self.answered_before(&lease, &record, &ctx).await {
+                self.release(&lease).await;
+                return Ok(answer);
+            }
+            if let Err(answer) = self
+                .bring_up_to_date(plugin, &owner, handle, &record, &ctx)
+                .await
+            {
+                self.release(&lease).await;
+                return Ok(answer);
+            }
+            held_lease = Some(lease);
+        }
+        let running = handle
+            .as_ref()
+            .map(|h| (plugin.name.clone(), owner.clone(), h.clone()));
+        if let Some(id) = &running {
+            self.running(id, 1);
+        }
+        let marks = ctx.marks.clone();
+        let hooks = hook_context(&ctx);
+        let idempotency_key = ctx.idempotency_key.clone();
+        let outcome = invoke(ctx).await;
+        let mut marked = marks.take();
+        if let Some(handle) = &handle
+            && !def.annotations.read_only
+            && !marked.iter().any(|(h, _)| h == handle)
+        {
+            marked.push((handle.clone(), HandleMark::Changed));
+        }
+        let answer_text = match (&outcome, &idempotency_key) {
+            (Ok(result), Some(_)) => serde_json::to_string(result).ok(),
+            _ => None,
+        };
+        let mut failures = Vec::new();
+        for (h, mark) in marked {
+            let own = handle.as_ref() == Some(&h);
+            let lease = if own {
+                held_lease.take()
+            } else {
+                match self.lease(Key::new(&plugin.name, &owner, &h)).await {
+                    Ok((l, _)) => Some(l),
+                    Err(e) => {
+                        failures.push(text_of(&e));
+                        None
+                    }
+                }
+            };
+            let Some(lease) = lease else { continue };
+            let answered = match (own, &idempotency_key, &answer_text) {
+                (true, Some(k), Some(a)) => Some((&**k, a.as_str())),
+                _ => None,
+            };
+            if let Err(e) = self
+                .commit(plugin, &owner, &h, mark, &lease, answered, &hooks)
+                .await
+            {
+                failures.push(e);
+            }
+        }
+        if let Some(lease) = held_lease {
+            // Nothing to save (a read): let the lease go, keeping the
+            // answer for a retry.
+            let answered = match (&idempotency_key, &answer_text) {
+                (Some(k), Some(a)) => Some((&**k, a.as_str())),
+                _ => None,
+            };
+            let _ = self
+                .store
+                .commit(&lease.key, &lease.token, Change::Keep, answered, IDLE)
+                .await;
+        }
+        if let Some(id) = &running {
+            self.running(id, -1);
+        }
+        self.trim(plugin).await;
+        let mut result = outcome?;
+        if !failures.is_empty() {
+            // The call ran and its answer stands; what the store missed is
+            // said, since another replica would serve the older state.
+            result.content.push(ContentBlock::text(format!(
+                "STATE_NOT_SAVED: {}; this replica still holds the new state, but a call served elsewhere may see the older one",
+                failures.join("; ")
+            )));
+        }
+        Ok(result)
+    }
+
+    /// The answer kept for this very call, when it is a retry.
+    async fn answered_before(
+        &self,
+        lease: &Lease,
+        record: &Record,
+        ctx: &CallContext,
+    ) -> Option<CallToolResult> {
+        let key = ctx.idempotency_key.as_deref()?;
+        if record.answered.as_deref() != Some(key) {
+            return None;
+        }
+        let text = self.store.answer(&lease.key).await.ok()??;
+        tracing::info!(replica = %self.replica, "a retried call answered from the store, not run again");
+        serde_json::from_str(&text).ok()
+    }
+
+    async fn release(&self, lease: &Lease) {
+        let _ = self
+            .store
+            .commit(&lease.key, &lease.token, Change::Keep, None, IDLE)
+            .await;
+    }
+
+    /// Makes the plugin's copy of `handle` the store's latest, or answers
+    /// why the call cannot run here.
+    async fn bring_up_to_date(
+        &self,
+        plugin: &Plugin,
+        owner: &str,
+        handle: &str,
+        record: &Record,
+        ctx: &CallContext,
+    ) -> Result<(), CallToolResult> {
+        let id = (plugin.name.clone(), owner.to_owned(), handle.to_owned());
+        let instance = plugin.instance();
+        let mine = self
+            .held()
+            .get(&id)
+            .filter(|h| h.instance == instance)
+            .map(|h| h.version);
+        if let Some(replica) = &record.pinned {
+            if *replica == self.replica && mine.is_some() {
+                return Ok(());
+            }
+            return Err(refused(
+                "STATE_PINNED",
+                format!(
+                    "`{handle}` lives on replica {replica}, as its state cannot move (it was saved with a file open, say); send the call with the same Mcp-Param header so the load balancer routes it there, or end and recreate it"
+                ),
+            ));
+        }
+        if record.gone || record.version == 0 {
+            // Ended elsewhere, or expired from the store: a copy kept here
+            // is stale, and the plugin must answer as for an unknown handle.
+            if self.held().remove(&id).is_some() {
+                let hooks = hook_context(ctx);
+                let _ = plugin
+                    .call_durable("forget", &[Val::String(handle.into())], hooks)
+                    .await;
+            }
+            return Ok(());
+        }
+        if mine == Some(record.version) {
+            return Ok(());
+        }
+        let key = Key::new(&plugin.name, owner, handle);
+        let packed = match self.store.snapshot(&key).await {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(store_down(&e)),
+        };
+        let saved = unpack(&packed).map_err(|e| refused("STATE_RESTORE", e))?;
+        let started = Instant::now();
+        let (_kept, blob) = plugin
+            .blobs()
+            .put(saved)
+            .map_err(|e| refused("STATE_RESTORE", e))?;
+        let restored = plugin
+            .call_durable(
+                "restore",
+                &[Val::String(handle.into()), Val::U64(blob)],
+                hook_context(ctx),
+            )
+            .await;
+        match restored.as_deref() {
+            Ok([Val::Result(Ok(_))]) => {
+                tracing::debug!(replica = %self.replica, handle, version = record.version, "restored in {:?}", started.elapsed());
+                self.held().insert(
+                    id,
+                    Held {
+                        instance: plugin.instance(),
+                        version: record.version,
+                        pinned: false,
+                        running: 0,
+                        last_used: Instant::now(),
+                    },
+                );
+                Ok(())
+            }
+            Ok([Val::Result(Err(Some(e)))]) => Err(refused(
+                "STATE_RESTORE",
+                format!(
+                    "the plugin could not restore `{handle}` from the store: {}",
+                    text_val(e)
+                ),
+            )),
+            Ok(other) => Err(refused(
+                "STATE_RESTORE",
+                format!("restore answered {other:?}"),
+            )),
+            Err(e) => Err(refused("STATE_RESTORE", e.to_string())),
+        }
+    }
+
+    /// Writes what the call did to `handle` and lets its lease go.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit(
+        &self,
+        plugin: &Plugin,
+        owner: &str,
+        handle: &str,
+        mark: HandleMark,
+        lease: &Lease,
+        answered: Option<(&str, &str)>,
+        hooks: &CallContext,
+    ) -> Result<(), String> {
+        let id = (plugin.name.clone(), owner.to_owned(), handle.to_owned());
+        let packed;
+        let change = match mark {
+            HandleMark::Closed => Change::Close,
+            HandleMark::Changed => {
+                let saved = plugin
+                    .call_durable("save", &[Val::String(handle.into())], hooks.clone())
+                    .await;
+                match saved.as_deref() {
+                    Ok([Val::Result(Ok(Some(v)))]) => match &**v {
+                        Val::Option(Some(blob)) => {
+                            let Val::U64(blob) = **blob else {
+                                return Err(format!("save answered {blob:?}, not a blob"));
+                            };
+                            let bytes = plugin
+                                .blobs()
+                                .take(blob)
+                                .map_err(|e| format!("saving `{handle}`: {e}"))?;
+                            packed = lz4_flex::compress_prepend_size(&bytes);
+                            Change::Save(&packed)
+                        }
+                        // The client holds no such handle (the call failed
+                        // on an unknown one): nothing to write.
+                        _ => Change::Keep,
+                    },
+                    Ok([Val::Result(Err(Some(why)))]) => {
+                        tracing::info!(handle, "pinned to this replica: {}", text_val(why));
+                        Change::Pin(&self.replica)
+                    }
+                    Ok(other) => return Err(format!("save answered {other:?}")),
+                    Err(e) => {
+                        let _ = self
+                            .store
+                            .commit(&lease.key, &lease.token, Change::Keep, None, IDLE)
+                            .await;
+                        return Err(format!("saving `{handle}` failed: {e}"));
+                    }
+                }
+            }
+        };
+        match self
+            .store
+            .commit(&lease.key, &lease.token, change, answered, IDLE)
+            .await
+        {
+            Ok(Some(version)) => {
+                let mut held = self.held();
+                match change {
+                    Change::Close => {
+                        held.remove(&id);
+                    }
+                    Change::Keep => {}
+                    Change::Save(_) | Change::Pin(_) => {
+                        let running = held.get(&id).map_or(0, |h| h.running);
+                        held.insert(
+                            id,
+                            Held {
+                                instance: plugin.instance(),
+                                version,
+                                pinned: matches!(change, Change::Pin(_)),
+                                running,
+                                last_used: Instant::now(),
+                            },
+                        );
+                    }
+                }
+                Ok(())
+            }
+            Ok(None) => Err(format!(
+                "the lease of `{handle}` ran out before its state was written"
+            )),
+            Err(e) => Err(format!("saving `{handle}`: {e}")),
+        }
+    }
+}
+
+fn store_down(e: &StoreError) -> CallToolResult {
+    refused(
+        "STATE_STORE",
+        format!(
+            "{e}; the call was not run (with a store configured, a call never runs on state the store may not hold); retry, and check the store"
+        ),
+    )
+}
+
+fn text_of(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn text_val(v: &Val) -> String {
+    match v {
+        Val::String(s) => s.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The snapshot bytes of a stored record, checked before decompressing.
+fn unpack(packed: &[u8]) -> Result<Vec<u8>, String> {
+    let claimed = packed
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or("the stored snapshot is truncated")?;
+    if claimed > MAX_SNAPSHOT {
+        return Err(format!(
+            "the stored snapshot claims {claimed} bytes, more than any snapshot"
+        ));
+    }
+    lz4_flex::decompress_size_prepended(packed)
+        .map_err(|e| format!("the stored snapshot is damaged: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_pack_and_unpack_and_bombs_are_refused() {
+        let raw: Vec<u8> = (0..10_000u32).map(|i| (i % 7) as u8).collect();
+        let packed = lz4_flex::compress_prepend_size(&raw);
+        assert!(packed.len() < raw.len() / 10, "{}", packed.len());
+        assert_eq!(unpack(&packed).unwrap(), raw);
+        let mut bomb = packed.clone();
+        bomb[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(
+            unpack(&bomb)
+                .unwrap_err()
+                .contains("more than any snapshot")
+        );
+        assert!(
+            unpack(&packed[..packed.len() - 3])
+                .unwrap_err()
+                .contains("damaged")
+        );
+        assert!(unpack(&[1]).is_err());
+    }
+}
