@@ -3,7 +3,7 @@ CARGO ?= cargo
 BENCHTOP := target/debug/benchtop
 RUN_WS := target/run-workspace
 
-.PHONY: all build host plugins wasm-target run test test-unit test-shared bench fmt lint clean-run help web fuzz fuzz-short soak dist container package
+.PHONY: all build host plugins wasm-target run test test-unit test-shared test-scale bench fmt lint clean-run help web fuzz fuzz-short soak dist container package
 
 all: build
 
@@ -11,6 +11,7 @@ help:
 	@echo "make run          build everything and serve the bundled samples over stdio"
 	@echo "make test         run every test (unit + end-to-end)"
 	@echo "make test-shared  run the tests that use ../shared/fixtures"
+	@echo "make test-scale   Redis, 3 replicas and HAProxy on loopback; 30 clients, a replica killed mid-run"
 	@echo "make bench        print the benchmark table"
 	@echo "make soak         20,000 HTTP sessions opened, subscribed and closed; RSS must stay flat"
 	@echo "make fuzz         run every fuzz target to FUZZ_RUNS (default 10 million) executions, one at a time"
@@ -57,6 +58,20 @@ test-shared: build
 	web/test.sh
 	tests/views/test.sh
 	@$(MAKE) --no-print-directory fuzz-short
+
+# Past one machine (issue 33): Redis, three replicas and HAProxy (with
+# deploy/haproxy.cfg) on loopback; 30 clients each drive a cp1600 session
+# and an x86 machine while a replica is killed and restarted, and every
+# final state must equal one process's. Also checks the deploy/ files'
+# syntax (what this machine cannot run: containers, Kubernetes).
+# SCALE_CLIENTS and SCALE_STEPS size the run.
+DEPLOY_ENV := BENCHTOP_LB_BIND=127.0.0.1:8080 BENCHTOP_R1=127.0.0.1:8101 BENCHTOP_R2=127.0.0.1:8102 BENCHTOP_R3=127.0.0.1:8103
+test-scale: build
+	@command -v redis-server >/dev/null && command -v haproxy >/dev/null || { echo "make test-scale needs redis-server and haproxy: apt-get install -y redis-server haproxy"; exit 1; }
+	$(DEPLOY_ENV) haproxy -c -q -f deploy/haproxy.cfg
+	python3 -c 'import sys, yaml; [list(yaml.safe_load_all(open(f))) for f in sys.argv[1:]]' deploy/compose.yaml deploy/kubernetes/*.yaml
+	$(CARGO) test -p state-store
+	$(CARGO) test -p e2e --test scale -- --ignored --nocapture --test-threads=1
 
 # What a user installs without a clone (xtask/src/dist.rs): a release
 # binary carrying the plugins, as an archive and an MCP Bundle (packed and

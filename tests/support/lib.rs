@@ -5,6 +5,7 @@
 #![allow(deprecated)]
 //! stdio with rmcp's client, recording the notifications it sends.
 
+pub mod cluster;
 pub mod hardening;
 
 use rmcp::model::{

@@ -73,7 +73,14 @@ pub struct Durable {
     replica: String,
     cache: usize,
     held: Mutex<HashMap<HandleId, Held>>,
+    /// Calls on stateful handles running at once per plugin (the plugin
+    /// runs them one at a time anyway): bounds the copies restored at once,
+    /// so the cache stays under the plugin's own cap.
+    permits: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
 }
+
+/// [`Durable::permits`] per plugin: one call running, one restoring.
+const PERMITS: usize = 2;
 
 static CURRENT: OnceLock<Arc<Durable>> = OnceLock::new();
 
@@ -132,6 +139,7 @@ impl Durable {
             replica: replica.to_owned(),
             cache: CACHE,
             held: Mutex::new(HashMap::new()),
+            permits: Mutex::new(HashMap::new()),
         })
     }
 
@@ -153,9 +161,21 @@ impl Durable {
         }
     }
 
-    /// Drops `plugin`'s least recently used copies beyond the cache, none
-    /// pinned or in use.
-    async fn trim(&self, plugin: &Plugin) {
+    async fn permit(&self, plugin: &str) -> tokio::sync::OwnedSemaphorePermit {
+        let semaphore = self
+            .permits
+            .lock()
+            .expect("permits lock")
+            .entry(plugin.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(PERMITS)))
+            .clone();
+        semaphore.acquire_owned().await.expect("never closed")
+    }
+
+    /// Drops `plugin`'s least recently used copies beyond the cache (less
+    /// `reserve`, room for copies about to be restored), none pinned or in
+    /// use.
+    async fn trim(&self, plugin: &Plugin, reserve: usize) {
         let victims: Vec<HandleId> = {
             let mut held = self.held();
             let instance = plugin.instance();
@@ -169,7 +189,7 @@ impl Durable {
                 .iter()
                 .filter(|((p, _, _), h)| *p == plugin.name && (h.pinned || h.running > 0))
                 .count();
-            let room = self.cache.saturating_sub(pinned_or_busy);
+            let room = self.cache.saturating_sub(pinned_or_busy + reserve);
             if mine.len() <= room {
                 return;
             }
@@ -269,12 +289,14 @@ impl Durable {
         let owner = ctx.caller.to_string();
         let handle = handle_of(def, args);
         let mut held_lease = None;
+        let mut permit = None;
         if let Some(handle) = &handle {
             let key = Key::new(&plugin.name, &owner, handle);
             let (lease, record) = match self.lease(key).await {
                 Ok(l) => l,
                 Err(answer) => return Ok(answer),
             };
+            permit = Some(self.permit(&plugin.name).await);
             if let Some(answer) = self.answered_before(&lease, &record, &ctx).await {
                 self.release(&lease).await;
                 return Ok(answer);
@@ -287,6 +309,9 @@ impl Durable {
                 return Ok(answer);
             }
             held_lease = Some(lease);
+        }
+        if permit.is_none() {
+            permit = Some(self.permit(&plugin.name).await);
         }
         let running = handle
             .as_ref()
@@ -350,7 +375,8 @@ impl Durable {
         if let Some(id) = &running {
             self.running(id, -1);
         }
-        self.trim(plugin).await;
+        self.trim(plugin, 0).await;
+        drop(permit);
         let mut result = outcome?;
         if !failures.is_empty() {
             // The call ran and its answer stands; what the store missed is
@@ -435,6 +461,7 @@ impl Durable {
             Err(e) => return Err(store_down(&e)),
         };
         let saved = unpack(&packed).map_err(|e| refused("STATE_RESTORE", e))?;
+        self.trim(plugin, 1).await;
         let started = Instant::now();
         let (_kept, blob) = plugin
             .blobs()
