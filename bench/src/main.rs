@@ -6,7 +6,7 @@
 //! Measures `BENCHTOP_BIN`, else the `benchtop` built beside this binary
 //! (`--profile bench` builds into target/release), else target/release, else
 //! (with a note on every row) target/debug/benchtop. `BENCH_ONLY=x86,log-query` runs only
-//! the named groups (startup, transport, http, cp1600, x86, ecu-tables, log-query, ble-buffer). The DuckDB comparison needs the Python
+//! the named groups (startup, transport, http, cp1600, x86, ecu-tables, log-query, ble-buffer, registry, replicas). The DuckDB comparison needs the Python
 //! package (`pip install duckdb`); without it those rows say n/a.
 
 mod ble;
@@ -14,6 +14,7 @@ mod ctx;
 mod http;
 mod plugins;
 mod registry;
+mod replicas;
 mod startup;
 mod table;
 mod timing;
@@ -89,6 +90,7 @@ async fn run() -> ExitCode {
     group!("log-query", plugins::logs);
     group!("ble-buffer", ble::run);
     group!("registry", registry::run);
+    group!("replicas", replicas::run);
     eprintln!("bench: total {:.1} s", started.elapsed().as_secs_f64());
     table.print();
     if failed {

@@ -75,10 +75,10 @@ async fn healthy(url: &str, within: Duration) -> bool {
     false
 }
 
-/// `benchtop serve` on `port`, its log in `log`, with `extra` arguments.
-fn spawn_server(plugins: &Path, port: u16, extra: &[String], log: &Path) -> Child {
+/// `bin serve` on `port`, its log in `log`, with `extra` arguments.
+fn spawn_server(bin: &Path, plugins: &Path, port: u16, extra: &[String], log: &Path) -> Child {
     let samples = crate::repo().join("samples");
-    Command::new(crate::bin())
+    Command::new(bin)
         .args(["serve", "--no-watch", "--plugins"])
         .arg(plugins)
         .arg("--allow")
@@ -103,9 +103,15 @@ pub struct Single {
 impl Single {
     /// Starts it and waits until it serves.
     pub async fn start() -> Self {
+        Self::start_with(&crate::bin()).await
+    }
+
+    /// [`start`](Self::start) with the binary `bin`.
+    pub async fn start_with(bin: &Path) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let child = spawn_server(
+            bin,
             &plugin_dir(dir.path()),
             port,
             &[],
@@ -134,6 +140,7 @@ pub struct Cluster {
     replicas: Vec<Option<Child>>,
     ports: Vec<u16>,
     store: String,
+    bin: PathBuf,
     plugins: PathBuf,
     dir: tempfile::TempDir,
     /// The load balancer's MCP endpoint, where clients connect.
@@ -144,6 +151,11 @@ impl Cluster {
     /// Starts Redis, `replicas` (1 to 3) benchtop replicas and HAProxy,
     /// and waits until the balancer serves.
     pub async fn start(replicas: usize) -> Self {
+        Self::start_with(&crate::bin(), replicas).await
+    }
+
+    /// [`start`](Self::start) with the binary `bin`.
+    pub async fn start_with(bin: &Path, replicas: usize) -> Self {
         assert!(
             (1..=3).contains(&replicas),
             "deploy/haproxy.cfg names 3 servers"
@@ -173,6 +185,7 @@ impl Cluster {
             replicas: Vec::new(),
             ports: ports.clone(),
             store,
+            bin: bin.to_owned(),
             plugins,
             url: String::new(),
             dir,
@@ -245,7 +258,13 @@ impl Cluster {
             "--replica".to_owned(),
             format!("r{}", i + 1),
         ];
-        spawn_server(&self.plugins, self.ports[i], &extra, &self.log(i))
+        spawn_server(
+            &self.bin,
+            &self.plugins,
+            self.ports[i],
+            &extra,
+            &self.log(i),
+        )
     }
 
     /// Kills replica `i` with SIGKILL: no goodbye, calls in flight lost.
