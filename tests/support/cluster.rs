@@ -5,6 +5,7 @@
 //! failed call with its `Idempotency-Key`, as a client of a load-balanced
 //! server must.
 
+use crate::free_port;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,15 +34,6 @@ pub fn tools_available() -> Result<(), String> {
             missing.join(" and ")
         ))
     }
-}
-
-/// A port nobody listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The plugins a cluster serves: cp1600 and x86-inspect, the stateful ones.
@@ -164,19 +156,7 @@ impl Cluster {
         let dir = tempfile::tempdir().unwrap();
         let plugins = plugin_dir(dir.path());
         let redis_port = free_port();
-        let redis = Command::new("redis-server")
-            .args([
-                "--port",
-                &redis_port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("redis-server starts");
+        let redis = state_store::spawn_local_redis(redis_port).expect("redis-server starts");
         let store = format!("redis://127.0.0.1:{redis_port}");
         let ports: Vec<u16> = (0..replicas).map(|_| free_port()).collect();
         let mut cluster = Self {

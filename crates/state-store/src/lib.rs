@@ -335,6 +335,18 @@ impl Store {
     }
 }
 
+/// Starts a throwaway `redis-server` on loopback `port`, in memory only
+/// (no snapshots, no append-only file) and killed when the child is
+/// dropped: the store of tests and benchmarks.
+pub fn spawn_local_redis(port: u16) -> std::io::Result<tokio::process::Child> {
+    tokio::process::Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,18 +386,7 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
             l.local_addr().ok()?.port()
         };
-        let child = tokio::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn();
+        let child = spawn_local_redis(port);
         let Ok(child) = child else {
             eprintln!("redis-server not found: skipped");
             return None;
