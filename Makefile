@@ -86,7 +86,7 @@ dist: plugins
 # (removed again after, so it never shadows target/plugins in a build).
 # `cargo install benchtop` then builds a binary carrying the plugins with
 # no wasm toolchain. PACKAGE_ARGS=--no-verify skips building the packages.
-PACKAGE_CRATES := -p wit-docs -p benchtop-wit -p jsonrpc-framing -p plugin-kit -p plugin-registry -p benchtop
+PACKAGE_CRATES := -p wit-docs -p benchtop-wit -p jsonrpc-framing -p plugin-kit -p plugin-registry -p state-store -p benchtop
 package: plugins
 	rm -rf host/bundle && mkdir -p host/bundle/wit/host host/bundle/wit/ecu-family
 	cp target/plugins/*.wasm host/bundle/
