@@ -320,11 +320,17 @@ async fn every_tool_declares_its_output_schema_with_descriptions() {
     let tools = cp.server.tools().await;
     assert_eq!(
         tools.len(),
-        24,
+        27,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
-    assert_eq!(cp.schemas.len(), tools.len(), "a tool without outputSchema");
+    // All but the screenshot, which answers in a caption and a PNG.
+    assert_eq!(
+        cp.schemas.len(),
+        tools.len() - 1,
+        "a tool without outputSchema"
+    );
+    assert!(!cp.schemas.contains_key("cp1600_screenshot"));
     fn described(schema: &Value, at: &str, out: &mut Vec<String>) {
         for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
             if prop["description"].as_str().is_none_or(str::is_empty) {
@@ -535,8 +541,8 @@ async fn a_snapshot_restores_into_a_session_that_steps_identically() {
     assert_eq!(snap["bytes"], text.len());
     let doc = cp.server.tool_description("cp1600_snapshot").await;
     assert!(doc.contains("not for reading"), "{doc}");
-    // Only the mapped words travel: RAM and the small program.
-    assert!(text.len() < 2000, "{} characters", text.len());
+    // Only the mapped words travel: RAM, GRAM and the small program.
+    assert!(text.len() < 2600, "{} characters", text.len());
     let made = cp
         .ok(
             "cp1600_create_session",
@@ -1429,4 +1435,113 @@ async fn another_client_subscribed_to_your_session_hears_nothing() {
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     assert_eq!(alice_heard.lock().unwrap().resource_updates, [uri]);
     assert!(bob_heard.lock().unwrap().resource_updates.is_empty());
+}
+
+/// Issue 37: a cartridge drawn by the STIC and driven by a hand controller,
+/// through MCP: frames run with their VBLANK interrupts, a screenshot whose
+/// PNG shows the GRAM card the program drew, and the keypad's Enter ending
+/// the program's wait.
+#[tokio::test]
+async fn a_cartridge_shows_its_screen_and_takes_the_keypad() {
+    use cp1600::asm::assemble;
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in EXEC: the stack, the cartridge, and $1004 to its handler.
+    let mut exec = assemble(
+        " ORG $1000\n J init\n ORG $1004\n J $5100\n ORG $1010\ninit: MVII #$02F0, R6\n J $5000\n",
+    )
+    .unwrap()
+    .words;
+    exec.resize(4096, 0);
+    let exec_bytes: Vec<u8> = exec.iter().flat_map(|w| w.to_be_bytes()).collect();
+    std::fs::write(dir.path().join("exec.bin"), exec_bytes).unwrap();
+    let cart = assemble(
+        " ORG $5000
+ CLRR R0
+ MVII #$0000, R4
+ MVII #24, R1
+c: MVO@ R0, R4
+ DECR R1
+ BNEQ c
+ MVO R0, $0028
+ MVO R0, $0030
+ MVO R0, $0031
+ MVO R0, $0032
+ MVII #1, R0
+ MVO R0, $002C
+ MVII #$3800, R4
+ MVII #$FF, R0
+ MVII #8, R1
+g: MVO@ R0, R4
+ DECR R1
+ BNEQ g
+ MVII #$0802, R0
+ MVO R0, $0200
+ EIS
+w: MVI $01FF, R0
+ COMR R0
+ ANDI #$FF, R0
+ CMPI #$28, R0
+ BNEQ w
+ HLT
+ ORG $5100
+ MVO R0, $0020
+ PULR R7
+",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("cart.bin"), cart.to_bytes()).unwrap();
+    let cp = Cp::start(&[dir.path()], None).await;
+    cp.ok("cp1600_create_session", json!({})).await;
+    cp.ok(
+        "cp1600_load_rom",
+        json!({"rom_path": dir.path().join("cart.bin"), "exec_path": dir.path().join("exec.bin")}),
+    )
+    .await;
+    let frames = cp.ok("cp1600_run_frames", json!({"frames": 3})).await;
+    assert_eq!(
+        (frames["frames"].clone(), frames["display_enabled"].clone()),
+        (json!(3), json!(3)),
+        "{frames}"
+    );
+    assert_eq!(frames["run"]["reason"], "max_cycles_reached", "{frames}");
+
+    let shot = cp.server.ok("cp1600_screenshot", json!({})).await;
+    let caption = text(&shot);
+    assert!(
+        caption.contains("colour-stack mode, border blue"),
+        "{caption}"
+    );
+    assert!(caption.contains("1 cards from GRAM"), "{caption}");
+    let image = shot
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(&image.data)
+        .unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
+        .read_info()
+        .unwrap();
+    let mut px = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut px).unwrap();
+    assert_eq!((info.width, info.height), (704, 448));
+    let at = |x: usize, y: usize| px[(y * 704 + x) * 3..(y * 704 + x) * 3 + 3].to_vec();
+    // The display's first pixel (inside the 8-pixel border, each pixel 4
+    // wide and 4 high): card 0, all on, in red; the border in blue.
+    assert_eq!(at(8 * 4, 16 * 2), [0xFF, 0x3D, 0x10]);
+    assert_eq!(at(0, 0), [0x00, 0x2D, 0xFF]);
+
+    let set = cp
+        .ok(
+            "cp1600_controller",
+            json!({"controller": "left", "key": "enter"}),
+        )
+        .await;
+    assert_eq!(set["reads"], 0xFFD7, "{set}");
+    let frames = cp.ok("cp1600_run_frames", json!({"frames": 2})).await;
+    assert_eq!(frames["run"]["reason"], "halted", "{frames}");
+    assert_eq!(frames["frames"], 0, "{frames}");
+    cp.server.stop().await;
 }

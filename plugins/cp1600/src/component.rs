@@ -16,6 +16,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+use benchtop::host::content::{Block, Image};
 use benchtop::host::{blobs, caller, durable, progress, resources};
 use exports::benchtop::cp1600::tools as wit;
 
@@ -271,6 +272,69 @@ impl wit::Guest for Plugin {
 
     fn cp1600_interrupt(args: wit::TargetArgs) -> Result<wit::InterruptRaised, wit::ToolError> {
         with(|s| s.interrupt(args.session_id.as_deref()))
+    }
+
+    fn cp1600_screenshot(args: wit::TargetArgs) -> Result<Vec<Block>, wit::ToolError> {
+        let shot = with::<_, r::Screenshot>(|s| s.screenshot(args.session_id.as_deref()))?;
+        Ok(vec![
+            Block::Text(shot.caption),
+            Block::Image(Image {
+                mime_type: "image/png".into(),
+                data: shot.png,
+            }),
+        ])
+    }
+
+    fn cp1600_run_frames(args: wit::RunFramesArgs) -> Result<wit::FramesRun, wit::ToolError> {
+        with(|s| {
+            s.run_frames(
+                args.session_id.as_deref(),
+                args.frames,
+                args.checks,
+                &mut report,
+            )
+        })
+    }
+
+    fn cp1600_controller(args: wit::ControllerArgs) -> Result<wit::ControllerSet, wit::ToolError> {
+        let which = match args.controller {
+            wit::ControllerSide::Left => 0,
+            wit::ControllerSide::Right => 1,
+        };
+        with(|s| {
+            s.controller(
+                args.session_id.as_deref(),
+                which,
+                args.disc.as_deref(),
+                args.key.as_deref(),
+                args.buttons.as_deref().unwrap_or_default(),
+            )
+        })
+    }
+}
+
+impl From<r::FramesRun> for wit::FramesRun {
+    fn from(v: r::FramesRun) -> Self {
+        Self {
+            frames: v.frames,
+            display_enabled: v.display_enabled,
+            run: v.run.into(),
+        }
+    }
+}
+
+impl From<r::ControllerSet> for wit::ControllerSet {
+    fn from(v: r::ControllerSet) -> Self {
+        Self {
+            session_id: v.session_id,
+            controller: if v.controller == 0 {
+                wit::ControllerSide::Left
+            } else {
+                wit::ControllerSide::Right
+            },
+            pressed: v.pressed,
+            reads: v.reads,
+        }
     }
 }
 

@@ -497,7 +497,7 @@ impl Cpu {
         let (val, cycles) = match mmm {
             0 => {
                 let addr = self.fetch();
-                (self.mem.read(addr), 10 + extra + 3 * d as u32)
+                (self.mem.read_data(addr), 10 + extra + 3 * d as u32)
             }
             6 => {
                 let p = self.st.r[6].wrapping_sub(1);
@@ -505,21 +505,21 @@ impl Cpu {
                     return self.refuse_stack(p, false, d);
                 }
                 self.st.r[6] = p;
-                (self.mem.read(p), 12)
+                (self.mem.read_data(p), 12)
             }
             _ => {
                 let p = self.st.r[mmm];
                 let inc = (mmm >= 4) as u16;
                 let base = if mmm == 7 { 8 + extra } else { 8 };
                 if d {
-                    let lo = self.mem.read(p) & 0xFF;
+                    let lo = self.mem.read_data(p) & 0xFF;
                     let p2 = p.wrapping_add(inc);
-                    let hi = self.mem.read(p2) & 0xFF;
+                    let hi = self.mem.read_data(p2) & 0xFF;
                     self.st.r[mmm] = p2.wrapping_add(inc);
                     (lo | (hi << 8), base + 2)
                 } else {
                     self.st.r[mmm] = p.wrapping_add(inc);
-                    (self.mem.read(p), base)
+                    (self.mem.read_data(p), base)
                 }
             }
         };

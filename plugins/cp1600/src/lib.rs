@@ -14,6 +14,7 @@ pub mod offers;
 pub mod results;
 pub mod rom;
 pub mod snapshot;
+pub mod stic;
 pub mod tools;
 
 mod component;

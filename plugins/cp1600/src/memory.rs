@@ -27,6 +27,18 @@ pub const RAM8: (u16, u16) = (0x0100, 0x01EF);
 pub const RAM16: (u16, u16) = (0x0200, 0x035F);
 /// The STIC's control registers.
 pub const STIC: (u16, u16) = (0x0000, 0x003F);
+/// Graphics RAM: 64 cards of 8 rows, 8 bits a word, that the program
+/// draws and the STIC shows.
+pub const GRAM: (u16, u16) = (0x3800, 0x39FF);
+/// The STIC's mode register: a read selects colour-stack mode, a write
+/// foreground/background mode.
+pub const STIC_MODE: u16 = 0x0021;
+/// The STIC's display enable: the program writes it in each vertical blank
+/// for the screen to show.
+pub const STIC_DISPLAY: u16 = 0x0020;
+/// The hand controllers, read through the PSG's I/O ports: the left
+/// controller at $01FF, the right at $01FE.
+pub const CONTROLLERS: [u16; 2] = [0x01FF, 0x01FE];
 
 /// A STIC register's bits as jzIntv models them: `(writable, ones)`, the
 /// bits that keep what the CPU writes and the bits that always read 1.
@@ -114,6 +126,11 @@ pub struct Memory {
     /// across a loop to tell a wait that nothing can end (no memory changed
     /// and the registers are the same) from a loop making progress.
     changes: u64,
+    /// The STIC's mode: foreground/background since the last write of
+    /// [`STIC_MODE`], colour stack since the last read (and at power-on).
+    fg_bg: bool,
+    /// The display enable was written since [`Memory::take_display_enable`].
+    display_enabled: bool,
 }
 
 fn boxed<T: Copy>(v: T) -> Box<[T; WORDS]> {
@@ -138,8 +155,11 @@ impl Memory {
             wmask: boxed(0),
             region: boxed(Region::Unmapped),
             changes: 0,
+            fg_bg: false,
+            display_enabled: false,
         };
         m.map_range(RAM8.0, RAM8.1, Region::Ram8);
+        m.map_range(GRAM.0, GRAM.1, Region::Ram8);
         m.map_range(RAM16.0, RAM16.1, Region::Ram16);
         m.map_range(STIC.0, STIC.1, Region::Stic);
         m
@@ -192,9 +212,51 @@ impl Memory {
         self.data[addr as usize]
     }
 
+    /// A data read by the CPU (not a fetch): [`Memory::read`], and a read
+    /// of [`STIC_MODE`] selects colour-stack mode.
+    #[inline(always)]
+    pub fn read_data(&mut self, addr: u16) -> u16 {
+        if addr == STIC_MODE {
+            self.fg_bg = false;
+        }
+        self.data[addr as usize]
+    }
+
+    /// Whether the STIC is in foreground/background mode (else colour stack).
+    pub fn fg_bg(&self) -> bool {
+        self.fg_bg
+    }
+
+    /// Whether the display enable was written since the last call, which
+    /// starts the next frame's count.
+    pub fn take_display_enable(&mut self) -> bool {
+        std::mem::take(&mut self.display_enabled)
+    }
+
+    /// Whether the display enable was written this frame.
+    pub fn display_enabled(&self) -> bool {
+        self.display_enabled
+    }
+
+    /// What controller `which` (0 left, 1 right) reads: `pressed` holds the
+    /// bits its disc, keypad and buttons pull low, so nothing pressed reads
+    /// $FFFF, as the unconnected port reads.
+    pub fn set_controller(&mut self, which: usize, pressed: u8) {
+        if let Some(&addr) = CONTROLLERS.get(which) {
+            self.data[addr as usize] = 0xFF00 | u16::from(!pressed);
+        }
+    }
+
     /// A CPU write: dropped on ROM and unmapped words, truncated on 8-bit RAM.
     #[inline(always)]
     pub fn write(&mut self, addr: u16, value: u16) {
+        if addr & !1 == STIC_DISPLAY {
+            if addr == STIC_MODE {
+                self.fg_bg = true;
+            } else {
+                self.display_enabled = true;
+            }
+        }
         let a = addr as usize;
         let mask = self.wmask[a];
         let old = self.data[a];
@@ -310,6 +372,7 @@ mod tests {
                 (0x0000, 0x003F, Region::Stic),
                 (0x0100, 0x01EF, Region::Ram8),
                 (0x0200, 0x035F, Region::Ram16),
+                (0x3800, 0x39FF, Region::Ram8),
                 (0x5000, 0x5000, Region::Rom)
             ]
         );

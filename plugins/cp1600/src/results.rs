@@ -705,3 +705,36 @@ mod tests {
         assert_eq!(kinds, [json!("ram8"), json!("ram16"), json!("rom")]);
     }
 }
+
+/// `cp1600_run_frames`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FramesRun {
+    /// Frames run to their end.
+    pub frames: u32,
+    /// Frames whose handler enabled the display.
+    pub display_enabled: u32,
+    /// The run as `cp1600_run` answers it.
+    pub run: RunOutcome,
+}
+
+/// `cp1600_controller`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ControllerSet {
+    /// The session.
+    pub session_id: String,
+    /// 0 left, 1 right.
+    pub controller: usize,
+    /// What is held, by name.
+    pub pressed: Vec<String>,
+    /// The word the program reads.
+    pub reads: u16,
+}
+
+/// `cp1600_screenshot`: the caption and the PNG.
+#[derive(Clone, Debug)]
+pub struct Screenshot {
+    /// One line per thing shown.
+    pub caption: String,
+    /// The picture.
+    pub png: Vec<u8>,
+}

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod load;
+mod screen;
 pub use load::LoadOptions;
 
 /// At most this many sessions at once, of all clients (each holds about
