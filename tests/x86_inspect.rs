@@ -338,7 +338,7 @@ async fn a_snapshot_restores_into_a_machine_that_runs_identically() {
     x.ok("x86_step", json!({"count": 40})).await;
     let snap = x.ok("x86_snapshot", json!({"machine": a})).await;
     let text = snap["snapshot"].as_str().unwrap().to_owned();
-    assert_eq!(snap["format_version"], 2);
+    assert_eq!(snap["format_version"], 3);
     // The size in bytes, and the tool says the text is for restoring.
     assert_eq!(snap["bytes"], text.len());
     let doc = x.server.tool_description("x86_snapshot").await;

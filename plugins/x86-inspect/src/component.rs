@@ -238,7 +238,15 @@ impl Guest for Plugin {
     }
 
     fn x86_add_breakpoint(a: wit::AddBreakpointArgs) -> Result<wit::BreakpointAdded, ToolError> {
-        tool(|s| s.add_breakpoint(a.address, a.segment, a.offset, a.machine)).map(Into::into)
+        let spec = crate::tools::BreakpointSpec {
+            address: a.address,
+            segment: a.segment,
+            offset: a.offset,
+            kind: a.type_.map(kind_of),
+            length: a.length,
+            condition: a.condition,
+        };
+        tool(|s| s.add_breakpoint_spec(&spec, a.machine)).map(Into::into)
     }
 
     fn x86_remove_breakpoint(
@@ -560,6 +568,7 @@ impl From<r::RunResult> for wit::RunResult {
             stop_reason: stop_reason(v.stop_reason),
             exit_code: v.exit_code,
             breakpoint: v.breakpoint,
+            hit: v.hit,
             instructions: v.instructions,
             total_instructions: v.total_instructions,
             address: v.address,
@@ -604,8 +613,30 @@ impl From<r::StepResult> for wit::StepResult {
 }
 
 fn breakpoint_kind(k: r::BreakpointKind) -> wit::BreakpointKind {
+    use r::BreakpointKind as R;
+    use wit::BreakpointKind as W;
     match k {
-        r::BreakpointKind::Execution => wit::BreakpointKind::Execution,
+        R::Execution => W::Execution,
+        R::MemoryRead => W::MemoryRead,
+        R::MemoryWrite => W::MemoryWrite,
+        R::MemoryAccess => W::MemoryAccess,
+        R::IoRead => W::IoRead,
+        R::IoWrite => W::IoWrite,
+        R::IoAccess => W::IoAccess,
+    }
+}
+
+fn kind_of(k: wit::BreakpointKind) -> r::BreakpointKind {
+    use r::BreakpointKind as R;
+    use wit::BreakpointKind as W;
+    match k {
+        W::Execution => R::Execution,
+        W::MemoryRead => R::MemoryRead,
+        W::MemoryWrite => R::MemoryWrite,
+        W::MemoryAccess => R::MemoryAccess,
+        W::IoRead => R::IoRead,
+        W::IoWrite => R::IoWrite,
+        W::IoAccess => R::IoAccess,
     }
 }
 
@@ -615,6 +646,8 @@ impl From<r::BreakpointAdded> for wit::BreakpointAdded {
             id: v.breakpoint.id,
             linear: v.breakpoint.linear,
             type_: breakpoint_kind(v.breakpoint.kind),
+            length: v.breakpoint.length,
+            condition: v.breakpoint.condition,
             machine: v.machine,
         }
     }
@@ -635,6 +668,8 @@ impl From<r::BreakpointList> for wit::BreakpointList {
             id: b.id,
             linear: b.linear,
             type_: breakpoint_kind(b.kind),
+            length: b.length,
+            condition: b.condition,
         };
         wit::BreakpointList {
             machine: v.machine,

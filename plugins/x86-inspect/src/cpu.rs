@@ -96,6 +96,9 @@ pub enum Exit {
     Service(u8),
     /// The next instruction is at an execution breakpoint.
     Breakpoint,
+    /// The instruction just executed made a data access an access
+    /// breakpoint watches.
+    Watch(crate::watch::Access),
 }
 
 /// An 8086/80186 CPU and its 1 MiB of memory.
@@ -127,6 +130,9 @@ pub struct Cpu {
     /// the palette would otherwise sit among the fields every instruction
     /// touches.
     pub io: Box<crate::ports::Ports>,
+    /// Memory and port ranges whose data accesses stop a run (access
+    /// breakpoints), when the machine has any.
+    pub watch: Option<Box<crate::watch::Watch>>,
     seg_override: Option<usize>,
     rep: u8,
 }
@@ -205,6 +211,7 @@ impl Cpu {
             insn_ip: 0,
             last_event: Event::None,
             io: Box::default(),
+            watch: None,
             seg_override: None,
             rep: 0,
         }
@@ -230,30 +237,74 @@ impl Cpu {
         self.mem[(addr & MEM_MASK) as usize] = v;
     }
 
+    /// A data read of the byte at `base + off` (an access watch sees it).
     #[inline(always)]
     fn rb_at(&self, base: u32, off: u16) -> u8 {
-        self.rb(base.wrapping_add(off as u32))
+        let a = base.wrapping_add(off as u32);
+        if let Some(w) = &self.watch {
+            w.memory(a & MEM_MASK, false);
+        }
+        self.rb(a)
     }
 
+    /// A data read of the word at `base + off`, wrapping within the segment.
     #[inline(always)]
     fn rw_at(&self, base: u32, off: u16) -> u16 {
         let a = base.wrapping_add(off as u32) & MEM_MASK;
         if off != 0xFFFF && a != MEM_MASK {
+            if let Some(w) = &self.watch {
+                w.memory(a, false);
+                w.memory(a + 1, false);
+            }
             u16::from_le_bytes([self.mem[a as usize], self.mem[a as usize + 1]])
         } else {
-            self.rb(a) as u16 | (self.rb_at(base, off.wrapping_add(1)) as u16) << 8
+            self.rb_at(base, off) as u16 | (self.rb_at(base, off.wrapping_add(1)) as u16) << 8
         }
     }
 
+    /// An instruction fetch: never an access a watch sees.
+    #[inline(always)]
+    fn code_word(&self, base: u32, off: u16) -> u16 {
+        let a = base.wrapping_add(off as u32) & MEM_MASK;
+        if off != 0xFFFF && a != MEM_MASK {
+            u16::from_le_bytes([self.mem[a as usize], self.mem[a as usize + 1]])
+        } else {
+            self.rb(a) as u16 | (self.rb(base.wrapping_add(off.wrapping_add(1) as u32)) as u16) << 8
+        }
+    }
+
+    /// A data write of the byte at `base + off` (an access watch sees it).
     #[inline(always)]
     fn wb_at(&mut self, base: u32, off: u16, v: u8) {
-        self.wb(base.wrapping_add(off as u32), v)
+        let a = base.wrapping_add(off as u32);
+        if let Some(w) = &self.watch {
+            w.memory(a & MEM_MASK, true);
+        }
+        self.wb(a, v)
     }
 
     #[inline(always)]
     fn ww_at(&mut self, base: u32, off: u16, v: u16) {
         self.wb_at(base, off, v as u8);
         self.wb_at(base, off.wrapping_add(1), (v >> 8) as u8);
+    }
+
+    /// An `IN` from `port` (an access watch sees it).
+    #[inline(always)]
+    fn port_in(&mut self, port: u16) -> u8 {
+        if let Some(w) = &self.watch {
+            w.port(port, false);
+        }
+        self.io.input(port)
+    }
+
+    /// An `OUT` to `port` (an access watch sees it).
+    #[inline(always)]
+    fn port_out(&mut self, port: u16, v: u8) {
+        if let Some(w) = &self.watch {
+            w.port(port, true);
+        }
+        self.io.output(port, v)
     }
 
     /// Reads a word at seg:off with 64 KiB offset wrap.
@@ -275,14 +326,14 @@ impl Cpu {
 
     #[inline(always)]
     fn fetch8(&mut self) -> u8 {
-        let v = self.rb_at(self.base(CS), self.ip);
+        let v = self.rb(self.base(CS).wrapping_add(self.ip as u32));
         self.ip = self.ip.wrapping_add(1);
         v
     }
 
     #[inline(always)]
     fn fetch16(&mut self) -> u16 {
-        let v = self.rw_at(self.base(CS), self.ip);
+        let v = self.code_word(self.base(CS), self.ip);
         self.ip = self.ip.wrapping_add(2);
         v
     }
@@ -349,17 +400,17 @@ impl Cpu {
 
     /// A word `IN`: the port, then the next.
     fn in16(&mut self, port: u16) -> u16 {
-        let lo = self.io.input(port);
-        let hi = self.io.input(port.wrapping_add(1));
+        let lo = self.port_in(port);
+        let hi = self.port_in(port.wrapping_add(1));
         u16::from(lo) | u16::from(hi) << 8
     }
 
     /// `OUT` of AL (or AX: AL to `port`, AH to the next).
     fn out(&mut self, port: u16, word: bool) {
         let ax = self.regs[AX];
-        self.io.output(port, ax as u8);
+        self.port_out(port, ax as u8);
         if word {
-            self.io.output(port.wrapping_add(1), (ax >> 8) as u8);
+            self.port_out(port.wrapping_add(1), (ax >> 8) as u8);
         }
     }
 
@@ -714,6 +765,12 @@ impl Cpu {
                 n += 1;
                 if let Some(e) = self.execute_one() {
                     break e;
+                }
+                // An access breakpoint stops after the instruction.
+                if let Some(w) = &self.watch
+                    && let Some(hit) = w.take_hit()
+                {
+                    break Exit::Watch(hit);
                 }
             },
         };
@@ -1187,7 +1244,7 @@ impl Cpu {
             }
             0xE4 => {
                 let port = u16::from(self.fetch8());
-                let v = self.io.input(port);
+                let v = self.port_in(port);
                 self.set_r8(0, v);
             }
             0xE5 => {
@@ -1217,7 +1274,7 @@ impl Cpu {
             }
             0xEB => self.jump_rel8(true),
             0xEC => {
-                let v = self.io.input(self.regs[DX]);
+                let v = self.port_in(self.regs[DX]);
                 self.set_r8(0, v);
             }
             0xED => self.regs[AX] = self.in16(self.regs[DX]),
@@ -1658,7 +1715,7 @@ impl Cpu {
             let (si, di) = (self.regs[SI], self.regs[DI]);
             match op {
                 0x6C => {
-                    let v = self.io.input(self.regs[DX]);
+                    let v = self.port_in(self.regs[DX]);
                     self.wb_at(es, di, v);
                 }
                 0x6D => {
@@ -1667,13 +1724,13 @@ impl Cpu {
                 }
                 0x6E => {
                     let v = self.rb_at(src, si);
-                    self.io.output(self.regs[DX], v);
+                    self.port_out(self.regs[DX], v);
                 }
                 0x6F => {
                     let v = self.rw_at(src, si);
                     let port = self.regs[DX];
-                    self.io.output(port, v as u8);
-                    self.io.output(port.wrapping_add(1), (v >> 8) as u8);
+                    self.port_out(port, v as u8);
+                    self.port_out(port.wrapping_add(1), (v >> 8) as u8);
                 }
                 0xA4 => {
                     let v = self.rb_at(src, si);

@@ -14,5 +14,6 @@ pub mod results;
 pub mod tools;
 pub mod tracking;
 pub mod video;
+pub mod watch;
 
 mod component;

@@ -60,6 +60,31 @@ pub const CHUNK: u64 = 1 << 20;
 /// Most breakpoints per machine (client-made, but bounded all the same).
 pub const MAX_BREAKPOINTS: usize = 1024;
 
+/// A breakpoint: what it stops on, where, and on what condition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Breakpoint {
+    /// Execution, or a kind of memory or port access.
+    pub kind: crate::watch::Kind,
+    /// The linear address (or port) it starts at.
+    pub first: u32,
+    /// The last address (or port) it covers; `first` for execution.
+    pub last: u32,
+    /// When set, a hit stops the run only if it holds.
+    pub condition: Option<crate::watch::Condition>,
+}
+
+impl Breakpoint {
+    /// An execution breakpoint at `linear`, unconditional.
+    pub fn execution(linear: u32) -> Self {
+        Breakpoint {
+            kind: crate::watch::Kind::Execution,
+            first: linear & 0xFFFFF,
+            last: linear & 0xFFFFF,
+            condition: None,
+        }
+    }
+}
+
 /// A machine's handle: random, minted by the server (see `tools::Session`).
 pub type MachineId = u64;
 
@@ -76,9 +101,14 @@ pub struct Machine {
     pub program: Program,
     /// Function and CFG tracking, when on.
     pub tracker: Option<Tracker>,
-    /// Breakpoints: id → linear address.
-    pub breakpoints: BTreeMap<u32, u32>,
+    /// Breakpoints by id.
+    pub breakpoints: BTreeMap<u32, Breakpoint>,
     next_breakpoint: u32,
+    /// A conditional breakpoint at CS:IP did not hold: the next run
+    /// chunk starts past it.
+    pass_breakpoint: bool,
+    /// The access that stopped the last run at an access breakpoint.
+    pub last_access: Option<crate::watch::Access>,
     bp_bitmap: Vec<u64>,
     /// Some bit of `bp_bitmap` is set: a breakpoint, or the return
     /// address a step over a call waits for.
@@ -128,6 +158,8 @@ impl Machine {
             tracker,
             breakpoints: BTreeMap::new(),
             next_breakpoint: 1,
+            pass_breakpoint: false,
+            last_access: None,
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
             bp_armed: false,
             exit_code: None,
@@ -161,15 +193,21 @@ impl Machine {
         SegOff(self.cpu.sregs[CS], self.cpu.ip)
     }
 
-    /// Adds a breakpoint; None when the machine already has
+    /// Adds an execution breakpoint; None when the machine already has
     /// [`MAX_BREAKPOINTS`].
     pub fn add_breakpoint(&mut self, linear: u32) -> Option<u32> {
+        self.add(Breakpoint::execution(linear))
+    }
+
+    /// Adds any breakpoint; None when the machine already has
+    /// [`MAX_BREAKPOINTS`].
+    pub fn add(&mut self, bp: Breakpoint) -> Option<u32> {
         if self.breakpoints.len() >= MAX_BREAKPOINTS {
             return None;
         }
         let id = self.next_breakpoint;
         self.next_breakpoint += 1;
-        self.breakpoints.insert(id, linear & 0xFFFFF);
+        self.breakpoints.insert(id, bp);
         self.rebuild_bitmap();
         Some(id)
     }
@@ -182,17 +220,43 @@ impl Machine {
     }
 
     fn rebuild_bitmap(&mut self) {
+        use crate::watch::Kind;
         self.bp_bitmap.iter_mut().for_each(|w| *w = 0);
-        for &a in self.breakpoints.values() {
-            self.bp_bitmap[(a >> 6) as usize] |= 1 << (a & 63);
+        let mut ranges = Vec::new();
+        for bp in self.breakpoints.values() {
+            if bp.kind == Kind::Execution {
+                let a = bp.first;
+                self.bp_bitmap[(a >> 6) as usize] |= 1 << (a & 63);
+            } else {
+                ranges.push((bp.kind, bp.first, bp.last));
+            }
         }
+        self.cpu.watch = (!ranges.is_empty()).then(|| Box::new(crate::watch::Watch::new(ranges)));
         self.bp_armed = !self.breakpoints.is_empty();
     }
 
+    /// The execution breakpoint at `linear` that stops a run now: one
+    /// without a condition, or whose condition holds.
     fn breakpoint_at(&self, linear: u32) -> Option<u32> {
         self.breakpoints
             .iter()
-            .find(|(_, a)| **a == linear)
+            .filter(|(_, b)| b.kind == crate::watch::Kind::Execution && b.first == linear)
+            .find(|(_, b)| b.condition.as_ref().is_none_or(|c| c.holds(&self.cpu)))
+            .map(|(id, _)| *id)
+    }
+
+    /// The access breakpoint that `access` stops a run at, its condition
+    /// holding.
+    fn watch_hit(&self, access: crate::watch::Access) -> Option<u32> {
+        self.breakpoints
+            .iter()
+            .filter(|(_, b)| {
+                b.kind != crate::watch::Kind::Execution
+                    && b.kind.io() == access.io
+                    && b.kind.hit_by(access.write)
+                    && (b.first..=b.last).contains(&access.addr)
+            })
+            .find(|(_, b)| b.condition.as_ref().is_none_or(|c| c.holds(&self.cpu)))
             .map(|(id, _)| *id)
     }
 
@@ -216,7 +280,25 @@ impl Machine {
             }
             Exit::Breakpoint => {
                 let a = Cpu::lin(self.cpu.sregs[CS], self.cpu.ip);
-                Some(StopReason::Breakpoint(self.breakpoint_at(a).unwrap_or(0)))
+                let listed = self
+                    .breakpoints
+                    .values()
+                    .any(|b| b.kind == crate::watch::Kind::Execution && b.first == a);
+                match self.breakpoint_at(a) {
+                    Some(id) => Some(StopReason::Breakpoint(id)),
+                    // Only conditional ones, none holding: run on past it.
+                    None if listed => {
+                        self.pass_breakpoint = true;
+                        None
+                    }
+                    // A step over's own return address.
+                    None => Some(StopReason::Breakpoint(0)),
+                }
+            }
+            Exit::Watch(access) => {
+                let id = self.watch_hit(access)?;
+                self.last_access = Some(access);
+                Some(StopReason::Breakpoint(id))
             }
             Exit::Service(n) => match self.dos.service(n, &mut self.cpu) {
                 Flow::Continue => None,
@@ -243,13 +325,15 @@ impl Machine {
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<(u64, StopReason), RunError> {
         self.check()?;
+        self.last_access = None;
         let mut done = 0u64;
         let mut since_report = 0u64;
         while done < budget {
             let chunk = (budget - done).min(CHUNK);
             // The first instruction of a run never stops at a breakpoint, so
-            // a run resumes from one.
-            let resume = done == 0;
+            // a run resumes from one; nor one whose condition did not hold.
+            let passing = std::mem::take(&mut self.pass_breakpoint);
+            let resume = done == 0 || passing;
             let (n, exit) = if self.tracker.is_some() {
                 self.run_tracked(chunk, resume)
             } else {
@@ -337,6 +421,11 @@ impl Machine {
             if let Some(e) = e {
                 return (n, e);
             }
+            if let Some(w) = &self.cpu.watch
+                && let Some(hit) = w.take_hit()
+            {
+                return (n, Exit::Watch(hit));
+            }
         }
         (n, Exit::Budget)
     }
@@ -358,6 +447,10 @@ impl Machine {
             } else {
                 self.cpu.step()
             };
+            // Steps ignore breakpoints, access breakpoints too.
+            if let Some(w) = &self.cpu.watch {
+                w.take_hit();
+            }
             if let Some(e) = exit
                 && let Some(r) = self.on_exit(e)
             {
@@ -383,8 +476,10 @@ pub enum MachineState {
 /// Names an x86-inspect machine snapshot (`plugin_kit::blob`'s frame).
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"X86S";
 /// The payload layout written (and the newest read): 2 adds the display
-/// ports (the VGA palette) after the rest; format 1 is still read.
-pub const SNAPSHOT_VERSION: u16 = 2;
+/// ports (the VGA palette) after the rest; 3 adds, after those, the kind,
+/// range end and condition of every breakpoint that is not a plain
+/// execution breakpoint. Formats 1 and 2 are still read.
+pub const SNAPSHOT_VERSION: u16 = 3;
 /// Longest snapshot accepted or made: under the host's 8 MiB result
 /// limit. Console buffers of several MiB (console_kib) can exceed it; such
 /// a machine is refused with the reason.
@@ -423,13 +518,26 @@ impl Machine {
         w.u32(p.size as u32);
         w.u32(self.next_breakpoint)
             .u16(self.breakpoints.len() as u16);
-        for (id, a) in &self.breakpoints {
-            w.u32(*id).u32(*a);
+        for (id, b) in &self.breakpoints {
+            w.u32(*id).u32(b.first);
         }
         w.u8(self.exit_code.map_or(0, |_| 1))
             .u8(self.exit_code.unwrap_or(0));
         w.u8(self.halted as u8).u64(self.edits);
         self.cpu.io.save(&mut w);
+        let extended: Vec<_> = self
+            .breakpoints
+            .iter()
+            .filter(|(_, b)| b.kind != crate::watch::Kind::Execution || b.condition.is_some())
+            .collect();
+        w.u16(extended.len() as u16);
+        for (id, b) in extended {
+            w.u32(*id).u8(b.kind.code()).u32(b.last);
+            w.str(
+                b.condition.as_ref().map_or("", |c| c.text()),
+                crate::watch::MAX_CONDITION,
+            );
+        }
         let text = plugin_kit::blob::seal(SNAPSHOT_MAGIC, SNAPSHOT_VERSION, &w.0);
         if text.len() > SNAPSHOT_MAX_CHARS {
             return Err(format!(
@@ -479,7 +587,7 @@ impl Machine {
             if bid == 0
                 || bid >= next_breakpoint
                 || a > 0xFFFFF
-                || breakpoints.insert(bid, a).is_some()
+                || breakpoints.insert(bid, Breakpoint::execution(a)).is_some()
             {
                 return Err(format!(
                     "breakpoint {bid} at {a:#x} is out of range or repeated"
@@ -496,6 +604,30 @@ impl Machine {
         } else {
             crate::ports::Ports::default()
         };
+        if version >= 3 {
+            let n = r.u16("breakpoint kinds")?;
+            for _ in 0..n {
+                let bid = r.u32("breakpoint kinds")?;
+                let kind = crate::watch::Kind::from_code(r.u8("breakpoint kinds")?)
+                    .ok_or("a breakpoint kind this build does not know")?;
+                let last = r.u32("breakpoint kinds")?;
+                let text = r.str("breakpoint condition", crate::watch::MAX_CONDITION)?;
+                let bp = breakpoints
+                    .get_mut(&bid)
+                    .ok_or_else(|| format!("breakpoint {bid}'s kind, but no breakpoint {bid}"))?;
+                let limit = if kind.io() { 0xFFFF } else { 0xFFFFF };
+                if last < bp.first || last > limit {
+                    return Err(format!("breakpoint {bid}'s range ends at {last:#x}"));
+                }
+                bp.kind = kind;
+                bp.last = last;
+                bp.condition = if text.is_empty() {
+                    None
+                } else {
+                    Some(crate::watch::Condition::parse(&text)?)
+                };
+            }
+        }
         r.finish()?;
         let mut m = Machine {
             id,
@@ -505,6 +637,8 @@ impl Machine {
             tracker: None,
             breakpoints,
             next_breakpoint,
+            pass_breakpoint: false,
+            last_access: None,
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
             bp_armed: false,
             exit_code: (exited != 0).then_some(code),

@@ -348,12 +348,54 @@ impl Serialize for Format {
     }
 }
 
-/// The kind of a breakpoint: benchtop has execution breakpoints only.
+/// The kind of a breakpoint (Spice86's `type`).
 #[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakpointKind {
     /// Stops before the instruction at its address executes.
     Execution,
+    /// Stops after an instruction reads memory in its range.
+    MemoryRead,
+    /// Stops after an instruction writes memory in its range.
+    MemoryWrite,
+    /// Stops after an instruction reads or writes memory in its range.
+    MemoryAccess,
+    /// Stops after an `IN` from a port in its range.
+    IoRead,
+    /// Stops after an `OUT` to a port in its range.
+    IoWrite,
+    /// Stops after an `IN` or `OUT` on a port in its range.
+    IoAccess,
+}
+
+impl From<crate::watch::Kind> for BreakpointKind {
+    fn from(k: crate::watch::Kind) -> Self {
+        use crate::watch::Kind as K;
+        match k {
+            K::Execution => Self::Execution,
+            K::MemoryRead => Self::MemoryRead,
+            K::MemoryWrite => Self::MemoryWrite,
+            K::MemoryAccess => Self::MemoryAccess,
+            K::IoRead => Self::IoRead,
+            K::IoWrite => Self::IoWrite,
+            K::IoAccess => Self::IoAccess,
+        }
+    }
+}
+
+impl From<BreakpointKind> for crate::watch::Kind {
+    fn from(k: BreakpointKind) -> Self {
+        use BreakpointKind as B;
+        match k {
+            B::Execution => Self::Execution,
+            B::MemoryRead => Self::MemoryRead,
+            B::MemoryWrite => Self::MemoryWrite,
+            B::MemoryAccess => Self::MemoryAccess,
+            B::IoRead => Self::IoRead,
+            B::IoWrite => Self::IoWrite,
+            B::IoAccess => Self::IoAccess,
+        }
+    }
 }
 
 impl Serialize for StopReason {
@@ -375,6 +417,9 @@ pub struct RunResult {
     /// The breakpoint that stopped it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakpoint: Option<u32>,
+    /// The access that hit a memory or I/O breakpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit: Option<String>,
     /// Instructions executed by this call.
     pub instructions: u64,
     /// Instructions since the load.
@@ -408,17 +453,35 @@ pub struct StepResult {
     pub next_instruction: DisasmLine,
 }
 
-/// A breakpoint (`x86_add_breakpoint`, `x86_list_breakpoints`); every one
-/// is an execution breakpoint.
+/// A breakpoint (`x86_add_breakpoint`, `x86_list_breakpoints`).
 #[derive(Serialize, Debug, Clone)]
 pub struct Breakpoint {
     /// Its id.
     pub id: u32,
-    /// The linear address it stops before.
+    /// The linear address it stops at (or the first of its range), or
+    /// the first port of an I/O breakpoint.
     pub linear: u32,
-    /// Always [`BreakpointKind::Execution`].
+    /// What it stops on.
     #[serde(rename = "type")]
     pub kind: BreakpointKind,
+    /// Addresses (or ports) it covers from `linear`: 1 for execution.
+    pub length: u32,
+    /// The condition that must hold for it to stop a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+}
+
+impl Breakpoint {
+    /// The tool's view of machine breakpoint `id`.
+    pub fn of(id: u32, b: &crate::machine::Breakpoint) -> Self {
+        Breakpoint {
+            id,
+            linear: b.first,
+            kind: b.kind.into(),
+            length: b.last - b.first + 1,
+            condition: b.condition.as_ref().map(|c| c.text().to_owned()),
+        }
+    }
 }
 
 /// `x86_add_breakpoint`.

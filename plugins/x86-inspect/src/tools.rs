@@ -119,6 +119,24 @@ pub struct Look {
     pub console: (Status, [u64; 3], (usize, u64, bool)),
 }
 
+/// `x86_add_breakpoint`'s arguments (Spice86's `add_breakpoint`, plus a
+/// segment:offset address and a range).
+#[derive(Default, Clone, Debug)]
+pub struct BreakpointSpec {
+    /// Linear address, or the port of an I/O breakpoint.
+    pub address: Option<u32>,
+    /// Segment, with `offset`, instead of `address`.
+    pub segment: Option<u16>,
+    /// Offset, with `segment`.
+    pub offset: Option<u16>,
+    /// What it stops on (default execution).
+    pub kind: Option<BreakpointKind>,
+    /// Addresses or ports covered (default 1).
+    pub length: Option<u32>,
+    /// A condition that must hold (see [`crate::watch`]).
+    pub condition: Option<String>,
+}
+
 /// The machines of one client (`benchtop:host/caller.id`) and its own
 /// default. Other clients' machines are not in here, so they answer exactly
 /// like unknown ones. Ids are random (53 bits,
@@ -1049,7 +1067,8 @@ impl Session {
         })
     }
 
-    /// `x86_add_breakpoint` at a linear address or at `segment:offset`.
+    /// `x86_add_breakpoint` at a linear address or at `segment:offset`: an
+    /// execution breakpoint without a condition.
     pub fn add_breakpoint(
         &mut self,
         address: Option<u32>,
@@ -1057,15 +1076,43 @@ impl Session {
         offset: Option<u16>,
         id: Option<MachineId>,
     ) -> Result<BreakpointAdded, ToolError> {
-        let linear = match (address, segment, offset) {
-            (Some(a), None, None) if a <= 0xFFFFF => a,
+        let spec = BreakpointSpec {
+            address,
+            segment,
+            offset,
+            ..Default::default()
+        };
+        self.add_breakpoint_spec(&spec, id)
+    }
+
+    /// `x86_add_breakpoint` with its every argument.
+    pub fn add_breakpoint_spec(
+        &mut self,
+        spec: &BreakpointSpec,
+        id: Option<MachineId>,
+    ) -> Result<BreakpointAdded, ToolError> {
+        use crate::watch::Kind;
+        let kind: Kind = spec.kind.unwrap_or(BreakpointKind::Execution).into();
+        let limit: u32 = if kind.io() { 0xFFFF } else { 0xFFFFF };
+        let first = match (spec.address, spec.segment, spec.offset) {
+            (Some(a), None, None) if a <= limit => a,
             (Some(a), None, None) => {
                 return err(
                     "INVALID_ARGUMENT",
-                    format!("address {a:#X} is beyond 0xFFFFF"),
+                    if kind.io() {
+                        format!("port {a:#X} is beyond 0xFFFF")
+                    } else {
+                        format!("address {a:#X} is beyond 0xFFFFF")
+                    },
                 );
             }
-            (None, Some(s), Some(o)) => Cpu::lin(s, o),
+            (None, Some(s), Some(o)) if !kind.io() => Cpu::lin(s, o),
+            _ if kind.io() => {
+                return err(
+                    "INVALID_ARGUMENT",
+                    "an I/O breakpoint takes address: the port number",
+                );
+            }
             _ => {
                 return err(
                     "INVALID_ARGUMENT",
@@ -1073,8 +1120,37 @@ impl Session {
                 );
             }
         };
+        let length = spec.length.unwrap_or(1);
+        if length == 0 || (kind == Kind::Execution && length != 1) {
+            return err(
+                "INVALID_ARGUMENT",
+                "length is 1 or more, and only memory and I/O breakpoints cover ranges",
+            );
+        }
+        let last = first.saturating_add(length - 1);
+        if last > limit {
+            return err(
+                "INVALID_ARGUMENT",
+                format!("the range {first:#X}..{last:#X} passes {limit:#X}"),
+            );
+        }
+        let condition = match spec.condition.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => Some(crate::watch::Condition::parse(text).map_err(|e| ToolError {
+                code: "INVALID_CONDITION",
+                message: format!(
+                    "condition refused: {e}; write it over registers (ax, al, cs, ip, flags, zf …), numbers and byte[…]/word[…], e.g. `ax == 0x1234 && byte[ds:si] != 0`"
+                ),
+            })?),
+        };
+        let bp = crate::machine::Breakpoint {
+            kind,
+            first,
+            last,
+            condition,
+        };
         let m = self.machine(id)?;
-        let Some(bid) = m.add_breakpoint(linear) else {
+        let Some(bid) = m.add(bp) else {
             return err(
                 "TOO_MANY_BREAKPOINTS",
                 format!(
@@ -1084,11 +1160,7 @@ impl Session {
             );
         };
         Ok(BreakpointAdded {
-            breakpoint: Breakpoint {
-                id: bid,
-                linear,
-                kind: BreakpointKind::Execution,
-            },
+            breakpoint: Breakpoint::of(bid, &m.breakpoints[&bid]),
             machine: m.id,
         })
     }
@@ -1121,11 +1193,7 @@ impl Session {
         let breakpoints = m
             .breakpoints
             .iter()
-            .map(|(&id, &linear)| Breakpoint {
-                id,
-                linear,
-                kind: BreakpointKind::Execution,
-            })
+            .map(|(&id, b)| Breakpoint::of(id, b))
             .collect();
         Ok(BreakpointList {
             machine: m.id,
@@ -1506,6 +1574,19 @@ fn run_result(m: &Machine, n: u64, reason: StopReason, out_before: u64) -> RunRe
         },
         breakpoint: match reason {
             StopReason::Breakpoint(b) => Some(b),
+            _ => None,
+        },
+        hit: match (reason, m.last_access) {
+            (StopReason::Breakpoint(_), Some(a)) if a.io => Some(format!(
+                "port {:#06X} {}",
+                a.addr,
+                if a.write { "write (OUT)" } else { "read (IN)" }
+            )),
+            (StopReason::Breakpoint(_), Some(a)) => Some(format!(
+                "memory {} at {:#07X}",
+                if a.write { "write" } else { "read" },
+                a.addr
+            )),
             _ => None,
         },
         instructions: n,
@@ -2421,8 +2502,8 @@ mod tests {
         )
         .unwrap();
         // Format 1 ended before the display ports (768 palette bytes and 5
-        // more).
-        let old = plugin_kit::blob::seal(*b"X86S", 1, &payload[..payload.len() - 773]);
+        // more) and format 3's breakpoint kinds (a count, here 0).
+        let old = plugin_kit::blob::seal(*b"X86S", 1, &payload[..payload.len() - 773 - 2]);
         let restored = s.restore_machine(&old).unwrap();
         let m = s.machine(Some(restored.machine)).unwrap();
         assert_eq!(*m.cpu.io, crate::ports::Ports::default());
@@ -2514,5 +2595,142 @@ mod tests {
         assert_eq!(stopped.run.address, format!("{cs:04X}:010A"));
         // The step's own return breakpoint is gone: only the user's is listed.
         assert_eq!(s.list_breakpoints(None).unwrap().breakpoints.len(), 1);
+    }
+
+    // mov cx,5 ; l: mov [0200h],cx ; in al,60h ; dec cx ; jnz l ;
+    // mov ah,4Ch ; int 21h
+    const LOOP: [u8; 16] = [
+        0xB9, 5, 0, 0x89, 0x0E, 0x00, 0x02, 0xE4, 0x60, 0x49, 0x75, 0xF7, 0xB4, 0x4C, 0xCD, 0x21,
+    ];
+
+    fn spec(
+        kind: BreakpointKind,
+        address: u32,
+        length: u32,
+        condition: Option<&str>,
+    ) -> BreakpointSpec {
+        BreakpointSpec {
+            address: Some(address),
+            kind: Some(kind),
+            length: Some(length),
+            condition: condition.map(str::to_owned),
+            ..Default::default()
+        }
+    }
+
+    /// Issue 37: memory and I/O breakpoints over ranges, and conditions,
+    /// in Spice86's shapes; with tracking on and off, and through a
+    /// snapshot.
+    #[test]
+    fn access_and_conditional_breakpoints_stop_where_they_say() {
+        for tracking in [true, false] {
+            let mut s = session_with(&LOOP);
+            if !tracking {
+                let path = s.machines[0].program.path.clone();
+                s.load_program(&path, None, Model::I80186, false, None)
+                    .unwrap();
+            }
+            let ds = s.machine(None).unwrap().cpu.sregs[crate::cpu::DS];
+            let cell = Cpu::lin(ds, 0x0200);
+            // A write to the word at DS:0200, only once CX is 2.
+            let w = s
+                .add_breakpoint_spec(
+                    &spec(BreakpointKind::MemoryWrite, cell, 2, Some("cx == 2")),
+                    None,
+                )
+                .unwrap();
+            let v = run_json(&mut s, 1_000_000);
+            assert_eq!(v["stop_reason"], "breakpoint", "{v}");
+            assert_eq!(v["breakpoint"], w.breakpoint.id);
+            assert_eq!(v["hit"], format!("memory write at {cell:#07X}"));
+            // Stopped after the MOV: at the IN, with the word written.
+            assert!(v["address"].as_str().unwrap().ends_with(":0107"), "{v}");
+            let m = s.machine(None).unwrap();
+            assert_eq!(
+                (m.cpu.regs[crate::cpu::CX], m.cpu.read_word(ds, 0x200)),
+                (2, 2)
+            );
+            // The port read stops after the IN; reads of code (fetches) never do.
+            s.remove_breakpoint(w.breakpoint.id, None).unwrap();
+            let code = Cpu::lin(s.machine(None).unwrap().cpu.sregs[crate::cpu::CS], 0x0100);
+            s.add_breakpoint_spec(&spec(BreakpointKind::MemoryRead, code, 16, None), None)
+                .unwrap();
+            let io = s
+                .add_breakpoint_spec(&spec(BreakpointKind::IoRead, 0x60, 1, None), None)
+                .unwrap();
+            let v = run_json(&mut s, 1_000_000);
+            assert_eq!(v["breakpoint"], io.breakpoint.id, "{v}");
+            assert_eq!(v["hit"], "port 0x0060 read (IN)");
+            assert!(v["address"].as_str().unwrap().ends_with(":0109"), "{v}");
+            // A conditional execution breakpoint passes while false.
+            s.remove_breakpoint(io.breakpoint.id, None).unwrap();
+            let e = s
+                .add_breakpoint_spec(
+                    &BreakpointSpec {
+                        address: Some(code + 9),
+                        condition: Some("cx == 1 && zf == 0".into()),
+                        ..Default::default()
+                    },
+                    None,
+                )
+                .unwrap();
+            let v = run_json(&mut s, 1_000_000);
+            assert_eq!(v["breakpoint"], e.breakpoint.id, "{v}");
+            assert_eq!(s.machine(None).unwrap().cpu.regs[crate::cpu::CX], 1);
+            // A snapshot keeps kinds, ranges and conditions.
+            let listed = serde_json::to_value(s.list_breakpoints(None).unwrap()).unwrap();
+            let text = s.snapshot(None).unwrap().snapshot;
+            let restored = s.restore_machine(&text).unwrap();
+            let again =
+                serde_json::to_value(s.list_breakpoints(Some(restored.machine)).unwrap()).unwrap();
+            assert_eq!(listed["breakpoints"], again["breakpoints"]);
+            assert_eq!(again["breakpoints"][0]["type"], "memory_read");
+            assert_eq!(again["breakpoints"][0]["length"], 16);
+            assert_eq!(again["breakpoints"][1]["condition"], "cx == 1 && zf == 0");
+            let v = run_json(&mut s, 1_000_000);
+            assert_eq!(v["stop_reason"], "exited", "{v}");
+        }
+    }
+
+    #[test]
+    fn breakpoint_arguments_are_checked() {
+        let mut s = session_with(&LOOP);
+        for (bad, says) in [
+            (
+                spec(BreakpointKind::IoWrite, 0x10000, 1, None),
+                "beyond 0xFFFF",
+            ),
+            (
+                spec(BreakpointKind::MemoryWrite, 0xFFFFF, 2, None),
+                "passes 0xFFFFF",
+            ),
+            (
+                spec(BreakpointKind::Execution, 0x100, 4, None),
+                "only memory and I/O",
+            ),
+            (
+                spec(BreakpointKind::MemoryRead, 0x100, 0, None),
+                "length is 1 or more",
+            ),
+            (
+                spec(BreakpointKind::MemoryRead, 0x100, 1, Some("ax ==")),
+                "condition refused",
+            ),
+        ] {
+            let e = s.add_breakpoint_spec(&bad, None).unwrap_err();
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+        let e = s
+            .add_breakpoint_spec(
+                &BreakpointSpec {
+                    segment: Some(0),
+                    offset: Some(0x60),
+                    kind: Some(BreakpointKind::IoRead),
+                    ..Default::default()
+                },
+                None,
+            )
+            .unwrap_err();
+        assert!(e.message.contains("port number"), "{}", e.message);
     }
 }
