@@ -77,6 +77,7 @@ async fn serves_the_spice86_tools_and_the_debugging_tools() {
         "list_functions",
         "read_cfg_cpu_graph",
         "read_cpu_registers",
+        "read_dos_state",
         "read_interrupt_vector",
         "read_memory",
         "read_stack",

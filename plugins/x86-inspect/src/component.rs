@@ -274,6 +274,40 @@ impl Guest for Plugin {
         tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine)).map(Into::into)
     }
 
+    fn read_dos_state(a: wit::MachineArgs) -> Result<wit::DosState, ToolError> {
+        let v = tool(|s| s.read_dos_state(a.machine))?;
+        Ok(wit::DosState {
+            machine: v.machine,
+            psp: v.psp,
+            program: v.program,
+            drive_c: v.drive_c,
+            command_tail: v.command_tail,
+            environment: v.environment,
+            dta: v.dta,
+            memory_blocks: v
+                .memory_blocks
+                .into_iter()
+                .map(|b| wit::MemoryBlock {
+                    segment: b.segment,
+                    paragraphs: b.paragraphs,
+                })
+                .collect(),
+            free_paragraphs: v.free_paragraphs,
+            handles: v
+                .handles
+                .into_iter()
+                .map(|h| wit::OpenHandle {
+                    handle: h.handle,
+                    kind: h.kind.into(),
+                    position: h.position,
+                    size: h.size,
+                })
+                .collect(),
+            fcb_files: v.fcb_files,
+            stdin: v.stdin,
+        })
+    }
+
     fn x86_screenshot(a: wit::MachineArgs) -> Result<Vec<Block>, ToolError> {
         let shot = tool(|s| s.screenshot(a.machine))?;
         let mut caption = format!(

@@ -1252,6 +1252,13 @@ impl Session {
         })
     }
 
+    /// `read_dos_state`: the program's PSP, memory blocks and open handles.
+    pub fn read_dos_state(&mut self, id: Option<MachineId>) -> Result<DosState, ToolError> {
+        let m = self.machine(id)?;
+        Ok(m.dos
+            .state(m.id, &m.program.path.display().to_string(), &m.cpu))
+    }
+
     /// `read_interrupt_vector`: where vector `vector` points, and whether
     /// the program installed that handler (the BIOS and DOS vectors point
     /// at stubs this emulator serves natively).
@@ -2732,5 +2739,41 @@ mod tests {
             )
             .unwrap_err();
         assert!(e.message.contains("port number"), "{}", e.message);
+    }
+
+    /// Issue 37: the DOS state a debugger shows: PSP, command tail,
+    /// memory, handles (a redirected standard output is a file).
+    #[test]
+    fn dos_state_shows_the_psp_memory_and_open_handles() {
+        let dir = std::env::temp_dir().join(format!("x86-dos-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("S.COM");
+        std::fs::write(&p, PROG).unwrap();
+        let mut s = Session::default();
+        s.load_program(&p, Some("fast > OUT.TXT"), Model::I80186, false, None)
+            .unwrap();
+        let cs = s.machine(None).unwrap().cpu.sregs[crate::cpu::CS];
+        s.run(None, None, &mut |_, _| true).unwrap();
+        let v = serde_json::to_value(s.read_dos_state(None).unwrap()).unwrap();
+        assert_eq!(v["psp"], format!("{cs:04X}"), "a COM runs in its PSP: {v}");
+        assert!(v["command_tail"].as_str().unwrap().contains("fast"), "{v}");
+        assert_eq!(v["memory_blocks"][0]["segment"], format!("{cs:04X}"), "{v}");
+        assert!(v["free_paragraphs"].as_u64().unwrap() < 0xA000, "{v}");
+        let out = &v["handles"][1];
+        assert_eq!(
+            (
+                out["kind"].clone(),
+                out["position"].clone(),
+                out["size"].clone()
+            ),
+            (
+                serde_json::json!("file"),
+                serde_json::json!(1),
+                serde_json::json!(1)
+            ),
+            "{v}"
+        );
+        assert_eq!(v["handles"][0]["kind"], "stdin");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

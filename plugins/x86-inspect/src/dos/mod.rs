@@ -229,6 +229,64 @@ impl Dos {
         &self.root
     }
 
+    /// `read_dos_state` for machine `machine` running `program`: the PSP
+    /// (and what it holds), memory blocks, open handles.
+    pub fn state(&self, machine: u64, program: &str, cpu: &Cpu) -> crate::results::DosState {
+        use crate::results::{DosState, MemoryBlock, OpenHandle};
+        let memory_blocks = self
+            .blocks
+            .iter()
+            .map(|(&seg, &paras)| MemoryBlock {
+                segment: format!("{seg:04X}"),
+                paragraphs: paras.into(),
+            })
+            .collect();
+        // Each block has its arena header paragraph before it.
+        let used: u32 = self.blocks.values().map(|&p| u32::from(p) + 1).sum();
+        let first = self.blocks.keys().next().copied().unwrap_or(self.psp);
+        let free_paragraphs = u32::from(MEMORY_TOP)
+            .saturating_sub(u32::from(first))
+            .saturating_sub(used);
+        let handles = self
+            .handles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| {
+                let (kind, file) = match h.as_ref()? {
+                    Handle::Stdin => ("stdin", None),
+                    Handle::Stdout => ("stdout", None),
+                    Handle::Stderr => ("stderr", None),
+                    Handle::Null => ("nul", None),
+                    Handle::File(f) => ("file", Some(f)),
+                };
+                Some(OpenHandle {
+                    handle: i as u32,
+                    kind,
+                    position: file.and_then(|mut f| f.stream_position().ok()),
+                    size: file.and_then(|f| f.metadata().ok()).map(|m| m.len()),
+                })
+            })
+            .collect();
+        let tail_len = usize::from(cpu.rb(Cpu::lin(self.psp, 0x80)).min(127));
+        let command_tail = (0..tail_len)
+            .map(|i| cpu.rb(Cpu::lin(self.psp, 0x81 + i as u16)) as char)
+            .collect();
+        DosState {
+            machine,
+            psp: format!("{:04X}", self.psp),
+            program: program.to_owned(),
+            drive_c: self.root.display().to_string(),
+            command_tail,
+            environment: format!("{:04X}", cpu.read_word(self.psp, 0x2C)),
+            dta: format!("{:04X}:{:04X}", self.dta.0, self.dta.1),
+            memory_blocks,
+            free_paragraphs,
+            handles,
+            fcb_files: self.fcb_files.iter().filter(|f| f.is_some()).count() as u32,
+            stdin: self.stdin_description(),
+        }
+    }
+
     /// Sets drive C:'s host folder (a restored machine's, from its program).
     pub(crate) fn set_drive_c(&mut self, root: PathBuf) {
         self.root = root;
