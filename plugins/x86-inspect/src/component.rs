@@ -271,7 +271,8 @@ impl Guest for Plugin {
     fn x86_write_console_input(
         a: wit::WriteConsoleInputArgs,
     ) -> Result<wit::InputQueued, ToolError> {
-        tool(|s| s.write_console_input(a.text.as_deref(), a.end, a.machine)).map(Into::into)
+        let keys = a.keys.unwrap_or_default();
+        tool(|s| s.write_console_keys(a.text.as_deref(), &keys, a.end, a.machine)).map(Into::into)
     }
 
     fn read_dos_state(a: wit::MachineArgs) -> Result<wit::DosState, ToolError> {

@@ -136,6 +136,11 @@ impl Input {
         }
     }
 
+    /// The byte after the next, if queued (an extended key's scan code).
+    pub fn peek_second(&self) -> Option<u8> {
+        self.pending.get(1).copied()
+    }
+
     /// Reads the next byte (or finds the end, or that the run must wait).
     pub fn take(&mut self) -> Read {
         let r = self.peek();

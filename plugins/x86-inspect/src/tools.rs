@@ -1467,14 +1467,38 @@ impl Session {
         end: Option<bool>,
         id: Option<MachineId>,
     ) -> Result<InputQueued, ToolError> {
-        let bytes = match text {
+        self.write_console_keys(text, &[], end, id)
+    }
+
+    /// `x86_write_console_input` with named keys after the text.
+    pub fn write_console_keys(
+        &mut self,
+        text: Option<&str>,
+        keys: &[String],
+        end: Option<bool>,
+        id: Option<MachineId>,
+    ) -> Result<InputQueued, ToolError> {
+        let mut bytes = match text {
             Some(t) => dos::keyboard_text(&latin1_bytes(t)?),
             None => Vec::new(),
         };
-        if text.is_none() && end.is_none() {
+        for k in keys {
+            let Some(typed) = dos::named_key(k) else {
+                return err(
+                    "INVALID_ARGUMENT",
+                    format!(
+                        "unknown key `{}`; keys are {}",
+                        plugin_kit::text::clip(k),
+                        dos::KEY_NAMES
+                    ),
+                );
+            };
+            bytes.extend(typed);
+        }
+        if text.is_none() && keys.is_empty() && end.is_none() {
             return err(
                 "INVALID_ARGUMENT",
-                "pass text to type, end=true to end the input, or both",
+                "pass text or keys to type, end=true to end the input, or both",
             );
         }
         let m = self.machine(id)?;
@@ -2775,5 +2799,36 @@ mod tests {
         );
         assert_eq!(v["handles"][0]["kind"], "stdin");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Issue 37: keys a program reads by scan code. A program waiting at
+    /// INT 16h for the up arrow (AH = 48h, AL = 0) is driven by the named
+    /// key, and letters carry their own scan codes.
+    #[test]
+    fn named_keys_reach_int_16h_with_their_scan_codes() {
+        // l: mov ah,0 ; int 16h ; cmp ax,4800h ; jne l ; mov ah,0 ;
+        // int 16h ; mov dl,ah ; mov ah,2 ; int 21h ; mov ax,4c00h ; int 21h
+        let prog = [
+            0xB4, 0x00, 0xCD, 0x16, 0x3D, 0x00, 0x48, 0x75, 0xF7, 0xB4, 0x00, 0xCD, 0x16, 0x88,
+            0xE2, 0xB4, 0x02, 0xCD, 0x21, 0xB8, 0x00, 0x4C, 0xCD, 0x21,
+        ];
+        let mut s = session_with(&prog);
+        let v = run_json(&mut s, 10_000);
+        assert_eq!(v["stop_reason"], "waiting_for_input", "{v}");
+        // Keys that are not the arrow are read and passed over.
+        s.write_console_keys(Some("x"), &["down".into(), "up".into()], None, None)
+            .unwrap();
+        let v = run_json(&mut s, 10_000);
+        assert_eq!(v["stop_reason"], "waiting_for_input", "{v}");
+        // 'q' is scan code 10h: the program prints it as a character.
+        s.write_console_keys(Some("q"), &[], None, None).unwrap();
+        let v = run_json(&mut s, 10_000);
+        assert_eq!(v["stop_reason"], "exited", "{v}");
+        assert_eq!(v["output"], "\u{10}");
+        let e = s
+            .write_console_keys(None, &["hyper".into()], None, None)
+            .unwrap_err();
+        assert!(e.message.contains("f1 to f12"), "{}", e.message);
+        assert_eq!(crate::dos::named_key("F10"), Some(vec![0, 0x44]));
     }
 }

@@ -109,13 +109,21 @@ impl Dos {
         let key = |b: u8| (scan_code(b) as u16) << 8 | b as u16;
         match cpu.regs[AX] >> 8 {
             0x00 | 0x10 => match self.input.take() {
+                // An extended key: its scan code follows, AL is 0.
+                InRead::Byte(0) => match self.input.take() {
+                    InRead::Byte(scan) => cpu.regs[AX] = u16::from(scan) << 8,
+                    _ => cpu.regs[AX] = 0,
+                },
                 InRead::Byte(b) => cpu.regs[AX] = key(b),
                 InRead::Eof => cpu.regs[AX] = key(0x1A),
                 InRead::Wait => return Flow::WaitInput,
             },
             0x01 | 0x11 => match self.input.peek() {
                 InRead::Byte(b) => {
-                    cpu.regs[AX] = key(b);
+                    cpu.regs[AX] = match (b, self.input.peek_second()) {
+                        (0, Some(scan)) => u16::from(scan) << 8,
+                        _ => key(b),
+                    };
                     cpu.flags &= !ZF;
                 }
                 _ => cpu.flags |= ZF,
@@ -137,21 +145,78 @@ impl Dos {
     }
 }
 
-/// The BIOS scan code of the key typing `b` (enough for Enter, Esc and the
-/// keys programs test by scan code).
+/// The BIOS scan code of the US-layout key typing `b` (shifted and
+/// control characters on their key), 0 for none.
 pub(super) fn scan_code(b: u8) -> u8 {
+    const ROWS: [(&[u8], &[u8], u8); 4] = [
+        (b"1234567890-=", b"!@#$%^&*()_+", 0x02),
+        (b"qwertyuiop[]", b"QWERTYUIOP{}", 0x10),
+        (b"asdfghjkl;'`", b"ASDFGHJKL:\"~", 0x1E),
+        (b"\\zxcvbnm,./", b"|ZXCVBNM<>?", 0x2B),
+    ];
     match b {
-        b'\r' => 0x1C,
-        0x1B => 0x01,
-        0x08 => 0x0E,
-        b'\t' => 0x0F,
-        b' ' => 0x39,
-        0x1A => 0x2C,
-        b'0' => 0x0B,
-        b'1'..=b'9' => b - b'1' + 2,
-        _ => 0,
+        b'\r' => return 0x1C,
+        0x1B => return 0x01,
+        0x08 => return 0x0E,
+        b'\t' => return 0x0F,
+        b' ' => return 0x39,
+        // Control letters: Ctrl-A is 1 … Ctrl-Z is 26, on their letter.
+        1..=26 => return scan_code(b'a' + b - 1),
+        _ => {}
     }
+    for (plain, shifted, first) in ROWS {
+        if let Some(i) = plain.iter().position(|&c| c == b) {
+            return first + i as u8;
+        }
+        if let Some(i) = shifted.iter().position(|&c| c == b) {
+            return first + i as u8;
+        }
+    }
+    0
 }
+
+/// The keys `x86_write_console_input` types by name, and what each queues:
+/// its character, or for a key without one, 0 and its scan code (as DOS
+/// reads an extended key: two reads, 0 then the code).
+pub fn named_key(name: &str) -> Option<Vec<u8>> {
+    let name = name.trim().to_ascii_lowercase();
+    let ascii = match name.as_str() {
+        "enter" | "return" => Some(b'\r'),
+        "esc" | "escape" => Some(0x1B),
+        "tab" => Some(b'\t'),
+        "backspace" => Some(0x08),
+        "space" => Some(b' '),
+        _ => None,
+    };
+    if let Some(c) = ascii {
+        return Some(vec![c]);
+    }
+    let scan = match name.as_str() {
+        "home" => 0x47,
+        "up" => 0x48,
+        "pgup" | "pageup" => 0x49,
+        "left" => 0x4B,
+        "right" => 0x4D,
+        "end" => 0x4F,
+        "down" => 0x50,
+        "pgdn" | "pagedown" => 0x51,
+        "ins" | "insert" => 0x52,
+        "del" | "delete" => 0x53,
+        "f11" => 0x85,
+        "f12" => 0x86,
+        f => {
+            let n: u8 = f.strip_prefix('f')?.parse().ok()?;
+            if !(1..=10).contains(&n) {
+                return None;
+            }
+            0x3A + n
+        }
+    };
+    Some(vec![0, scan])
+}
+
+/// The names [`named_key`] knows, for error messages.
+pub const KEY_NAMES: &str = "enter, esc, tab, backspace, space, up, down, left, right, home, end, pgup, pgdn, ins, del, f1 to f12";
 
 /// Text for the keyboard: every line end (LF, CR LF or CR) is the Enter
 /// key, which types CR.
