@@ -52,6 +52,12 @@ await run(async () => {
         pcLine.includes(dis.disassembly[0].opcode) && pcLine.includes(dis.disassembly[0].operands) && pcLine.startsWith("$" + st0.pc.toString(16).toUpperCase()), pcLine);
     const memText = await frame.textContent("#memory");
     check("cp1600: memory shows $0200 onward", memText.startsWith("$0200: "), memText.slice(0, 80));
+    // The STIC's screen, as cp1600_screenshot draws it, with its caption.
+    const stic = await mcp.callTool({ name: "cp1600_screenshot", arguments: { session_id: "view" } });
+    const sticPng = stic.content.find((c) => c.type === "image").data;
+    check("cp1600: the screen shown is cp1600_screenshot's PNG",
+        (await frame.getAttribute("#screen", "src")) === "data:image/png;base64," + sticPng && (await frame.textContent("#caption")).includes("STIC:"),
+        (await frame.textContent("#caption")).slice(0, 120));
     await shot("emulator-cp1600");
 
     // Step: the view calls cp1600_step; the server's session moved on.
@@ -102,6 +108,19 @@ await run(async () => {
     await frame.press("#memaddr", "Enter");
     check("cp1600: a bad memory address is refused in the view", (await frame.getAttribute("#status", "class")) === "error" && (await frame.textContent("#status")).includes("$0200"));
 
+    // Frames and the hand controller, from the screen's pad.
+    const beforeFrames = await ok("cp1600_get_state", { session_id: "view" });
+    await afterClick(frame, "[data-pad='5']");
+    await frame.fill("#n", "2");
+    await afterClick(frame, "[data-pad='Frames']");
+    const padCalls = await hostCalls();
+    check("cp1600: the keypad button holds the key through cp1600_controller",
+        padCalls.some((c) => c.name === "cp1600_controller" && c.arguments.key === "5" && c.arguments.controller === "left"), JSON.stringify(padCalls.slice(-3)));
+    const afterFrames = await ok("cp1600_get_state", { session_id: "view" });
+    check("cp1600: Frames runs frames on the server (cp1600_run_frames) and says how many",
+        padCalls.some((c) => c.name === "cp1600_run_frames" && c.arguments.frames === 2) && afterFrames.cycles > beforeFrames.cycles
+        && /frames|stopped/.test(await frame.textContent("#status")), await frame.textContent("#status"));
+
     // A refusal from the server is shown, not swallowed.
     await ok("cp1600_destroy_session", { session_id: "view" });
     await frame.click("#step");
@@ -129,6 +148,10 @@ await run(async () => {
     check("x86: Step moved the server's machine", regs1.instructionPointer.IP !== regs.instructionPointer.IP, `${regs.instructionPointer.IP} → ${regs1.instructionPointer.IP}`);
     check("x86: the view shows the new IP", (await shownRegs(frame)).IP === regs1.instructionPointer.IP);
     await afterClick(frame, "#run");
+    const xshot = await mcp.callTool({ name: "x86_screenshot", arguments: { machine } });
+    check("x86: the screen shown is x86_screenshot's PNG, with the text screen in its caption",
+        (await frame.getAttribute("#screen", "src")) === "data:image/png;base64," + xshot.content.find((c) => c.type === "image").data
+        && (await frame.textContent("#caption")).includes("mode: "), (await frame.textContent("#caption")).slice(0, 120));
     const con = await ok("x86_read_console", { machine });
     const shownConsole = await frame.textContent("#console");
     check("x86: after Run the DOS console shows the program's output (x86_read_console)", con.stdout.length > 0 && shownConsole.startsWith(con.stdout), `${JSON.stringify(shownConsole.slice(0, 200))} vs ${JSON.stringify(con.stdout.slice(0, 200))}`);
@@ -162,4 +185,8 @@ await run(async () => {
     check("x86: the program read the typed key and echoed it", keyCon.stdout === "k" && keyCon.input.consumed === 1 && (await frame.textContent("#console")).startsWith("k"),
         `${JSON.stringify(keyCon.stdout)} consumed ${keyCon.input.consumed}`);
     check("x86: the view shows the input queue as the server has it", (await frame.textContent("#input")).startsWith(`${keyCon.input.pending} bytes queued, ${keyCon.input.consumed} read`), await frame.textContent("#input"));
+    // A named key from the screen's pad is queued with its scan code.
+    await afterClick(frame, "[data-pad='↑']");
+    const keyCall = (await hostCalls()).find((c) => c.name === "x86_write_console_input" && c.arguments.keys);
+    check("x86: the arrow button queues the up key through x86_write_console_input", same(keyCall?.arguments, { machine: keyMachine, keys: ["up"] }), JSON.stringify(keyCall));
 });
