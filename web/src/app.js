@@ -85,7 +85,16 @@ const cp1600 = {
             memory: rows.join("\n"),
             memAddress: `$${hex(mem, 4)}`,
             breakpoints: breakpoints.map((a) => ({ label: `$${hex(a, 4)}`, remove: () => this.call("cp1600_clear_breakpoint", { address: a }) })),
+            screen: await this.call("cp1600_screenshot"),
         };
+    },
+    async frames(n) {
+        const r = await this.call("cp1600_run_frames", { frames: n });
+        return `${r.frames} frames (display enabled in ${r.display_enabled}), ${r.run.reason} at PC $${hex(r.run.pc, 4)}`;
+    },
+    async controller(hold) {
+        const r = await this.call("cp1600_controller", { controller: "left", ...hold });
+        return r.pressed.length ? `holding ${r.pressed.join(", ")}` : "controller released";
     },
     addBreakpoint: (text) => cp1600.call("cp1600_set_breakpoint", { address: parseNumber(text) }),
     clearBreakpoints: () => cp1600.call("cp1600_clear_breakpoint"),
@@ -156,7 +165,12 @@ const x86 = {
             breakpoints: breakpoints.map((b) => ({ label: `#${b.id} ${hex(b.linear, 5)}`, remove: () => this.call("x86_remove_breakpoint", { id: b.id }) })),
             console: [consoleState.stdout, consoleState.stderr && `[stderr]\n${consoleState.stderr}`, consoleState.screen && `[screen]\n${consoleState.screen}`].filter(Boolean).join("\n"),
             functions: { list: functions, total: totalCount },
+            screen: await this.call("x86_screenshot", {}),
         };
+    },
+    async press(key) {
+        const r = await this.call("x86_write_console_input", { keys: [key] });
+        return `queued ${key} (${r.queued} bytes)`;
     },
     addBreakpoint(text) {
         const m = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text.trim());
@@ -210,6 +224,15 @@ function render(v) {
         ul.append(li);
     }
     $("console").textContent = v.console ?? "";
+    // The screenshot tools answer content blocks: a caption, then a PNG.
+    const blocks = v.screen ?? [];
+    const image = blocks.find((b) => b.image)?.image;
+    $("screen-caption").textContent = blocks.filter((b) => b.text !== undefined).map((b) => b.text).join("\n");
+    if (image) {
+        const old = $("screen").src;
+        $("screen").src = URL.createObjectURL(new Blob([Uint8Array.from(image.data)], { type: image.mime_type }));
+        if (old.startsWith("blob:")) URL.revokeObjectURL(old);
+    }
     $("functions").innerHTML = v.functions
         ? v.functions.list.map((f) => `<tr data-function="${esc(f.address)}"><td>${esc(f.address)}</td><td>${f.calledCount}×</td><td>${esc(f.name)}</td></tr>`).join("") +
           (v.functions.total > v.functions.list.length ? `<tr><td colspan="3">… ${v.functions.total - v.functions.list.length} more</td></tr>` : "")
@@ -287,6 +310,14 @@ async function main() {
     $("bp-add").onclick = () => act("add breakpoint", async () => (need(), await bench.addBreakpoint($("bp-address").value)));
     $("bp-clear").onclick = () => act("clear breakpoints", async () => (need(), await bench.clearBreakpoints()));
     $("mem-go").onclick = () => act("memory", async () => (need(), bench.setMemory($("mem-address").value)));
+    $("frames").onclick = () => act("60 frames", () => (need(), cp1600.frames(60)));
+    for (const b of document.querySelectorAll(".cp1600-pad [data-key], .cp1600-pad [data-disc], .cp1600-pad [data-release]")) {
+        const hold = b.dataset.key ? { key: b.dataset.key } : b.dataset.disc ? { disc: b.dataset.disc } : {};
+        b.onclick = () => act(b.title, () => (need(), cp1600.controller(hold)));
+    }
+    for (const b of document.querySelectorAll("[data-x86key]")) {
+        b.onclick = () => act(`key ${b.dataset.x86key}`, () => (need(), x86.press(b.dataset.x86key)));
+    }
     const params = new URLSearchParams(location.search);
     const initial = params.get("sample");
     if (initial && samples.includes(initial)) {

@@ -150,6 +150,10 @@ try {
     await mcp.call("cp1600_run", { session_id: "mcp", max_cycles: 10000 });
     const halted = await cpCompare("halted");
     check("cp1600 ran to HLT with R0 = 10", halted.halted && halted.registers.R0 === 10, JSON.stringify(halted.registers));
+    const sticCaption = await page.textContent("#screen-caption");
+    check("cp1600 screen: the component's cp1600_screenshot, a PNG with the STIC caption",
+        (await page.getAttribute("#screen", "src")).startsWith("blob:") && sticCaption.includes("STIC: colour-stack mode")
+        && await page.$eval("#screen", (img) => img.complete && img.naturalWidth === 704 && img.naturalHeight === 448), sticCaption.slice(0, 100));
     const mem = await mcp.call("cp1600_examine_memory", { session_id: "mcp", start_address: 0x200, count: 1 });
     await page.fill("#mem-address", "$0200");
     await act("#mem-go");
@@ -183,6 +187,12 @@ try {
     const consoleMcp = await mcp.call("x86_read_console", { machine });
     const consolePage = await page.textContent("#console");
     check("x86 console shows the program's stdout", consolePage === consoleMcp.stdout && consolePage.includes("Hello from benchtop"), JSON.stringify(consolePage));
+    const x86Caption = await page.textContent("#screen-caption");
+    check("x86 screen: the text screen shows the program's greeting, as x86_screenshot's caption does",
+        x86Caption.includes("mode: 03h") && x86Caption.includes("Hello from benchtop")
+        && await page.$eval("#screen", (img) => img.complete && img.naturalWidth === 640), x86Caption.slice(0, 160));
+    await act("[data-x86key='up']");
+    check("x86 key button queues the key in the component", (await page.textContent("#status")).startsWith("queued up (2 bytes)"), await page.textContent("#status"));
     const fnsMcp = await mcp.call("list_functions", { machine, limit: 50 });
     const fnsPage = await page.$$eval("#functions tr[data-function]", (rows) => rows.map((r) => r.dataset.function));
     check("x86 function catalogue matches list_functions", same(fnsPage, fnsMcp.functions.map((f) => f.address)), `page ${fnsPage} mcp ${fnsMcp.functions.map((f) => f.address)}`);
@@ -212,7 +222,8 @@ try {
     await act("#bp-clear");
     check("x86 breakpoints cleared", (await page.$$("#breakpoints li")).length === 0);
 
-    const foreign = requests.filter((u) => !u.startsWith(base) && !u.startsWith("data:"));
+    // blob: URLs are the page's own screenshots, made in the page.
+    const foreign = requests.filter((u) => !u.startsWith(base) && !u.startsWith("data:") && !u.startsWith(`blob:${base}`));
     check("the page loads nothing from elsewhere", foreign.length === 0, foreign.join(", "));
     check("no page errors", pageErrors.length === 0, pageErrors.join("; "));
 } catch (e) {
