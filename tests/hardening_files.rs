@@ -73,7 +73,7 @@ async fn patch_cells(
 }
 
 /// The x86 snapshot format x86-inspect writes (its `SNAPSHOT_VERSION`).
-const X86_SNAPSHOT_VERSION: u16 = 2;
+const X86_SNAPSHOT_VERSION: u16 = 3;
 
 /// Two `benchtop serve` processes each apply 20 `add` patches to their own
 /// cells of one ROM at the same time, five times over. Adds to different
