@@ -14,8 +14,12 @@ fn ok(_: u64, _: u64, _: &str) -> bool {
     true
 }
 
+/// Writes `bytes` to a file of its own (tests run in parallel: two
+/// writing one name would read each other's half-written files).
 fn write(name: &str, bytes: &[u8]) -> String {
-    let d = std::env::temp_dir().join(format!("cp1600-screen-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("cp1600-screen-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     let p = d.join(name);
     std::fs::write(&p, bytes).unwrap();
