@@ -2,6 +2,7 @@
 //! like Spice86. The domain logic lives in plain modules; `component` is the
 //! thin wit-bindgen glue.
 
+pub mod condition;
 pub mod console;
 pub mod cp437;
 pub mod cpu;

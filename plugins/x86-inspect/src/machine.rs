@@ -70,7 +70,7 @@ pub struct Breakpoint {
     /// The last address (or port) it covers; `first` for execution.
     pub last: u32,
     /// When set, a hit stops the run only if it holds.
-    pub condition: Option<crate::watch::Condition>,
+    pub condition: Option<crate::condition::Condition>,
 }
 
 impl Breakpoint {
@@ -535,7 +535,7 @@ impl Machine {
             w.u32(*id).u8(b.kind.code()).u32(b.last);
             w.str(
                 b.condition.as_ref().map_or("", |c| c.text()),
-                crate::watch::MAX_CONDITION,
+                crate::condition::MAX_CONDITION,
             );
         }
         let text = plugin_kit::blob::seal(SNAPSHOT_MAGIC, SNAPSHOT_VERSION, &w.0);
@@ -611,7 +611,7 @@ impl Machine {
                 let kind = crate::watch::Kind::from_code(r.u8("breakpoint kinds")?)
                     .ok_or("a breakpoint kind this build does not know")?;
                 let last = r.u32("breakpoint kinds")?;
-                let text = r.str("breakpoint condition", crate::watch::MAX_CONDITION)?;
+                let text = r.str("breakpoint condition", crate::condition::MAX_CONDITION)?;
                 let bp = breakpoints
                     .get_mut(&bid)
                     .ok_or_else(|| format!("breakpoint {bid}'s kind, but no breakpoint {bid}"))?;
@@ -624,7 +624,7 @@ impl Machine {
                 bp.condition = if text.is_empty() {
                     None
                 } else {
-                    Some(crate::watch::Condition::parse(&text)?)
+                    Some(crate::condition::Condition::parse(&text)?)
                 };
             }
         }

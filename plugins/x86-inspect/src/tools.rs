@@ -119,6 +119,17 @@ pub struct Look {
     pub console: (Status, [u64; 3], (usize, u64, bool)),
 }
 
+/// The tool's view of machine breakpoint `id`.
+fn breakpoint_view(id: u32, b: &crate::machine::Breakpoint) -> Breakpoint {
+    Breakpoint {
+        id,
+        linear: b.first,
+        kind: b.kind.into(),
+        length: b.last - b.first + 1,
+        condition: b.condition.as_ref().map(|c| c.text().to_owned()),
+    }
+}
+
 /// `x86_add_breakpoint`'s arguments (Spice86's `add_breakpoint`, plus a
 /// segment:offset address and a range).
 #[derive(Default, Clone, Debug)]
@@ -1136,7 +1147,7 @@ impl Session {
         }
         let condition = match spec.condition.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(text) => Some(crate::watch::Condition::parse(text).map_err(|e| ToolError {
+            Some(text) => Some(crate::condition::Condition::parse(text).map_err(|e| ToolError {
                 code: "INVALID_CONDITION",
                 message: format!(
                     "condition refused: {e}; write it over registers (ax, al, cs, ip, flags, zf …), numbers and byte[…]/word[…], e.g. `ax == 0x1234 && byte[ds:si] != 0`"
@@ -1160,7 +1171,7 @@ impl Session {
             );
         };
         Ok(BreakpointAdded {
-            breakpoint: Breakpoint::of(bid, &m.breakpoints[&bid]),
+            breakpoint: breakpoint_view(bid, &m.breakpoints[&bid]),
             machine: m.id,
         })
     }
@@ -1193,7 +1204,7 @@ impl Session {
         let breakpoints = m
             .breakpoints
             .iter()
-            .map(|(&id, b)| Breakpoint::of(id, b))
+            .map(|(&id, b)| breakpoint_view(id, b))
             .collect();
         Ok(BreakpointList {
             machine: m.id,

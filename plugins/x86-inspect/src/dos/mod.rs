@@ -231,8 +231,7 @@ impl Dos {
 
     /// `read_dos_state` for machine `machine` running `program`: the PSP
     /// (and what it holds), memory blocks, open handles.
-    pub fn state(&self, machine: u64, program: &str, cpu: &Cpu) -> crate::results::DosState {
-        use crate::results::{DosState, MemoryBlock, OpenHandle};
+    pub fn state(&self, machine: u64, program: &str, cpu: &Cpu) -> DosState {
         let memory_blocks = self
             .blocks
             .iter()
@@ -291,6 +290,60 @@ impl Dos {
     pub(crate) fn set_drive_c(&mut self, root: PathBuf) {
         self.root = root;
     }
+}
+
+/// `read_dos_state` (Spice86's read_dos_state and read_dos_program_state
+/// in one): the running program's PSP, memory and handles.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct DosState {
+    /// The machine.
+    pub machine: u64,
+    /// The program's PSP segment.
+    pub psp: String,
+    /// The program as loaded, and drive C:'s folder on the host.
+    pub program: String,
+    /// Drive C:'s folder.
+    pub drive_c: String,
+    /// The command tail at PSP:0081h.
+    pub command_tail: String,
+    /// The environment segment (PSP:002Ch).
+    pub environment: String,
+    /// The disk transfer area, `SSSS:OOOO`.
+    pub dta: String,
+    /// Memory blocks allocated (the program's own first), and what is free.
+    pub memory_blocks: Vec<MemoryBlock>,
+    /// Paragraphs free below the top of conventional memory.
+    pub free_paragraphs: u32,
+    /// Open handles (0-19).
+    pub handles: Vec<OpenHandle>,
+    /// Files open through FCBs.
+    pub fcb_files: u32,
+    /// Where standard input comes from.
+    pub stdin: String,
+}
+
+/// An allocated DOS memory block.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct MemoryBlock {
+    /// Its first paragraph (the segment a program uses).
+    pub segment: String,
+    /// Its size in 16-byte paragraphs.
+    pub paragraphs: u32,
+}
+
+/// An open DOS file handle.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct OpenHandle {
+    /// The handle number.
+    pub handle: u32,
+    /// `stdin`, `stdout`, `stderr`, `nul` or `file`.
+    pub kind: &'static str,
+    /// For a file: the read/write position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+    /// For a file: its size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 fn dos_err(cpu: &mut Cpu, code: u16) {
