@@ -724,6 +724,24 @@ impl Cpu {
         None
     }
 
+    /// A hardware interrupt request (IRQ) for vector `n`: taken now, between
+    /// instructions, when interrupts are enabled; false when IF is clear.
+    pub fn hardware_interrupt(&mut self, n: u8) -> bool {
+        if self.flags & IF == 0 {
+            return false;
+        }
+        let off = self.read_word(0, u16::from(n) * 4);
+        let seg = self.read_word(0, u16::from(n) * 4 + 2);
+        let (flags, cs, ip) = (self.flags, self.sregs[CS], self.ip);
+        self.push(flags);
+        self.push(cs);
+        self.push(ip);
+        self.flags &= !(IF | TF);
+        self.sregs[CS] = seg;
+        self.ip = off;
+        true
+    }
+
     fn fault(&mut self, n: u8) -> Option<Exit> {
         self.last_event = Event::Fault(n);
         let ret = match self.model {

@@ -85,6 +85,12 @@ impl Breakpoint {
     }
 }
 
+/// Reads of the empty keyboard ports within one run chunk that make a
+/// run stop waiting for input: a tight polling loop reads them about every
+/// six instructions (over 100,000 times a chunk); a game reading them once
+/// a frame, a few times.
+const POLLS_WAITING: u32 = 10_000;
+
 /// A machine's handle: random, minted by the server (see `tools::Session`).
 pub type MachineId = u64;
 
@@ -109,6 +115,8 @@ pub struct Machine {
     pass_breakpoint: bool,
     /// The access that stopped the last run at an access breakpoint.
     pub last_access: Option<crate::watch::Access>,
+    /// The break code owed for the last key delivered through port 60h.
+    key_release: Option<u8>,
     bp_bitmap: Vec<u64>,
     /// Some bit of `bp_bitmap` is set: a breakpoint, or the return
     /// address a step over a call waits for.
@@ -160,6 +168,7 @@ impl Machine {
             next_breakpoint: 1,
             pass_breakpoint: false,
             last_access: None,
+            key_release: None,
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
             bp_armed: false,
             exit_code: None,
@@ -270,6 +279,42 @@ impl Machine {
         Ok(())
     }
 
+    /// For a program that reads the keyboard through its ports (and, when
+    /// it installed one, its INT 9 handler): the next typed key's make
+    /// code, then its break code, one scan code per run chunk, each raising
+    /// IRQ 1 (INT 9) when interrupts are on. A program using INT 16h or
+    /// DOS never reads the ports, and its keys stay queued for those.
+    fn feed_keyboard(&mut self) {
+        let io = &self.cpu.io;
+        if !io.kbd_used && !self.hooks_int9() || io.kbd_full {
+            return;
+        }
+        let scan = match self.key_release.take() {
+            Some(b) => b,
+            None => match self.dos.input.take() {
+                crate::console::Read::Byte(0) => match self.dos.input.take() {
+                    crate::console::Read::Byte(scan) => scan,
+                    _ => return,
+                },
+                crate::console::Read::Byte(b) => crate::dos::scan_code_of(b),
+                _ => return,
+            },
+        };
+        if scan & 0x80 == 0 {
+            self.key_release = Some(scan | 0x80);
+        }
+        self.cpu.io.deliver_key(scan);
+        if self.hooks_int9() {
+            self.cpu.hardware_interrupt(9);
+        }
+    }
+
+    /// Whether the program pointed INT 9 (the keyboard's IRQ 1) at a
+    /// handler of its own.
+    fn hooks_int9(&self) -> bool {
+        self.cpu.read_word(0, 9 * 4 + 2) != crate::cpu::STUB_SEGMENT
+    }
+
     /// Handles an exit of the CPU loop; returns a stop reason when the run ends.
     fn on_exit(&mut self, e: Exit) -> Option<StopReason> {
         match e {
@@ -334,6 +379,7 @@ impl Machine {
             // a run resumes from one; nor one whose condition did not hold.
             let passing = std::mem::take(&mut self.pass_breakpoint);
             let resume = done == 0 || passing;
+            self.feed_keyboard();
             let (n, exit) = if self.tracker.is_some() {
                 self.run_tracked(chunk, resume)
             } else {
@@ -344,6 +390,21 @@ impl Machine {
             since_report += n;
             if let Some(r) = self.on_exit(exit) {
                 return Ok((done, r));
+            }
+            // A loop polling the keyboard ports with nothing typed, for a
+            // whole chunk: wait for the client, as a read of the keyboard
+            // through DOS does. (A program glancing at the port now and
+            // then runs on.)
+            let polls = std::mem::take(&mut self.cpu.io.kbd_empty_polls);
+            let io = &self.cpu.io;
+            if polls >= POLLS_WAITING
+                && io.kbd_polled_empty
+                && !io.kbd_full
+                && self.key_release.is_none()
+                && self.dos.input.pending() == 0
+                && !self.dos.input.closed
+            {
+                return Ok((done, StopReason::WaitingForInput));
             }
             if since_report >= CHUNK && done < budget {
                 since_report = 0;
@@ -476,9 +537,10 @@ pub enum MachineState {
 /// Names an x86-inspect machine snapshot (`plugin_kit::blob`'s frame).
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"X86S";
 /// The payload layout written (and the newest read): 2 adds the display
-/// ports (the VGA palette) after the rest; 3 adds, after those, the kind,
-/// range end and condition of every breakpoint that is not a plain
-/// execution breakpoint. Formats 1 and 2 are still read.
+/// ports (the VGA palette) after the rest; 3 adds the keyboard
+/// controller to the ports and, after them, the kind, range end and
+/// condition of every breakpoint that is not a plain execution breakpoint.
+/// Formats 1 and 2 are still read.
 pub const SNAPSHOT_VERSION: u16 = 3;
 /// Longest snapshot accepted or made: under the host's 8 MiB result
 /// limit. Console buffers of several MiB (console_kib) can exceed it; such
@@ -600,7 +662,7 @@ impl Machine {
         let edits = r.u64("edits")?;
         // Format 1 kept no display ports: the text palette a PC starts with.
         *cpu.io = if version >= 2 {
-            crate::ports::Ports::restore(&mut r)?
+            crate::ports::Ports::restore(&mut r, version)?
         } else {
             crate::ports::Ports::default()
         };
@@ -639,6 +701,7 @@ impl Machine {
             next_breakpoint,
             pass_breakpoint: false,
             last_access: None,
+            key_release: None,
             bp_bitmap: vec![0; crate::cpu::MEM_SIZE / 64],
             bp_armed: false,
             exit_code: (exited != 0).then_some(code),

@@ -20,6 +20,20 @@ pub struct Ports {
     /// CGA colour select: background (bits 0–3), intensity (bit 4),
     /// palette 1 (bit 5).
     pub cga_select: u8,
+    /// The keyboard controller's output buffer (port 60h): the last scan
+    /// code delivered (a make code, or a break code with bit 7 set).
+    pub kbd_data: u8,
+    /// A scan code is waiting in it (status port 64h, bit 0).
+    pub kbd_full: bool,
+    /// The program reads the keyboard through the ports (60h or 64h), so
+    /// typed keys are delivered there as scan codes, not left for INT 16h.
+    pub kbd_used: bool,
+    /// The program read the ports with nothing waiting since the last
+    /// delivery: a polling loop waiting for a key.
+    pub kbd_polled_empty: bool,
+    /// Reads of the ports with nothing waiting, since the machine last
+    /// counted (not in snapshots).
+    pub kbd_empty_polls: u32,
 }
 
 impl Default for Ports {
@@ -31,6 +45,11 @@ impl Default for Ports {
             dac_phase: 0,
             status: 0,
             cga_select: 0x30,
+            kbd_data: 0,
+            kbd_full: false,
+            kbd_used: false,
+            kbd_polled_empty: false,
+            kbd_empty_polls: 0,
         };
         ports.load_text_palette();
         ports
@@ -53,8 +72,29 @@ impl Ports {
                 self.status
             }
             0x3D9 => self.cga_select,
+            0x60 => {
+                self.kbd_used = true;
+                self.kbd_polled_empty |= !self.kbd_full;
+                self.kbd_empty_polls += u32::from(!self.kbd_full);
+                self.kbd_full = false;
+                self.kbd_data
+            }
+            // System flag and keyboard enabled, and the output buffer.
+            0x64 => {
+                self.kbd_used = true;
+                self.kbd_polled_empty |= !self.kbd_full;
+                self.kbd_empty_polls += u32::from(!self.kbd_full);
+                0x14 | u8::from(self.kbd_full)
+            }
             _ => 0xFF,
         }
+    }
+
+    /// Puts scan code `scan` in the keyboard controller's output buffer.
+    pub fn deliver_key(&mut self, scan: u8) {
+        self.kbd_data = scan;
+        self.kbd_full = true;
+        self.kbd_polled_empty = false;
     }
 
     /// `OUT` of `v` to `port`.
@@ -185,10 +225,14 @@ impl Ports {
             .u8(self.dac_phase)
             .u8(self.status)
             .u8(self.cga_select);
+        w.u8(self.kbd_data).u8(u8::from(self.kbd_full)
+            | u8::from(self.kbd_used) << 1
+            | u8::from(self.kbd_polled_empty) << 2);
     }
 
-    /// Read back as [`Ports::save`] wrote it, every value checked.
-    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader) -> Result<Ports, String> {
+    /// Read back as [`Ports::save`] wrote it, every value checked; a
+    /// snapshot before format 3 has no keyboard controller.
+    pub(crate) fn restore(r: &mut plugin_kit::blob::Reader, version: u16) -> Result<Ports, String> {
         let mut dac = [[0u8; 3]; 256];
         for c in &mut dac {
             for v in c.iter_mut() {
@@ -198,14 +242,26 @@ impl Ports {
                 }
             }
         }
-        let ports = Ports {
+        let mut ports = Ports {
             dac,
             dac_write: r.u8("palette")?,
             dac_read: r.u8("palette")?,
             dac_phase: r.u8("palette")?,
             status: r.u8("palette")?,
             cga_select: r.u8("palette")?,
+            ..Ports::default()
         };
+        if version >= 3 {
+            ports.kbd_data = r.u8("keyboard controller")?;
+            let bits = r.u8("keyboard controller")?;
+            if bits > 7 {
+                return Err(format!(
+                    "keyboard controller flags {bits:#x} have unknown bits"
+                ));
+            }
+            (ports.kbd_full, ports.kbd_used, ports.kbd_polled_empty) =
+                (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
+        }
         if ports.dac_phase > 2 {
             return Err(format!("DAC phase {} is over 2", ports.dac_phase));
         }

@@ -2544,8 +2544,9 @@ mod tests {
         )
         .unwrap();
         // Format 1 ended before the display ports (768 palette bytes and 5
-        // more) and format 3's breakpoint kinds (a count, here 0).
-        let old = plugin_kit::blob::seal(*b"X86S", 1, &payload[..payload.len() - 773 - 2]);
+        // more, and format 3's keyboard controller, 2) and format 3's
+        // breakpoint kinds (a count, here 0).
+        let old = plugin_kit::blob::seal(*b"X86S", 1, &payload[..payload.len() - 775 - 2]);
         let restored = s.restore_machine(&old).unwrap();
         let m = s.machine(Some(restored.machine)).unwrap();
         assert_eq!(*m.cpu.io, crate::ports::Ports::default());
@@ -2841,5 +2842,52 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("f1 to f12"), "{}", e.message);
         assert_eq!(crate::dos::named_key("F10"), Some(vec![0, 0x44]));
+    }
+
+    /// Issue 37: a program reading the keyboard controller (port 60h),
+    /// polling or from its own INT 9 handler, gets typed keys as make and
+    /// break scan codes; one polling with nothing typed waits for input.
+    #[test]
+    fn keys_reach_port_60h_and_an_int_9_handler() {
+        // l: in al,64h ; test al,1 ; jz l ; in al,60h ; cmp al,1 ; jne l ;
+        // mov ax,4C00h ; int 21h
+        let poll = [
+            0xE4, 0x64, 0xA8, 0x01, 0x74, 0xFA, 0xE4, 0x60, 0x3C, 0x01, 0x75, 0xF4, 0xB8, 0x00,
+            0x4C, 0xCD, 0x21,
+        ];
+        let mut s = session_with(&poll);
+        let v = run_json(&mut s, 50_000_000);
+        assert_eq!(v["stop_reason"], "waiting_for_input", "{v}");
+        s.write_console_keys(Some("x"), &["esc".into()], None, None)
+            .unwrap();
+        let v = run_json(&mut s, 50_000_000);
+        assert_eq!(v["stop_reason"], "exited", "{v}");
+        assert_eq!(
+            s.machine(None).unwrap().cpu.io.kbd_data,
+            0x01,
+            "Esc's make code"
+        );
+
+        // The same through the program's own IRQ 1 handler: it sets a flag
+        // on Esc's make code, acknowledges the PIC and returns.
+        let hook = [
+            0xFA, 0x31, 0xC0, 0x8E, 0xC0, 0x26, 0xC7, 0x06, 0x24, 0x00, 0x1E, 0x01, 0x26, 0x8C,
+            0x0E, 0x26, 0x00, 0xFB, 0x80, 0x3E, 0x30, 0x01, 0x01, 0x75, 0xF9, 0xB8, 0x00, 0x4C,
+            0xCD, 0x21, // handler at 011Eh
+            0x50, 0xE4, 0x60, 0x3C, 0x01, 0x75, 0x05, 0xC6, 0x06, 0x30, 0x01, 0x01, 0xB0, 0x20,
+            0xE6, 0x20, 0x58, 0xCF, // the flag at 0130h
+            0x00,
+        ];
+        let mut s = session_with(&hook);
+        s.write_console_keys(Some("ab"), &["esc".into()], None, None)
+            .unwrap();
+        let v = run_json(&mut s, 50_000_000);
+        assert_eq!(v["stop_reason"], "exited", "{v}");
+        let m = s.machine(None).unwrap();
+        assert_eq!(m.dos.input.pending(), 0, "every key was delivered");
+        // A snapshot carries the keyboard controller.
+        let text = s.snapshot(None).unwrap().snapshot;
+        let r = s.restore_machine(&text).unwrap();
+        assert_eq!(s.machine(Some(r.machine)).unwrap().cpu.io.kbd_data, 0x01);
     }
 }

@@ -175,6 +175,11 @@ pub(super) fn scan_code(b: u8) -> u8 {
     0
 }
 
+/// The scan code a typed byte arrives with (the key's make code).
+pub fn scan_code_of(b: u8) -> u8 {
+    scan_code(b)
+}
+
 /// The keys `x86_write_console_input` types by name, and what each queues:
 /// its character, or for a key without one, 0 and its scan code (as DOS
 /// reads an extended key: two reads, 0 then the code).

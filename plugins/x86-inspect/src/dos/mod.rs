@@ -16,7 +16,7 @@ mod loader;
 mod search;
 mod snapshot;
 
-pub use console::{KEY_NAMES, keyboard_text, named_key};
+pub use console::{KEY_NAMES, keyboard_text, named_key, scan_code_of};
 pub use files::{Redirections, split_redirections};
 use files::{io_error_code, is_special};
 
