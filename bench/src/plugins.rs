@@ -70,6 +70,24 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
         }
         best = best.max(minstr(executed, t));
     }
+    // A frame of the STIC's screen: BACKTAB, MOBs and border drawn and
+    // encoded (issue 37), MCP round trip included.
+    let mut frames = Vec::new();
+    for _ in 0..20 {
+        let (shot, t) = timed(call_text(&server, "cp1600_screenshot", json!({}))).await;
+        if !shot?.contains("STIC:") {
+            bail!("cp1600_screenshot did not caption the STIC's screen");
+        }
+        frames.push(t);
+    }
+    table.add(
+        "cp1600_screenshot: one frame (the STIC's screen to a 704x448 PNG)",
+        ms(Samples::new(frames).median()),
+        2,
+        "ms",
+        Goal::None,
+        ctx.note("median of 20, MCP round trip included"),
+    );
     server.stop().await;
     table.add(
         "cp1600 in component: cp1600_step on bench-loop.bin",
