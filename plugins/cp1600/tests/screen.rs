@@ -132,9 +132,9 @@ fn a_program_drawing_cards_and_a_mob_shows_as_the_stic_rules_say() {
     assert_eq!(p.mode, stic::Mode::ColourStack);
     assert_eq!(p.at(0, 0), 8, "the border is grey");
     assert_eq!(p.at(8 + 160, 2 * 50), 8, "the right border");
-    for py in 0..8 {
+    for (py, row) in X.iter().enumerate() {
         for px in 0..8 {
-            let on = X[py] & (0x80 >> px) != 0;
+            let on = row & (0x80 >> px) != 0;
             // Card 0: GRAM 0 in red on the stack's first colour (black).
             assert_eq!(
                 pixel(&p, px, py),
@@ -161,9 +161,9 @@ fn a_program_drawing_cards_and_a_mob_shows_as_the_stic_rules_say() {
     // Card 21 (row 1, column 1) advanced the stack to cyan; GROM is not
     // loaded, so its 'A' is the stand-in font's, in yellow.
     let a = raster::glyph('A').unwrap();
-    for py in 0..8 {
+    for (py, row) in a.iter().enumerate() {
         for px in 0..8 {
-            let on = a[py] & (1 << px) != 0;
+            let on = row & (1 << px) != 0;
             assert_eq!(
                 pixel(&p, 8 + px, 8 + py),
                 if on { 6 } else { 9 },
@@ -175,9 +175,9 @@ fn a_program_drawing_cards_and_a_mob_shows_as_the_stic_rules_say() {
     assert_eq!(pixel(&p, 159, 95), 9);
     // MOB 0 at (40, 30): GRAM 0 in green, each row two half rows, over the
     // cyan background where its pixels are off.
-    for r in 0..8 {
+    for (r, row) in X.iter().enumerate() {
         for px in 0..8 {
-            let on = X[r] & (0x80 >> px) != 0;
+            let on = row & (0x80 >> px) != 0;
             for dy in 0..2 {
                 assert_eq!(
                     p.at(40 + px, 60 + 2 * r + dy),
