@@ -1512,22 +1512,9 @@ w: MVI $01FF, R0
         "{caption}"
     );
     assert!(caption.contains("1 cards from GRAM"), "{caption}");
-    let image = shot
-        .content
-        .iter()
-        .find_map(|c| c.as_image())
-        .expect("an image block");
-    use base64::Engine as _;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(&image.data)
-        .unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
-        .read_info()
-        .unwrap();
-    let mut px = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut px).unwrap();
-    assert_eq!((info.width, info.height), (704, 448));
-    let at = |x: usize, y: usize| px[(y * 704 + x) * 3..(y * 704 + x) * 3 + 3].to_vec();
+    let pic = e2e::picture_of(&shot);
+    assert_eq!((pic.width, pic.height), (704, 448));
+    let at = |x, y| pic.at(x, y);
     // The display's first pixel (inside the 8-pixel border, each pixel 4
     // wide and 4 high): card 0, all on, in red; the border in blue.
     assert_eq!(at(8 * 4, 16 * 2), [0xFF, 0x3D, 0x10]);

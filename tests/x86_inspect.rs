@@ -586,21 +586,9 @@ async fn x86_screenshot_shows_the_text_and_the_pixels_a_program_drew() {
         !caption.contains("---"),
         "no text in a graphics mode: {caption}"
     );
-    let image = shot
-        .content
-        .iter()
-        .find_map(|c| c.as_image())
-        .expect("an image block");
-    use base64::Engine as _;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(&image.data)
-        .unwrap();
-    let decoder = png::Decoder::new(std::io::Cursor::new(png));
-    let mut reader = decoder.read_info().unwrap();
-    let mut px = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut px).unwrap();
-    assert_eq!((info.width, info.height), (640, 400));
-    let at = |x: usize, y: usize| px[(y * 640 + x) * 3..(y * 640 + x) * 3 + 3].to_vec();
+    let pic = e2e::picture_of(&shot);
+    assert_eq!((pic.width, pic.height), (640, 400));
+    let at = |x, y| pic.at(x, y);
     // Colour 4 of the VGA default palette is dark red; doubled pixels.
     assert_eq!(at(20, 40), [170, 0, 0]);
     assert_eq!(at(21, 41), [170, 0, 0]);

@@ -105,13 +105,7 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let bytes = std::fs::read(&rom)?;
     let mut native = 0.0f64;
     for _ in 0..RUNS {
-        let mut m = cp1600::machine::Machine::new();
-        for (i, w) in bytes.chunks_exact(2).enumerate() {
-            m.cpu
-                .mem
-                .load_word(0x5000 + i as u16, u16::from_be_bytes([w[0], w[1]]));
-        }
-        m.cpu.reset_to(0x5000);
+        let mut m = cp1600::machine::Machine::with_raw_image(&bytes, 0x5000);
         let limits = cp1600::machine::Limits {
             instructions: CP1600_STEPS,
             cycles: u64::MAX,

@@ -803,6 +803,48 @@ pub async fn serve_http(args: &[&str]) -> (tokio::process::Child, String) {
     (child, url)
 }
 
+/// A decoded screenshot: width, height and RGB bytes, row by row.
+pub struct Picture {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    rgb: Vec<u8>,
+}
+
+impl Picture {
+    /// The RGB of pixel (`x`, `y`).
+    pub fn at(&self, x: usize, y: usize) -> [u8; 3] {
+        let i = (y * self.width + x) * 3;
+        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
+    }
+}
+
+/// The PNG image block of a tool result (a screenshot), decoded.
+pub fn picture_of(r: &CallToolResult) -> Picture {
+    use base64::Engine as _;
+    let image = r
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(&image.data)
+        .expect("base64 image data");
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png))
+        .read_info()
+        .expect("a PNG");
+    let mut rgb = vec![0; reader.output_buffer_size().expect("a size")];
+    let info = reader.next_frame(&mut rgb).expect("a frame");
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    Picture {
+        width: info.width as usize,
+        height: info.height as usize,
+        rgb,
+    }
+}
+
 /// The BLE bridge simulator binary as `make build` builds it.
 pub fn simulator_bin() -> PathBuf {
     let bin = repo().join("target/debug/ble-bridge-sim");

@@ -292,6 +292,20 @@ impl Default for Machine {
 }
 
 impl Machine {
+    /// A machine with a raw image (big-endian 16-bit words, as a `.bin`)
+    /// loaded at `at` and the CPU reset there: how benchmarks and tests run
+    /// the core natively, without a session.
+    pub fn with_raw_image(bytes: &[u8], at: u16) -> Self {
+        let mut m = Machine::new();
+        for (i, w) in bytes.chunks_exact(2).enumerate() {
+            m.cpu
+                .mem
+                .load_word(at.wrapping_add(i as u16), u16::from_be_bytes([w[0], w[1]]));
+        }
+        m.cpu.reset_to(at);
+        m
+    }
+
     /// A machine at reset with no breakpoints and tracing off.
     pub fn new() -> Self {
         Machine {

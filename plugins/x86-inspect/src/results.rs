@@ -349,54 +349,7 @@ impl Serialize for Format {
 }
 
 /// The kind of a breakpoint (Spice86's `type`).
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum BreakpointKind {
-    /// Stops before the instruction at its address executes.
-    Execution,
-    /// Stops after an instruction reads memory in its range.
-    MemoryRead,
-    /// Stops after an instruction writes memory in its range.
-    MemoryWrite,
-    /// Stops after an instruction reads or writes memory in its range.
-    MemoryAccess,
-    /// Stops after an `IN` from a port in its range.
-    IoRead,
-    /// Stops after an `OUT` to a port in its range.
-    IoWrite,
-    /// Stops after an `IN` or `OUT` on a port in its range.
-    IoAccess,
-}
-
-impl From<crate::watch::Kind> for BreakpointKind {
-    fn from(k: crate::watch::Kind) -> Self {
-        use crate::watch::Kind as K;
-        match k {
-            K::Execution => Self::Execution,
-            K::MemoryRead => Self::MemoryRead,
-            K::MemoryWrite => Self::MemoryWrite,
-            K::MemoryAccess => Self::MemoryAccess,
-            K::IoRead => Self::IoRead,
-            K::IoWrite => Self::IoWrite,
-            K::IoAccess => Self::IoAccess,
-        }
-    }
-}
-
-impl From<BreakpointKind> for crate::watch::Kind {
-    fn from(k: BreakpointKind) -> Self {
-        use BreakpointKind as B;
-        match k {
-            B::Execution => Self::Execution,
-            B::MemoryRead => Self::MemoryRead,
-            B::MemoryWrite => Self::MemoryWrite,
-            B::MemoryAccess => Self::MemoryAccess,
-            B::IoRead => Self::IoRead,
-            B::IoWrite => Self::IoWrite,
-            B::IoAccess => Self::IoAccess,
-        }
-    }
-}
+pub use crate::watch::Kind as BreakpointKind;
 
 impl Serialize for StopReason {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

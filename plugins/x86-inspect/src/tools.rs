@@ -124,7 +124,7 @@ fn breakpoint_view(id: u32, b: &crate::machine::Breakpoint) -> Breakpoint {
     Breakpoint {
         id,
         linear: b.first,
-        kind: b.kind.into(),
+        kind: b.kind,
         length: b.last - b.first + 1,
         condition: b.condition.as_ref().map(|c| c.text().to_owned()),
     }
@@ -1103,7 +1103,7 @@ impl Session {
         id: Option<MachineId>,
     ) -> Result<BreakpointAdded, ToolError> {
         use crate::watch::Kind;
-        let kind: Kind = spec.kind.unwrap_or(BreakpointKind::Execution).into();
+        let kind: Kind = spec.kind.unwrap_or(Kind::Execution);
         let limit: u32 = if kind.io() { 0xFFFF } else { 0xFFFFF };
         let first = match (spec.address, spec.segment, spec.offset) {
             (Some(a), None, None) if a <= limit => a,

@@ -11,7 +11,8 @@
 use std::cell::Cell;
 
 /// What a breakpoint stops on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// Before the instruction at its address executes.
     Execution,
