@@ -106,6 +106,12 @@ pub fn crc32(bytes: &[u8]) -> u32 {
     !crc
 }
 
+/// Sealed text handed over as bytes (a snapshot kept as a host blob), back
+/// as text for [`open`].
+pub fn text(bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|_| "the saved state is not snapshot text".to_owned())
+}
+
 /// Frames `payload` (magic, version, length, CRC) and encodes it as base64.
 pub fn seal(magic: [u8; 4], version: u16, payload: &[u8]) -> String {
     let mut b = Vec::with_capacity(HEADER + payload.len() + 4);

@@ -7,6 +7,28 @@
 
 use std::collections::BTreeMap;
 
+/// The items a call created or changed (their look differs, or they are
+/// new) and the items it ended, from the items as they looked before and
+/// after: what a plugin tells the state store (`benchtop:host/durable`).
+pub fn item_changes<'a, K: Ord, L: PartialEq>(
+    before: &'a [(K, L)],
+    after: &'a [(K, L)],
+) -> (Vec<&'a K>, Vec<&'a K>) {
+    let old: BTreeMap<&K, &L> = before.iter().map(|(k, l)| (k, l)).collect();
+    let new: BTreeMap<&K, &L> = after.iter().map(|(k, l)| (k, l)).collect();
+    let changed = after
+        .iter()
+        .filter(|(k, l)| old.get(k).is_none_or(|was| *was != l))
+        .map(|(k, _)| k)
+        .collect();
+    let ended = before
+        .iter()
+        .filter(|(k, _)| !new.contains_key(k))
+        .map(|(k, _)| k)
+        .collect();
+    (changed, ended)
+}
+
 /// The URIs to announce: `differs(was, now)` says which of an item's `N`
 /// parts changed, `uri(id, part)` names a part's resource.
 pub fn changed_uris<K: Ord, L, const N: usize>(
@@ -54,5 +76,14 @@ mod tests {
             ["x://1/b", "x://3/a", "x://3/b", "x://2/a", "x://2/b"]
         );
         assert!(changed_uris(&before, &before, differs, uri).is_empty());
+    }
+
+    #[test]
+    fn item_changes_name_the_new_the_changed_and_the_ended() {
+        let before = [("a", 1), ("b", 2), ("c", 3)];
+        let after = [("a", 1), ("b", 5), ("d", 4)];
+        let (changed, ended) = item_changes(&before, &after);
+        assert_eq!(changed, [&"b", &"d"]);
+        assert_eq!(ended, [&"c"]);
     }
 }

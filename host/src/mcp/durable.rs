@@ -99,11 +99,11 @@ fn refused(code: &str, message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!("{code}: {message}"))])
 }
 
-/// The context of a hook call (save, restore, forget) made for `ctx`'s
-/// client: never cancelled by the client, asking nobody.
-fn hook_context(ctx: &CallContext) -> CallContext {
+/// The context of a hook call (save, restore, forget) made for `caller`:
+/// never cancelled by the client, asking nobody.
+fn hook_context(caller: Arc<str>) -> CallContext {
     CallContext {
-        caller: ctx.caller.clone(),
+        caller,
         ..CallContext::detached()
     }
 }
@@ -115,6 +115,16 @@ fn handle_of(def: &ToolDef, args: &Map<String, Value>) -> Option<String> {
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
+}
+
+/// What a plugin's `save` gave for a handle.
+enum Saved {
+    /// The snapshot, compressed.
+    Packed(Vec<u8>),
+    /// The caller holds no such handle.
+    Absent,
+    /// Its state cannot move (the plugin said why).
+    CannotMove,
 }
 
 /// The lease one call holds, renewed until dropped.
@@ -204,12 +214,8 @@ impl Durable {
             victims
         };
         for (_, owner, handle) in victims {
-            let ctx = CallContext {
-                caller: owner.into(),
-                ..CallContext::detached()
-            };
             let _ = plugin
-                .call_durable("forget", &[Val::String(handle)], ctx)
+                .call_durable("forget", &[Val::String(handle)], hook_context(owner.into()))
                 .await;
         }
     }
@@ -298,14 +304,14 @@ impl Durable {
             };
             permit = Some(self.permit(&plugin.name).await);
             if let Some(answer) = self.answered_before(&lease, &record, &ctx).await {
-                self.release(&lease).await;
+                self.release(&lease, None).await;
                 return Ok(answer);
             }
             if let Err(answer) = self
                 .bring_up_to_date(plugin, &owner, handle, &record, &ctx)
                 .await
             {
-                self.release(&lease).await;
+                self.release(&lease, None).await;
                 return Ok(answer);
             }
             held_lease = Some(lease);
@@ -320,7 +326,7 @@ impl Durable {
             self.running(id, 1);
         }
         let marks = ctx.marks.clone();
-        let hooks = hook_context(&ctx);
+        let hooks = hook_context(ctx.caller.clone());
         let idempotency_key = ctx.idempotency_key.clone();
         let outcome = invoke(ctx).await;
         let mut marked = marks.take();
@@ -334,6 +340,8 @@ impl Durable {
             (Ok(result), Some(_)) => serde_json::to_string(result).ok(),
             _ => None,
         };
+        // The answer kept for a retry of this call, under its key.
+        let answered = idempotency_key.as_deref().zip(answer_text.as_deref());
         let mut failures = Vec::new();
         for (h, mark) in marked {
             let own = handle.as_ref() == Some(&h);
@@ -349,10 +357,7 @@ impl Durable {
                 }
             };
             let Some(lease) = lease else { continue };
-            let answered = match (own, &idempotency_key, &answer_text) {
-                (true, Some(k), Some(a)) => Some((&**k, a.as_str())),
-                _ => None,
-            };
+            let answered = answered.filter(|_| own);
             if let Err(e) = self
                 .commit(plugin, &owner, &h, mark, &lease, answered, &hooks)
                 .await
@@ -363,14 +368,7 @@ impl Durable {
         if let Some(lease) = held_lease {
             // Nothing to save (a read): let the lease go, keeping the
             // answer for a retry.
-            let answered = match (&idempotency_key, &answer_text) {
-                (Some(k), Some(a)) => Some((&**k, a.as_str())),
-                _ => None,
-            };
-            let _ = self
-                .store
-                .commit(&lease.key, &lease.token, Change::Keep, answered, IDLE)
-                .await;
+            self.release(&lease, answered).await;
         }
         if let Some(id) = &running {
             self.running(id, -1);
@@ -405,10 +403,11 @@ impl Durable {
         serde_json::from_str(&text).ok()
     }
 
-    async fn release(&self, lease: &Lease) {
+    /// Lets `lease` go, writing nothing but the call's answer, if any.
+    async fn release(&self, lease: &Lease, answered: Option<(&str, &str)>) {
         let _ = self
             .store
-            .commit(&lease.key, &lease.token, Change::Keep, None, IDLE)
+            .commit(&lease.key, &lease.token, Change::Keep, answered, IDLE)
             .await;
     }
 
@@ -444,7 +443,7 @@ impl Durable {
             // Ended elsewhere, or expired from the store: a copy kept here
             // is stale, and the plugin must answer as for an unknown handle.
             if self.held().remove(&id).is_some() {
-                let hooks = hook_context(ctx);
+                let hooks = hook_context(ctx.caller.clone());
                 let _ = plugin
                     .call_durable("forget", &[Val::String(handle.into())], hooks)
                     .await;
@@ -471,7 +470,7 @@ impl Durable {
             .call_durable(
                 "restore",
                 &[Val::String(handle.into()), Val::U64(blob)],
-                hook_context(ctx),
+                hook_context(ctx.caller.clone()),
             )
             .await;
         match restored.as_deref() {
@@ -504,6 +503,41 @@ impl Durable {
         }
     }
 
+    /// The plugin's snapshot of `handle`, compressed for the store.
+    async fn save(
+        &self,
+        plugin: &Plugin,
+        handle: &str,
+        hooks: &CallContext,
+    ) -> Result<Saved, String> {
+        let saved = plugin
+            .call_durable("save", &[Val::String(handle.into())], hooks.clone())
+            .await
+            .map_err(|e| format!("saving `{handle}` failed: {e}"))?;
+        match saved.as_slice() {
+            [Val::Result(Ok(Some(v)))] => match &**v {
+                Val::Option(Some(blob)) => {
+                    let Val::U64(blob) = **blob else {
+                        return Err(format!("save answered {blob:?}, not a blob"));
+                    };
+                    let bytes = plugin
+                        .blobs()
+                        .take(blob)
+                        .map_err(|e| format!("saving `{handle}`: {e}"))?;
+                    Ok(Saved::Packed(lz4_flex::compress_prepend_size(&bytes)))
+                }
+                // The client holds no such handle (the call failed on an
+                // unknown one): nothing to write.
+                _ => Ok(Saved::Absent),
+            },
+            [Val::Result(Err(Some(why)))] => {
+                tracing::info!(handle, "pinned to this replica: {}", text_val(why));
+                Ok(Saved::CannotMove)
+            }
+            other => Err(format!("save answered {other:?}")),
+        }
+    }
+
     /// Writes what the call did to `handle` and lets its lease go.
     #[allow(clippy::too_many_arguments)]
     async fn commit(
@@ -517,44 +551,22 @@ impl Durable {
         hooks: &CallContext,
     ) -> Result<(), String> {
         let id = (plugin.name.clone(), owner.to_owned(), handle.to_owned());
-        let packed;
-        let change = match mark {
-            HandleMark::Closed => Change::Close,
-            HandleMark::Changed => {
-                let saved = plugin
-                    .call_durable("save", &[Val::String(handle.into())], hooks.clone())
-                    .await;
-                match saved.as_deref() {
-                    Ok([Val::Result(Ok(Some(v)))]) => match &**v {
-                        Val::Option(Some(blob)) => {
-                            let Val::U64(blob) = **blob else {
-                                return Err(format!("save answered {blob:?}, not a blob"));
-                            };
-                            let bytes = plugin
-                                .blobs()
-                                .take(blob)
-                                .map_err(|e| format!("saving `{handle}`: {e}"))?;
-                            packed = lz4_flex::compress_prepend_size(&bytes);
-                            Change::Save(&packed)
-                        }
-                        // The client holds no such handle (the call failed
-                        // on an unknown one): nothing to write.
-                        _ => Change::Keep,
-                    },
-                    Ok([Val::Result(Err(Some(why)))]) => {
-                        tracing::info!(handle, "pinned to this replica: {}", text_val(why));
-                        Change::Pin(&self.replica)
-                    }
-                    Ok(other) => return Err(format!("save answered {other:?}")),
-                    Err(e) => {
-                        let _ = self
-                            .store
-                            .commit(&lease.key, &lease.token, Change::Keep, None, IDLE)
-                            .await;
-                        return Err(format!("saving `{handle}` failed: {e}"));
-                    }
+        let saved = match mark {
+            HandleMark::Closed => None,
+            HandleMark::Changed => match self.save(plugin, handle, hooks).await {
+                Ok(saved) => Some(saved),
+                Err(e) => {
+                    // Nothing written: the lease goes now, not at expiry.
+                    self.release(lease, None).await;
+                    return Err(e);
                 }
-            }
+            },
+        };
+        let change = match &saved {
+            None => Change::Close,
+            Some(Saved::Packed(bytes)) => Change::Save(bytes),
+            Some(Saved::Absent) => Change::Keep,
+            Some(Saved::CannotMove) => Change::Pin(&self.replica),
         };
         match self
             .store

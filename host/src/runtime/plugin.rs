@@ -415,17 +415,7 @@ impl Plugin {
         if !self.interface.provides.iter().any(|p| p == interface) {
             return Err(unavailable(format!("it does not serve {interface}")));
         }
-        let index = |l: &Linked| {
-            let component = l.pre.component();
-            component
-                .get_export_index(None, interface)
-                .and_then(|parent| component.get_export_index(Some(&parent), func))
-                .ok_or_else(|| unavailable(format!("{interface} has no function `{func}`")))
-        };
-        let results = self
-            .invoke(index, params, None, ctx, self.limits.deadline)
-            .await?;
-        Ok(results)
+        self.call_in(interface, func, params, ctx).await
     }
 
     /// Calls `func` of the plugin's `benchtop:host/durable-state` export
@@ -443,6 +433,18 @@ impl Plugin {
                 reason: "it keeps no state that can move (no durable-state export)".into(),
             });
         };
+        self.call_in(interface, func, params, ctx).await
+    }
+
+    /// Calls `func` of the exported interface `interface`, looked up by
+    /// name (served interfaces and hooks are not analysed at load).
+    async fn call_in(
+        &self,
+        interface: &str,
+        func: &str,
+        params: &[Val],
+        ctx: CallContext,
+    ) -> Result<Vec<Val>, CallError> {
         let index = |l: &Linked| {
             let component = l.pre.component();
             component

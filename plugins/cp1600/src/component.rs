@@ -48,33 +48,25 @@ fn with<T, W: From<T>>(
 /// Tells the host which of the caller's sessions the call created, changed
 /// or ended, for the state store replicas share (a no-op without one).
 fn mark_durable<L: PartialEq>(before: &[(String, L)], after: &[(String, L)]) {
-    for (id, look) in after {
-        if before
-            .iter()
-            .find(|(b, _)| b == id)
-            .is_none_or(|(_, l)| l != look)
-        {
-            durable::changed(id);
-        }
-    }
-    for (id, _) in before {
-        if !after.iter().any(|(a, _)| a == id) {
-            durable::closed(id);
-        }
-    }
+    let (changed, ended) = plugin_kit::changes::item_changes(before, after);
+    changed.into_iter().for_each(|id| durable::changed(id));
+    ended.into_iter().for_each(|id| durable::closed(id));
+}
+
+/// Runs `f` on the calling client's sessions only.
+fn for_caller<T>(f: impl FnOnce(&mut Sessions) -> T) -> T {
+    let caller = caller::id();
+    SESSIONS.with(|s| s.borrow_mut().with(&caller, f))
 }
 
 /// Runs `f` on the calling client's sessions only, any result type.
 fn on_sessions<T>(
     f: impl FnOnce(&mut Sessions) -> Result<T, ToolError>,
 ) -> Result<T, wit::ToolError> {
-    let caller = caller::id();
-    SESSIONS
-        .with(|s| s.borrow_mut().with(&caller, f))
-        .map_err(|e: ToolError| wit::ToolError {
-            code: e.code.to_string(),
-            message: e.message,
-        })
+    for_caller(f).map_err(|e: ToolError| wit::ToolError {
+        code: e.code.to_string(),
+        message: e.message,
+    })
 }
 
 fn report(done: u64, total: u64, message: &str) -> bool {
@@ -85,25 +77,17 @@ struct Plugin;
 
 impl exports::benchtop::host::durable_state::Guest for Plugin {
     fn save(handle: String) -> Result<Option<blobs::Blob>, String> {
-        let caller = caller::id();
-        let text = SESSIONS.with(|s| s.borrow_mut().with(&caller, |s| s.save_durable(&handle)));
+        let text = for_caller(|s| s.save_durable(&handle));
         text.map(|t| blobs::keep(t.as_bytes())).transpose()
     }
 
     fn restore(handle: String, saved: blobs::Blob) -> Result<(), String> {
-        let bytes = blobs::read(saved, 0, u64::MAX)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| "the saved state is not snapshot text".to_owned())?;
-        let caller = caller::id();
-        SESSIONS.with(|s| {
-            s.borrow_mut()
-                .with(&caller, |s| s.restore_durable(&handle, &text))
-        })
+        let text = plugin_kit::blob::text(blobs::read(saved, 0, u64::MAX)?)?;
+        for_caller(|s| s.restore_durable(&handle, &text))
     }
 
     fn forget(handle: String) {
-        let caller = caller::id();
-        SESSIONS.with(|s| s.borrow_mut().with(&caller, |s| s.forget(&handle)));
+        for_caller(|s| s.forget(&handle));
     }
 }
 

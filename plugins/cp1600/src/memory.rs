@@ -129,7 +129,7 @@ pub struct Memory {
     /// The STIC's mode: foreground/background since the last write of
     /// [`STIC_MODE`], colour stack since the last read (and at power-on).
     fg_bg: bool,
-    /// The display enable was written since [`Memory::take_display_enable`].
+    /// The display enable was written since [`Memory::start_frame`].
     display_enabled: bool,
 }
 
@@ -227,10 +227,9 @@ impl Memory {
         self.fg_bg
     }
 
-    /// Whether the display enable was written since the last call, which
-    /// starts the next frame's count.
-    pub fn take_display_enable(&mut self) -> bool {
-        std::mem::take(&mut self.display_enabled)
+    /// A new frame begins: the display enable counts again from here.
+    pub fn start_frame(&mut self) {
+        self.display_enabled = false;
     }
 
     /// Whether the display enable was written this frame.

@@ -154,23 +154,15 @@ impl Picture {
     }
 }
 
-/// An 8×8 card's rows (bit 7 leftmost) and whether they are the user's.
+/// An 8×8 card's rows (bit 7 leftmost): from GRAM, from the user's GROM,
+/// or the stand-in when there is no GROM.
 fn card_rows(mem: &Memory, gram: bool, card: u16, grom_loaded: bool) -> [u8; 8] {
-    let mut rows = [0u8; 8];
-    if gram {
-        let base = GRAM + (card & 0x3F) * 8;
-        for (r, row) in rows.iter_mut().enumerate() {
-            *row = mem.read(base + r as u16) as u8;
-        }
-    } else if grom_loaded {
-        let base = GROM + (card & 0xFF) * 8;
-        for (r, row) in rows.iter_mut().enumerate() {
-            *row = mem.read(base + r as u16) as u8;
-        }
-    } else {
-        rows = stand_in(card & 0xFF);
-    }
-    rows
+    let base = match (gram, grom_loaded) {
+        (true, _) => GRAM + (card & 0x3F) * 8,
+        (false, true) => GROM + (card & 0xFF) * 8,
+        (false, false) => return stand_in(card & 0xFF),
+    };
+    std::array::from_fn(|r| mem.read(base + r as u16) as u8)
 }
 
 /// A GROM card without the GROM: the ASCII character it holds, from the

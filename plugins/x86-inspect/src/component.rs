@@ -27,13 +27,16 @@ thread_local! {
 /// Runs a tool (or a resource, prompt or completion) on the calling
 /// client's machines only.
 fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, ToolError> {
+    for_caller(f).map_err(|e| ToolError {
+        code: e.code.into(),
+        message: e.message,
+    })
+}
+
+/// Runs `f` on the calling client's machines only.
+fn for_caller<T>(f: impl FnOnce(&mut Session) -> T) -> T {
     let caller = caller::id();
-    SESSION
-        .with(|s| s.borrow_mut().with(&caller, f))
-        .map_err(|e| ToolError {
-            code: e.code.into(),
-            message: e.message,
-        })
+    SESSION.with(|s| s.borrow_mut().with(&caller, f))
 }
 
 /// Runs a tool like [`with`], then tells the host which of the caller's
@@ -49,20 +52,13 @@ fn tool<T>(f: impl FnOnce(&mut Session) -> Result<T, DomainError>) -> Result<T, 
             resources::changed_for_caller(&uri);
         }
         // For the state store replicas share (a no-op without one).
-        for (id, look) in &after {
-            if before
-                .iter()
-                .find(|(b, _)| b == id)
-                .is_none_or(|(_, l)| l != look)
-            {
-                durable::changed(&id.to_string());
-            }
-        }
-        for (id, _) in &before {
-            if !after.iter().any(|(a, _)| a == id) {
-                durable::closed(&id.to_string());
-            }
-        }
+        let (changed, ended) = plugin_kit::changes::item_changes(&before, &after);
+        changed
+            .into_iter()
+            .for_each(|id| durable::changed(&id.to_string()));
+        ended
+            .into_iter()
+            .for_each(|id| durable::closed(&id.to_string()));
         r
     })
 }
@@ -77,27 +73,19 @@ impl exports::benchtop::host::durable_state::Guest for Plugin {
         let Some(id) = machine_id(&handle) else {
             return Ok(None);
         };
-        let caller = caller::id();
-        let text = SESSION.with(|s| s.borrow_mut().with(&caller, |s| s.save_durable(id)))?;
+        let text = for_caller(|s| s.save_durable(id))?;
         text.map(|t| blobs::keep(t.as_bytes())).transpose()
     }
 
     fn restore(handle: String, saved: blobs::Blob) -> Result<(), String> {
         let id = machine_id(&handle).ok_or_else(|| format!("`{handle}` is not a machine id"))?;
-        let bytes = blobs::read(saved, 0, u64::MAX)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| "the saved state is not snapshot text".to_owned())?;
-        let caller = caller::id();
-        SESSION.with(|s| {
-            s.borrow_mut()
-                .with(&caller, |s| s.restore_durable(id, &text))
-        })
+        let text = plugin_kit::blob::text(blobs::read(saved, 0, u64::MAX)?)?;
+        for_caller(|s| s.restore_durable(id, &text))
     }
 
     fn forget(handle: String) {
         if let Some(id) = machine_id(&handle) {
-            let caller = caller::id();
-            SESSION.with(|s| s.borrow_mut().with(&caller, |s| s.forget(id)));
+            for_caller(|s| s.forget(id));
         }
     }
 }

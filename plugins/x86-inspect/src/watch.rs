@@ -123,7 +123,7 @@ impl Watch {
         if self.blocks[write as usize][(block >> 6) as usize] & (1 << (block & 63)) == 0 {
             return;
         }
-        self.exact(addr, write, false);
+        self.exact(addr, write);
     }
 
     /// Notes an access of `port`.
@@ -142,7 +142,7 @@ impl Watch {
     }
 
     #[cold]
-    fn exact(&self, addr: u32, write: bool, _io: bool) {
+    fn exact(&self, addr: u32, write: bool) {
         if self
             .memory
             .iter()

@@ -93,16 +93,16 @@ impl Sessions {
         };
         let (mut done, mut shown, mut executed, mut cycles_run) = (0, 0, 0, 0);
         let mut last = None;
+        let total = u64::from(frames) * FRAME_CYCLES;
         for _ in 0..frames {
             // The STIC asserts INTRM as the frame's vertical blank begins;
             // the CPU takes it once interrupts are enabled.
             s.machine.cpu.irq = true;
-            s.machine.cpu.mem.take_display_enable();
+            s.machine.cpu.mem.start_frame();
             let limits = Limits {
                 instructions: u64::MAX,
                 cycles: FRAME_CYCLES,
             };
-            let total = u64::from(frames) * FRAME_CYCLES;
             let offset = u64::from(done) * FRAME_CYCLES;
             let mut frame_progress =
                 |d: u64, t: u64, m: &str| progress(offset + d, total.max(t), m);
