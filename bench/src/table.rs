@@ -21,9 +21,21 @@ pub struct Row {
     pub note: String,
 }
 
+/// One figure an issue names, printed after the main table with what it
+/// is compared with and its target.
+pub struct Target {
+    pub figure: String,
+    pub measured: String,
+    pub reference: String,
+    pub value: String,
+    pub target: String,
+    pub met: Option<bool>,
+}
+
 #[derive(Default)]
 pub struct Table {
     rows: Vec<Row>,
+    targets: Vec<Target>,
 }
 
 impl Table {
@@ -37,12 +49,7 @@ impl Table {
         goal: Goal,
         note: impl Into<String>,
     ) {
-        let (target, verdict) = match goal {
-            Goal::None => (String::new(), None),
-            Goal::AtMost(t) => (format!("≤ {}", trim(t)), Some(value <= t)),
-            Goal::Below(t) => (format!("< {}", trim(t)), Some(value < t)),
-            Goal::AtLeast(t) => (format!("≥ {}", trim(t)), Some(value >= t)),
-        };
+        let (target, verdict) = verdict(goal, value);
         let mut note = note.into();
         if verdict == Some(false) {
             note = if note.is_empty() {
@@ -77,6 +84,42 @@ impl Table {
         });
     }
 
+    /// A figure with a target (the speed issue's list): `value` (with
+    /// `unit`) is what is compared with `goal`; `measured` and `reference`
+    /// say what it was computed from, in words and numbers.
+    pub fn target(
+        &mut self,
+        figure: impl Into<String>,
+        measured: impl Into<String>,
+        reference: impl Into<String>,
+        value: f64,
+        digits: usize,
+        unit: &str,
+        goal: Goal,
+    ) {
+        let (target, met) = verdict(goal, value);
+        self.targets.push(Target {
+            figure: figure.into(),
+            measured: measured.into(),
+            reference: reference.into(),
+            value: format!("{value:.digits$}{unit}"),
+            target: format!("{target}{unit}"),
+            met,
+        });
+    }
+
+    /// A figure with a target that could not be measured in this run.
+    pub fn target_missing(&mut self, figure: impl Into<String>, target: &str, why: &str) {
+        self.targets.push(Target {
+            figure: figure.into(),
+            measured: why.into(),
+            reference: String::new(),
+            value: "n/a".into(),
+            target: target.into(),
+            met: None,
+        });
+    }
+
     pub fn print(&self) {
         println!("| benchmark | value | unit | target | note |");
         println!("|---|---:|---|---|---|");
@@ -90,6 +133,39 @@ impl Table {
                 r.note.replace('|', "/")
             );
         }
+        if self.targets.is_empty() {
+            return;
+        }
+        println!();
+        println!("Targets, each beside what it is measured against:");
+        println!();
+        println!("| figure | measured | reference | value | target | met |");
+        println!("|---|---|---|---:|---|---|");
+        for t in &self.targets {
+            let met = match t.met {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "n/a",
+            };
+            println!(
+                "| {} | {} | {} | {} | {} | {met} |",
+                t.figure,
+                t.measured.replace('|', "/"),
+                t.reference.replace('|', "/"),
+                t.value,
+                t.target
+            );
+        }
+    }
+}
+
+/// The target's text and whether `value` meets it.
+fn verdict(goal: Goal, value: f64) -> (String, Option<bool>) {
+    match goal {
+        Goal::None => (String::new(), None),
+        Goal::AtMost(t) => (format!("≤ {}", trim(t)), Some(value <= t)),
+        Goal::Below(t) => (format!("< {}", trim(t)), Some(value < t)),
+        Goal::AtLeast(t) => (format!("≥ {}", trim(t)), Some(value >= t)),
     }
 }
 

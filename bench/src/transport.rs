@@ -133,5 +133,17 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         Goal::AtMost(1.3),
         ctx.note(format!("{} samples each", wasm.samples.len())),
     );
+    table.target(
+        "stdio hello p50, benchtop / a native rmcp server",
+        format!(
+            "benchtop + kitchen-sink {:.0} µs",
+            us(wasm.samples.median())
+        ),
+        format!("native rmcp {:.0} µs", us(native.samples.median())),
+        ratio,
+        2,
+        "×",
+        Goal::AtMost(1.05),
+    );
     Ok(())
 }
