@@ -21,6 +21,7 @@
 //! emulators' session snapshots (base64, versioned, checksummed).
 
 pub mod blob;
+pub mod bytes;
 pub mod changes;
 pub mod civil;
 pub mod clients;

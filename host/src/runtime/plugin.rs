@@ -629,9 +629,14 @@ mod tests {
             policy: Policy::default(),
             limits: Limits::default(),
         };
-        let plugin = Plugin::load_deferred(spec, interface, linker, Sinks::none(), || {
-            anyhow::bail!("the compiler ran out of memory")
-        }, || {});
+        let plugin = Plugin::load_deferred(
+            spec,
+            interface,
+            linker,
+            Sinks::none(),
+            || anyhow::bail!("the compiler ran out of memory"),
+            || {},
+        );
         // The first call waits for the compile; later ones find its result.
         for _ in 0..2 {
             let err = plugin

@@ -1074,7 +1074,7 @@ fn patch_checked(
     {
         return Err(Error::ChangedSinceConfirmed);
     }
-    let written = image != *opened.bytes;
+    let written = !plugin_kit::bytes::same(&image, &opened.bytes);
     // Back into the file's own shape (.srf chunks, H8 base) before saving.
     let bytes = if written {
         ex.write_rom(&opened.path, opened.layout.to_file(&image), &mut lock)?
@@ -1219,11 +1219,9 @@ pub(crate) fn change_digest(path: &Path, before: &[u8], after: &[u8]) -> String 
     use plugin_kit::fnv::{OFFSET, fold};
     let mut h = fold(OFFSET, path.as_os_str().as_encoded_bytes());
     h = fold(h, &(after.len() as u64).to_le_bytes());
-    for (i, (b, a)) in before.iter().zip(after).enumerate() {
-        if b != a {
-            h = fold(h, &(i as u64).to_le_bytes());
-            h = fold(h, &[*b, *a]);
-        }
+    for i in plugin_kit::bytes::differences(before, after) {
+        h = fold(h, &(i as u64).to_le_bytes());
+        h = fold(h, &[before[i], after[i]]);
     }
     format!("{h:016x}")
 }
