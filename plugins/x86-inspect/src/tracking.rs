@@ -226,8 +226,9 @@ impl Tracker {
         new
     }
 
-    /// Records the instruction about to execute at CS:IP.
-    #[inline]
+    /// Records the instruction about to execute at CS:IP (inlined into
+    /// the run loop: see [`Self::after`]).
+    #[inline(always)]
     pub fn before(&mut self, cpu: &Cpu) {
         let a = SegOff(cpu.sregs[crate::cpu::CS], cpu.ip);
         let idx = self.node_at(cpu, a);
@@ -287,8 +288,16 @@ impl Tracker {
 
     /// Records the control-flow event of the instruction just executed.
     /// `serviced`: the INT was handled natively (target = its stub).
-    #[inline]
+    /// Inlined for the common case (no event worth recording): in the
+    /// sandbox every call also costs an epoch check at the callee's entry.
+    #[inline(always)]
     pub fn after(&mut self, cpu: &Cpu, serviced: Option<u8>) {
+        if !matches!(cpu.last_event, Event::None | Event::Ret) {
+            self.record_event(cpu, serviced);
+        }
+    }
+
+    fn record_event(&mut self, cpu: &Cpu, serviced: Option<u8>) {
         let caller = SegOff(cpu.insn_cs, cpu.insn_ip);
         let here = SegOff(cpu.sregs[crate::cpu::CS], cpu.ip);
         match cpu.last_event {
