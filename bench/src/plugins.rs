@@ -2,7 +2,7 @@
 //! to native figures of the same Rust code where that is cheap.
 
 use crate::ctx::{Ctx, call_json, call_text};
-use crate::table::{Goal, Table};
+use crate::table::{Figure, Goal, Table};
 use crate::timing::{Samples, ms, timed};
 use anyhow::{Context as _, Result, bail};
 use serde_json::json;
@@ -127,9 +127,11 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
         format!("best of {RUNS}; component / native = {:.2}", best / native),
     );
     table.target(
-        "cp1600 core in the component / the same core native",
-        format!("component {best:.0} M instr/s"),
-        format!("native {native:.0} M instr/s"),
+        Figure::new(
+            "cp1600 core in the component / the same core native",
+            format!("component {best:.0} M instr/s"),
+            format!("native {native:.0} M instr/s"),
+        ),
         best / native,
         2,
         "×",
@@ -279,9 +281,11 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
         let ratio = best / native;
         if tracking {
             table.target(
-                "x86 core in the component / native, tracking on",
-                measured,
-                reference,
+                Figure::new(
+                    "x86 core in the component / native, tracking on",
+                    measured,
+                    reference,
+                ),
                 ratio,
                 2,
                 "×",
@@ -289,18 +293,22 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             );
         } else {
             table.target(
-                "x86 core in the component / native, tracking off",
-                measured.clone(),
-                reference.clone(),
+                Figure::new(
+                    "x86 core in the component / native, tracking off",
+                    measured.clone(),
+                    reference.clone(),
+                ),
                 ratio,
                 2,
                 "×",
                 Goal::AtLeast(0.85),
             );
             table.target(
-                "x86 core in the component, tracking off",
-                measured,
-                "emu2, a native DOS emulator: about 210 M instr/s here (the issue's figure)",
+                Figure::new(
+                    "x86 core in the component, tracking off",
+                    measured,
+                    "emu2, a native DOS emulator: about 210 M instr/s here (the issue's figure)",
+                ),
                 best,
                 1,
                 " M instr/s",
@@ -476,9 +484,11 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
     server.stop().await;
     let served = ms(Samples::new(firsts).median());
     table.target(
-        "first rom_info over the 333-file SubaruDefs tree",
-        "as served by default (ECUFlash and RomRaider families), fresh server",
-        format!("the ECUFlash family alone: {ecuflash_only:.1} ms"),
+        Figure::new(
+            "first rom_info over the 333-file SubaruDefs tree",
+            "as served by default (ECUFlash and RomRaider families), fresh server",
+            format!("the ECUFlash family alone: {ecuflash_only:.1} ms"),
+        ),
         served,
         1,
         " ms",
@@ -640,11 +650,13 @@ async fn ecu_set(ctx: &Ctx, table: &mut Table, set: &EcuSet) -> Result<()> {
             None => {
                 let native = native_replace(&set.rom)?;
                 table.target(
-                    figure,
-                    format!("{label}, 1 MiB ROM, median of {ECU_PATCHES}"),
-                    format!(
-                        "the same lock + inode-keeping replace natively: {:.2} ms",
-                        ms(native)
+                    Figure::new(
+                        figure,
+                        format!("{label}, 1 MiB ROM, median of {ECU_PATCHES}"),
+                        format!(
+                            "the same lock + inode-keeping replace natively: {:.2} ms",
+                            ms(native)
+                        ),
                     ),
                     patch_median,
                     2,
@@ -787,9 +799,11 @@ pub async fn logs(ctx: &Ctx, table: &mut Table) -> Result<()> {
                 "",
             );
             table.target(
-                "first query_logs, 1 M rows × 12, / DuckDB on the same CSV",
-                format!("log-query {:.0} ms (fresh server)", ms(first)),
-                format!("DuckDB {version}: {duck:.0} ms"),
+                Figure::new(
+                    "first query_logs, 1 M rows × 12, / DuckDB on the same CSV",
+                    format!("log-query {:.0} ms (fresh server)", ms(first)),
+                    format!("DuckDB {version}: {duck:.0} ms"),
+                ),
                 ms(first) / duck,
                 2,
                 "×",

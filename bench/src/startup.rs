@@ -2,7 +2,7 @@
 //! plugin of target/plugins loaded: cold (empty compile cache) and warm.
 
 use crate::ctx::Ctx;
-use crate::table::{Goal, Table};
+use crate::table::{Figure, Goal, Table};
 use crate::timing::{Samples, ms};
 use anyhow::{Result, bail};
 use std::ffi::OsStr;
@@ -137,9 +137,11 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         ms(Samples::new(bare).median()),
     );
     table.target(
-        "warm start to the first tools/list",
-        format!("{what}, cache filled"),
-        format!("the same binary with no plugin: {bare:.1} ms"),
+        Figure::new(
+            "warm start to the first tools/list",
+            format!("{what}, cache filled"),
+            format!("the same binary with no plugin: {bare:.1} ms"),
+        ),
         warm,
         1,
         " ms",

@@ -32,6 +32,28 @@ pub struct Target {
     pub met: Option<bool>,
 }
 
+/// What a target row names: the figure, what was measured, and what it
+/// is compared with.
+pub struct Figure {
+    pub name: String,
+    pub measured: String,
+    pub reference: String,
+}
+
+impl Figure {
+    pub fn new(
+        name: impl Into<String>,
+        measured: impl Into<String>,
+        reference: impl Into<String>,
+    ) -> Self {
+        Figure {
+            name: name.into(),
+            measured: measured.into(),
+            reference: reference.into(),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Table {
     rows: Vec<Row>,
@@ -87,21 +109,12 @@ impl Table {
     /// A figure with a target (the speed issue's list): `value` (with
     /// `unit`) is what is compared with `goal`; `measured` and `reference`
     /// say what it was computed from, in words and numbers.
-    pub fn target(
-        &mut self,
-        figure: impl Into<String>,
-        measured: impl Into<String>,
-        reference: impl Into<String>,
-        value: f64,
-        digits: usize,
-        unit: &str,
-        goal: Goal,
-    ) {
+    pub fn target(&mut self, figure: Figure, value: f64, digits: usize, unit: &str, goal: Goal) {
         let (target, met) = verdict(goal, value);
         self.targets.push(Target {
-            figure: figure.into(),
-            measured: measured.into(),
-            reference: reference.into(),
+            figure: figure.name,
+            measured: figure.measured,
+            reference: figure.reference,
             value: format!("{value:.digits$}{unit}"),
             target: format!("{target}{unit}"),
             met,

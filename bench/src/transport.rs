@@ -2,7 +2,7 @@
 //! benchtop next to the same tool served natively by rmcp.
 
 use crate::ctx::{Ctx, connect};
-use crate::table::{Goal, Table};
+use crate::table::{Figure, Goal, Table};
 use crate::timing::{Samples, us};
 use anyhow::{Result, bail};
 use e2e::Server;
@@ -134,12 +134,14 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         ctx.note(format!("{} samples each", wasm.samples.len())),
     );
     table.target(
-        "stdio hello p50, benchtop / a native rmcp server",
-        format!(
-            "benchtop + kitchen-sink {:.0} µs",
-            us(wasm.samples.median())
+        Figure::new(
+            "stdio hello p50, benchtop / a native rmcp server",
+            format!(
+                "benchtop + kitchen-sink {:.0} µs",
+                us(wasm.samples.median())
+            ),
+            format!("native rmcp {:.0} µs", us(native.samples.median())),
         ),
-        format!("native rmcp {:.0} µs", us(native.samples.median())),
         ratio,
         2,
         "×",
