@@ -67,10 +67,6 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         check(n)?;
         warm.push(t);
     }
-    // The installed binary: no plugins directory, the bundled plugins
-    // written out and compiled into an empty cache.
-    // The plugins compile in the background after the answer: a call to
-    // the last one compiled (x86-inspect) waits until every one is ready.
     // The floor: the same binary starting with no plugin at all.
     let empty = ctx.tmp.path().join("no-plugins");
     std::fs::create_dir_all(&empty)?;
@@ -78,6 +74,10 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
     for _ in 0..WARM_RUNS {
         bare.push(start_once(ctx, &empty, &cache).await?.0);
     }
+    // The installed binary: no plugins directory, the bundled plugins
+    // written out and compiled into an empty cache.
+    // The plugins compile in the background after the answer: a call to
+    // the last one compiled (x86-inspect) waits until every one is ready.
     let mut bundled = Vec::new();
     let mut all_ready = Vec::new();
     for i in 0..COLD_RUNS {
@@ -124,18 +124,16 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         Goal::None,
         ctx.note(format!("{what}; median of {COLD_RUNS}")),
     );
+    let warm = ms(Samples::new(warm).median());
     table.add(
         "startup to first tools/list, warm (cache filled)",
-        ms(Samples::new(warm.clone()).median()),
+        warm,
         1,
         "ms",
         Goal::Below(150.0),
         ctx.note(format!("{what}; median of {WARM_RUNS}")),
     );
-    let (warm, bare) = (
-        ms(Samples::new(warm).median()),
-        ms(Samples::new(bare).median()),
-    );
+    let bare = ms(Samples::new(bare).median());
     table.target(
         Figure::new(
             "warm start to the first tools/list",

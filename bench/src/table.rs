@@ -24,9 +24,7 @@ pub struct Row {
 /// One figure an issue names, printed after the main table with what it
 /// is compared with and its target.
 pub struct Target {
-    pub figure: String,
-    pub measured: String,
-    pub reference: String,
+    pub figure: Figure,
     pub value: String,
     pub target: String,
     pub met: Option<bool>,
@@ -112,9 +110,7 @@ impl Table {
     pub fn target(&mut self, figure: Figure, value: f64, digits: usize, unit: &str, goal: Goal) {
         let (target, met) = verdict(goal, value);
         self.targets.push(Target {
-            figure: figure.name,
-            measured: figure.measured,
-            reference: figure.reference,
+            figure,
             value: format!("{value:.digits$}{unit}"),
             target: format!("{target}{unit}"),
             met,
@@ -124,9 +120,7 @@ impl Table {
     /// A figure with a target that could not be measured in this run.
     pub fn target_missing(&mut self, figure: impl Into<String>, target: &str, why: &str) {
         self.targets.push(Target {
-            figure: figure.into(),
-            measured: why.into(),
-            reference: String::new(),
+            figure: Figure::new(figure, why, ""),
             value: "n/a".into(),
             target: target.into(),
             met: None,
@@ -162,9 +156,9 @@ impl Table {
             };
             println!(
                 "| {} | {} | {} | {} | {} | {met} |",
-                t.figure,
-                t.measured.replace('|', "/"),
-                t.reference.replace('|', "/"),
+                t.figure.name,
+                t.figure.measured.replace('|', "/"),
+                t.figure.reference.replace('|', "/"),
                 t.value,
                 t.target
             );
