@@ -163,7 +163,20 @@ impl Durable {
         self.held.lock().expect("held lock")
     }
 
-    /// Notes a call on `id` starting (`+1`) or ending (`-1`) here.
+    /// Marks this replica's copy of `id` in use by the calling call, if
+    /// the current `instance` holds one, and answers its version. Checked
+    /// and marked under one lock: another call's [`Self::trim`] (on
+    /// another thread) must not drop the copy between this call deciding
+    /// it is up to date and running on it.
+    fn claim(&self, id: &HandleId, instance: u64) -> Option<u64> {
+        let mut held = self.held();
+        let h = held.get_mut(id).filter(|h| h.instance == instance)?;
+        h.running = h.running.saturating_add(1);
+        h.last_used = Instant::now();
+        Some(h.version)
+    }
+
+    /// Notes a call on `id` ending (`-1`) here.
     fn running(&self, id: &HandleId, delta: i32) {
         if let Some(h) = self.held().get_mut(id) {
             h.running = h.running.saturating_add_signed(delta);
@@ -186,38 +199,43 @@ impl Durable {
     /// `reserve`, room for copies about to be restored), none pinned or in
     /// use.
     async fn trim(&self, plugin: &Plugin, reserve: usize) {
-        let victims: Vec<HandleId> = {
-            let mut held = self.held();
-            let instance = plugin.instance();
-            // Copies of an instance that trapped are gone already.
-            held.retain(|(p, _, _), h| *p != plugin.name || h.instance == instance);
-            let mut mine: Vec<(&HandleId, &Held)> = held
-                .iter()
-                .filter(|((p, _, _), h)| *p == plugin.name && !h.pinned && h.running == 0)
-                .collect();
-            let pinned_or_busy = held
-                .iter()
-                .filter(|((p, _, _), h)| *p == plugin.name && (h.pinned || h.running > 0))
-                .count();
-            let room = self.cache.saturating_sub(pinned_or_busy + reserve);
-            if mine.len() <= room {
-                return;
-            }
-            mine.sort_by_key(|(_, h)| h.last_used);
-            let victims: Vec<HandleId> = mine[..mine.len() - room]
-                .iter()
-                .map(|(id, _)| (*id).clone())
-                .collect();
-            for v in &victims {
-                held.remove(v);
-            }
-            victims
-        };
-        for (_, owner, handle) in victims {
+        // One at a time, each forgotten as soon as it leaves `held`: the
+        // forget then queues for the instance (its lock is fair) before
+        // any restore of the same handle can, since a restore first finds
+        // it gone from `held` and then reads the store. Forgetting a batch
+        // would let a restore land between two forgets and be undone.
+        while let Some((_, owner, handle)) = self.victim(plugin, reserve) {
             let _ = plugin
                 .call_durable("forget", &[Val::String(handle)], hook_context(owner.into()))
                 .await;
         }
+    }
+
+    /// Takes out of `held` the least recently used copy `trim` must drop.
+    fn victim(&self, plugin: &Plugin, reserve: usize) -> Option<HandleId> {
+        let mut held = self.held();
+        let instance = plugin.instance();
+        // Copies of an instance that trapped are gone already.
+        held.retain(|(p, _, _), h| *p != plugin.name || h.instance == instance);
+        let mut idle = 0;
+        let mut busy = 0;
+        let mut oldest: Option<(&HandleId, Instant)> = None;
+        for (id, h) in held.iter().filter(|((p, _, _), _)| *p == plugin.name) {
+            if h.pinned || h.running > 0 {
+                busy += 1;
+                continue;
+            }
+            idle += 1;
+            if oldest.is_none_or(|(_, t)| h.last_used < t) {
+                oldest = Some((id, h.last_used));
+            }
+        }
+        if idle <= self.cache.saturating_sub(busy + reserve) {
+            return None;
+        }
+        let id = oldest?.0.clone();
+        held.remove(&id);
+        Some(id)
     }
 
     /// This replica's name.
@@ -311,6 +329,8 @@ impl Durable {
                 .bring_up_to_date(plugin, &owner, handle, &record, &ctx)
                 .await
             {
+                let id = (plugin.name.clone(), owner.clone(), handle.clone());
+                self.running(&id, -1);
                 self.release(&lease, None).await;
                 return Ok(answer);
             }
@@ -319,12 +339,10 @@ impl Durable {
         if permit.is_none() {
             permit = Some(self.permit(&plugin.name).await);
         }
+        // Claimed by `bring_up_to_date` when this replica holds a copy.
         let running = handle
             .as_ref()
             .map(|h| (plugin.name.clone(), owner.clone(), h.clone()));
-        if let Some(id) = &running {
-            self.running(id, 1);
-        }
         let marks = ctx.marks.clone();
         let hooks = hook_context(ctx.caller.clone());
         let idempotency_key = ctx.idempotency_key.clone();
@@ -411,8 +429,9 @@ impl Durable {
             .await;
     }
 
-    /// Makes the plugin's copy of `handle` the store's latest, or answers
-    /// why the call cannot run here.
+    /// Makes the plugin's copy of `handle` the store's latest, marked in
+    /// use by this call ([`Self::claim`]), or answers why the call cannot
+    /// run here.
     async fn bring_up_to_date(
         &self,
         plugin: &Plugin,
@@ -422,12 +441,9 @@ impl Durable {
         ctx: &CallContext,
     ) -> Result<(), CallToolResult> {
         let id = (plugin.name.clone(), owner.to_owned(), handle.to_owned());
-        let instance = plugin.instance();
-        let mine = self
-            .held()
-            .get(&id)
-            .filter(|h| h.instance == instance)
-            .map(|h| h.version);
+        // Claimed even when stale, so no trim forgets it while it is
+        // restored below (a forget landing after the restore would lose it).
+        let mine = self.claim(&id, plugin.instance());
         if let Some(replica) = &record.pinned {
             if *replica == self.replica && mine.is_some() {
                 return Ok(());
@@ -482,7 +498,8 @@ impl Durable {
                         instance: plugin.instance(),
                         version: record.version,
                         pinned: false,
-                        running: 0,
+                        // This call's (the lease lets no other run on it).
+                        running: 1,
                         last_used: Instant::now(),
                     },
                 );
