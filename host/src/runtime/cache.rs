@@ -135,6 +135,31 @@ impl CompileCache {
         })
     }
 
+    /// Whether this host has linked and instantiated `wasm` before, from
+    /// this cache: such a plugin's tools can be offered at once while its
+    /// compiled code is mapped and instantiated in the background, since
+    /// nothing about it can fail at start that did not fail then. (The
+    /// marker only defers work; the compiled entry is still checked when
+    /// it is loaded.)
+    pub fn ran_before(&self, engine: &Engine, wasm: &Wasm) -> bool {
+        self.dir.as_ref().is_some_and(|dir| {
+            let key = Self::key(engine, wasm);
+            dir.join(format!("{key}.ran")).is_file() && dir.join(format!("{key}.cwasm")).is_file()
+        })
+    }
+
+    /// Records that `wasm` was linked and instantiated (see [`Self::ran_before`]).
+    pub fn mark_ran(&self, engine: &Engine, wasm: &Wasm) {
+        if let Some(dir) = &self.dir {
+            let marker = dir.join(format!("{}.ran", Self::key(engine, wasm)));
+            if !marker.is_file()
+                && let Err(e) = std::fs::write(&marker, b"")
+            {
+                tracing::debug!("cannot write {}: {e}", marker.display());
+            }
+        }
+    }
+
     /// Loads the compiled form of `wasm`, compiling and storing it on a miss.
     pub fn load(&self, engine: &Engine, wasm: &Wasm) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {

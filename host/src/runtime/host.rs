@@ -389,7 +389,9 @@ impl Host {
     fn prepare(&self, file: &Path, wasm: Wasm) -> Result<Prepared> {
         let started = std::time::Instant::now();
         let interface = PluginInterface::from_component(wasm.bytes())?;
-        let compiled = if self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm) {
+        let compiled = if self.cache.ran_before(&self.engine, &wasm)
+            || (self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm))
+        {
             None
         } else {
             Some(self.cache.load(&self.engine, &wasm)?)
@@ -458,18 +460,37 @@ impl Host {
         };
         let Some((component, outcome)) = compiled else {
             let (cache, engine) = (self.cache.clone(), self.engine.clone());
-            let plugin =
-                Plugin::load_deferred(spec, interface, self.linker.clone(), sinks, move || {
-                    cache.load(&engine, &wasm).map(|(component, _)| component)
-                });
+            let wasm = Arc::new(wasm);
+            let (name, shown) = (spec.name.clone(), file.to_owned());
+            let ran = (self.cache.clone(), self.engine.clone(), wasm.clone());
+            let plugin = Plugin::load_deferred(
+                spec,
+                interface,
+                self.linker.clone(),
+                sinks,
+                move || {
+                    let started = std::time::Instant::now();
+                    let (component, outcome) = cache.load(&engine, &wasm)?;
+                    tracing::info!(
+                        plugin = %name,
+                        compiled = ?outcome,
+                        ms = started.elapsed().as_millis() as u64,
+                        "prepared {} in the background",
+                        shown.display()
+                    );
+                    Ok(component)
+                },
+                move || ran.0.mark_ran(&ran.1, &ran.2),
+            );
             if let Some(interval) = plugin.limits.tick {
                 spawn_ticker(Arc::downgrade(&plugin), interval);
             }
-            tracing::info!(plugin = %plugin.name, tools = plugin.interface.tools.len(), "loaded {}, compiling in the background", file.display());
+            tracing::info!(plugin = %plugin.name, tools = plugin.interface.tools.len(), "loaded {}, preparing it in the background", file.display());
             return Ok(plugin);
         };
         let plugin =
             Arc::new(Plugin::load(spec, &component, interface, &self.linker, sinks).await?);
+        self.cache.mark_ran(&self.engine, &wasm);
         if let Some(interval) = plugin.limits.tick {
             spawn_ticker(Arc::downgrade(&plugin), interval);
         }

@@ -202,14 +202,16 @@ impl Plugin {
     /// A plugin whose tools are offered at once while `compile` runs in
     /// the background (then it is linked and instantiated): a call waits
     /// until it is ready, and answers why it cannot run if that failed.
-    /// For code known to link, such as the bundled first-party plugins on
-    /// a start with an empty compile cache.
+    /// For code known to link: the bundled first-party plugins on a start
+    /// with an empty compile cache, and any plugin this host has run
+    /// before from its cache. `running` is called once it is instantiated.
     pub fn load_deferred(
         spec: PluginSpec,
         interface: PluginInterface,
         linker: Linker<PluginState>,
         sinks: Sinks,
         compile: impl FnOnce() -> Result<Component> + Send + 'static,
+        running: impl FnOnce() + Send + 'static,
     ) -> std::sync::Arc<Self> {
         let plugin = std::sync::Arc::new(Self::unlinked(spec, interface, sinks));
         let ready = plugin.clone();
@@ -230,7 +232,10 @@ impl Plugin {
             match &linked {
                 // Instantiated now, so the first call finds it running.
                 Ok(linked) => match ready.instantiate(linked).await {
-                    Ok(l) => *ready.live.lock().await = Some(l),
+                    Ok(l) => {
+                        *ready.live.lock().await = Some(l);
+                        running();
+                    }
                     Err(e) => tracing::warn!(plugin = %ready.name, "{e:#}"),
                 },
                 Err(reason) => tracing::error!(plugin = %ready.name, "cannot load: {reason}"),
@@ -624,9 +629,14 @@ mod tests {
             policy: Policy::default(),
             limits: Limits::default(),
         };
-        let plugin = Plugin::load_deferred(spec, interface, linker, Sinks::none(), || {
-            anyhow::bail!("the compiler ran out of memory")
-        });
+        let plugin = Plugin::load_deferred(
+            spec,
+            interface,
+            linker,
+            Sinks::none(),
+            || anyhow::bail!("the compiler ran out of memory"),
+            || {},
+        );
         // The first call waits for the compile; later ones find its result.
         for _ in 0..2 {
             let err = plugin
