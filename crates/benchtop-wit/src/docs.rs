@@ -7,7 +7,7 @@
 use serde_json::Value;
 use wit_parser::{Resolve, TypeDefKind};
 
-pub use wit_docs::{SECTION_NAME, read as read_section};
+pub use wit_docs::{SECTION_NAME, copy as copy_section, read as read_section};
 
 fn docs_of(entry: &Value) -> Option<String> {
     match entry {

@@ -245,14 +245,44 @@ pub struct PluginInterface {
 impl PluginInterface {
     /// Derives tools, settings and hooks from a component's bytes.
     pub fn from_component(wasm: &[u8]) -> Result<Self> {
-        let decoded = wit_parser::decoding::decode(wasm)
-            .context("decoding the component's WIT (is this a WebAssembly component, built for wasm32-wasip2?)")?;
-        let (mut resolve, world) = match decoded {
-            wit_parser::decoding::DecodedWasm::Component(r, w) => (r, w),
-            wit_parser::decoding::DecodedWasm::WitPackage(..) => {
-                bail!("this is a WIT package, not a component: build the plugin for wasm32-wasip2")
-            }
+        let (resolve, world) = decode_component(wasm)?;
+        Self::from_decoded(resolve, world, docs::read_section(wasm)?)
+    }
+
+    /// [`Self::from_component`], with the component's outline: its WIT and
+    /// docs alone, a few KiB from which [`Self::from_outline`] derives the
+    /// same interface. Decoding a component walks all of its code, which
+    /// is most of the time deriving takes; an outline has none.
+    pub fn with_outline(wasm: &[u8]) -> Result<(Self, Vec<u8>)> {
+        let (resolve, world) = decode_component(wasm)?;
+        let package = resolve.worlds[world]
+            .package
+            .context("the component's world belongs to no package")?;
+        let mut outline = wit_component::encode(&resolve, package)
+            .context("encoding the component's WIT as an outline")?;
+        docs::copy_section(wasm, &mut outline)?;
+        let interface = Self::from_decoded(resolve, world, docs::read_section(wasm)?)?;
+        Ok((interface, outline))
+    }
+
+    /// Derives the interface from an outline made by [`Self::with_outline`].
+    pub fn from_outline(outline: &[u8]) -> Result<Self> {
+        let decoded = wit_parser::decoding::decode(outline).context("decoding an outline")?;
+        let wit_parser::decoding::DecodedWasm::WitPackage(resolve, package) = decoded else {
+            bail!("an outline holds a WIT package, and this is a component");
         };
+        let mut worlds = resolve.packages[package].worlds.values();
+        let (Some(&world), None) = (worlds.next(), worlds.next()) else {
+            bail!("an outline holds exactly one world");
+        };
+        Self::from_decoded(resolve, world, docs::read_section(outline)?)
+    }
+
+    fn from_decoded(
+        mut resolve: Resolve,
+        world: wit_parser::WorldId,
+        docs_section: Option<Value>,
+    ) -> Result<Self> {
         let mut warnings = Vec::new();
         let provider_interface = host_export(&resolve, world, "provider");
         // A plugin that serves other plugins offers no tool of its own
@@ -262,7 +292,7 @@ impl PluginInterface {
                 .exports
                 .values()
                 .any(|item| matches!(item, WorldItem::Function(_)));
-        let world_docs = match docs::read_section(wasm)? {
+        let world_docs = match docs_section {
             Some(json) => docs::apply(&mut resolve, &json),
             // Nothing to describe: there are no tools.
             None if only_serves => Vec::new(),
@@ -380,6 +410,19 @@ impl PluginInterface {
             uses,
             warnings,
         })
+    }
+}
+
+/// A component's WIT: the resolve and the world it targets.
+fn decode_component(wasm: &[u8]) -> Result<(Resolve, wit_parser::WorldId)> {
+    let decoded = wit_parser::decoding::decode(wasm).context(
+        "decoding the component's WIT (is this a WebAssembly component, built for wasm32-wasip2?)",
+    )?;
+    match decoded {
+        wit_parser::decoding::DecodedWasm::Component(r, w) => Ok((r, w)),
+        wit_parser::decoding::DecodedWasm::WitPackage(..) => {
+            bail!("this is a WIT package, not a component: build the plugin for wasm32-wasip2")
+        }
     }
 }
 

@@ -58,6 +58,18 @@ pub fn read(wasm: &[u8]) -> Result<Option<serde_json::Value>> {
     Ok(found)
 }
 
+/// Appends `from`'s docs section, if it has one, to the module or
+/// component `to` (custom sections may close either), so a smaller binary
+/// carrying the same WIT carries the same docs.
+pub fn copy(from: &[u8], to: &mut Vec<u8>) -> Result<()> {
+    for section in sections(from)? {
+        if section.custom_name() == Some(SECTION_NAME) {
+            to.extend_from_slice(section.bytes);
+        }
+    }
+    Ok(())
+}
+
 fn check_documented(resolve: &Resolve, pkg: wit_parser::PackageId) -> Result<()> {
     let mut missing = Vec::new();
     for &world in resolve.packages[pkg].worlds.values() {
