@@ -17,10 +17,17 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::wit::interface::PluginInterface;
+
 /// A component's bytes and their SHA-256, hashed once: the digest names
-/// its cache entry and tells a changed plugin file from a touched one.
+/// its cache entries and tells a changed plugin file from a touched one.
+/// The bytes of a file whose digest the cache recalled
+/// ([`CompileCache::open`]) are read only if something needs them: a warm
+/// start needs the digest alone.
 pub struct Wasm {
-    bytes: Vec<u8>,
+    /// Where the bytes are read from when not yet read.
+    path: Option<PathBuf>,
+    bytes: std::sync::OnceLock<Vec<u8>>,
     digest: [u8; 32],
 }
 
@@ -28,23 +35,88 @@ impl Wasm {
     /// Hashes `bytes`.
     pub fn new(bytes: Vec<u8>) -> Self {
         let digest = Sha256::digest(&bytes).into();
-        Self { bytes, digest }
+        Self {
+            path: None,
+            bytes: bytes.into(),
+            digest,
+        }
     }
 
     /// Reads and hashes the file at `path`.
     pub fn read(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(Self::new(bytes))
+        Ok(Self {
+            path: Some(path.to_owned()),
+            ..Self::new(bytes)
+        })
     }
 
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The bytes, read now if they were not: the file must still hold
+    /// what was hashed.
+    pub fn bytes(&self) -> Result<&[u8]> {
+        if let Some(bytes) = self.bytes.get() {
+            return Ok(bytes);
+        }
+        let path = self
+            .path
+            .as_deref()
+            .context("a component without bytes or a file")?;
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        if <[u8; 32]>::from(Sha256::digest(&bytes)) != self.digest {
+            anyhow::bail!(
+                "{} changed while it was being loaded; load it again (a watching server does so itself)",
+                path.display()
+            );
+        }
+        Ok(self.bytes.get_or_init(|| bytes))
     }
 
     /// Their SHA-256.
     pub fn digest(&self) -> [u8; 32] {
         self.digest
+    }
+}
+
+/// How old a file's times must be before its digest is recalled from them:
+/// file systems stamp times at a coarse tick, so a file rewritten within a
+/// tick of being hashed could keep the times it was hashed with (git's
+/// "racily clean" entries). Younger files are hashed at every start.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What the file system says of a file that changes whenever its content
+/// does: device, inode, size, and modification and change times (the
+/// change time cannot be set back without changing it again). None for a
+/// file changed at or after `settled`.
+fn fingerprint(meta: &std::fs::Metadata, settled: std::time::SystemTime) -> Option<[u8; 40]> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let settled = settled.duration_since(std::time::UNIX_EPOCH).ok()?;
+        let nanos = |secs: i64, nsec: i64| {
+            u64::try_from(secs)
+                .ok()?
+                .checked_mul(1_000_000_000)?
+                .checked_add(u64::try_from(nsec).ok()?)
+        };
+        let (modified, changed) = (
+            nanos(meta.mtime(), meta.mtime_nsec())?,
+            nanos(meta.ctime(), meta.ctime_nsec())?,
+        );
+        let settled = u64::try_from(settled.as_nanos()).ok()?;
+        if modified >= settled || changed >= settled {
+            return None;
+        }
+        let mut out = [0u8; 40];
+        let fields = [meta.dev(), meta.ino(), meta.size(), modified, changed];
+        for (chunk, field) in out.chunks_exact_mut(8).zip(fields) {
+            chunk.copy_from_slice(&field.to_le_bytes());
+        }
+        Some(out)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (meta, settled);
+        None
     }
 }
 
@@ -160,11 +232,88 @@ impl CompileCache {
         }
     }
 
+    /// The component at `path`. Its digest is recalled from the cache when
+    /// the file's [`fingerprint`] is the one it was hashed with, and then
+    /// its bytes are read only if needed; otherwise it is read and hashed,
+    /// and the digest kept for the next start.
+    pub fn open(&self, path: &Path) -> Result<Wasm> {
+        self.open_settled(path, std::time::SystemTime::now() - SETTLED)
+    }
+
+    /// [`Self::open`], recording digests only of files unchanged since `settled`.
+    fn open_settled(&self, path: &Path, settled: std::time::SystemTime) -> Result<Wasm> {
+        let Some(dir) = &self.dir else {
+            return Wasm::read(path);
+        };
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+        let Some(print) = fingerprint(&meta, settled) else {
+            return Wasm::read(path);
+        };
+        let key = digest_key(path);
+        let record = dir.join(format!("{key}.digest"));
+        if let Ok(bytes) = std::fs::read(&record)
+            && let Some(payload) = verified_payload(&self.secret, &key, &bytes)
+            && let Some((seen, digest)) = payload.split_at_checked(print.len())
+            && seen == print
+            && let Ok(digest) = <[u8; 32]>::try_from(digest)
+        {
+            return Ok(Wasm {
+                path: Some(path.to_owned()),
+                bytes: std::sync::OnceLock::new(),
+                digest,
+            });
+        }
+        // Taken before the read: a change in between leaves a fingerprint
+        // that no longer matches, so it is hashed again next time.
+        let wasm = Wasm::read(path)?;
+        let payload = [&print[..], &wasm.digest].concat();
+        if let Err(e) = store(&self.secret, &key, dir, &record, &payload) {
+            tracing::debug!("cannot write {}: {e:#}", record.display());
+        }
+        Ok(wasm)
+    }
+
+    /// What `wasm` offers. Derived from its outline ([`PluginInterface::with_outline`])
+    /// kept beside its compiled form: decoding a whole component walks all
+    /// of its code, a few milliseconds a plugin at every start, and the
+    /// outline's WIT alone takes a fraction of that. An outline missing or
+    /// failing its check is made again from the component.
+    pub fn interface(&self, wasm: &Wasm) -> Result<PluginInterface> {
+        let Some(dir) = &self.dir else {
+            return PluginInterface::from_component(wasm.bytes()?);
+        };
+        // The outline is WIT, not this host's derivation of it: a new
+        // benchtop derives afresh from the same outline.
+        let key = outline_key(wasm);
+        let path = dir.join(format!("{key}.outline"));
+        if let Ok(bytes) = std::fs::read(&path) {
+            match verified_payload(&self.secret, &key, &bytes).map(PluginInterface::from_outline) {
+                Some(Ok(interface)) => return Ok(interface),
+                Some(Err(e)) => {
+                    tracing::warn!("outline {} unusable ({e:#}); rebuilding", path.display())
+                }
+                None => tracing::warn!("outline {} fails its check; rebuilding", path.display()),
+            }
+        }
+        match PluginInterface::with_outline(wasm.bytes()?) {
+            Ok((interface, outline)) => {
+                if let Err(e) = store(&self.secret, &key, dir, &path, &outline) {
+                    tracing::warn!("cannot write outline {}: {e:#}", path.display());
+                }
+                Ok(interface)
+            }
+            // Said as deriving from the component says it (or derived
+            // that way when only the outline could not be made).
+            Err(_) => PluginInterface::from_component(wasm.bytes()?),
+        }
+    }
+
     /// Loads the compiled form of `wasm`, compiling and storing it on a miss.
     pub fn load(&self, engine: &Engine, wasm: &Wasm) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((
-                crate::runtime::engine::compile(engine, wasm.bytes())?,
+                crate::runtime::engine::compile(engine, wasm.bytes()?)?,
                 CacheOutcome::Compiled,
             ));
         };
@@ -193,7 +342,7 @@ impl CompileCache {
             let _ = std::fs::remove_file(&path);
         }
         let compiled = engine
-            .precompile_component(wasm.bytes())
+            .precompile_component(wasm.bytes()?)
             .map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"))?;
         // SAFETY: produced just now by this engine.
         let component = unsafe { Component::deserialize(engine, &compiled) }?;
@@ -202,6 +351,24 @@ impl CompileCache {
         }
         Ok((component, outcome))
     }
+}
+
+/// The name of the entry recalling the digest of the file at `path`.
+fn digest_key(path: &Path) -> String {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut h = Sha256::new();
+    h.update(b"digest of ");
+    h.update(path.as_os_str().as_encoded_bytes());
+    hex(&h.finalize())
+}
+
+/// The name of `wasm`'s outline entry.
+fn outline_key(wasm: &Wasm) -> String {
+    let mut h = Sha256::new();
+    h.update(wasm.digest);
+    h.update(b"outline");
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    hex(&h.finalize())
 }
 
 fn verified_payload<'a>(secret: &[u8], key: &str, bytes: &'a [u8]) -> Option<&'a [u8]> {
@@ -329,6 +496,127 @@ mod tests {
         data[last] ^= 1;
         assert_eq!(verified_payload(&secret, "keyA", &data), None);
         assert_eq!(verified_payload(&secret, "keyA", b"short"), None);
+    }
+
+    /// What a listing and a call use of an interface, spelled out.
+    fn listing(i: &PluginInterface) -> String {
+        let defs = i
+            .tools
+            .iter()
+            .chain(&i.resources)
+            .chain(&i.prompts)
+            .chain(&i.completion);
+        let defs: Vec<String> = defs
+            .map(|d| {
+                format!(
+                    "{:?} {} {:?} {} {:?} {:?} {} {:?} {:?} {:?}",
+                    d.role,
+                    d.name,
+                    d.interface,
+                    d.func,
+                    d.output,
+                    d.annotations,
+                    d.input_schema,
+                    d.output_schema,
+                    d.view,
+                    d.task
+                ) + &d.description
+            })
+            .collect();
+        format!(
+            "{defs:#?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            i.settings,
+            i.tick_interface,
+            i.durable_interface,
+            i.provides,
+            i.provider_interface,
+            i.uses,
+            i.warnings
+        )
+    }
+
+    #[test]
+    fn outlines_give_the_interface_the_component_gives() {
+        let dir = std::env::temp_dir().join(format!("benchtop-outline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = CompileCache::new(Some(dir.clone()));
+        for (name, bytes) in crate::runtime::bundled::BUNDLED {
+            let wasm = Wasm::new(bytes.to_vec());
+            let whole = PluginInterface::from_component(bytes).unwrap();
+            let made = cache.interface(&wasm).unwrap(); // writes the outline
+            let outline = dir.join(format!("{}.outline", outline_key(&wasm)));
+            assert!(outline.is_file(), "{name}: no outline written");
+            let read = cache.interface(&wasm).unwrap(); // reads it
+            assert_eq!(listing(&made), listing(&whole), "{name}");
+            assert_eq!(listing(&read), listing(&whole), "{name}");
+            // A damaged outline is made again, not trusted.
+            let mut damaged = std::fs::read(&outline).unwrap();
+            let last = damaged.len() - 1;
+            damaged[last] ^= 1;
+            std::fs::write(&outline, &damaged).unwrap();
+            assert_eq!(
+                listing(&cache.interface(&wasm).unwrap()),
+                listing(&whole),
+                "{name}"
+            );
+            assert_ne!(std::fs::read(&outline).unwrap(), damaged, "{name}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn digests_are_recalled_only_for_the_file_they_were_taken_from() {
+        let dir = std::env::temp_dir().join(format!("benchtop-digest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = CompileCache::new(Some(dir.join("cache")));
+        let file = dir.join("p.wasm");
+        let records = || {
+            std::fs::read_dir(dir.join("cache"))
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .path()
+                        .extension()
+                        .is_some_and(|x| x == "digest")
+                })
+                .count()
+        };
+        // Just written: nothing is recorded (its times may not change when
+        // it is written again within the file system's tick).
+        std::fs::write(&file, b"first").unwrap();
+        assert_eq!(cache.open(&file).unwrap().bytes().unwrap(), b"first");
+        assert_eq!(records(), 0);
+        // As if it had been written long ago.
+        let later = || std::time::SystemTime::now() + SETTLED;
+        let first = cache.open_settled(&file, later()).unwrap();
+        assert_eq!(first.digest(), <[u8; 32]>::from(Sha256::digest(b"first")));
+        assert_eq!(records(), 1);
+        // Recalled, and read only when asked for.
+        let again = cache.open_settled(&file, later()).unwrap();
+        assert!(again.bytes.get().is_none());
+        assert_eq!(again.digest(), first.digest());
+        assert_eq!(again.bytes().unwrap(), b"first");
+        // Another file at the same path is hashed afresh.
+        std::fs::write(&file, b"second").unwrap();
+        let second = cache.open_settled(&file, later()).unwrap();
+        assert_eq!(second.bytes().unwrap(), b"second");
+        // A file changed after its digest was recalled is refused, not
+        // passed off as what was hashed.
+        std::fs::write(&file, b"third").unwrap();
+        let stale = Wasm {
+            path: Some(file.clone()),
+            bytes: std::sync::OnceLock::new(),
+            digest: second.digest(),
+        };
+        assert!(
+            stale
+                .bytes()
+                .unwrap_err()
+                .to_string()
+                .contains("changed while")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -352,7 +352,11 @@ impl Host {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(files.len());
-        let prepare = |file: &PathBuf| Wasm::read(file).and_then(|wasm| self.prepare(file, wasm));
+        let prepare = |file: &PathBuf| {
+            self.cache
+                .open(file)
+                .and_then(|wasm| self.prepare(file, wasm))
+        };
         if workers <= 1 {
             return files.iter().map(prepare).collect();
         }
@@ -388,7 +392,7 @@ impl Host {
     /// compiling.
     fn prepare(&self, file: &Path, wasm: Wasm) -> Result<Prepared> {
         let started = std::time::Instant::now();
-        let interface = PluginInterface::from_component(wasm.bytes())?;
+        let interface = self.cache.interface(&wasm)?;
         let compiled = if self.cache.ran_before(&self.engine, &wasm)
             || (self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm))
         {
@@ -413,7 +417,7 @@ impl Host {
             compiled,
             took,
         } = prepared;
-        let came_from = remote::Provenance::read_beside(file, wasm.bytes());
+        let came_from = remote::Provenance::read_beside(file, &wasm.digest());
         if let Some(p) = &came_from {
             tracing::info!("{} came from {}", file.display(), p.describe());
         }

@@ -39,12 +39,13 @@ impl Provenance {
         wasm.with_file_name(name)
     }
 
-    /// The record beside `wasm`, when it describes these very bytes (a
-    /// file replaced by hand since its pull has none).
-    pub fn read_beside(wasm: &Path, bytes: &[u8]) -> Option<Self> {
+    /// The record beside `wasm`, when it describes the bytes whose SHA-256
+    /// is `sha256` (a file replaced by hand since its pull has none).
+    pub fn read_beside(wasm: &Path, sha256: &[u8; 32]) -> Option<Self> {
         let text = std::fs::read_to_string(Self::sidecar(wasm)).ok()?;
         let record: Self = serde_json::from_str(&text).ok()?;
-        (record.layer_digest == plugin_registry::digest_of(bytes)).then_some(record)
+        (record.layer_digest == format!("sha256:{}", crate::runtime::cache::hex(sha256)))
+            .then_some(record)
     }
 
     /// One line: `oci://… (sha256:…, signed by key …)`.
@@ -108,8 +109,15 @@ mod tests {
             serde_json::to_string(&record).unwrap(),
         )
         .unwrap();
-        assert_eq!(Provenance::read_beside(&wasm, b"component"), Some(record));
-        assert_eq!(Provenance::read_beside(&wasm, b"replaced by hand"), None);
+        let sha256 = |bytes: &[u8]| crate::runtime::cache::Wasm::new(bytes.to_vec()).digest();
+        assert_eq!(
+            Provenance::read_beside(&wasm, &sha256(b"component")),
+            Some(record)
+        );
+        assert_eq!(
+            Provenance::read_beside(&wasm, &sha256(b"replaced by hand")),
+            None
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
