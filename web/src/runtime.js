@@ -114,6 +114,7 @@ const blobs = {
 const elicit = {
     ask: (_message, _schema) => ({ tag: "unsupported" }),
     askKeyed: (_key, _message, _schema) => ({ tag: "unsupported" }),
+    canAsk: () => false,
 };
 
 const imports = {

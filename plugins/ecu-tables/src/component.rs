@@ -75,7 +75,9 @@ fn confirm_patch(
             "off" | "false" | "no" | "0"
         )
     });
-    if off {
+    // No one to ask: no dry run to word a question with (the write makes
+    // every check the dry run would).
+    if off || !benchtop::host::elicit::can_ask() {
         return Ok(None);
     }
     let (question, change) = tools::patch_confirmation(ex, cfg, args)?;
@@ -103,12 +105,12 @@ fn confirmed_patch(
     ex: &mut Explorer,
     cfg: &Config,
     args: &tools::PatchTable,
-) -> Result<String, Error> {
+) -> Result<tools::Patched, Error> {
     let mut attempt = 1;
     loop {
         let result = match confirm_patch(ex, cfg, args)? {
             Some(change) => tools::patch_table_confirmed(ex, cfg, args, &change),
-            None => tools::patch_table(ex, cfg, args),
+            None => tools::patch_written(ex, cfg, args),
         };
         match result {
             Err(Error::ChangedSinceConfirmed) if attempt < CONFIRM_ATTEMPTS => attempt += 1,
@@ -119,14 +121,9 @@ fn confirmed_patch(
 
 /// Tells clients subscribed to the patched table's `rom://` resource that
 /// it changed (the host ignores URIs nobody subscribed to).
-fn announce_patch(ex: &mut Explorer, cfg: &Config, rom: &str, table: &str) {
-    let canonical = tools::open(ex, cfg, rom)
-        .and_then(|o| o.require_definition())
-        .ok()
-        .and_then(|def| tools::find_table(&def, table).ok().map(|t| t.id.clone()))
-        .unwrap_or_else(|| table.to_owned());
+fn announce_patch(rom: &str, table: &str, canonical: &str) {
     let resolved = plugin_kit::paths::resolve(rom);
-    for uri in offers::patched_uris(rom, &resolved, table, &canonical) {
+    for uri in offers::patched_uris(rom, &resolved, table, canonical) {
         benchtop::host::resources::changed(&uri);
     }
 }
@@ -210,9 +207,9 @@ impl wit::Guest for Component {
             cells: args.cells,
         };
         with_definition(definition, |ex, cfg| {
-            let out = confirmed_patch(ex, cfg, &args)?;
-            announce_patch(ex, cfg, &args.rom, &args.table);
-            Ok(out)
+            let patched = confirmed_patch(ex, cfg, &args)?;
+            announce_patch(&args.rom, &args.table, &patched.table_id);
+            Ok(patched.answer)
         })
     }
 

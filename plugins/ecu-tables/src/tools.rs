@@ -1152,7 +1152,14 @@ fn prepare(
                     module.name()
                 ));
             }
-            checksum_state(Some(def), &image)
+            // Validated just now: the state of the fixed image without
+            // another pass over it.
+            ChecksumState {
+                algorithm: prior.algorithm,
+                note: module.disabled_note(&image),
+                valid: Some(true),
+                module: Some(module),
+            }
         }
         None => {
             match (&def.checksum, &prior.algorithm) {
@@ -1369,7 +1376,32 @@ pub(crate) fn patch_target(
 
 /// patch_table: applies the patch and returns the updated table.
 pub fn patch_table(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<String, Error> {
-    render_patch(patch(ex, cfg, args)?)
+    patch_written(ex, cfg, args).map(|p| p.answer)
+}
+
+/// [`patch_table`], with the id of the table written.
+pub fn patch_written(ex: &mut Explorer, cfg: &Config, args: &PatchTable) -> Result<Patched, Error> {
+    Patched::of(patch(ex, cfg, args)?)
+}
+
+/// What patch_table answers, and the table it wrote.
+#[derive(Debug)]
+pub struct Patched {
+    /// The answer ([`render_patch`]).
+    pub answer: String,
+    /// The written table's id as its definition names it (what its
+    /// `rom://` resources are named by).
+    pub table_id: String,
+}
+
+impl Patched {
+    fn of(out: PatchOutcome) -> Result<Self, Error> {
+        let table_id = out.table.id.clone();
+        Ok(Self {
+            answer: render_patch(out)?,
+            table_id,
+        })
+    }
 }
 
 /// [`patch_table`] after the user confirmed the change `confirmed`
@@ -1379,8 +1411,8 @@ pub fn patch_table_confirmed(
     cfg: &Config,
     args: &PatchTable,
     confirmed: &str,
-) -> Result<String, Error> {
-    render_patch(patch_checked(ex, cfg, args, Some(confirmed))?)
+) -> Result<Patched, Error> {
+    Patched::of(patch_checked(ex, cfg, args, Some(confirmed))?)
 }
 
 /// The answer of patch_table: the operation, its effect, the checksum,

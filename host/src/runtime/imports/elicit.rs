@@ -30,6 +30,12 @@ impl bindings::benchtop::host::elicit::Host for PluginState {
         self.question(Some(key), message, schema).await
     }
 
+    fn can_ask(&mut self) -> bool {
+        self.call
+            .as_ref()
+            .is_some_and(|call| call.ctx.elicit.is_some())
+    }
+
     async fn ask_all(
         &mut self,
         questions: Vec<bindings::benchtop::host::elicit::Question>,
