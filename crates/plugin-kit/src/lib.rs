@@ -26,6 +26,7 @@ pub mod changes;
 pub mod civil;
 pub mod clients;
 pub mod error;
+pub mod file_io;
 pub mod fnv;
 pub mod frontmatter;
 pub mod markdown;

@@ -163,7 +163,7 @@ fn explain_with_roots(path: &Path, err: &std::io::Error, writing: bool, roots: &
 /// [`open_regular_file`]).
 pub fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
     refuse_irregular(path)?;
-    std::fs::read(path)
+    crate::file_io::read(path)
 }
 
 /// Opens a file for reading, refusing anything but a regular file first:

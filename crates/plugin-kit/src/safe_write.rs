@@ -363,8 +363,10 @@ fn write_new(path: &Path, bytes: &[u8], lock: &mut FileLock) -> io::Result<()> {
 }
 
 fn write_chunks(file: &mut fs::File, bytes: &[u8], lock: &mut FileLock) -> io::Result<()> {
+    let mut at = 0u64;
     for chunk in bytes.chunks(CHUNK) {
-        file.write_all(chunk)?;
+        crate::file_io::write_all_at(file, chunk, at)?;
+        at += chunk.len() as u64;
         lock.beat().map_err(io::Error::other)?;
     }
     Ok(())
@@ -398,7 +400,7 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
         let _ = fs::remove_file(&copy);
         why
     };
-    let current = fs::read(target).map_err(|e| undo_link(explain(target, &e)))?;
+    let current = crate::file_io::read(target).map_err(|e| undo_link(explain(target, &e)))?;
     write_new(&copy, &current, lock).map_err(|e| {
         undo_link(format!(
             "writing {} failed ({e})",

@@ -600,7 +600,8 @@ impl Explorer {
         let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_millis(1);
         while start.elapsed() < std::time::Duration::from_secs(2) {
-            let bytes = fs::read(path).map_err(|e| Error::rom_read(path.into(), e))?;
+            let bytes =
+                plugin_kit::file_io::read(path).map_err(|e| Error::rom_read(path.into(), e))?;
             let after = fs::metadata(path)
                 .map(|m| Stamp::of(&m))
                 .map_err(|e| Error::rom_read(path.into(), e))?;
