@@ -182,10 +182,12 @@ fn registry_error(source: &Source, e: impl std::fmt::Display) -> Error {
 
 /// `sha256:<hex>` of `bytes`.
 pub fn digest_of(bytes: &[u8]) -> String {
-    let hex: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    digest_name(&Sha256::digest(bytes).into())
+}
+
+/// `sha256:<hex>` of a SHA-256 already taken.
+pub fn digest_name(sha256: &[u8; 32]) -> String {
+    let hex: String = sha256.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
 

@@ -176,10 +176,10 @@ impl Durable {
         Some(h.version)
     }
 
-    /// Notes a call on `id` ending (`-1`) here.
-    fn running(&self, id: &HandleId, delta: i32) {
+    /// Notes a call on `id` ending here: the end of its [`Self::claim`].
+    fn release_claim(&self, id: &HandleId) {
         if let Some(h) = self.held().get_mut(id) {
-            h.running = h.running.saturating_add_signed(delta);
+            h.running = h.running.saturating_sub(1);
             h.last_used = Instant::now();
         }
     }
@@ -330,7 +330,7 @@ impl Durable {
                 .await
             {
                 let id = (plugin.name.clone(), owner.clone(), handle.clone());
-                self.running(&id, -1);
+                self.release_claim(&id);
                 self.release(&lease, None).await;
                 return Ok(answer);
             }
@@ -389,7 +389,7 @@ impl Durable {
             self.release(&lease, answered).await;
         }
         if let Some(id) = &running {
-            self.running(id, -1);
+            self.release_claim(id);
         }
         self.trim(plugin, 0).await;
         drop(permit);

@@ -192,11 +192,11 @@ impl CompileCache {
         engine
             .precompile_compatibility_hash()
             .hash(&mut engine_hash);
-        let mut h = Sha256::new();
-        h.update(wasm.digest);
-        h.update(engine_hash.finish().to_le_bytes());
-        h.update(env!("CARGO_PKG_VERSION").as_bytes());
-        hex(&h.finalize())
+        entry_name(&[
+            &wasm.digest,
+            &engine_hash.finish().to_le_bytes(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+        ])
     }
 
     /// Whether an entry for `wasm` is on disk (checked when it is loaded).
@@ -353,22 +353,28 @@ impl CompileCache {
     }
 }
 
+/// An entry's name: the SHA-256 of what tells it from every other, in hex.
+fn entry_name(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update(part);
+    }
+    hex(&h.finalize())
+}
+
 /// The name of the entry recalling the digest of the file at `path`.
 fn digest_key(path: &Path) -> String {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut h = Sha256::new();
-    h.update(b"digest of ");
-    h.update(path.as_os_str().as_encoded_bytes());
-    hex(&h.finalize())
+    entry_name(&[b"digest of ", path.as_os_str().as_encoded_bytes()])
 }
 
 /// The name of `wasm`'s outline entry.
 fn outline_key(wasm: &Wasm) -> String {
-    let mut h = Sha256::new();
-    h.update(wasm.digest);
-    h.update(b"outline");
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hex(&h.finalize())
+    entry_name(&[
+        &wasm.digest,
+        b"outline",
+        env!("CARGO_PKG_VERSION").as_bytes(),
+    ])
 }
 
 fn verified_payload<'a>(secret: &[u8], key: &str, bytes: &'a [u8]) -> Option<&'a [u8]> {

@@ -44,8 +44,7 @@ impl Provenance {
     pub fn read_beside(wasm: &Path, sha256: &[u8; 32]) -> Option<Self> {
         let text = std::fs::read_to_string(Self::sidecar(wasm)).ok()?;
         let record: Self = serde_json::from_str(&text).ok()?;
-        (record.layer_digest == format!("sha256:{}", crate::runtime::cache::hex(sha256)))
-            .then_some(record)
+        (record.layer_digest == plugin_registry::digest_name(sha256)).then_some(record)
     }
 
     /// One line: `oci://… (sha256:…, signed by key …)`.
