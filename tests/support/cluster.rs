@@ -77,8 +77,17 @@ fn spawn_server(bin: &Path, plugins: &Path, port: u16, extra: &[String], log: &P
         .arg(format!("{}:ro", samples.display()))
         .args(["--http", &format!("127.0.0.1:{port}")])
         .args(extra)
+        // What the state store did with each handle, for a failing test.
+        .env("BENCHTOP_LOG", "info,benchtop::mcp::durable=debug")
         .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
+        // Appended: a restarted replica's log keeps what it said before.
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .unwrap(),
+        )
         .kill_on_drop(true)
         .spawn()
         .expect("benchtop starts")
@@ -231,6 +240,35 @@ impl Cluster {
         self.dir.path().join(format!("r{}.log", i + 1))
     }
 
+    /// The replicas' warnings and errors (at most `max` lines), for a
+    /// failing test to show what the servers saw.
+    pub fn warnings(&self, max: usize) -> String {
+        let mut out = Vec::new();
+        for i in 0..self.ports.len() {
+            let text = std::fs::read_to_string(self.log(i)).unwrap_or_default();
+            out.extend(
+                text.lines()
+                    .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                    // Said at every start: this cluster serves no views.
+                    .filter(|l| !l.contains("which no loaded plugin serves"))
+                    .map(|l| format!("r{}: {l}", i + 1)),
+            );
+        }
+        let skipped = out.len().saturating_sub(max);
+        out.truncate(max);
+        if skipped > 0 {
+            out.push(format!("… and {skipped} more"));
+        }
+        out.join("\n")
+    }
+
+    /// Keeps the cluster's directory (logs, plugins) after the test, for
+    /// a failure to be read; answers where it is.
+    pub fn keep_logs(&mut self) -> PathBuf {
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        dir.keep()
+    }
+
     fn spawn_replica(&self, i: usize) -> Child {
         let extra = [
             "--store".to_owned(),
@@ -292,6 +330,9 @@ pub struct McpHttp {
     seq: AtomicU64,
     /// Attempts that failed and were made again: when, and why.
     pub retries: std::sync::Mutex<Vec<(Instant, String)>>,
+    /// What the server added to answers that succeeded, such as
+    /// `STATE_NOT_SAVED`: the call ran, but the store missed its state.
+    pub notices: std::sync::Mutex<Vec<String>>,
 }
 
 /// The `Mcp-Param-*` header of a tool argument that carries a handle.
@@ -315,6 +356,7 @@ impl McpHttp {
             owner: owner.to_owned(),
             seq: AtomicU64::new(0),
             retries: Default::default(),
+            notices: Default::default(),
         }
     }
 
@@ -387,6 +429,11 @@ impl McpHttp {
                 },
             );
         }
+        self.notices.lock().unwrap().extend(
+            said.lines()
+                .filter(|l| l.starts_with("STATE_"))
+                .map(|l| format!("{tool}: {l}")),
+        );
         Ok(match &result["structuredContent"] {
             Value::Null => Value::String(said),
             v => v.clone(),

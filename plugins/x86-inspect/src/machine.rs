@@ -815,6 +815,53 @@ mod tests {
         assert_eq!(r, StopReason::Exited(2));
     }
 
+    /// What a state store does between calls: every step of `sums.com`
+    /// followed by a snapshot and a restore must leave the machine where
+    /// stepping it straight does, in every alignment of the step sizes.
+    #[test]
+    fn stepping_through_snapshots_equals_stepping_straight() {
+        let dir = std::env::temp_dir().join(format!("x86-snap-steps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join("SUMS.COM");
+        let code =
+            std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/dos/sums.com"))
+                .unwrap();
+        std::fs::write(&prog, &code).unwrap();
+        let state = |m: &Machine| {
+            (
+                m.cpu.regs,
+                m.cpu.sregs,
+                m.cpu.ip,
+                m.cpu.flags,
+                m.cpu.instructions,
+                m.exit_code,
+            )
+        };
+        for first in 0..2 {
+            let load = || Machine::load(1, &prog, &code, "", Model::I80186, true).unwrap();
+            let (mut straight, mut moved) = (load(), load());
+            for k in 0..200 {
+                let count = (first + k) % 2 + 1;
+                let a = straight.step(count as u32);
+                let b = moved.step(count as u32);
+                assert_eq!(a, b, "alignment {first}, step {k}");
+                assert_eq!(
+                    state(&straight),
+                    state(&moved),
+                    "alignment {first}, step {k}"
+                );
+                if a.is_err() {
+                    break;
+                }
+                moved = Machine::restore(1, &moved.snapshot().unwrap()).unwrap();
+            }
+            let a = straight.run(1000, &mut |_, _| true);
+            let b = moved.run(1000, &mut |_, _| true);
+            assert_eq!(a, b, "alignment {first}: the rest of the run");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn step_advances_one_instruction() {
         let mut m = machine(&LOOP);
