@@ -89,8 +89,10 @@ pub async fn run_plugin(
         }
     };
     let def = &plugin.interface.tools[index];
+    // Borrowed: the state store may run the call again (`around`).
+    let params = &params;
     let invoke = |ctx| async move {
-        let outcome = plugin.call(index, &params, ctx).await?;
+        let outcome = plugin.call(index, params, ctx).await?;
         Ok(to_call_result(&def.output, outcome))
     };
     // With a state store, a plugin whose state can move runs each call on

@@ -12,14 +12,19 @@
 //!    `Idempotency-Key`) gets that answer again, and runs nothing;
 //! 3. when the store's version is not the one this instance holds, restore
 //!    the snapshot (or forget a copy the store no longer has);
-//! 4. run the call, renewing the lease meanwhile;
+//! 4. run the call on the instance holding that copy, renewing the lease
+//!    meanwhile;
 //! 5. save every handle the call marked (`benchtop:host/durable`) and the
 //!    handle itself unless the tool is read-only, compressed; a state that
 //!    cannot move is pinned to this replica instead; then let the lease go.
 //!
+//! Copies beyond the cache are forgotten after a call; a call on a copy
+//! being forgotten waits for the forget before restoring it.
+//!
 //! Without a store, [`current`] is `None` and calls run as before.
 
 use crate::runtime::context::{CallContext, HandleMark};
+use crate::runtime::error::CallError;
 use crate::runtime::plugin::Plugin;
 use crate::wit::interface::ToolDef;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -28,6 +33,7 @@ use state_store::{Acquired, Change, Key, Record, Store, StoreError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::Val;
 
 /// How long a lease lives unless renewed: a replica that dies mid-call
@@ -54,7 +60,7 @@ pub const CACHE: usize = 6;
 type HandleId = (String, String, String);
 
 /// This replica's copy of a handle's state.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Held {
     /// The plugin instance holding it: a new instance holds nothing.
     instance: u64,
@@ -65,6 +71,21 @@ struct Held {
     /// Calls on it running here now: never dropped while any runs.
     running: u32,
     last_used: Instant,
+    /// Being forgotten by a trim: cancelled once the forget has run. A
+    /// call on the handle waits for it before restoring the handle, so
+    /// the forget cannot land after the restore, whatever order the
+    /// plugin's queue takes them in.
+    leaving: Option<CancellationToken>,
+}
+
+/// What [`Durable::claim`] found.
+enum Claim {
+    /// A copy, now marked in use: its store version.
+    Held(u64),
+    /// A copy being forgotten: wait for the token, then claim again.
+    Leaving(CancellationToken),
+    /// No copy in the current instance.
+    None,
 }
 
 /// The process's tie to the state store.
@@ -140,6 +161,64 @@ impl Drop for Lease {
     }
 }
 
+/// A call on a handle, from its claim until its state is committed: if
+/// the call is dropped midway (its client went away), the claim ends
+/// with it, and a copy the call may have changed without saving is marked
+/// stale, so the next call here restores the store's state instead of
+/// running on one the store never saw (a retry would apply twice).
+struct InFlight<'a> {
+    durable: &'a Durable,
+    id: Option<HandleId>,
+    /// The call may have changed the copy, not yet saved.
+    unsaved: bool,
+}
+
+impl InFlight<'_> {
+    /// Ends the claim: the call's outcome is in the store, or there was
+    /// none to save.
+    fn end(mut self) {
+        if let Some(id) = self.id.take() {
+            self.durable.release_claim(&id);
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        if self.unsaved
+            && let Some(h) = self.durable.held().get_mut(&id)
+        {
+            tracing::debug!(replica = %self.durable.replica, handle = %id.2, "call dropped before its state was saved: copy marked stale");
+            // No store version is 0: the next call restores over it, and a
+            // trim may still forget it.
+            h.version = 0;
+        }
+        self.durable.release_claim(&id);
+    }
+}
+
+/// A copy [`Durable::trim`] is forgetting: once the forget has run (or
+/// was dropped), the copy leaves `held` and the calls waiting on it go on.
+struct Gone<'a> {
+    durable: &'a Durable,
+    id: &'a HandleId,
+    leaving: CancellationToken,
+}
+
+impl Drop for Gone<'_> {
+    fn drop(&mut self) {
+        let mut held = self.durable.held();
+        if held
+            .get(self.id)
+            .is_some_and(|h| h.leaving.as_ref() == Some(&self.leaving))
+        {
+            held.remove(self.id);
+        }
+        self.leaving.cancel();
+    }
+}
+
 impl Durable {
     /// A tie to the store at `url` (`redis://host:port`), as replica
     /// `replica` (a name unique among the replicas: the pod's, say).
@@ -168,12 +247,17 @@ impl Durable {
     /// and marked under one lock: another call's [`Self::trim`] (on
     /// another thread) must not drop the copy between this call deciding
     /// it is up to date and running on it.
-    fn claim(&self, id: &HandleId, instance: u64) -> Option<u64> {
+    fn claim(&self, id: &HandleId, instance: u64) -> Claim {
         let mut held = self.held();
-        let h = held.get_mut(id).filter(|h| h.instance == instance)?;
+        let Some(h) = held.get_mut(id).filter(|h| h.instance == instance) else {
+            return Claim::None;
+        };
+        if let Some(leaving) = &h.leaving {
+            return Claim::Leaving(leaving.clone());
+        }
         h.running = h.running.saturating_add(1);
         h.last_used = Instant::now();
-        Some(h.version)
+        Claim::Held(h.version)
     }
 
     /// Notes a call on `id` ending here: the end of its [`Self::claim`].
@@ -199,28 +283,44 @@ impl Durable {
     /// `reserve`, room for copies about to be restored), none pinned or in
     /// use.
     async fn trim(&self, plugin: &Plugin, reserve: usize) {
-        // One at a time, each forgotten as soon as it leaves `held`: the
-        // forget then queues for the instance (its lock is fair) before
-        // any restore of the same handle can, since a restore first finds
-        // it gone from `held` and then reads the store. Forgetting a batch
-        // would let a restore land between two forgets and be undone.
-        while let Some((_, owner, handle)) = self.victim(plugin, reserve) {
+        while let Some((id, leaving)) = self.victim(&plugin.name, plugin.instance(), reserve) {
+            let (_, owner, handle) = &id;
+            tracing::debug!(replica = %self.replica, handle, "dropped from the cache");
+            // Ends the leaving even if this call is dropped mid-forget, so
+            // no call waits on it forever.
+            let _gone = Gone {
+                durable: self,
+                id: &id,
+                leaving,
+            };
             let _ = plugin
-                .call_durable("forget", &[Val::String(handle)], hook_context(owner.into()))
+                .call_durable(
+                    "forget",
+                    &[Val::String(handle.clone())],
+                    hook_context(owner.as_str().into()),
+                )
                 .await;
         }
     }
 
-    /// Takes out of `held` the least recently used copy `trim` must drop.
-    fn victim(&self, plugin: &Plugin, reserve: usize) -> Option<HandleId> {
+    /// Marks leaving the least recently used copy of `plugin` (whose
+    /// current instance is `instance`) that `trim` must drop.
+    fn victim(
+        &self,
+        plugin: &str,
+        instance: u64,
+        reserve: usize,
+    ) -> Option<(HandleId, CancellationToken)> {
         let mut held = self.held();
-        let instance = plugin.instance();
         // Copies of an instance that trapped are gone already.
-        held.retain(|(p, _, _), h| *p != plugin.name || h.instance == instance);
+        held.retain(|(p, _, _), h| *p != plugin || h.instance == instance);
         let mut idle = 0;
         let mut busy = 0;
         let mut oldest: Option<(&HandleId, Instant)> = None;
-        for (id, h) in held.iter().filter(|((p, _, _), _)| *p == plugin.name) {
+        for (id, h) in held.iter().filter(|((p, _, _), _)| *p == plugin) {
+            if h.leaving.is_some() {
+                continue;
+            }
             if h.pinned || h.running > 0 {
                 busy += 1;
                 continue;
@@ -234,8 +334,9 @@ impl Durable {
             return None;
         }
         let id = oldest?.0.clone();
-        held.remove(&id);
-        Some(id)
+        let leaving = CancellationToken::new();
+        held.get_mut(&id)?.leaving = Some(leaving.clone());
+        Some((id, leaving))
     }
 
     /// This replica's name.
@@ -279,8 +380,16 @@ impl Durable {
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(LEASE / 3).await;
-                    if !matches!(this.store.renew(&key, &token, LEASE).await, Ok(true)) {
-                        return;
+                    match this.store.renew(&key, &token, LEASE).await {
+                        Ok(true) => {}
+                        // Another holds it now: the commit will say so.
+                        Ok(false) => return,
+                        // A broken connection is not a lost lease: the
+                        // next renewal, on a new connection, may still
+                        // come in time.
+                        Err(e) => {
+                            tracing::debug!(replica = %this.replica, "renewing a lease: {e}")
+                        }
                     }
                 }
             })
@@ -305,14 +414,16 @@ impl Durable {
         args: &Map<String, Value>,
         ctx: CallContext,
         invoke: F,
-    ) -> Result<CallToolResult, crate::runtime::error::CallError>
+    ) -> Result<CallToolResult, CallError>
     where
-        F: FnOnce(CallContext) -> Fut,
-        Fut: std::future::Future<Output = Result<CallToolResult, crate::runtime::error::CallError>>,
+        F: Fn(CallContext) -> Fut,
+        Fut: std::future::Future<Output = Result<CallToolResult, CallError>>,
     {
         let owner = ctx.caller.to_string();
         let handle = handle_of(def, args);
+        tracing::debug!(replica = %self.replica, ?handle, tool = %def.name, key = ?ctx.idempotency_key, "call");
         let mut held_lease = None;
+        let mut up_to_date = None;
         let mut permit = None;
         if let Some(handle) = &handle {
             let key = Key::new(&plugin.name, &owner, handle);
@@ -325,16 +436,8 @@ impl Durable {
                 self.release(&lease, None).await;
                 return Ok(answer);
             }
-            if let Err(answer) = self
-                .bring_up_to_date(plugin, &owner, handle, &record, &ctx)
-                .await
-            {
-                let id = (plugin.name.clone(), owner.clone(), handle.clone());
-                self.release_claim(&id);
-                self.release(&lease, None).await;
-                return Ok(answer);
-            }
             held_lease = Some(lease);
+            up_to_date = Some(record);
         }
         if permit.is_none() {
             permit = Some(self.permit(&plugin.name).await);
@@ -343,10 +446,53 @@ impl Durable {
         let running = handle
             .as_ref()
             .map(|h| (plugin.name.clone(), owner.clone(), h.clone()));
+        let mut in_flight = InFlight {
+            durable: self,
+            id: running.clone(),
+            unsaved: false,
+        };
         let marks = ctx.marks.clone();
         let hooks = hook_context(ctx.caller.clone());
         let idempotency_key = ctx.idempotency_key.clone();
-        let outcome = invoke(ctx).await;
+        let mut attempts = 0;
+        let outcome = loop {
+            let mut ctx = ctx.clone();
+            if let (Some(handle), Some(record)) = (&handle, &up_to_date) {
+                match self
+                    .bring_up_to_date(plugin, &owner, handle, record, &ctx)
+                    .await
+                {
+                    Ok(instance) => ctx.instance = instance,
+                    Err(answer) => {
+                        in_flight.end();
+                        if let Some(lease) = &held_lease {
+                            self.release(lease, None).await;
+                        }
+                        return Ok(answer);
+                    }
+                }
+            }
+            in_flight.unsaved = !def.annotations.read_only;
+            match invoke(ctx).await {
+                // A trap elsewhere replaced the instance holding the copy
+                // after it was found current: nothing ran, and the copy is
+                // gone with the instance; restore it and run again.
+                Err(CallError::Replaced { .. }) if attempts < 3 => {
+                    attempts += 1;
+                    tracing::debug!(replica = %self.replica, ?handle, "instance replaced before the call: restoring again");
+                    in_flight.unsaved = false;
+                    if let Some(id) = &running {
+                        self.release_claim(id);
+                    }
+                }
+                outcome => break outcome,
+            }
+        };
+        if let Ok(r) = &outcome
+            && r.is_error == Some(true)
+        {
+            tracing::debug!(replica = %self.replica, ?handle, "the call failed: {:.160}", text_of(r));
+        }
         let mut marked = marks.take();
         if let Some(handle) = &handle
             && !def.annotations.read_only
@@ -388,9 +534,8 @@ impl Durable {
             // answer for a retry.
             self.release(&lease, answered).await;
         }
-        if let Some(id) = &running {
-            self.release_claim(id);
-        }
+        in_flight.unsaved = false;
+        in_flight.end();
         self.trim(plugin, 0).await;
         drop(permit);
         let mut result = outcome?;
@@ -431,7 +576,9 @@ impl Durable {
 
     /// Makes the plugin's copy of `handle` the store's latest, marked in
     /// use by this call ([`Self::claim`]), or answers why the call cannot
-    /// run here.
+    /// run here. `Some(instance)`: the copy lives in that plugin instance,
+    /// and the call must run there; `None`: there is no copy (the handle
+    /// ended), and the plugin answers as for an unknown one.
     async fn bring_up_to_date(
         &self,
         plugin: &Plugin,
@@ -439,14 +586,23 @@ impl Durable {
         handle: &str,
         record: &Record,
         ctx: &CallContext,
-    ) -> Result<(), CallToolResult> {
+    ) -> Result<Option<u64>, CallToolResult> {
         let id = (plugin.name.clone(), owner.to_owned(), handle.to_owned());
         // Claimed even when stale, so no trim forgets it while it is
         // restored below (a forget landing after the restore would lose it).
-        let mine = self.claim(&id, plugin.instance());
+        let (instance, mine) = loop {
+            let instance = plugin.instance();
+            match self.claim(&id, instance) {
+                Claim::Held(version) => break (instance, Some(version)),
+                Claim::None => break (instance, None),
+                // Restoring before the forget has run would let it undo
+                // the restore.
+                Claim::Leaving(forgotten) => forgotten.cancelled().await,
+            }
+        };
         if let Some(replica) = &record.pinned {
             if *replica == self.replica && mine.is_some() {
-                return Ok(());
+                return Ok(Some(instance));
             }
             return Err(refused(
                 "STATE_PINNED",
@@ -459,20 +615,25 @@ impl Durable {
             // Ended elsewhere, or expired from the store: a copy kept here
             // is stale, and the plugin must answer as for an unknown handle.
             if self.held().remove(&id).is_some() {
+                tracing::debug!(replica = %self.replica, handle, "ended elsewhere: copy forgotten");
                 let hooks = hook_context(ctx.caller.clone());
                 let _ = plugin
                     .call_durable("forget", &[Val::String(handle.into())], hooks)
                     .await;
             }
-            return Ok(());
+            return Ok(None);
         }
         if mine == Some(record.version) {
-            return Ok(());
+            tracing::debug!(replica = %self.replica, handle, version = record.version, "copy current");
+            return Ok(Some(instance));
         }
         let key = Key::new(&plugin.name, owner, handle);
         let packed = match self.store.snapshot(&key).await {
             Ok(Some(p)) => p,
-            Ok(None) => return Ok(()),
+            Ok(None) => {
+                tracing::debug!(replica = %self.replica, handle, version = record.version, "no snapshot in the store");
+                return Ok(None);
+            }
             Err(e) => return Err(store_down(&e)),
         };
         let saved = unpack(&packed).map_err(|e| refused("STATE_RESTORE", e))?;
@@ -482,28 +643,43 @@ impl Durable {
             .blobs()
             .put(saved)
             .map_err(|e| refused("STATE_RESTORE", e))?;
-        let restored = plugin
-            .call_durable(
-                "restore",
-                &[Val::String(handle.into()), Val::U64(blob)],
-                hook_context(ctx.caller.clone()),
-            )
-            .await;
+        // Restored into a known instance, so a trap replacing it before
+        // the restore runs cannot leave `held` naming a copy that is gone.
+        let mut attempts = 0;
+        let (restored, instance) = loop {
+            let instance = plugin.instance();
+            let hooks = CallContext {
+                instance: Some(instance),
+                ..hook_context(ctx.caller.clone())
+            };
+            let restored = plugin
+                .call_durable(
+                    "restore",
+                    &[Val::String(handle.into()), Val::U64(blob)],
+                    hooks,
+                )
+                .await;
+            match restored {
+                Err(CallError::Replaced { .. }) if attempts < 3 => attempts += 1,
+                restored => break (restored, instance),
+            }
+        };
         match restored.as_deref() {
             Ok([Val::Result(Ok(_))]) => {
                 tracing::debug!(replica = %self.replica, handle, version = record.version, "restored in {:?}", started.elapsed());
                 self.held().insert(
                     id,
                     Held {
-                        instance: plugin.instance(),
+                        instance,
                         version: record.version,
                         pinned: false,
                         // This call's (the lease lets no other run on it).
                         running: 1,
                         last_used: Instant::now(),
+                        leaving: None,
                     },
                 );
-                Ok(())
+                Ok(Some(instance))
             }
             Ok([Val::Result(Err(Some(e)))]) => Err(refused(
                 "STATE_RESTORE",
@@ -591,12 +767,18 @@ impl Durable {
             .await
         {
             Ok(Some(version)) => {
+                tracing::debug!(replica = %self.replica, handle, version, ?mark, "committed");
                 let mut held = self.held();
                 match change {
                     Change::Close => {
                         held.remove(&id);
                     }
                     Change::Keep => {}
+                    // A copy being forgotten (a handle this call marked
+                    // but did not name) goes: its next call restores the
+                    // version just written.
+                    Change::Save(_) | Change::Pin(_)
+                        if held.get(&id).is_some_and(|h| h.leaving.is_some()) => {}
                     Change::Save(_) | Change::Pin(_) => {
                         let running = held.get(&id).map_or(0, |h| h.running);
                         held.insert(
@@ -607,6 +789,7 @@ impl Durable {
                                 pinned: matches!(change, Change::Pin(_)),
                                 running,
                                 last_used: Instant::now(),
+                                leaving: None,
                             },
                         );
                     }
@@ -683,5 +866,53 @@ mod tests {
                 .contains("damaged")
         );
         assert!(unpack(&[1]).is_err());
+    }
+
+    fn copy(durable: &Durable, handle: &str, version: u64) -> HandleId {
+        let id = ("p".to_owned(), "o".to_owned(), handle.to_owned());
+        durable.held().insert(
+            id.clone(),
+            Held {
+                instance: 1,
+                version,
+                pinned: false,
+                running: 0,
+                last_used: Instant::now(),
+                leaving: None,
+            },
+        );
+        id
+    }
+
+    /// A copy being forgotten is never claimed: the call waits until the
+    /// forget has run and then finds no copy (so it restores one), and the
+    /// copies in use or leaving are never picked again.
+    #[test]
+    fn a_copy_being_forgotten_is_waited_for_not_claimed() {
+        let durable = Durable::new("redis://127.0.0.1:1", "r1")
+            .unwrap()
+            .with_cache(1);
+        let old = copy(&durable, "old", 3);
+        std::thread::sleep(Duration::from_millis(2));
+        let new = copy(&durable, "new", 5);
+        assert!(matches!(durable.claim(&new, 1), Claim::Held(5)));
+
+        // Two copies, one in use: the idle one leaves.
+        let (victim, leaving) = durable.victim("p", 1, 0).unwrap();
+        assert_eq!(victim, old);
+        let Claim::Leaving(wait) = durable.claim(&old, 1) else {
+            panic!("a leaving copy was claimed");
+        };
+        assert!(durable.victim("p", 1, 0).is_none(), "picked twice");
+
+        drop(Gone {
+            durable: &durable,
+            id: &victim,
+            leaving,
+        });
+        assert!(wait.is_cancelled(), "the waiting call goes on");
+        assert!(matches!(durable.claim(&old, 1), Claim::None));
+        // Another instance holds none of them.
+        assert!(matches!(durable.claim(&new, 2), Claim::None));
     }
 }

@@ -221,6 +221,7 @@ impl Server {
             }),
             marks: Default::default(),
             idempotency_key: idempotency_key_of(&context.extensions),
+            instance: None,
         }
     }
 }

@@ -89,6 +89,7 @@ impl Tasks {
                     request: Some(requester(&task, askable, answered)),
                     marks: Default::default(),
                     idempotency_key: None,
+                    instance: None,
                 };
                 // tasks/cancel stops the call as a cancelled request would:
                 // the plugin sees `progress.cancelled()` and ends with its

@@ -33,6 +33,14 @@ pub struct CallContext {
     /// call retried with the same key on a handle is answered, not run
     /// again (with a state store).
     pub idempotency_key: Option<Arc<str>>,
+    /// The plugin instance the call must run on ([`Plugin::instance`]),
+    /// when it relies on state held in that instance: a state store's copy
+    /// of a handle. If a trap replaced it meanwhile, the call is refused
+    /// with [`CallError::Replaced`] rather than run on a fresh instance.
+    ///
+    /// [`Plugin::instance`]: crate::runtime::plugin::Plugin::instance
+    /// [`CallError::Replaced`]: crate::runtime::error::CallError::Replaced
+    pub instance: Option<u64>,
 }
 
 /// What a call did to the state behind a handle (`benchtop:host/durable`).
@@ -183,6 +191,7 @@ impl CallContext {
             request: None,
             marks: HandleMarks::default(),
             idempotency_key: None,
+            instance: None,
         }
     }
 }

@@ -34,6 +34,16 @@ pub enum CallError {
         /// What happened.
         reason: String,
     },
+    /// The call needed the instance named in its context
+    /// (`CallContext::instance`), which a trap replaced before the call
+    /// began; nothing ran.
+    #[error(
+        "plugin `{plugin}` was reset before the call began, and the state it relied on went with it; nothing ran, so retry it"
+    )]
+    Replaced {
+        /// The plugin's name.
+        plugin: String,
+    },
     /// The plugin could not be instantiated.
     #[error("plugin `{plugin}` could not start: {reason}")]
     Unavailable {

@@ -65,6 +65,8 @@ impl Default for Limits {
 struct Live {
     store: Store<PluginState>,
     instance: Instance,
+    /// Which instance this is ([`Plugin::instance`] when it was made).
+    generation: u64,
 }
 
 /// How to run one plugin: identity, sandbox and limits.
@@ -289,8 +291,10 @@ impl Plugin {
     }
 
     async fn instantiate(&self, linked: &Linked) -> Result<Live> {
-        self.instances
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let generation = self
+            .instances
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         let state = PluginState {
             wasi: self.policy.wasi_ctx(&self.name, self.output.clone())?,
             table: ResourceTable::new(),
@@ -339,7 +343,11 @@ impl Plugin {
             .map_err(anyhow::Error::from)
             .with_context(|| format!("instantiating plugin `{}`", self.name))?;
         store.data_mut().call = None;
-        Ok(Live { store, instance })
+        Ok(Live {
+            store,
+            instance,
+            generation,
+        })
     }
 
     /// The MCP name of tool `index`, with the plugin's prefix.
@@ -544,6 +552,14 @@ impl Plugin {
                     reason: format!("{e:#}"),
                 })?,
         };
+        if let Some(wanted) = ctx.instance
+            && wanted != live.generation
+        {
+            *guard = Some(live);
+            return Err(CallError::Replaced {
+                plugin: self.name.clone(),
+            });
+        }
         self.output.take_tail();
         let cancel = ctx.cancel.clone();
         live.store.data_mut().deadline_budget = budget;
