@@ -372,8 +372,8 @@ async fn serve(host: Arc<Host>, http: Option<String>, web: Option<PathBuf>) -> R
     match http {
         None => {
             // Our framing, not rmcp's: it answers lines rmcp would drop.
-            let (transport, writer) =
-                benchtop::transport::framing::framed(tokio::io::stdin(), tokio::io::stdout());
+            let (stdin, stdout) = benchtop::transport::stdio::streams();
+            let (transport, writer) = benchtop::transport::framing::framed(stdin, stdout);
             let server = Server::new(registry, logs)
                 .serve(transport)
                 .await
