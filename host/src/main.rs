@@ -272,6 +272,12 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
             let host = Host::new(common.options(settings))?;
             let problems = host.load_all().await?;
             let catalog = host.registry().snapshot();
+            // Cached code is checked as it is mapped, in the background: a
+            // listing waits for it, so a damaged or swapped artifact is
+            // reported before the command exits.
+            for plugin in catalog.plugins() {
+                let _ = plugin.ready().await;
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(catalog.tools())?);
             } else {

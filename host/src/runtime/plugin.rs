@@ -275,6 +275,12 @@ impl Plugin {
         }
     }
 
+    /// Waits until the plugin can run calls (its background compile, if
+    /// any, has ended), or answers why it cannot.
+    pub async fn ready(&self) -> Result<(), CallError> {
+        self.linked().await.map(|_| ())
+    }
+
     /// The linked component, waiting for a background compile.
     async fn linked(&self) -> Result<&Linked, CallError> {
         loop {
