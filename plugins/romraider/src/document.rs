@@ -1018,13 +1018,14 @@ fn checksum_fields(
 /// subarudbw's table starts this many bytes below the end of the image.
 const SUBARUDBW_FROM_END: usize = 0x480;
 
-/// `filesize`: `1024kb`, `2mb`, `…b` or plain decimal.
+/// `filesize`: `1024kb`, `2mb`, `…b` or plain decimal; none for a size
+/// past what a `usize` holds (a crafted definition's, not an image's).
 fn parse_file_size(text: &str) -> Option<usize> {
     let t = text.trim().to_ascii_lowercase();
     if let Some(n) = t.strip_suffix("kb") {
-        n.trim().parse::<usize>().ok().map(|n| n * 1024)
+        n.trim().parse::<usize>().ok()?.checked_mul(1024)
     } else if let Some(n) = t.strip_suffix("mb") {
-        n.trim().parse::<usize>().ok().map(|n| n * 1024 * 1024)
+        n.trim().parse::<usize>().ok()?.checked_mul(1024 * 1024)
     } else if let Some(n) = t.strip_suffix('b') {
         n.trim().parse().ok()
     } else {
@@ -1434,6 +1435,19 @@ mod tests {
     use super::*;
     use ecu_model::decode::{Cell, read_table};
     use ecu_model::definition::Lookup;
+
+    /// Found by `make fuzz-short`: a `filesize` of many megabytes
+    /// overflowed the multiplication and panicked the family.
+    #[test]
+    fn file_sizes_parse_and_absurd_ones_are_none() {
+        assert_eq!(parse_file_size("1024kb"), Some(1 << 20));
+        assert_eq!(parse_file_size(" 2MB "), Some(2 << 20));
+        assert_eq!(parse_file_size("512b"), Some(512));
+        assert_eq!(parse_file_size("4096"), Some(4096));
+        assert_eq!(parse_file_size("99999999999999999mb"), None);
+        assert_eq!(parse_file_size("99999999999999999kb"), None);
+        assert_eq!(parse_file_size("lots"), None);
+    }
 
     fn def(xml: &str, xmlid: &str) -> Definition {
         parse(xml)
