@@ -283,7 +283,8 @@ impl Durable {
     /// `reserve`, room for copies about to be restored), none pinned or in
     /// use.
     async fn trim(&self, plugin: &Plugin, reserve: usize) {
-        while let Some((id, leaving)) = self.victim(&plugin.name, plugin.instance(), reserve) {
+        let instance = plugin.instance();
+        while let Some((id, leaving)) = self.victim(&plugin.name, instance, reserve) {
             let (_, owner, handle) = &id;
             tracing::debug!(replica = %self.replica, handle, "dropped from the cache");
             // Ends the leaving even if this call is dropped mid-forget, so
@@ -293,12 +294,14 @@ impl Durable {
                 id: &id,
                 leaving,
             };
+            // Only in the instance that holds the copy: in one that
+            // replaced it after a trap, the handle may be restored already.
+            let hooks = CallContext {
+                instance: Some(instance),
+                ..hook_context(owner.as_str().into())
+            };
             let _ = plugin
-                .call_durable(
-                    "forget",
-                    &[Val::String(handle.clone())],
-                    hook_context(owner.as_str().into()),
-                )
+                .call_durable("forget", &[Val::String(handle.clone())], hooks)
                 .await;
         }
     }
@@ -616,7 +619,10 @@ impl Durable {
             // is stale, and the plugin must answer as for an unknown handle.
             if self.held().remove(&id).is_some() {
                 tracing::debug!(replica = %self.replica, handle, "ended elsewhere: copy forgotten");
-                let hooks = hook_context(ctx.caller.clone());
+                let hooks = CallContext {
+                    instance: Some(instance),
+                    ..hook_context(ctx.caller.clone())
+                };
                 let _ = plugin
                     .call_durable("forget", &[Val::String(handle.into())], hooks)
                     .await;
