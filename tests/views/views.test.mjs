@@ -158,6 +158,7 @@ await run(async () => {
         propCalls.every((c) => c.name === "read_table") && (await status(frame)).includes("cancelled"), JSON.stringify(propCalls));
     const beforeApply = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
     await frame.click("#apply");
+    await frame.waitForSelector("#apply-confirm.open");
     await frame.click("#apply-yes");
     await frame.waitForFunction(() => /patched/.test(document.getElementById("status").textContent) || document.getElementById("status").className === "error");
     const applyCall = (await hostCalls()).filter((c) => c.name === "patch_table");
