@@ -121,10 +121,12 @@ fn refused(code: &str, message: String) -> CallToolResult {
 }
 
 /// The context of a hook call (save, restore, forget) made for `caller`:
-/// never cancelled by the client, asking nobody.
-fn hook_context(caller: Arc<str>) -> CallContext {
+/// never cancelled by the client, asking nobody; run only in `instance`
+/// when one is named (the instance holding the copy the hook is about).
+fn hook_context(caller: Arc<str>, instance: Option<u64>) -> CallContext {
     CallContext {
         caller,
+        instance,
         ..CallContext::detached()
     }
 }
@@ -296,10 +298,7 @@ impl Durable {
             };
             // Only in the instance that holds the copy: in one that
             // replaced it after a trap, the handle may be restored already.
-            let hooks = CallContext {
-                instance: Some(instance),
-                ..hook_context(owner.as_str().into())
-            };
+            let hooks = hook_context(owner.as_str().into(), Some(instance));
             let _ = plugin
                 .call_durable("forget", &[Val::String(handle.clone())], hooks)
                 .await;
@@ -455,7 +454,7 @@ impl Durable {
             unsaved: false,
         };
         let marks = ctx.marks.clone();
-        let hooks = hook_context(ctx.caller.clone());
+        let hooks = hook_context(ctx.caller.clone(), None);
         let idempotency_key = ctx.idempotency_key.clone();
         let mut attempts = 0;
         let outcome = loop {
@@ -619,10 +618,7 @@ impl Durable {
             // is stale, and the plugin must answer as for an unknown handle.
             if self.held().remove(&id).is_some() {
                 tracing::debug!(replica = %self.replica, handle, "ended elsewhere: copy forgotten");
-                let hooks = CallContext {
-                    instance: Some(instance),
-                    ..hook_context(ctx.caller.clone())
-                };
+                let hooks = hook_context(ctx.caller.clone(), Some(instance));
                 let _ = plugin
                     .call_durable("forget", &[Val::String(handle.into())], hooks)
                     .await;
@@ -649,27 +645,17 @@ impl Durable {
             .blobs()
             .put(saved)
             .map_err(|e| refused("STATE_RESTORE", e))?;
-        // Restored into a known instance, so a trap replacing it before
-        // the restore runs cannot leave `held` naming a copy that is gone.
-        let mut attempts = 0;
-        let (restored, instance) = loop {
-            let instance = plugin.instance();
-            let hooks = CallContext {
-                instance: Some(instance),
-                ..hook_context(ctx.caller.clone())
-            };
-            let restored = plugin
-                .call_durable(
-                    "restore",
-                    &[Val::String(handle.into()), Val::U64(blob)],
-                    hooks,
-                )
-                .await;
-            match restored {
-                Err(CallError::Replaced { .. }) if attempts < 3 => attempts += 1,
-                restored => break (restored, instance),
-            }
-        };
+        // The instance read before the restore: if a trap replaces it
+        // meanwhile, `held` names one that is gone, and the call (pinned
+        // to it) is refused unrun and restores again (`around`).
+        let instance = plugin.instance();
+        let restored = plugin
+            .call_durable(
+                "restore",
+                &[Val::String(handle.into()), Val::U64(blob)],
+                hook_context(ctx.caller.clone(), None),
+            )
+            .await;
         match restored.as_deref() {
             Ok([Val::Result(Ok(_))]) => {
                 tracing::debug!(replica = %self.replica, handle, version = record.version, "restored in {:?}", started.elapsed());
