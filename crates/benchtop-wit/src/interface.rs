@@ -113,6 +113,9 @@ pub enum Role {
     Completion,
 }
 
+/// A JSON Schema object.
+pub type Schema = serde_json::Map<String, Value>;
+
 /// One exported function: a tool, or (by its tags) a resource, a prompt or
 /// the completion hook.
 #[derive(Debug, Clone)]
@@ -138,10 +141,11 @@ pub struct ToolDef {
     pub description: String,
     /// Annotations from tags.
     pub annotations: Annotations,
-    /// JSON Schema of the arguments.
-    pub input_schema: Value,
+    /// JSON Schema of the arguments. Shared: every `tools/list` answer
+    /// holds it, and a copy of every schema costs a start a millisecond.
+    pub input_schema: Arc<Schema>,
     /// JSON Schema of the structured result, when there is one.
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Arc<Schema>>,
     /// `@ui ui://…`: the view (MCP Apps) a client that renders views shows
     /// for this tool's results; served as a resource by any plugin.
     pub view: Option<String>,
@@ -642,8 +646,8 @@ fn tool_def(
         output,
         description,
         annotations,
-        input_schema,
-        output_schema,
+        input_schema: Arc::new(into_object(input_schema)),
+        output_schema: output_schema.map(|s| Arc::new(into_object(s))),
         view,
         requires,
         task,
@@ -685,9 +689,11 @@ impl ToolDef {
     /// The names of the arguments (JSON names), in order, with whether each
     /// is required: a prompt's arguments, a template's variables.
     pub fn argument_names(&self) -> Vec<(String, bool, Option<String>)> {
-        let props = self.input_schema["properties"].as_object();
-        let required: Vec<&str> = self.input_schema["required"]
-            .as_array()
+        let props = self.input_schema.get("properties").and_then(Value::as_object);
+        let required: Vec<&str> = self
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let Some(props) = props else {
@@ -733,6 +739,14 @@ fn distinct_resources(resources: &[ToolDef]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A schema the derivation made: always an object.
+fn into_object(schema: Value) -> Schema {
+    match schema {
+        Value::Object(o) => o,
+        _ => Schema::new(),
+    }
 }
 
 fn role_of(tagged: &Tagged, name: &str, input_schema: &Value) -> Result<Role> {

@@ -515,7 +515,7 @@ mod tests {
         let defs: Vec<String> = defs
             .map(|d| {
                 format!(
-                    "{:?} {} {:?} {} {:?} {:?} {} {:?} {:?} {:?}",
+                    "{:?} {} {:?} {} {:?} {:?} {:?} {:?} {:?} {:?}",
                     d.role,
                     d.name,
                     d.interface,

@@ -556,13 +556,13 @@ fn admit<P: Offer>(plugins: &[P]) -> Vec<Option<Clash>> {
 
 fn mcp_tool(name: &str, plugin: &Plugin, index: usize) -> Tool {
     let def = &plugin.interface.tools[index];
-    let schema = match &def.input_schema {
-        serde_json::Value::Object(o) => o.clone(),
-        _ => serde_json::Map::new(),
-    };
-    let mut tool = Tool::new(name.to_owned(), def.description.clone(), Arc::new(schema));
-    if let Some(serde_json::Value::Object(o)) = &def.output_schema {
-        tool = tool.with_raw_output_schema(Arc::new(o.clone()));
+    let mut tool = Tool::new(
+        name.to_owned(),
+        def.description.clone(),
+        def.input_schema.clone(),
+    );
+    if let Some(schema) = &def.output_schema {
+        tool = tool.with_raw_output_schema(schema.clone());
     }
     let a = &def.annotations;
     if *a != Default::default() {
