@@ -26,17 +26,45 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     loop {
         let at = out.len();
         let want = (out.capacity() - at).max(MORE);
-        out.resize(at + want, 0);
-        match read_at(&file, &mut out[at..], at as u64) {
-            Ok(0) => {
-                out.truncate(at);
-                return Ok(out);
-            }
-            Ok(n) => out.truncate(at + n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => out.truncate(at),
+        out.reserve(want);
+        match read_into_spare(&file, &mut out, want, at as u64) {
+            Ok(0) => return Ok(out),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Reads up to `want` bytes at `offset` into `out`'s spare capacity (at
+/// least `want`) and extends `out` by what was read.
+///
+/// In a component the bytes land in memory that was never zeroed: zeroing
+/// a 1 MiB ROM's buffer first is a `memory.fill` as long as the read.
+#[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
+fn read_into_spare(file: &File, out: &mut Vec<u8>, want: usize, offset: u64) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
+    let spare = out.spare_capacity_mut();
+    let want = want.min(spare.len());
+    // SAFETY: `spare` is writable memory of at least `want` bytes owned by
+    // `out`, and the descriptor belongs to `file`, borrowed for the call.
+    let n = unsafe { libc::pread(file.as_raw_fd(), spare.as_mut_ptr().cast(), want, offset) };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    // SAFETY: pread wrote `n` (at most `want`) bytes at the spare start.
+    unsafe { out.set_len(out.len() + n.min(want)) };
+    Ok(n.min(want))
+}
+
+/// Natively the buffer is zeroed first (the platforms' positioned reads
+/// take initialized slices; zeroing costs little beside a system call).
+#[cfg(not(all(target_arch = "wasm32", target_os = "wasi")))]
+fn read_into_spare(file: &File, out: &mut Vec<u8>, want: usize, offset: u64) -> io::Result<usize> {
+    let at = out.len();
+    out.resize(at + want, 0);
+    let read = read_at(file, &mut out[at..], offset);
+    out.truncate(at + *read.as_ref().unwrap_or(&0));
+    read
 }
 
 /// Writes all of `bytes` into `file` at `offset` (the file's cursor is
@@ -63,23 +91,6 @@ fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<usize> {
     // SAFETY: `bytes` is a live buffer of `bytes.len()` bytes, and the
     // descriptor belongs to `file`, borrowed for the call.
     let n = unsafe { libc::pwrite(file.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), offset) };
-    usize::try_from(n).map_err(|_| io::Error::last_os_error())
-}
-
-#[cfg(all(target_arch = "wasm32", target_os = "wasi"))]
-fn read_at(file: &File, into: &mut [u8], offset: u64) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
-    // SAFETY: `into` is a live, writable buffer of `into.len()` bytes, and
-    // the descriptor belongs to `file`, borrowed for the call.
-    let n = unsafe {
-        libc::pread(
-            file.as_raw_fd(),
-            into.as_mut_ptr().cast(),
-            into.len(),
-            offset,
-        )
-    };
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 

@@ -372,6 +372,38 @@ fn write_chunks(file: &mut fs::File, bytes: &[u8], lock: &mut FileLock) -> io::R
     Ok(())
 }
 
+/// The granularity of [`write_changes`]: a page, what the file system
+/// writes anyway when a byte of it changes.
+const PAGE: usize = 4 << 10;
+
+/// Writes into `file`, which holds `old`, the pages where `new` (as long
+/// as `old`) differs, beating the lock between chunks.
+fn write_changes(file: &mut fs::File, old: &[u8], new: &[u8], lock: &mut FileLock) -> io::Result<()> {
+    for (at, (old, new)) in old.chunks(CHUNK).zip(new.chunks(CHUNK)).enumerate() {
+        let base = at * CHUNK;
+        let pages = old.chunks(PAGE).zip(new.chunks(PAGE)).enumerate();
+        // Runs of differing pages, each written at once.
+        let mut run: Option<(usize, usize)> = None;
+        for (i, (a, b)) in pages {
+            // Not `!=`: in a component that is a byte-at-a-time memcmp.
+            match (!crate::bytes::same(a, b), run) {
+                (true, None) => run = Some((i * PAGE, i * PAGE + b.len())),
+                (true, Some((from, _))) => run = Some((from, i * PAGE + b.len())),
+                (false, Some((from, to))) => {
+                    crate::file_io::write_all_at(file, &new[from..to], (base + from) as u64)?;
+                    run = None;
+                }
+                (false, None) => {}
+            }
+        }
+        if let Some((from, to)) = run {
+            crate::file_io::write_all_at(file, &new[from..to], (base + from) as u64)?;
+        }
+        lock.beat().map_err(io::Error::other)?;
+    }
+    Ok(())
+}
+
 /// Replaces the content of `target` (a regular file, links already resolved
 /// with [`resolve_links`]) with `bytes`, keeping its inode, while holding its
 /// `lock`. On error the target still holds a whole image (the old one), and
@@ -416,10 +448,16 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
     })?;
 
     // 3. Rewrite the inode through its second name; the path shows the copy.
+    // The inode holds `current`: only what differs is written (a patch
+    // changes a few bytes of a ROM, not the whole of it).
     let rewrite = (|| {
         let mut file = fs::OpenOptions::new().write(true).open(&keep)?;
-        write_chunks(&mut file, bytes, lock)?;
-        file.set_len(bytes.len() as u64)?;
+        if current.len() == bytes.len() {
+            write_changes(&mut file, &current, bytes, lock)?;
+        } else {
+            write_chunks(&mut file, bytes, lock)?;
+            file.set_len(bytes.len() as u64)?;
+        }
         file.sync_all()
     })();
     if let Err(e) = rewrite {
@@ -506,6 +544,32 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn an_image_as_long_as_the_old_is_written_where_it_differs() {
+        let dir = scratch("changes");
+        let rom = dir.join("r.bin");
+        let old: Vec<u8> = (0..CHUNK * 2 + CHUNK / 2 + 3).map(|i| (i * 31 % 251) as u8).collect();
+        fs::write(&rom, &old).unwrap();
+        let mut new = old.clone();
+        // First byte, both sides of a page edge, a run over a chunk edge,
+        // and the last byte (a short last page).
+        let last = new.len() - 1;
+        for at in [0, PAGE - 1, PAGE, CHUNK - 2, CHUNK + 1, 3 * PAGE + 17, last] {
+            new[at] ^= 0x5A;
+        }
+        let mut lock = FileLock::acquire(&rom, WAIT).unwrap();
+        replace(&rom, &new, &mut lock).unwrap();
+        drop(lock);
+        assert!(fs::read(&rom).unwrap() == new, "the file holds the new image");
+        // Unchanged again: nothing differs, nothing is written.
+        let mut lock = FileLock::acquire(&rom, WAIT).unwrap();
+        replace(&rom, &new, &mut lock).unwrap();
+        drop(lock);
+        assert!(fs::read(&rom).unwrap() == new);
+        assert_eq!(names(&dir), ["r.bin"]);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
