@@ -689,7 +689,10 @@ impl ToolDef {
     /// The names of the arguments (JSON names), in order, with whether each
     /// is required: a prompt's arguments, a template's variables.
     pub fn argument_names(&self) -> Vec<(String, bool, Option<String>)> {
-        let props = self.input_schema.get("properties").and_then(Value::as_object);
+        let props = self
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
         let required: Vec<&str> = self
             .input_schema
             .get("required")

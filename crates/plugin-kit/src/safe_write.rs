@@ -378,7 +378,12 @@ const PAGE: usize = 4 << 10;
 
 /// Writes into `file`, which holds `old`, the pages where `new` (as long
 /// as `old`) differs, beating the lock between chunks.
-fn write_changes(file: &mut fs::File, old: &[u8], new: &[u8], lock: &mut FileLock) -> io::Result<()> {
+fn write_changes(
+    file: &mut fs::File,
+    old: &[u8],
+    new: &[u8],
+    lock: &mut FileLock,
+) -> io::Result<()> {
     for (at, (old, new)) in old.chunks(CHUNK).zip(new.chunks(CHUNK)).enumerate() {
         let base = at * CHUNK;
         let pages = old.chunks(PAGE).zip(new.chunks(PAGE)).enumerate();
@@ -550,7 +555,9 @@ mod tests {
     fn an_image_as_long_as_the_old_is_written_where_it_differs() {
         let dir = scratch("changes");
         let rom = dir.join("r.bin");
-        let old: Vec<u8> = (0..CHUNK * 2 + CHUNK / 2 + 3).map(|i| (i * 31 % 251) as u8).collect();
+        let old: Vec<u8> = (0..CHUNK * 2 + CHUNK / 2 + 3)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
         fs::write(&rom, &old).unwrap();
         let mut new = old.clone();
         // First byte, both sides of a page edge, a run over a chunk edge,
@@ -562,7 +569,10 @@ mod tests {
         let mut lock = FileLock::acquire(&rom, WAIT).unwrap();
         replace(&rom, &new, &mut lock).unwrap();
         drop(lock);
-        assert!(fs::read(&rom).unwrap() == new, "the file holds the new image");
+        assert!(
+            fs::read(&rom).unwrap() == new,
+            "the file holds the new image"
+        );
         // Unchanged again: nothing differs, nothing is written.
         let mut lock = FileLock::acquire(&rom, WAIT).unwrap();
         replace(&rom, &new, &mut lock).unwrap();
