@@ -27,7 +27,9 @@ const PROGRAM: &[u8] = &[
 fn base() -> &'static [u8] {
     static BASE: OnceLock<Vec<u8>> = OnceLock::new();
     BASE.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("benchtop-fuzz-x86-{}", std::process::id()));
+        // One folder for every run (libFuzzer has no hook to remove it at
+        // exit): concurrent runs write the same bytes.
+        let dir = std::env::temp_dir().join("benchtop-fuzz-x86");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("T.COM");
         std::fs::write(&path, PROGRAM).unwrap();
