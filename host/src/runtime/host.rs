@@ -86,6 +86,9 @@ struct Prepared {
     interface: PluginInterface,
     /// None when it compiles in the background after loading.
     compiled: Option<(wasmtime::component::Component, CacheOutcome)>,
+    /// Whether this host ran it before from its cache: a background load
+    /// then maps cached code rather than compiling.
+    ran_before: bool,
     /// How long preparing it took.
     took: Duration,
 }
@@ -408,17 +411,18 @@ impl Host {
     fn prepare(&self, file: &Path, wasm: Wasm) -> Result<Prepared> {
         let started = std::time::Instant::now();
         let interface = self.cache.interface(&wasm)?;
-        let compiled = if self.cache.ran_before(&self.engine, &wasm)
-            || (self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm))
-        {
-            None
-        } else {
-            Some(self.cache.load(&self.engine, &wasm)?)
-        };
+        let ran_before = self.cache.ran_before(&self.engine, &wasm);
+        let compiled =
+            if ran_before || (self.is_bundled(file) && !self.cache.holds(&self.engine, &wasm)) {
+                None
+            } else {
+                Some(self.cache.load(&self.engine, &wasm)?)
+            };
         Ok(Prepared {
             wasm,
             interface,
             compiled,
+            ran_before,
             took: started.elapsed(),
         })
     }
@@ -430,6 +434,7 @@ impl Host {
             wasm,
             interface,
             compiled,
+            ran_before,
             took,
         } = prepared;
         let came_from = remote::Provenance::read_beside(file, &wasm.digest());
@@ -487,6 +492,7 @@ impl Host {
                 interface,
                 self.linker.clone(),
                 sinks,
+                ran_before,
                 move || {
                     let started = std::time::Instant::now();
                     let (component, outcome) = cache.load(&engine, &wasm)?;

@@ -186,12 +186,14 @@ pub struct Plugin {
 /// Runs `work` on a thread of its own at the lowest CPU priority and
 /// answers its result (an error if it panicked).
 ///
-/// Background preparation (reading, checking and mapping compiled code:
+/// Mapping a warm start's cached code (reading, checking and mapping it:
 /// milliseconds a plugin) starts while the server is still answering its
 /// client's first requests. On a machine with few cores it would take the
 /// cores those answers need; at the lowest priority it runs on what they
 /// leave. The priority is the thread's own (Linux sets it per thread), and
-/// the thread ends with the work, so no pooled thread keeps it.
+/// the thread ends with the work, so no pooled thread keeps it. Not for
+/// compiling: threads the compiler starts would inherit the priority, and
+/// a call waiting for its plugin would wait behind every other call.
 fn beside_serving<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> impl std::future::Future<Output = Result<T, tokio::sync::oneshot::error::RecvError>> {
@@ -236,12 +238,15 @@ impl Plugin {
     /// until it is ready, and answers why it cannot run if that failed.
     /// For code known to link: the bundled first-party plugins on a start
     /// with an empty compile cache, and any plugin this host has run
-    /// before from its cache. `running` is called once it is instantiated.
+    /// before from its cache. `cached` says `compile` should only map
+    /// cached code, which then waits for the server's first answers
+    /// (see `beside_serving`). `running` is called once it is instantiated.
     pub fn load_deferred(
         spec: PluginSpec,
         interface: PluginInterface,
         linker: std::sync::Arc<Linker<PluginState>>,
         sinks: Sinks,
+        cached: bool,
         compile: impl FnOnce() -> Result<Component> + Send + 'static,
         running: impl FnOnce() + Send + 'static,
     ) -> std::sync::Arc<Self> {
@@ -253,13 +258,22 @@ impl Plugin {
         static COMPILING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
         tokio::spawn(async move {
             let turn = COMPILING.acquire().await;
-            let compiled = beside_serving(compile).await;
+            // Cached code is only mapped: that waits for the first answers.
+            let compiled = if cached {
+                beside_serving(compile)
+                    .await
+                    .map_err(|_| "its thread panicked".to_owned())
+            } else {
+                tokio::task::spawn_blocking(compile)
+                    .await
+                    .map_err(|e| e.to_string())
+            };
             drop(turn);
             let linked = match compiled {
                 Ok(compiled) => compiled
                     .and_then(|c| Linked::new(&c, &ready.interface, &linker))
                     .map_err(|e| format!("{e:#}")),
-                Err(_) => Err("compiling it stopped (its thread panicked)".to_owned()),
+                Err(e) => Err(format!("compiling it stopped: {e}")),
             };
             match &linked {
                 // Instantiated now, so the first call finds it running.
@@ -686,6 +700,7 @@ mod tests {
             interface,
             std::sync::Arc::new(linker),
             Sinks::none(),
+            true,
             || anyhow::bail!("the compiler ran out of memory"),
             || {},
         );
