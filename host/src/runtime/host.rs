@@ -250,12 +250,12 @@ impl Host {
             }
         }
         problems.extend(self.unknown_settings(loaded.values()));
+        let count = loaded.len();
         *self.loaded.lock().expect("loaded lock") = loaded;
         problems.extend(self.publish().into_iter().map(|r| r.message));
         tracing::debug!(
             us = started.elapsed().as_micros() as u64,
-            "{} plugins loaded and published",
-            self.loaded.lock().expect("loaded lock").len()
+            "{count} plugins loaded and published"
         );
         for p in &problems {
             tracing::error!("{p}");

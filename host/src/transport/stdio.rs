@@ -4,8 +4,9 @@
 //! blocking-pool thread: a trivial tool call crossed threads about ten
 //! times, and those switches were most of its round trip. When stdin and
 //! stdout are pipes or sockets (how MCP clients spawn a server), they are
-//! instead made non-blocking and driven by the runtime's reactor, as a
-//! socket is. Anything else (a terminal, a file redirected in) keeps
+//! instead made non-blocking and driven by the runtime's reactor as
+//! tokio's pipe ends (`tokio::net::unix::pipe`, on duplicates of the
+//! descriptors). Anything else (a terminal, a file redirected in) keeps
 //! tokio's streams: epoll cannot watch a regular file, and a terminal is
 //! shared with the shell. The descriptors' flags are put back when the
 //! streams are dropped.
@@ -19,15 +20,16 @@ pub fn streams() -> (
 ) {
     #[cfg(unix)]
     {
-        use tokio::io::Interest;
-        let read: Box<dyn AsyncRead + Send + Unpin> = match unix::Pipe::new(0, Interest::READABLE) {
-            Some(pipe) => Box::new(pipe),
-            None => Box::new(tokio::io::stdin()),
-        };
+        use tokio::net::unix::pipe::{Receiver, Sender};
+        let read: Box<dyn AsyncRead + Send + Unpin> =
+            match unix::Pipe::new(0, Receiver::from_owned_fd_unchecked) {
+                Some(pipe) => Box::new(pipe),
+                None => Box::new(tokio::io::stdin()),
+            };
         // Not when stderr is the same pipe (`2>&1`): the flag is shared,
         // and a log line meeting a full pipe would then fail, not wait.
         let pipe = (!unix::same_file(1, 2))
-            .then(|| unix::Pipe::new(1, Interest::WRITABLE))
+            .then(|| unix::Pipe::new(1, Sender::from_owned_fd_unchecked))
             .flatten();
         let write: Box<dyn AsyncWrite + Send + Unpin> = match pipe {
             Some(pipe) => Box::new(pipe),
@@ -42,25 +44,18 @@ pub fn streams() -> (
 #[cfg(unix)]
 mod unix {
     use std::io;
-    use std::os::fd::{AsRawFd, RawFd};
+    use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
     use std::pin::Pin;
-    use std::task::{Context, Poll, ready};
-    use tokio::io::unix::AsyncFd;
-    use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+    use std::task::{Context, Poll};
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-    /// A descriptor this process did not open: never closed here.
-    struct Borrowed(RawFd);
-
-    impl AsRawFd for Borrowed {
-        fn as_raw_fd(&self) -> RawFd {
-            self.0
-        }
-    }
-
-    /// Stdin or stdout as a non-blocking pipe (or socket) in the reactor.
-    pub struct Pipe {
-        fd: AsyncFd<Borrowed>,
-        /// The descriptor's flags before, restored on drop.
+    /// Stdin or stdout as one of tokio's pipe ends (`Receiver`, `Sender`;
+    /// a socket is driven the same way), on a duplicate of the descriptor.
+    pub struct Pipe<T> {
+        end: T,
+        /// The descriptor, and its flags before, restored on drop (the
+        /// duplicate shares them).
+        fd: RawFd,
         flags: libc::c_int,
     }
 
@@ -80,101 +75,72 @@ mod unix {
         }
     }
 
-    impl Pipe {
-        /// Descriptor `fd` as a [`Pipe`] watched for `interest`, when it is
-        /// a pipe or a socket and the reactor accepts it.
-        pub fn new(fd: RawFd, interest: Interest) -> Option<Self> {
+    /// Sets `fd`'s status flags.
+    fn set_flags(fd: RawFd, flags: libc::c_int) -> bool {
+        // SAFETY: fcntl only sets the descriptor's status flags.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) >= 0 }
+    }
+
+    impl<T> Pipe<T> {
+        /// Descriptor `fd` made non-blocking and opened as a pipe end by
+        /// `open`, when it is a pipe or a socket and the reactor takes it.
+        pub fn new(fd: RawFd, open: impl FnOnce(OwnedFd) -> io::Result<T>) -> Option<Self> {
             let kind = stat(fd)?.st_mode & libc::S_IFMT;
             if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
                 return None;
             }
-            // SAFETY: fcntl reads and sets the descriptor's status flags.
+            // SAFETY: stdin and stdout stay open, as the same files, for
+            // the whole life of the process; the duplicate is ours.
+            let duplicate = unsafe { BorrowedFd::borrow_raw(fd) }
+                .try_clone_to_owned()
+                .ok()?;
+            // SAFETY: fcntl only reads the descriptor's status flags.
             let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-            if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0
-            {
+            if flags < 0 || !set_flags(fd, flags | libc::O_NONBLOCK) {
                 return None;
             }
-            // SAFETY: stdin and stdout stay open, as the same files, for
-            // the whole life of the process; nothing here closes them.
-            match unsafe { AsyncFd::register_with_interest(Borrowed(fd), interest) } {
-                Ok(fd) => Some(Self { fd, flags }),
+            match open(duplicate) {
+                Ok(end) => Some(Self { end, fd, flags }),
                 Err(_) => {
-                    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+                    set_flags(fd, flags);
                     None
                 }
             }
         }
     }
 
-    impl Drop for Pipe {
+    impl<T> Drop for Pipe<T> {
         fn drop(&mut self) {
             // The client (or the shell) gets its descriptor back as it was.
-            unsafe { libc::fcntl(self.fd.get_ref().0, libc::F_SETFL, self.flags) };
+            set_flags(self.fd, self.flags);
         }
     }
 
-    /// The result of a read(2) or write(2).
-    fn done(n: isize) -> io::Result<usize> {
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
-    }
-
-    impl AsyncRead for Pipe {
+    impl<T: AsyncRead + Unpin> AsyncRead for Pipe<T> {
         fn poll_read(
-            self: Pin<&mut Self>,
+            mut self: Pin<&mut Self>,
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
-            loop {
-                let mut ready = ready!(self.fd.poll_read_ready(cx))?;
-                let unfilled = buf.initialize_unfilled();
-                let read = ready.try_io(|fd| {
-                    // SAFETY: `unfilled` is initialized and this long.
-                    done(unsafe {
-                        libc::read(fd.get_ref().0, unfilled.as_mut_ptr().cast(), unfilled.len())
-                    })
-                });
-                match read {
-                    Ok(Ok(n)) => {
-                        buf.advance(n);
-                        return Poll::Ready(Ok(()));
-                    }
-                    Ok(Err(e)) => return Poll::Ready(Err(e)),
-                    Err(_would_block) => continue,
-                }
-            }
+            Pin::new(&mut self.end).poll_read(cx, buf)
         }
     }
 
-    impl AsyncWrite for Pipe {
+    impl<T: AsyncWrite + Unpin> AsyncWrite for Pipe<T> {
         fn poll_write(
-            self: Pin<&mut Self>,
+            mut self: Pin<&mut Self>,
             cx: &mut Context<'_>,
             data: &[u8],
         ) -> Poll<io::Result<usize>> {
-            loop {
-                let mut ready = ready!(self.fd.poll_write_ready(cx))?;
-                let written = ready.try_io(|fd| {
-                    // SAFETY: `data` is this long.
-                    done(unsafe { libc::write(fd.get_ref().0, data.as_ptr().cast(), data.len()) })
-                });
-                match written {
-                    Ok(result) => return Poll::Ready(result),
-                    Err(_would_block) => continue,
-                }
-            }
+            Pin::new(&mut self.end).poll_write(cx, data)
         }
 
-        // Nothing is buffered here: each write went to the descriptor.
-        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.end).poll_flush(cx)
         }
 
-        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.end).poll_shutdown(cx)
         }
     }
 }
@@ -182,7 +148,8 @@ mod unix {
 #[cfg(all(test, unix))]
 mod tests {
     use super::unix::{Pipe, same_file};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::unix::pipe::{Receiver, Sender};
 
     fn flags(fd: i32) -> i32 {
         unsafe { libc::fcntl(fd, libc::F_GETFL) }
@@ -196,8 +163,8 @@ mod tests {
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
         let [r, w] = fds;
         let before = (flags(r), flags(w));
-        let mut reader = Pipe::new(r, Interest::READABLE).expect("a pipe is taken");
-        let mut writer = Pipe::new(w, Interest::WRITABLE).expect("a pipe is taken");
+        let mut reader = Pipe::new(r, Receiver::from_owned_fd_unchecked).expect("a pipe is taken");
+        let mut writer = Pipe::new(w, Sender::from_owned_fd_unchecked).expect("a pipe is taken");
         assert_ne!(flags(r) & libc::O_NONBLOCK, 0);
 
         // More than a pipe holds (64 KiB), so the writer must wait for the
@@ -227,7 +194,7 @@ mod tests {
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let _enter = runtime.enter();
-        assert!(Pipe::new(fd, Interest::READABLE).is_none());
+        assert!(Pipe::new(fd, Receiver::from_owned_fd_unchecked).is_none());
         assert!(same_file(fd, fd));
     }
 }
