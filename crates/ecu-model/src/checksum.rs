@@ -175,6 +175,20 @@ impl Module {
         Ok(())
     }
 
+    /// The bytes [`fix`](Self::fix) may rewrite in `rom`: the correction
+    /// word, or the whole subarudbw table. What a fix changed is found by
+    /// comparing these, not the whole image.
+    pub fn correction_span(self, rom: &[u8]) -> std::ops::Range<usize> {
+        let span = match self {
+            Module::MitsuCan => MITSUCAN_WORD..MITSUCAN_WORD + 4,
+            Module::SubaruDbw => match subarudbw_table(rom) {
+                Ok(base) => base..base + SUBARUDBW_ENTRIES * 12,
+                Err(_) => 0..0,
+            },
+        };
+        span.start.min(rom.len())..span.end.min(rom.len())
+    }
+
     /// The stored correction word, for display (mitsucan only).
     pub fn stored_word(self, rom: &[u8]) -> Option<u32> {
         match self {
@@ -196,10 +210,47 @@ fn mitsucan_guard(rom: &[u8]) -> Result<(), ChecksumError> {
 }
 
 /// Σ of big-endian u32 words, mod 2^32 (a trailing partial word is ignored).
+///
+/// Summed by byte position: Σ (b0<<24 | b1<<16 | b2<<8 | b3) equals
+/// (Σb0)<<24 + (Σb1)<<16 + (Σb2)<<8 + Σb3 mod 2^32, and the four byte sums
+/// are kept in the 16-bit lanes of two u64s, eight bytes a step. WebAssembly
+/// has no byte swap, so the word-at-a-time loop cost about ten operations a
+/// word there; a patch sums a 1 MiB image three times.
 pub fn word_sum(bytes: &[u8]) -> u32 {
-    bytes.chunks_exact(4).fold(0u32, |acc, w| {
-        acc.wrapping_add(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-    })
+    /// Bytes 0, 2, 4, 6 of a little-endian u64, each in its own 16-bit lane.
+    const LANES: u64 = 0x00FF_00FF_00FF_00FF;
+    /// u64s summed into 16-bit lanes before they could overflow (255 × 256
+    /// fits in 16 bits).
+    const BLOCK: usize = 256;
+    let words = &bytes[..bytes.len() / 4 * 4];
+    // Σ of the bytes at each position of a word (0 = most significant).
+    let mut by_position = [0u64; 4];
+    let mut eights = words.chunks_exact(8);
+    let blocks = eights.len().div_ceil(BLOCK);
+    for _ in 0..blocks {
+        let (mut even, mut odd) = (0u64, 0u64);
+        for eight in eights.by_ref().take(BLOCK) {
+            let x = u64::from_le_bytes(eight.try_into().expect("chunks of 8"));
+            even += x & LANES;
+            odd += (x >> 8) & LANES;
+        }
+        // Lanes 0 and 2 hold bytes 0 and 4 (position 0 of the two words),
+        // lanes 1 and 3 bytes 2 and 6 (position 2); `odd` likewise for
+        // positions 1 and 3.
+        let lane = |v: u64, i: u32| (v >> (16 * i)) & 0xFFFF;
+        by_position[0] += lane(even, 0) + lane(even, 2);
+        by_position[2] += lane(even, 1) + lane(even, 3);
+        by_position[1] += lane(odd, 0) + lane(odd, 2);
+        by_position[3] += lane(odd, 1) + lane(odd, 3);
+    }
+    for (position, byte) in eights.remainder().iter().enumerate() {
+        by_position[position] += u64::from(*byte);
+    }
+    let [b0, b1, b2, b3] = by_position.map(|sum| sum as u32);
+    (b0 << 24)
+        .wrapping_add(b1 << 16)
+        .wrapping_add(b2 << 8)
+        .wrapping_add(b3)
 }
 
 fn read_be(rom: &[u8], at: usize) -> u32 {
@@ -296,6 +347,37 @@ fn subarudbw_entries(rom: &[u8]) -> Result<Vec<DbwEntry>, ChecksumError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sum by byte position is the sum of the words, for every length
+    /// and alignment of the tail and for sums that wrap many times.
+    #[test]
+    fn word_sum_matches_summing_word_by_word() {
+        fn by_words(bytes: &[u8]) -> u32 {
+            bytes.chunks_exact(4).fold(0u32, |acc, w| {
+                acc.wrapping_add(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+            })
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let noise: Vec<u8> = (0..20_000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let ones = vec![0xFFu8; 40_000];
+        for bytes in [&noise[..], &ones[..]] {
+            for len in (0..64).chain([2047, 2048, 2049, 4100, 8192, 8196, 19_999, 20_000]) {
+                let len = len.min(bytes.len());
+                for start in 0..4 {
+                    let slice = &bytes[start.min(len)..len];
+                    assert_eq!(word_sum(slice), by_words(slice), "len {len}, start {start}");
+                }
+            }
+        }
+        assert_eq!(word_sum(&ones), by_words(&ones));
+    }
 
     #[test]
     fn mitsucan_all_zero_vector() {

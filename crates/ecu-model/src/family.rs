@@ -194,7 +194,12 @@ pub trait Format: Send + Sync {
         let module = Module::by_name(plan).map_err(|e| e.to_string())?;
         let mut fixed = image.to_vec();
         module.fix(&mut fixed).map_err(|e| e.to_string())?;
-        Ok(changed_runs(image, &fixed))
+        let span = module.correction_span(image);
+        let mut edits = changed_runs(&image[span.clone()], &fixed[span.clone()]);
+        for edit in &mut edits {
+            edit.offset += span.start as u64;
+        }
+        Ok(edits)
     }
 
     /// One line on what the family reads, for `benchtop plugins`.
@@ -365,6 +370,16 @@ mod tests {
             )),
             SUBARUDBW_TARGET
         );
+        // mitsucan: only the correction word is rewritten, where it lies.
+        let mut image = vec![0u8; 0x10_0000];
+        image[0x40..0x44].copy_from_slice(&0x1234_5678u32.to_be_bytes());
+        let edits = Plain.fix("mitsucan", &image).unwrap();
+        assert_eq!(edits.len(), 1, "{edits:?}");
+        assert_eq!(edits[0].offset as usize, crate::checksum::MITSUCAN_WORD);
+        for e in &edits {
+            image[e.offset as usize..][..e.bytes.len()].copy_from_slice(&e.bytes);
+        }
+        assert_eq!(Plain.verify("mitsucan", &image), Ok(Verdict::Valid));
         assert!(Plain.fix("sum8", &image).unwrap_err().contains("sum8"));
         assert_eq!(Plain.describe(), "ECU definition family: Plain definitions");
     }
