@@ -414,6 +414,28 @@ fn write_changes(
 /// `lock`. On error the target still holds a whole image (the old one), and
 /// the message says what failed.
 pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), String> {
+    replace_over(target, None, bytes, lock)
+}
+
+/// [`replace`] for a caller that read the target's content, `current`,
+/// while holding `lock` (and checked nothing changed it since): the copy
+/// of the old image is written from it instead of reading the file again.
+/// A `current` of another length than the file is not trusted.
+pub fn replace_known(
+    target: &Path,
+    current: &[u8],
+    bytes: &[u8],
+    lock: &mut FileLock,
+) -> Result<(), String> {
+    replace_over(target, Some(current), bytes, lock)
+}
+
+fn replace_over(
+    target: &Path,
+    known: Option<&[u8]>,
+    bytes: &[u8],
+    lock: &mut FileLock,
+) -> Result<(), String> {
     let (dir, name) = split(target)?;
     let explain = |p: &Path, e: &io::Error| crate::paths::explain_io_error(p, e, true);
     let meta = fs::symlink_metadata(target).map_err(|e| explain(target, &e))?;
@@ -437,8 +459,15 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
         let _ = fs::remove_file(&copy);
         why
     };
-    let current = crate::file_io::read(target).map_err(|e| undo_link(explain(target, &e)))?;
-    write_new(&copy, &current, lock).map_err(|e| {
+    let read;
+    let current = match known {
+        Some(known) if known.len() as u64 == meta.len() => known,
+        _ => {
+            read = crate::file_io::read(target).map_err(|e| undo_link(explain(target, &e)))?;
+            &read[..]
+        }
+    };
+    write_new(&copy, current, lock).map_err(|e| {
         undo_link(format!(
             "writing {} failed ({e})",
             crate::paths::shown(&copy)
@@ -458,7 +487,7 @@ pub fn replace(target: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), S
     let rewrite = (|| {
         let mut file = fs::OpenOptions::new().write(true).open(&keep)?;
         if current.len() == bytes.len() {
-            write_changes(&mut file, &current, bytes, lock)?;
+            write_changes(&mut file, current, bytes, lock)?;
         } else {
             write_chunks(&mut file, bytes, lock)?;
             file.set_len(bytes.len() as u64)?;
@@ -578,6 +607,34 @@ mod tests {
         replace(&rom, &new, &mut lock).unwrap();
         drop(lock);
         assert!(fs::read(&rom).unwrap() == new);
+        assert_eq!(names(&dir), ["r.bin"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// With the content the caller read under the lock, the file ends as
+    /// the new image; a `current` whose length is not the file's is not
+    /// trusted (the file is read instead), so nothing of it is written.
+    #[test]
+    fn a_known_old_image_is_used_only_when_it_can_be_the_file() {
+        let dir = scratch("known");
+        let rom = dir.join("r.bin");
+        let old: Vec<u8> = (0..3 * PAGE + 5).map(|i| (i % 253) as u8).collect();
+        fs::write(&rom, &old).unwrap();
+        let mut new = old.clone();
+        new[PAGE + 3] ^= 0xA5;
+        let mut lock = FileLock::acquire(&rom, WAIT).unwrap();
+        replace_known(&rom, &old, &new, &mut lock).unwrap();
+        drop(lock);
+        assert!(
+            fs::read(&rom).unwrap() == new,
+            "the file holds the new image"
+        );
+        let stale = vec![0u8; 7];
+        let newer: Vec<u8> = new.iter().map(|b| b.wrapping_add(1)).collect();
+        let mut lock = FileLock::acquire(&rom, WAIT).unwrap();
+        replace_known(&rom, &stale, &newer, &mut lock).unwrap();
+        drop(lock);
+        assert!(fs::read(&rom).unwrap() == newer);
         assert_eq!(names(&dir), ["r.bin"]);
         fs::remove_dir_all(&dir).unwrap();
     }
