@@ -55,6 +55,16 @@ impl Layout {
         }
     }
 
+    /// [`to_file`](Self::to_file), taking the view: a plain image at 0 is
+    /// already the file, and a patch saves it without a copy.
+    pub fn into_file(&self, view: Vec<u8>) -> Vec<u8> {
+        if self.base == 0 && self.records.is_none() && self.srf.is_none() {
+            view
+        } else {
+            self.to_file(&view)
+        }
+    }
+
     /// Short description for rom_info, None for a plain image at 0.
     pub fn describe(&self) -> Option<String> {
         let mut parts = Vec::new();
@@ -176,6 +186,7 @@ pub(crate) mod tests {
         let mut view = layout.view(&file[start..start + len]);
         view[10] ^= 0xFF;
         let back = layout.to_file(&view);
+        assert_eq!(layout.into_file(view.clone()), back);
         assert_eq!(back.len(), file.len());
         assert_eq!(back[start + 10], file[start + 10] ^ 0xFF);
         assert_eq!(&back[..start], &file[..start]);
@@ -208,5 +219,8 @@ pub(crate) mod tests {
         let view = layout.view(&[1, 2, 3]);
         assert_eq!((view.len(), view[0x1_0000]), (0x1_0003, 1));
         assert_eq!(layout.to_file(&view), [1, 2, 3]);
+        assert_eq!(layout.into_file(view), [1, 2, 3]);
+        // A plain image at 0 is the file itself.
+        assert_eq!(Layout::default().into_file(vec![4, 5]), [4, 5]);
     }
 }

@@ -632,10 +632,18 @@ impl Explorer {
         bytes: Vec<u8>,
         lock: &mut FileLock,
     ) -> Result<Arc<Vec<u8>>, Error> {
-        write_locked(path, &bytes, lock).map_err(|message| Error::Write {
-            path: path.into(),
-            message,
-        })?;
+        // The file as read under this lock (a patch opens it fresh once the
+        // lock is held), unless its stamp moved since: then it is read again.
+        let current = fs::metadata(path).ok().and_then(|meta| {
+            let c = self.roms.get(path)?;
+            (c.stamp == Stamp::of(&meta)).then(|| c.bytes.clone())
+        });
+        write_locked(path, current.as_deref().map(Vec::as_slice), &bytes, lock).map_err(
+            |message| Error::Write {
+                path: path.into(),
+                message,
+            },
+        )?;
         let bytes = Arc::new(bytes);
         match fs::metadata(path) {
             Ok(meta) => self.cache_rom(path, Stamp::of(&meta), bytes.clone()),
@@ -775,7 +783,13 @@ fn open_head(path: &Path, len: usize) -> io::Result<(Stamp, Vec<u8>)> {
 /// Refuses a definition file given as the ROM, saying what it is and
 /// where it goes (a ROM image never starts with XML or A2L text).
 fn refuse_definition_as_rom(rom: &Path, file: &[u8]) -> Result<(), Error> {
-    let head = String::from_utf8_lossy(&file[..file.len().min(4096)]);
+    let head = &file[..file.len().min(4096)];
+    // Definitions are text, which holds no zero byte; nearly every image
+    // holds one in its first 4 KiB, and is not converted to look inside.
+    if head.contains(&0) {
+        return Ok(());
+    }
+    let head = String::from_utf8_lossy(head);
     let start = head.trim_start_matches('\u{feff}').trim_start();
     let format = if start.contains("<XDFFORMAT") {
         "a TunerPro XDF definition"
@@ -925,13 +939,19 @@ pub fn rom_target(path: &Path) -> Result<PathBuf, Error> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let target = plugin_kit::safe_write::resolve_links(path)?;
     let mut lock = FileLock::acquire(&target, plugin_kit::safe_write::WAIT)?;
-    write_locked(&target, bytes, &mut lock)
+    write_locked(&target, None, bytes, &mut lock)
 }
 
 /// Replaces the ROM's content while `lock` is held: a crash leaves either
 /// the old or the new image, never a torn one, and the file keeps its
 /// inode, so its mode and owner (see `plugin_kit::safe_write`).
-pub fn write_locked(path: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<(), String> {
+/// `current`, when given, is the file's content read under `lock`.
+pub fn write_locked(
+    path: &Path,
+    current: Option<&[u8]>,
+    bytes: &[u8],
+    lock: &mut FileLock,
+) -> Result<(), String> {
     let meta = fs::metadata(path).map_err(|e| e.to_string())?;
     // WASI file stats carry no permission bits (every file reads as
     // read-only), so only a native build can honour a read-only file; in the
@@ -939,7 +959,10 @@ pub fn write_locked(path: &Path, bytes: &[u8], lock: &mut FileLock) -> Result<()
     if cfg!(not(target_os = "wasi")) && meta.permissions().readonly() {
         return Err("the ROM file is read-only; make it writable or patch a writable copy".into());
     }
-    plugin_kit::safe_write::replace(path, bytes, lock)
+    match current {
+        Some(current) => plugin_kit::safe_write::replace_known(path, current, bytes, lock),
+        None => plugin_kit::safe_write::replace(path, bytes, lock),
+    }
 }
 
 #[cfg(test)]
@@ -976,7 +999,7 @@ mod tests {
         let (target, mut lock) = lock_rom(&dir.join("link.bin")).unwrap();
         #[cfg(unix)]
         assert_eq!(target, rom);
-        write_locked(&target, b"new image", &mut lock).unwrap();
+        write_locked(&target, None, b"new image", &mut lock).unwrap();
         drop(lock);
         assert_eq!(fs::read(&target).unwrap(), b"new image");
         let mut names: Vec<_> = fs::read_dir(&dir)

@@ -1075,13 +1075,13 @@ fn patch_checked(
         return Err(Error::ChangedSinceConfirmed);
     }
     let written = !plugin_kit::bytes::same(&image, &opened.bytes);
+    let after = decode_table(&table, &image)?;
     // Back into the file's own shape (.srf chunks, H8 base) before saving.
     let bytes = if written {
-        ex.write_rom(&opened.path, opened.layout.to_file(&image), &mut lock)?
+        ex.write_rom(&opened.path, opened.layout.into_file(image), &mut lock)?
     } else {
         Arc::new(opened.layout.to_file(&opened.bytes))
     };
-    let after = decode_table(&table, &image)?;
     Ok(PatchOutcome {
         path: opened.path,
         definition: def,
