@@ -311,6 +311,17 @@ impl CompileCache {
 
     /// Loads the compiled form of `wasm`, compiling and storing it on a miss.
     pub fn load(&self, engine: &Engine, wasm: &Wasm) -> Result<(Component, CacheOutcome)> {
+        self.load_settled(engine, wasm, std::time::SystemTime::now() - SETTLED)
+    }
+
+    /// [`Self::load`], recording as checked only entries unchanged since
+    /// `settled`.
+    fn load_settled(
+        &self,
+        engine: &Engine,
+        wasm: &Wasm,
+        settled: std::time::SystemTime,
+    ) -> Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((
                 crate::runtime::engine::compile(engine, wasm.bytes()?)?,
@@ -320,13 +331,17 @@ impl CompileCache {
         let key = Self::key(engine, wasm);
         let path = dir.join(format!("{key}.cwasm"));
         let mut outcome = CacheOutcome::Compiled;
-        if let Ok(bytes) = std::fs::read(&path) {
-            match verified_payload(&self.secret, &key, &bytes) {
+        if let Ok((bytes, authentic)) = self.read_entry(dir, &key, &path, settled) {
+            let payload = authentic
+                .then(|| bytes.strip_prefix(MAGIC).and_then(|rest| rest.get(32..)))
+                .flatten();
+            match payload {
                 // SAFETY: the payload was produced by `precompile_component`
                 // of an engine with the same compatibility hash (part of the
                 // key), for this very `.wasm` (its hash, which `Wasm` alone
                 // computes from the bytes, is in the key), and written by a
-                // holder of this host's secret.
+                // holder of this host's secret: its HMAC passed now, or
+                // passed for this very file, unchanged since.
                 Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
                     Ok(c) => return Ok((c, CacheOutcome::Hit)),
                     Err(e) => {
@@ -350,6 +365,47 @@ impl CompileCache {
             tracing::warn!("cannot write compile cache {}: {e:#}", path.display());
         }
         Ok((component, outcome))
+    }
+
+    /// The bytes of the entry at `path`, and whether they pass its HMAC.
+    /// The check reads all of an entry (megabytes of code: 2.6 ms of
+    /// SHA-256 for the two ECU plugins at each start), so once an entry
+    /// passed, the [`fingerprint`] of the file it was read from is recorded
+    /// under the same key; while the file keeps that fingerprint, its
+    /// content cannot have changed (that changes its change time, and a
+    /// rename its inode) and it is not checked again.
+    fn read_entry(
+        &self,
+        dir: &Path,
+        key: &str,
+        path: &Path,
+        settled: std::time::SystemTime,
+    ) -> std::io::Result<(Vec<u8>, bool)> {
+        let mut file = std::fs::File::open(path)?;
+        let print = fingerprint(&file.metadata()?, settled);
+        let record_key = format!("checked {key}");
+        let record = dir.join(format!("{key}.checked"));
+        let recorded = print.is_some_and(|print| {
+            std::fs::read(&record).is_ok_and(|bytes| {
+                verified_payload(&self.secret, &record_key, &bytes) == Some(&print[..])
+            })
+        });
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes)?;
+        // Read through the handle stat'ed, so the inode is the one
+        // fingerprinted; a write meanwhile changes the fingerprint.
+        let after = fingerprint(&file.metadata()?, settled);
+        if recorded && after == print {
+            return Ok((bytes, true));
+        }
+        let authentic = verified_payload(&self.secret, key, &bytes).is_some();
+        if authentic
+            && let Some(print) = print.filter(|_| after == print)
+            && let Err(e) = store(&self.secret, &record_key, dir, &record, &print)
+        {
+            tracing::debug!("cannot write {}: {e:#}", record.display());
+        }
+        Ok((bytes, authentic))
     }
 }
 
@@ -567,6 +623,49 @@ mod tests {
             );
             assert_ne!(std::fs::read(&outline).unwrap(), damaged, "{name}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_entry_is_checked_again_unless_its_file_is_the_one_that_passed() {
+        let dir = std::env::temp_dir().join(format!("benchtop-checked-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = CompileCache::new(Some(dir.clone()));
+        let entry = dir.join("k.cwasm");
+        let record = dir.join("k.checked");
+        let later = || std::time::SystemTime::now() + SETTLED;
+        let forged = [&MAGIC[..], &[0u8; 32], b"payload"].concat();
+        // Just written: checked, but nothing is recorded (its times may not
+        // change when it is written again within the file system's tick).
+        store(&cache.secret, "k", &dir, &entry, b"payload").unwrap();
+        let (bytes, authentic) = cache
+            .read_entry(&dir, "k", &entry, std::time::SystemTime::now() - SETTLED)
+            .unwrap();
+        assert!(authentic);
+        assert_eq!(&bytes[MAGIC.len() + 32..], b"payload");
+        assert!(!record.exists());
+        // Settled: checked and recorded, then passed on the record.
+        assert!(cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
+        assert!(record.is_file());
+        assert!(cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
+        // Rewritten with a forged HMAC: another fingerprint, so checked, and
+        // refused.
+        std::fs::write(&entry, &forged).unwrap();
+        assert!(!cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
+        // What decides is the record of this very file: made for it (as
+        // only a holder of the secret can), the forged entry would pass.
+        let print = fingerprint(&std::fs::metadata(&entry).unwrap(), later()).unwrap();
+        store(&cache.secret, "checked k", &dir, &record, &print).unwrap();
+        assert!(cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
+        // A record under another key, or another host's, is no record.
+        std::fs::rename(&record, dir.join("j.checked")).unwrap();
+        std::fs::copy(&entry, dir.join("j.cwasm")).unwrap();
+        assert!(
+            !cache
+                .read_entry(&dir, "j", &dir.join("j.cwasm"), later())
+                .unwrap()
+                .1
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
