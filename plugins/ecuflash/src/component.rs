@@ -3,6 +3,7 @@
 //! trees (SubaruDefs, EvoScan) are kept.
 
 use crate::merge::{ChainFile, merge};
+use crate::opening::{first_body_element, parse_opening};
 use crate::xml::{ROMRAIDER, RawDefinition, parse_definition};
 use ecu_model::family::{self, Candidate, Format, Identified, Resolved, Source};
 use ecu_model::sniff::{first_element, is_romraider};
@@ -32,25 +33,6 @@ fn text_of(bytes: &[u8]) -> &str {
     }
 }
 
-/// The start of the first `<table` or `<scaling` element in `text`: where
-/// an ECUFlash file's id and includes have ended (every file of the
-/// 378-file SubaruDefs and EvoScan trees names its includes before it).
-fn first_body_element(text: &str) -> Option<usize> {
-    ["<table", "<scaling"]
-        .iter()
-        .filter_map(|tag| {
-            text.match_indices(tag)
-                .find(|(at, _)| {
-                    text[at + tag.len()..]
-                        .chars()
-                        .next()
-                        .is_some_and(|c| c.is_whitespace() || c == '>' || c == '/')
-                })
-                .map(|(at, _)| at)
-        })
-        .min()
-}
-
 /// The `<romid>` fields a candidate carries: what matching an image and
 /// showing its id need. The rest (make, model, year…) come with the
 /// resolved definition, which merges the whole chain's; leaving them out
@@ -64,15 +46,15 @@ const CANDIDATE_FIELDS: [&str; 4] = [
 
 /// A file's definition as a candidate: titled by its xmlid, else by its
 /// file name (an include may name a base file so).
-fn candidate_of(file_name: &str, raw: &RawDefinition) -> Candidate {
-    let mut romid = raw.romid.clone();
+fn candidate_of(file_name: &str, raw: RawDefinition) -> Candidate {
+    let mut romid = raw.romid;
     if romid.xmlid.is_none() {
         romid.xmlid = Some(stem(file_name).to_owned());
     }
     romid
         .fields
         .retain(|key, _| CANDIDATE_FIELDS.contains(&key.as_str()));
-    family::candidate(&romid, raw.includes.clone())
+    family::candidate(&romid, raw.includes)
         .expect("a candidate has a title: the xmlid, else the file name")
 }
 
@@ -100,9 +82,13 @@ impl Format for EcuFlash {
         whole: bool,
     ) -> Result<Identified, String> {
         if whole {
-            let raw = parse_definition(family::utf8_text(file_name, contents)?)
-                .map_err(|e| format!("not a readable ECUFlash XML file: {e}"))?;
-            return Ok(Identified::Candidates(vec![candidate_of(file_name, &raw)]));
+            let text = family::utf8_text(file_name, contents)?;
+            let raw = match parse_opening(text, true) {
+                Some(raw) => raw,
+                None => parse_definition(text)
+                    .map_err(|e| format!("not a readable ECUFlash XML file: {e}"))?,
+            };
+            return Ok(Identified::Candidates(vec![candidate_of(file_name, raw)]));
         }
         // The id and the includes come before the first table or scaling:
         // the head up to there, closed, is the file's opening as a
@@ -114,8 +100,11 @@ impl Format for EcuFlash {
         let Some(body) = first_body_element(head) else {
             return Ok(Identified::NeedsWholeFile);
         };
+        if let Some(raw) = parse_opening(&head[..body], false) {
+            return Ok(Identified::Candidates(vec![candidate_of(file_name, raw)]));
+        }
         match parse_definition(&format!("{}</rom>", &head[..body])) {
-            Ok(raw) => Ok(Identified::Candidates(vec![candidate_of(file_name, &raw)])),
+            Ok(raw) => Ok(Identified::Candidates(vec![candidate_of(file_name, raw)])),
             // A comment or an element still open where the body starts.
             Err(_) => Ok(Identified::NeedsWholeFile),
         }

@@ -136,19 +136,24 @@ fn parse_doc(text: &str) -> Result<roxmltree::Document<'_>, String> {
 }
 
 fn romid(node: roxmltree::Node) -> RomId {
+    romid_of(
+        node.children()
+            .filter(|n| n.is_element())
+            .map(|child| (child.tag_name().name().to_string(), text_of(child))),
+    )
+}
+
+/// The id a `<romid>` of these `(tag, text)` children, in document order,
+/// makes (a later child of the same tag wins).
+pub(crate) fn romid_of(children: impl IntoIterator<Item = (String, String)>) -> RomId {
     let mut id = RomId::default();
-    for child in node.children().filter(|n| n.is_element()) {
-        let key = child.tag_name().name().to_string();
-        let value = text_of(child);
+    for (key, value) in children {
+        let given = || Some(value.clone()).filter(|v| !v.is_empty());
         match key.as_str() {
-            "xmlid" => id.xmlid = Some(value.clone()).filter(|v| !v.is_empty()),
-            "internalidaddress" => {
-                id.internal_id_address = Some(value.clone()).filter(|v| !v.is_empty())
-            }
-            "internalidhex" => id.internal_id_hex = Some(value.clone()).filter(|v| !v.is_empty()),
-            "internalidstring" => {
-                id.internal_id_string = Some(value.clone()).filter(|v| !v.is_empty())
-            }
+            "xmlid" => id.xmlid = given(),
+            "internalidaddress" => id.internal_id_address = given(),
+            "internalidhex" => id.internal_id_hex = given(),
+            "internalidstring" => id.internal_id_string = given(),
             _ => {}
         }
         id.fields.insert(key, value);
