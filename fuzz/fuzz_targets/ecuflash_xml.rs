@@ -1,8 +1,8 @@
 //! ECUFlash XML definitions (`ecuflash::xml`, `ecuflash::merge`) and
 //! reading the tables they describe out of a ROM (`decode::read_table`).
 //!
-//! The input is one definition file. Its opening read quickly must be
-//! what the full parse reads. The family identifies it from its
+//! The input is one definition file. Read plainly, it must be what
+//! roxmltree's parse reads. The family identifies it from its
 //! head and whole (`ecuflash::EcuFlash` as ecu-tables asks it), then it is
 //! parsed, merged alone and as its
 //! own parent (so the include-merging rules run on real content), every
@@ -18,8 +18,8 @@ use definitions::exercise;
 use ecu_model::family::{Format, HEAD_BYTES};
 use ecuflash::EcuFlash;
 use ecuflash::merge::{ChainFile, merge};
-use ecuflash::opening::parse_opening;
-use ecuflash::xml::{parse_definition, parse_romid_only};
+use ecuflash::plain::parse_plain;
+use ecuflash::xml::{parse_definition, parse_document, parse_romid_only};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -31,16 +31,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = parse_romid_only(text);
-    // The quick reader of openings answers as the full parse, or not at all.
-    for closed in [false, true] {
-        if let Some(read) = parse_opening(text, closed) {
-            let full = if closed {
-                parse_definition(text)
-            } else {
-                parse_definition(&format!("{text}</rom>"))
-            };
-            assert_eq!(Ok(read), full, "parse_opening({closed}) differs");
-        }
+    // The plain reader answers as roxmltree's parse, or not at all.
+    if let Some(read) = parse_plain(text) {
+        assert_eq!(Ok(read), parse_document(text), "parse_plain differs");
     }
     let Ok(raw) = parse_definition(text) else {
         return;

@@ -3,7 +3,7 @@
 //! trees (SubaruDefs, EvoScan) are kept.
 
 use crate::merge::{ChainFile, merge};
-use crate::opening::{first_body_element, parse_opening};
+use crate::plain::first_body_element;
 use crate::xml::{ROMRAIDER, RawDefinition, parse_definition};
 use ecu_model::family::{self, Candidate, Format, Identified, Resolved, Source};
 use ecu_model::sniff::{first_element, is_romraider};
@@ -82,12 +82,8 @@ impl Format for EcuFlash {
         whole: bool,
     ) -> Result<Identified, String> {
         if whole {
-            let text = family::utf8_text(file_name, contents)?;
-            let raw = match parse_opening(text, true) {
-                Some(raw) => raw,
-                None => parse_definition(text)
-                    .map_err(|e| format!("not a readable ECUFlash XML file: {e}"))?,
-            };
+            let raw = parse_definition(family::utf8_text(file_name, contents)?)
+                .map_err(|e| format!("not a readable ECUFlash XML file: {e}"))?;
             return Ok(Identified::Candidates(vec![candidate_of(file_name, raw)]));
         }
         // The id and the includes come before the first table or scaling:
@@ -100,9 +96,6 @@ impl Format for EcuFlash {
         let Some(body) = first_body_element(head) else {
             return Ok(Identified::NeedsWholeFile);
         };
-        if let Some(raw) = parse_opening(&head[..body], false) {
-            return Ok(Identified::Candidates(vec![candidate_of(file_name, raw)]));
-        }
         match parse_definition(&format!("{}</rom>", &head[..body])) {
             Ok(raw) => Ok(Identified::Candidates(vec![candidate_of(file_name, raw)])),
             // A comment or an element still open where the body starts.

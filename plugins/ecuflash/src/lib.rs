@@ -3,14 +3,14 @@
 //! read and patch ROMs through ECUFlash's `<rom>` files and their
 //! `<include>` chains.
 //!
-//! [`xml`] reads one file as written ([`opening`] its id and includes,
-//! quickly, when they are plainly written), [`merge`] merges an include chain
+//! [`xml`] reads one file as written ([`plain`] quickly, when it is plainly
+//! written), [`merge`] merges an include chain
 //! into the family-neutral [`ecu_model::Definition`], and [`EcuFlash`]
 //! answers ecu-model's [`ecu_model::family::Format`] with them, which the
 //! component exports as `benchtop:ecu-family/family`.
 
 pub mod merge;
-pub mod opening;
+pub mod plain;
 pub mod xml;
 
 mod component;

@@ -53,8 +53,18 @@ pub struct RawDefinition {
     pub tables: Vec<RawTable>,
 }
 
-/// Parses a whole definition file.
+/// Parses a whole definition file: read directly when plainly written
+/// ([`crate::plain`]), else as a document.
 pub fn parse_definition(text: &str) -> Result<RawDefinition, String> {
+    match crate::plain::parse_plain(text) {
+        Some(def) => Ok(def),
+        None => parse_document(text),
+    }
+}
+
+/// [`parse_definition`] through a roxmltree document, whatever the shape:
+/// what the plain reader must agree with.
+pub fn parse_document(text: &str) -> Result<RawDefinition, String> {
     let doc = parse_doc(text)?;
     let root = doc.root_element();
     if root.tag_name().name() == "roms" {

@@ -1,16 +1,22 @@
-//! A definition's opening (its id and includes) read without building a
-//! document.
+//! Definitions read without building a document, when they are plainly
+//! written.
 //!
-//! Identifying a definitions tree reads the opening of every file, and
-//! parsing each with roxmltree was most of the first rom_info over the
-//! 333-file SubaruDefs tree. The files ECUFlash writes open the same plain
-//! way: an XML declaration, comments, `<rom>`, a `<romid>` of text-only
-//! children, `<include>`s. Only that shape is read here. Anything else (an
-//! entity, an attribute, CDATA, a DOCTYPE, another element, a character
-//! XML forbids) gives None, and the caller parses the file in full, so the
-//! answer is always the one roxmltree's parse gives.
+//! Identifying a definitions tree reads the opening (id and includes) of
+//! every file, and resolving a match reads its chain whole: parsing them
+//! with roxmltree was most of the first rom_info over the 333-file
+//! SubaruDefs tree, mostly in building documents only walked once. The
+//! files ECUFlash writes have one plain shape: an XML declaration,
+//! comments, `<rom>`, a `<romid>` of text-only children, `<include>`s,
+//! `<scaling>`s with `<data name value>` children, `<table>`s with
+//! `<data>` labels and axis `<table>`s, and text-only elements such as
+//! `<notes>` and `<description>`. Only that shape is read here. Anything
+//! else (an entity or character reference, CDATA, a DOCTYPE, a namespace,
+//! a character or comment XML forbids, a duplicated attribute) gives None,
+//! and the caller parses the file with roxmltree, so the answer is always
+//! the one roxmltree's parse gives.
 
-use crate::xml::{RawDefinition, romid_of};
+use crate::xml::{RawDefinition, RawScaling, RawTable, romid_of};
+use std::collections::BTreeMap;
 
 /// The start of the first `<table` or `<scaling` element in `text`: where
 /// an ECUFlash file's id and includes have ended (every file of the
@@ -44,10 +50,9 @@ fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r')
 }
 
-/// The romid and includes of `text`, a definition's opening: the whole
-/// file when `closed` (it must end with `</rom>`), else the text before its
-/// first table or scaling. None when the text is not of the plain shape.
-pub fn parse_opening(text: &str, closed: bool) -> Option<RawDefinition> {
+/// `text`, a whole definition file, as the full parse reads it, when it
+/// is plainly written.
+pub fn parse_plain(text: &str) -> Option<RawDefinition> {
     if !all_xml_chars(text) {
         return None;
     }
@@ -61,38 +66,41 @@ pub fn parse_opening(text: &str, closed: bool) -> Option<RawDefinition> {
     let mut def = RawDefinition::default();
     loop {
         at.misc()?;
-        if at.0.is_empty() {
-            return (!closed).then_some(def);
-        }
         if at.end_tag("rom").is_some() {
             at.misc()?;
-            return (closed && at.0.is_empty()).then_some(def);
+            return at.0.is_empty().then_some(def);
         }
-        if at.start_tag("romid").is_some() {
-            let mut fields = Vec::new();
-            loop {
-                at.misc()?;
-                if at.end_tag("romid").is_some() {
-                    break;
+        match at.name_after('<')? {
+            "romid" => {
+                // An empty `<romid/>` replaces the id too: left to roxmltree.
+                at.start_tag("romid")?;
+                let mut fields = Vec::new();
+                loop {
+                    at.misc()?;
+                    if at.end_tag("romid").is_some() {
+                        break;
+                    }
+                    let name = at.name_after('<')?;
+                    fields.push((name.to_owned(), at.text_element(name)?.to_owned()));
                 }
-                let name = at.name_after('<')?;
-                fields.push((name.to_owned(), at.text_element(name)?.to_owned()));
+                def.romid = romid_of(fields);
             }
-            def.romid = romid_of(fields);
-        } else if at.name_after('<')? == "include" {
-            let text = at.text_element("include")?;
-            if !text.is_empty() {
-                def.includes.push(text.to_owned());
+            "include" => {
+                let text = at.text_element("include")?;
+                if !text.is_empty() {
+                    def.includes.push(text.to_owned());
+                }
             }
-        } else {
-            // `<notes>`, say, which a full parse passes over too; a table
-            // or scaling is the body, not read here, and an empty `<romid/>`
-            // replaces the id.
-            let name = at.name_after('<')?;
-            if matches!(name, "table" | "scaling" | "romid") {
-                return None;
+            "scaling" => {
+                if let Some(scaling) = at.scaling()? {
+                    def.scalings.push(scaling);
+                }
             }
-            at.raw_text_element(name)?;
+            "table" => def.tables.push(at.table(true)?),
+            // `<notes>`, say, which the full parse passes over too.
+            name => {
+                at.raw_text_element(name)?;
+            }
         }
     }
 }
@@ -212,16 +220,139 @@ impl<'a> Cursor<'a> {
     }
 
     /// The name of the element starting here (after `open`), without
-    /// consuming it: ASCII letters, digits, `_`, `-` and `.`, starting with
-    /// a letter or `_` (a prefixed or non-ASCII name is left to roxmltree).
+    /// consuming it (see [`Self::name_here`]).
     fn name_after(&self, open: char) -> Option<&'a str> {
-        let rest = self.0.strip_prefix(open)?;
-        let len = rest
+        Cursor(self.0.strip_prefix(open)?).name_here()
+    }
+
+    /// The name the text starts with, without consuming it: ASCII letters,
+    /// digits, `_`, `-` and `.`, starting with a letter or `_` (a prefixed
+    /// or non-ASCII name is left to roxmltree).
+    fn name_here(&self) -> Option<&'a str> {
+        let len = self
+            .0
             .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-            .unwrap_or(rest.len());
-        let name = &rest[..len];
+            .unwrap_or(self.0.len());
+        let name = &self.0[..len];
         name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             .then_some(name)
+    }
+
+    /// A start tag's attributes, after its name, up to `>` (false) or
+    /// `/>` (true), values normalized as roxmltree normalizes them (a tab,
+    /// line feed or carriage return is a space; a CR LF pair one space).
+    /// None for a value holding a reference or `<`, a duplicated or
+    /// namespace-related name, or no space before a name.
+    fn attributes(&mut self) -> Option<(BTreeMap<String, String>, bool)> {
+        let mut attrs = BTreeMap::new();
+        loop {
+            let before = self.0.len();
+            self.spaces();
+            if self.eat("/>").is_some() {
+                return Some((attrs, true));
+            }
+            if self.eat(">").is_some() {
+                return Some((attrs, false));
+            }
+            if self.0.len() == before {
+                return None;
+            }
+            let name = self.name_here()?;
+            if name.get(..3).is_some_and(|x| x.eq_ignore_ascii_case("xml")) {
+                return None;
+            }
+            self.0 = &self.0[name.len()..];
+            self.spaces();
+            self.eat("=")?;
+            self.spaces();
+            let quote = self.0.chars().next().filter(|q| matches!(q, '"' | '\''))?;
+            let (value, rest) = self.0[1..].split_once(quote)?;
+            if value.contains(['<', '&']) {
+                return None;
+            }
+            self.0 = rest;
+            let value = if value.contains(['\t', '\n', '\r']) {
+                value.replace("\r\n", " ").replace(['\t', '\n', '\r'], " ")
+            } else {
+                value.to_owned()
+            };
+            if attrs.insert(name.to_owned(), value).is_some() {
+                return None;
+            }
+        }
+    }
+
+    /// `<scaling …>` with its `<data name value>` children, as the full
+    /// parse reads it: None (the outer Option) where that is not sure,
+    /// `Some(None)` for a scaling without a name, which it passes over.
+    fn scaling(&mut self) -> Option<Option<RawScaling>> {
+        self.eat("<scaling")?;
+        let (attrs, empty) = self.attributes()?;
+        let mut blobs = Vec::new();
+        if !empty {
+            loop {
+                self.misc()?;
+                if self.end_tag("scaling").is_some() {
+                    break;
+                }
+                let name = self.name_after('<')?;
+                if name != "data" {
+                    self.raw_text_element(name)?;
+                    continue;
+                }
+                self.eat("<data")?;
+                let (data, empty) = self.attributes()?;
+                if !empty {
+                    let end = self.0.find(['<', '&'])?;
+                    if self.0[..end].contains("]]>") {
+                        return None;
+                    }
+                    self.0 = &self.0[end..];
+                    self.end_tag("data")?;
+                }
+                if let (Some(name), Some(value)) = (data.get("name"), data.get("value")) {
+                    blobs.push((name.clone(), value.trim().to_owned()));
+                }
+            }
+        }
+        Some(
+            attrs
+                .get("name")
+                .cloned()
+                .map(|name| RawScaling { name, attrs, blobs }),
+        )
+    }
+
+    /// `<table …>` with its `<data>` labels and (at the top) its axis
+    /// tables, as the full parse reads it.
+    fn table(&mut self, top: bool) -> Option<RawTable> {
+        self.eat("<table")?;
+        let (mut attrs, empty) = self.attributes()?;
+        let name = attrs.remove("name").filter(|n| !n.is_empty());
+        let mut table = RawTable {
+            name,
+            attrs,
+            ..Default::default()
+        };
+        if !empty {
+            loop {
+                self.misc()?;
+                if self.end_tag("table").is_some() {
+                    break;
+                }
+                match self.name_after('<')? {
+                    "data" => table.labels.push(self.text_element("data")?.to_owned()),
+                    "table" if top => table.axes.push(self.table(false)?),
+                    // A table in an axis is passed over whole by the full
+                    // parse, whatever it holds.
+                    "table" => return None,
+                    name => {
+                        self.raw_text_element(name)?;
+                    }
+                }
+            }
+        }
+        Some(table)
     }
 
     /// `<name>text</name>`, `<name/>` or `<name />`: its text, trimmed as
@@ -267,15 +398,13 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xml::parse_definition;
+    use crate::xml::parse_document;
 
-    /// Parsed in full as identify parses an opening.
-    fn full(text: &str, closed: bool) -> RawDefinition {
-        if closed {
-            parse_definition(text).unwrap()
-        } else {
-            parse_definition(&format!("{text}</rom>")).unwrap()
-        }
+    /// `text` read plainly, checked to be what roxmltree's parse reads.
+    fn plain(text: &str) -> RawDefinition {
+        let read = parse_plain(text).unwrap();
+        assert_eq!(read, parse_document(text).unwrap(), "{text:?}");
+        read
     }
 
     #[test]
@@ -295,23 +424,36 @@ mod tests {
             <internalidstring>A2UG000N</internalidstring>\n  <make>Subaru \u{fffd}é</make>\n  <submodel/>\n  \
             <year />\n  <flashmethod></flashmethod>\n </romid>\n <include>A2UG000L</include>\n \
             <include> </include>\n <include>32BITBASE</include>\n ";
-        let fast = parse_opening(opening, false).unwrap();
-        assert_eq!(fast, full(opening, false));
-        assert_eq!(fast.romid.xmlid.as_deref(), Some("A2UG000N"));
-        assert_eq!(fast.includes, ["A2UG000L", "32BITBASE"]);
-        let closed = format!("{opening}</rom>\n<!-- end -->\n");
-        assert_eq!(parse_opening(&closed, true).unwrap(), full(&closed, true));
-        // Not closed where it must be, or closed where it must not.
-        assert_eq!(parse_opening(opening, true), None);
-        assert_eq!(parse_opening(&closed, false), None);
-        assert_eq!(
-            parse_opening("<rom><romid><xmlid>X</xmlid></romid>", false).unwrap(),
-            full("<rom><romid><xmlid>X</xmlid></romid>", false)
-        );
+        let read = plain(&format!("{opening}</rom>\n<!-- end -->\n"));
+        assert_eq!(read.romid.xmlid.as_deref(), Some("A2UG000N"));
+        assert_eq!(read.includes, ["A2UG000L", "32BITBASE"]);
+        // Not closed, or closed twice.
+        assert_eq!(parse_plain(opening), None);
+        assert_eq!(parse_plain(&format!("{opening}</rom></rom>")), None);
+        plain("<rom><romid><xmlid>X</xmlid></romid></rom>");
         // Elements a full parse passes over are passed over, whatever
         // their text (here with the carriage returns of a CRLF file).
-        let notes = "<rom>\r\n<romid><xmlid>X</xmlid></romid>\r\n<notes>\r\n a\r\n b ]\r\n</notes>\r\n<include>B</include>";
-        assert_eq!(parse_opening(notes, false).unwrap(), full(notes, false));
+        plain(
+            "<rom>\r\n<romid><xmlid>X</xmlid></romid>\r\n<notes>\r\n a\r\n b ]\r\n</notes>\r\n<include>B</include></rom>",
+        );
+    }
+
+    #[test]
+    fn plain_bodies_read_as_a_full_parse_reads_them() {
+        let text = "<?xml version='1.0'?>\n<rom>\n<romid><xmlid>A</xmlid></romid>\n\
+            <scaling name=\"S\" toexpr=\"x*2\" storagetype=\"uint8\"/>\n\
+            <scaling name=\"B\" storagetype=\"bloblist\"><data name=\"off\" value=\" 00 \"/>\
+            <data name=\"on\" value=\"01\">t</data><data name=\"x\"/><notes>n</notes></scaling>\n\
+            <scaling storagetype=\"uint8\"/>\n\
+            <table name=\"T\" address=\"10\" scaling=\"S\" category='A\tB\r\nC'>\
+            <description>d</description><!-- c -->\
+            <table name=\"X\" address=\"20\"><data> 1 </data><data/></table>\
+            <table type=\"Static Y Axis\" elements=\"2\"><data>ON</data><data>OFF</data></table>\
+            </table>\n<table name=\"\" address=\"30\" />\n</rom>\n";
+        let read = plain(text);
+        assert_eq!(read.scalings.len(), 2);
+        assert_eq!(read.tables[0].attr("category"), Some("A B C"));
+        assert_eq!(read.tables[0].axes[0].labels, ["1", ""]);
     }
 
     #[test]
@@ -335,7 +477,12 @@ mod tests {
             "<rom><!-- a -- b --><romid/>",
             "<rom><notes>a <b>b</b></notes>",
             "<rom><notes>a &amp; b</notes>",
-            "<rom><table/>",
+            "<rom><table><table><table/></table></table>",
+            "<rom><table name=\"a\" name=\"b\"/>",
+            "<rom><table name=\"a&amp;b\"/>",
+            "<rom><table name=\"a\"address=\"1\"/>",
+            "<rom><table xmlns=\"u\"/>",
+            "<rom><table><data a=\"1\">x</data></table>",
             "<rom><romid><xmlid>A</xmlid></romid><romid/>",
             "<rom>text<romid/>",
             "<rom><romid><xmlid>A\u{1}</xmlid></romid>",
@@ -343,7 +490,8 @@ mod tests {
             "<rom><romid><xmlid>A\u{ffff}</xmlid></romid>",
         ];
         for text in left {
-            assert_eq!(parse_opening(text, false), None, "{text:?}");
+            let text = format!("{text}</rom>");
+            assert_eq!(parse_plain(&text), None, "{text:?}");
         }
     }
 }
