@@ -14,6 +14,7 @@ use ecu_model::definition::{
 use ecu_model::expr::Expr;
 use ecu_model::printf::Format;
 use ecu_model::scaling::{Endian, Kind, Scaling, Storage, parse_hex_bytes};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,10 +43,14 @@ pub fn one_file(xml: &str) -> Result<Definition, String> {
 /// Merges `files` (parents first, each once) into a resolved definition
 /// whose ROM id is the last file's.
 pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
-    let mut scalings: Vec<RawScaling> = Vec::new();
-    let mut scaling_index: HashMap<String, usize> = HashMap::new();
-    let mut tables: Vec<RawTable> = Vec::new();
-    let mut table_index: HashMap<String, Vec<usize>> = HashMap::new();
+    // Borrowed from the files until a later file changes them: most of a
+    // base's tables are never given an address (SubaruDefs' 32BITBASE has
+    // 1,518, a ROM's chain addresses about 470), and copying each was
+    // most of the merge.
+    let mut scalings: Vec<Cow<'_, RawScaling>> = Vec::new();
+    let mut scaling_index: HashMap<&str, usize> = HashMap::new();
+    let mut tables: Vec<Cow<'_, RawTable>> = Vec::new();
+    let mut table_index: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut fields: HashMap<String, String> = HashMap::new();
 
     for (file_no, f) in files.iter().enumerate() {
@@ -55,9 +60,9 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
             }
         }
         for s in &f.raw.scalings {
-            match scaling_index.get(&s.name) {
+            match scaling_index.get(s.name.as_str()) {
                 Some(&i) => {
-                    let target = &mut scalings[i];
+                    let target = scalings[i].to_mut();
                     target
                         .attrs
                         .extend(s.attrs.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -66,13 +71,15 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
                     }
                 }
                 None => {
-                    scaling_index.insert(s.name.clone(), scalings.len());
-                    scalings.push(s.clone());
+                    scaling_index.insert(&s.name, scalings.len());
+                    scalings.push(Cow::Borrowed(s));
                 }
             }
         }
         for t in &f.raw.tables {
-            let Some(name) = t.name.clone() else { continue };
+            let Some(name) = t.name.as_deref() else {
+                continue;
+            };
             merge_table(&mut tables, &mut table_index, name, t, file_no);
         }
     }
@@ -120,11 +127,11 @@ pub fn merge(file: PathBuf, files: &[ChainFile<'_>]) -> Definition {
 /// (internal: a NUL-prefixed key no XML attribute can have).
 const ADDRESS_FROM: &str = "\u{0}address-from";
 
-fn merge_table(
-    tables: &mut Vec<RawTable>,
-    index: &mut HashMap<String, Vec<usize>>,
-    name: String,
-    child: &RawTable,
+fn merge_table<'a>(
+    tables: &mut Vec<Cow<'a, RawTable>>,
+    index: &mut HashMap<&'a str, Vec<usize>>,
+    name: &'a str,
+    child: &'a RawTable,
     file_no: usize,
 ) {
     let child_addr = child.attr("address").and_then(parse_hex);
@@ -136,8 +143,10 @@ fn merge_table(
     let entries = index.entry(name).or_default();
     if entries.is_empty() {
         entries.push(tables.len());
-        let mut t = child.clone();
-        stamp(&mut t);
+        let mut t = Cow::Borrowed(child);
+        if child_addr.is_some() {
+            stamp(t.to_mut());
+        }
         tables.push(t);
         return;
     }
@@ -150,7 +159,7 @@ fn merge_table(
         // Metadata without an address refines every table of that name.
         None => {
             for &i in entries.iter() {
-                apply(&mut tables[i], child);
+                apply(tables[i].to_mut(), child);
             }
         }
         Some(a) => {
@@ -160,14 +169,15 @@ fn merge_table(
                 .or_else(|| entries.iter().find(|&&i| addr_of(&tables[i]).is_none()))
                 .or_else(|| entries.iter().find(|&&i| from_earlier(&tables[i])))
             {
-                apply(&mut tables[i], child);
-                stamp(&mut tables[i]);
+                let target = tables[i].to_mut();
+                apply(target, child);
+                stamp(target);
             } else {
                 // Same name at a second address: a second table that
                 // inherits the first one's metadata.
                 let mut copy = tables[entries[0]].clone();
-                apply(&mut copy, child);
-                stamp(&mut copy);
+                apply(copy.to_mut(), child);
+                stamp(copy.to_mut());
                 entries.push(tables.len());
                 tables.push(copy);
             }
