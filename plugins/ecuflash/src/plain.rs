@@ -107,16 +107,42 @@ pub fn parse_plain(text: &str) -> Option<RawDefinition> {
 
 /// Whether `text` holds only characters XML 1.0 allows (`Char`): no
 /// control character but whitespace, neither U+FFFE nor U+FFFF. Checked
-/// on the UTF-8 bytes, which is several times quicker than decoding.
+/// on the UTF-8 bytes eight at a time: a whole base file goes through
+/// here, and decoding it a character at a time was a tenth of its read.
 fn all_xml_chars(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.iter().enumerate().all(|(i, &b)| match b {
+    /// 0x80 in each byte of `x` that is zero.
+    fn zero_bytes(x: u64) -> u64 {
+        const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        !(((x & LOW) + LOW) | x | LOW)
+    }
+    let splat = |b: u8| u64::from_ne_bytes([b; 8]);
+    let byte_ok = |bytes: &[u8], i: usize| match bytes[i] {
         b'\t' | b'\n' | b'\r' => true,
         0..0x20 => false,
         // U+FFFE and U+FFFF are EF BF BE and EF BF BF.
         0xEF => !(bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF))),
         _ => true,
-    })
+    };
+    let bytes = text.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let x = u64::from_ne_bytes(chunk.try_into().expect("chunks of 8"));
+        // Bytes below 0x20 have their top three bits clear; 0xEF starts
+        // the two non-characters. Only a chunk holding either is looked
+        // at byte by byte (a tab or line feed, mostly).
+        let suspect = zero_bytes(x & splat(0xE0)) | zero_bytes(x ^ splat(0xEF));
+        if suspect != 0 && !(at..at + 8).all(|i| byte_ok(bytes, i)) {
+            return false;
+        }
+        at += 8;
+    }
+    (at..bytes.len()).all(|i| byte_ok(bytes, i))
+}
+
+/// The first `<` or `&` in `text`: where its character data ends.
+fn markup(text: &str) -> Option<usize> {
+    text.bytes().position(|b| b == b'<' || b == b'&')
 }
 
 /// The text still to read.
@@ -231,7 +257,8 @@ impl<'a> Cursor<'a> {
     fn name_here(&self) -> Option<&'a str> {
         let len = self
             .0
-            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+            .bytes()
+            .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')))
             .unwrap_or(self.0.len());
         let name = &self.0[..len];
         name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
@@ -303,7 +330,7 @@ impl<'a> Cursor<'a> {
                 self.eat("<data")?;
                 let (data, empty) = self.attributes()?;
                 if !empty {
-                    let end = self.0.find(['<', '&'])?;
+                    let end = markup(self.0)?;
                     if self.0[..end].contains("]]>") {
                         return None;
                     }
@@ -383,7 +410,7 @@ impl<'a> Cursor<'a> {
         at = Cursor(after_name);
         at.spaces();
         at.eat(">")?;
-        let end = at.0.find(['<', '&'])?;
+        let end = markup(at.0)?;
         let text = &at.0[..end];
         at.0 = &at.0[end..];
         at.end_tag(name)?;
@@ -405,6 +432,31 @@ mod tests {
         let read = parse_plain(text).unwrap();
         assert_eq!(read, parse_document(text).unwrap(), "{text:?}");
         read
+    }
+
+    #[test]
+    fn characters_xml_forbids_are_found_wherever_they_fall() {
+        let xml_char = |c: char| {
+            (c >= ' ' || matches!(c, '\t' | '\n' | '\r')) && c != '\u{fffe}' && c != '\u{ffff}'
+        };
+        for bad in [
+            '\u{0}', '\u{1}', '\u{1f}', '\u{fffe}', '\u{ffff}', '\t', '\n', '\r', 'é', '\u{fffd}',
+            '\u{ef}', ' ',
+        ] {
+            for at in 0..20 {
+                for len in [at + 1, at + 5, 24] {
+                    let mut text: Vec<char> = "<rom a='1'>abcdefghijklmnopqrstuv"
+                        .chars()
+                        .take(len)
+                        .collect();
+                    if at < text.len() {
+                        text[at] = bad;
+                    }
+                    let text: String = text.into_iter().collect();
+                    assert_eq!(all_xml_chars(&text), text.chars().all(xml_char), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]
