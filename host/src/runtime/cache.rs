@@ -7,8 +7,11 @@
 //! directory (mode 600), checked before the (unsafe) deserialization: the
 //! name is re-derived from the source `.wasm` at load, so an entry renamed
 //! over another's, torn, or written by anyone without the secret is rebuilt,
-//! never trusted. The host refuses plugins whose read-write grants cover
-//! the cache directory (see `Host::finish_load`).
+//! never trusted. A compiled artifact is stored as wasmtime writes it, its
+//! HMAC in a `.tag` beside it, so that once its file has passed (a
+//! `.checked` record of the file's fingerprint) it is mapped, not read.
+//! The host refuses plugins whose read-write grants cover the cache
+//! directory (see `Host::finish_load`).
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -331,25 +334,28 @@ impl CompileCache {
         let key = Self::key(engine, wasm);
         let path = dir.join(format!("{key}.cwasm"));
         let mut outcome = CacheOutcome::Compiled;
-        if let Ok((bytes, authentic)) = self.read_entry(dir, &key, &path, settled) {
-            let payload = authentic
-                .then(|| bytes.strip_prefix(MAGIC).and_then(|rest| rest.get(32..)))
-                .flatten();
-            match payload {
-                // SAFETY: the payload was produced by `precompile_component`
-                // of an engine with the same compatibility hash (part of the
-                // key), for this very `.wasm` (its hash, which `Wasm` alone
-                // computes from the bytes, is in the key), and written by a
-                // holder of this host's secret: its HMAC passed now, or
-                // passed for this very file, unchanged since.
-                Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
-                    Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                    Err(e) => {
-                        tracing::warn!("cache entry {} unusable ({e}); rebuilding", path.display())
-                    }
-                },
-                None => tracing::warn!(
-                    "cache entry {} fails its check (corrupt, or not made for this component by this host); rebuilding",
+        if let Ok(entry) = self.open_compiled(dir, &key, &path, settled) {
+            // SAFETY (both arms): the artifact was produced by
+            // `precompile_component` of an engine with the same
+            // compatibility hash (part of the key), for this very `.wasm`
+            // (its hash, which `Wasm` alone computes from the bytes, is in
+            // the key), and written by a holder of this host's secret: its
+            // HMAC passed now, or passed for this very file, unchanged since.
+            // Entries are replaced by renames, never rewritten in place, so
+            // a mapped file keeps its content while it is used.
+            let loaded = match entry {
+                Compiled::Checked(file) => unsafe { map_checked(engine, file) },
+                Compiled::Read(bytes, true) => {
+                    unsafe { Component::deserialize(engine, &bytes) }.map_err(anyhow::Error::from)
+                }
+                Compiled::Read(_, false) => Err(anyhow::anyhow!(
+                    "it fails its check (corrupt, or not made for this component by this host)"
+                )),
+            };
+            match loaded {
+                Ok(c) => return Ok((c, CacheOutcome::Hit)),
+                Err(e) => tracing::warn!(
+                    "cache entry {} unusable ({e:#}); rebuilding",
                     path.display()
                 ),
             }
@@ -361,52 +367,115 @@ impl CompileCache {
             .map_err(|e| anyhow::anyhow!("compiling the component: {e:#}"))?;
         // SAFETY: produced just now by this engine.
         let component = unsafe { Component::deserialize(engine, &compiled) }?;
-        if let Err(e) = store(&self.secret, &key, dir, &path, &compiled) {
+        if let Err(e) = store_compiled(&self.secret, &key, dir, &path, &compiled) {
             tracing::warn!("cannot write compile cache {}: {e:#}", path.display());
         }
         Ok((component, outcome))
     }
 
-    /// The bytes of the entry at `path`, and whether they pass its HMAC.
-    /// The check reads all of an entry (megabytes of code: 2.6 ms of
-    /// SHA-256 for the two ECU plugins at each start), so once an entry
-    /// passed, the [`fingerprint`] of the file it was read from is recorded
-    /// under the same key; while the file keeps that fingerprint, its
-    /// content cannot have changed (that changes its change time, and a
-    /// rename its inode) and it is not checked again.
-    fn read_entry(
+    /// The compiled entry at `path`, opened. An artifact is wasmtime's own
+    /// file, so that it can be mapped rather than copied, and its HMAC is
+    /// kept beside it (`.tag`). The check reads all of an artifact
+    /// (megabytes of code: 2.6 ms of SHA-256, and as long again copying,
+    /// for the two ECU plugins at each start), so once an entry passed,
+    /// the [`fingerprint`] of its file is recorded under the same key; while
+    /// the file keeps that fingerprint, its content cannot have changed
+    /// (that changes its change time, and a rename its inode), and it is
+    /// mapped unread.
+    fn open_compiled(
         &self,
         dir: &Path,
         key: &str,
         path: &Path,
         settled: std::time::SystemTime,
-    ) -> std::io::Result<(Vec<u8>, bool)> {
+    ) -> std::io::Result<Compiled> {
         let mut file = std::fs::File::open(path)?;
         let print = fingerprint(&file.metadata()?, settled);
         let record_key = format!("checked {key}");
         let record = dir.join(format!("{key}.checked"));
-        let recorded = print.is_some_and(|print| {
+        if print.is_some_and(|print| {
             std::fs::read(&record).is_ok_and(|bytes| {
                 verified_payload(&self.secret, &record_key, &bytes) == Some(&print[..])
             })
-        });
+        }) {
+            return Ok(Compiled::Checked(file));
+        }
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut bytes)?;
         // Read through the handle stat'ed, so the inode is the one
         // fingerprinted; a write meanwhile changes the fingerprint.
         let after = fingerprint(&file.metadata()?, settled);
-        if recorded && after == print {
-            return Ok((bytes, true));
-        }
-        let authentic = verified_payload(&self.secret, key, &bytes).is_some();
+        let tag = std::fs::read(dir.join(format!("{key}.tag"))).unwrap_or_default();
+        let authentic = tag.strip_prefix(MAGIC).is_some_and(|tag| {
+            hmac_sha256(&self.secret, &[key.as_bytes(), &bytes]).as_slice() == tag
+        });
         if authentic
             && let Some(print) = print.filter(|_| after == print)
             && let Err(e) = store(&self.secret, &record_key, dir, &record, &print)
         {
             tracing::debug!("cannot write {}: {e:#}", record.display());
         }
-        Ok((bytes, authentic))
+        Ok(Compiled::Read(bytes, authentic))
     }
+}
+
+/// A compiled entry as [`CompileCache::open_compiled`] found it.
+enum Compiled {
+    /// The file whose fingerprint passed before: map it.
+    Checked(std::fs::File),
+    /// Its bytes, and whether they pass their HMAC.
+    Read(Vec<u8>, bool),
+}
+
+/// The component in `file`, mapped (through `/proc/self/fd`, which reopens
+/// the very inode fingerprinted) or, where that is refused (no `/proc`, a
+/// cache on a `noexec` mount), read and copied.
+///
+/// # Safety
+///
+/// As [`Component::deserialize_file`]: `file` holds an artifact this
+/// engine made, and it does not change while the component lives.
+unsafe fn map_checked(engine: &Engine, mut file: std::fs::File) -> Result<Component> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        // SAFETY: passed on from the caller.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(component) => return Ok(component),
+            Err(e) => tracing::debug!("cannot map a compiled entry ({e:#}); reading it"),
+        }
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    // SAFETY: passed on from the caller.
+    Ok(unsafe { Component::deserialize(engine, &bytes) }?)
+}
+
+/// Writes a compiled artifact as it is (so it can be mapped), then its
+/// HMAC beside it: a reader finding the artifact without its tag, or with
+/// another's, rebuilds it.
+fn store_compiled(
+    secret: &[u8],
+    key: &str,
+    dir: &Path,
+    path: &Path,
+    artifact: &[u8],
+) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, artifact)?;
+    std::fs::rename(&tmp, path)?;
+    let tag = [
+        &MAGIC[..],
+        &hmac_sha256(secret, &[key.as_bytes(), artifact]),
+    ]
+    .concat();
+    let tag_path = path.with_extension("tag");
+    let tmp = path.with_extension(format!("tagtmp{}", std::process::id()));
+    std::fs::write(&tmp, tag)?;
+    std::fs::rename(&tmp, tag_path)?;
+    Ok(())
 }
 
 /// An entry's name: the SHA-256 of what tells it from every other, in hex.
@@ -634,38 +703,92 @@ mod tests {
         let entry = dir.join("k.cwasm");
         let record = dir.join("k.checked");
         let later = || std::time::SystemTime::now() + SETTLED;
-        let forged = [&MAGIC[..], &[0u8; 32], b"payload"].concat();
+        let found = |key: &str, settled| match cache
+            .open_compiled(&dir, key, &dir.join(format!("{key}.cwasm")), settled)
+            .unwrap()
+        {
+            Compiled::Checked(_) => "mapped unread",
+            Compiled::Read(bytes, true) => {
+                assert_eq!(bytes, b"artifact");
+                "read and checked"
+            }
+            Compiled::Read(_, false) => "refused",
+        };
         // Just written: checked, but nothing is recorded (its times may not
         // change when it is written again within the file system's tick).
-        store(&cache.secret, "k", &dir, &entry, b"payload").unwrap();
-        let (bytes, authentic) = cache
-            .read_entry(&dir, "k", &entry, std::time::SystemTime::now() - SETTLED)
-            .unwrap();
-        assert!(authentic);
-        assert_eq!(&bytes[MAGIC.len() + 32..], b"payload");
+        store_compiled(&cache.secret, "k", &dir, &entry, b"artifact").unwrap();
+        assert_eq!(
+            std::fs::read(&entry).unwrap(),
+            b"artifact",
+            "stored as it is"
+        );
+        assert_eq!(
+            found("k", std::time::SystemTime::now() - SETTLED),
+            "read and checked"
+        );
         assert!(!record.exists());
         // Settled: checked and recorded, then passed on the record.
-        assert!(cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
+        assert_eq!(found("k", later()), "read and checked");
         assert!(record.is_file());
-        assert!(cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
-        // Rewritten with a forged HMAC: another fingerprint, so checked, and
-        // refused.
-        std::fs::write(&entry, &forged).unwrap();
-        assert!(!cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
+        assert_eq!(found("k", later()), "mapped unread");
+        // Rewritten: another fingerprint, so checked, and refused.
+        std::fs::write(&entry, b"forged!!").unwrap();
+        assert_eq!(found("k", later()), "refused");
         // What decides is the record of this very file: made for it (as
         // only a holder of the secret can), the forged entry would pass.
         let print = fingerprint(&std::fs::metadata(&entry).unwrap(), later()).unwrap();
         store(&cache.secret, "checked k", &dir, &record, &print).unwrap();
-        assert!(cache.read_entry(&dir, "k", &entry, later()).unwrap().1);
-        // A record under another key, or another host's, is no record.
+        assert_eq!(found("k", later()), "mapped unread");
+        // A tag or a record made under another key is none.
+        store_compiled(&cache.secret, "j", &dir, &dir.join("j.cwasm"), b"artifact").unwrap();
+        std::fs::copy(dir.join("j.tag"), dir.join("i.tag")).unwrap();
+        std::fs::copy(dir.join("j.cwasm"), dir.join("i.cwasm")).unwrap();
+        assert_eq!(found("i", later()), "refused");
         std::fs::rename(&record, dir.join("j.checked")).unwrap();
-        std::fs::copy(&entry, dir.join("j.cwasm")).unwrap();
-        assert!(
-            !cache
-                .read_entry(&dir, "j", &dir.join("j.cwasm"), later())
-                .unwrap()
-                .1
-        );
+        std::fs::write(dir.join("j.cwasm"), b"forged!!").unwrap();
+        assert_eq!(found("j", later()), "refused");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A settled entry is compiled, then read and checked, then mapped
+    /// from its file (on Linux, where the mapping shows in
+    /// `/proc/self/maps`), each time the same component.
+    #[test]
+    fn a_checked_entry_is_mapped_from_its_file() {
+        let dir = std::env::temp_dir().join(format!("benchtop-mapped-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = CompileCache::new(Some(dir.clone()));
+        let engine = crate::runtime::engine::new_engine().unwrap();
+        let (_, bytes) = crate::runtime::bundled::BUNDLED
+            .iter()
+            .min_by_key(|(_, bytes)| bytes.len())
+            .unwrap();
+        let wasm = Wasm::new(bytes.to_vec());
+        let later = || std::time::SystemTime::now() + SETTLED;
+        let exports = |c: &Component| {
+            let ty = c.component_type();
+            let mut names: Vec<String> = ty.exports(&engine).map(|(n, _)| n.to_owned()).collect();
+            names.sort();
+            names
+        };
+        let (made, outcome) = cache.load_settled(&engine, &wasm, later()).unwrap();
+        assert_eq!(outcome, CacheOutcome::Compiled);
+        let (read, outcome) = cache.load_settled(&engine, &wasm, later()).unwrap();
+        assert_eq!(outcome, CacheOutcome::Hit);
+        let (mapped, outcome) = cache.load_settled(&engine, &wasm, later()).unwrap();
+        assert_eq!(outcome, CacheOutcome::Hit);
+        assert_eq!(exports(&made), exports(&read));
+        assert_eq!(exports(&made), exports(&mapped));
+        if cfg!(target_os = "linux") {
+            let artifact = dir.join(format!("{}.cwasm", CompileCache::key(&engine, &wasm)));
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+            assert!(
+                maps.contains(artifact.to_str().unwrap()),
+                "{} is not mapped",
+                artifact.display()
+            );
+        }
+        drop((made, read, mapped));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
