@@ -363,6 +363,11 @@ pub async fn ecu(ctx: &Ctx, table: &mut Table) -> Result<()> {
             rw: dir,
         });
     }
+    // First calls are timed on servers started from a settled cache, as
+    // a returning user's is.
+    let every = ["ecu_tables", "ecuflash", "romraider", "tunerpro_xdf"];
+    let args = serve_args(ctx, "ecu-settle", &every, &[])?;
+    ctx.settle_cache(&args).await?;
     for set in &sets {
         ecu_set(ctx, table, set).await?;
     }

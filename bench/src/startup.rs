@@ -57,10 +57,17 @@ pub async fn run(ctx: &Ctx, table: &mut Table) -> Result<()> {
         cold.push(t);
         let _ = std::fs::remove_dir_all(&cache);
     }
-    // Fill the shared cache (untimed), then start warm.
+    // Fill the shared cache (untimed) and let it settle, then start warm.
     let cache = ctx.cache();
     let (_, n) = start_once(ctx, &plugins, &cache).await?;
     check(n)?;
+    ctx.settle_cache([
+        OsStr::new("--plugins"),
+        plugins.as_os_str(),
+        OsStr::new("--cache-dir"),
+        cache.as_os_str(),
+    ])
+    .await?;
     let mut warm = Vec::new();
     for _ in 0..WARM_RUNS {
         let (t, n) = start_once(ctx, &plugins, &cache).await?;
