@@ -3,14 +3,15 @@
 //! read and patch ROMs through ECUFlash's `<rom>` files and their
 //! `<include>` chains.
 //!
-//! [`xml`] reads one file as written ([`plain`] quickly, when it is plainly
-//! written), [`merge`] merges an include chain
+//! [`xml`] reads one file as written into [`raw`]'s types ([`plain`]
+//! directly, when it is plainly written), [`merge`] merges an include chain
 //! into the family-neutral [`ecu_model::Definition`], and [`EcuFlash`]
 //! answers ecu-model's [`ecu_model::family::Format`] with them, which the
 //! component exports as `benchtop:ecu-family/family`.
 
 pub mod merge;
 pub mod plain;
+pub mod raw;
 pub mod xml;
 
 mod component;

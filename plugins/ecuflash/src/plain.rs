@@ -15,7 +15,7 @@
 //! and the caller parses the file with roxmltree, so the answer is always
 //! the one roxmltree's parse gives.
 
-use crate::xml::{RawDefinition, RawScaling, RawTable, romid_of};
+use crate::raw::{RawDefinition, RawScaling, RawTable, romid_of};
 use std::collections::BTreeMap;
 
 /// The start of the first `<table` or `<scaling` element in `text`: where
@@ -225,19 +225,18 @@ impl<'a> Cursor<'a> {
 
     /// `<name>` with no attributes.
     fn start_tag(&mut self, name: &str) -> Option<()> {
-        let mut at = Cursor(self.0);
-        at.eat("<")?;
-        at.eat(name)?;
-        at.spaces();
-        at.eat(">")?;
-        self.0 = at.0;
-        Some(())
+        self.tag("<", name)
     }
 
     /// `</name>`.
     fn end_tag(&mut self, name: &str) -> Option<()> {
+        self.tag("</", name)
+    }
+
+    /// `open`, `name`, spaces and `>`, all or nothing.
+    fn tag(&mut self, open: &str, name: &str) -> Option<()> {
         let mut at = Cursor(self.0);
-        at.eat("</")?;
+        at.eat(open)?;
         at.eat(name)?;
         at.spaces();
         at.eat(">")?;

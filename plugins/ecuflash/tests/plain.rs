@@ -33,43 +33,63 @@ fn text_of(bytes: &[u8]) -> &str {
     }
 }
 
-#[test]
-fn shared_openings_read_quickly_are_read_as_roxmltree_reads_them() {
+/// Every ECUFlash definition under ../shared/fixtures with its bytes (the
+/// RomRaider ones left out); None, said, when the fixtures are absent.
+fn ecuflash_definitions() -> Option<Vec<(PathBuf, Vec<u8>)>> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
     if !fixtures.join("realworld/ecuflash").is_dir() {
         eprintln!("skipping: {} not found", fixtures.display());
-        return;
+        return None;
     }
     let mut files = Vec::new();
     xml_files(&fixtures, &mut files);
+    Some(
+        files
+            .into_iter()
+            .map(|path| {
+                let bytes = std::fs::read(&path).unwrap();
+                (path, bytes)
+            })
+            .filter(|(_, bytes)| {
+                let head = text_of(&bytes[..bytes.len().min(ecu_model::family::HEAD_BYTES)]);
+                !is_romraider(head) && head.contains("<rom")
+            })
+            .collect(),
+    )
+}
+
+/// Whether `text` reads plainly, which must then give what roxmltree's
+/// parse gives.
+fn reads_plainly(path: &Path, text: &str) -> bool {
+    let Some(read) = parse_plain(text) else {
+        return false;
+    };
+    assert_eq!(Ok(read), parse_document(text), "{}", path.display());
+    true
+}
+
+#[test]
+fn shared_openings_read_quickly_are_read_as_roxmltree_reads_them() {
+    let Some(definitions) = ecuflash_definitions() else {
+        return;
+    };
     let (mut quick, mut full) = (0, 0);
-    for path in &files {
-        let bytes = std::fs::read(path).unwrap();
+    for (path, bytes) in &definitions {
         let head = text_of(&bytes[..bytes.len().min(ecu_model::family::HEAD_BYTES)]);
-        if is_romraider(head) || !head.contains("<rom") {
-            continue;
-        }
-        // Read as identify reads it: the opening of the head, or the whole
-        // file when it holds no table or scaling.
-        let (text, closed) = match first_body_element(head) {
-            Some(body) => (head[..body].to_owned(), false),
-            None => match std::str::from_utf8(&bytes) {
-                Ok(whole) => (whole.to_owned(), true),
+        // Read as identify reads it: the opening of the head, closed, or
+        // the whole file when it holds no table or scaling.
+        let text = match first_body_element(head) {
+            Some(body) => format!("{}</rom>", &head[..body]),
+            None => match std::str::from_utf8(bytes) {
+                Ok(whole) => whole.to_owned(),
                 Err(_) => continue,
             },
         };
-        // Closed as identify closes a head's opening.
-        let text = if closed {
-            text
+        if reads_plainly(path, &text) {
+            quick += 1;
         } else {
-            format!("{text}</rom>")
-        };
-        let Some(read) = parse_plain(&text) else {
             full += 1;
-            continue;
-        };
-        quick += 1;
-        assert_eq!(Ok(read), parse_document(&text), "{}", path.display());
+        }
     }
     eprintln!("{quick} openings read quickly, {full} left to the full parse");
     // Every one of the 378 (SubaruDefs, EvoScan, the Magna chains) opens
@@ -82,27 +102,18 @@ fn shared_openings_read_quickly_are_read_as_roxmltree_reads_them() {
 
 #[test]
 fn shared_whole_definitions_read_plainly_are_read_as_roxmltree_reads_them() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    if !fixtures.join("realworld/ecuflash").is_dir() {
-        eprintln!("skipping: {} not found", fixtures.display());
+    let Some(definitions) = ecuflash_definitions() else {
         return;
-    }
-    let mut files = Vec::new();
-    xml_files(&fixtures, &mut files);
+    };
     let (mut plain, mut full) = (Vec::new(), Vec::new());
-    for path in &files {
-        let Ok(text) = std::fs::read_to_string(path) else {
+    for (path, bytes) in &definitions {
+        let Ok(text) = std::str::from_utf8(bytes) else {
             continue;
         };
-        if is_romraider(&text) || !text.contains("<rom") {
-            continue;
-        }
-        match parse_plain(&text) {
-            Some(read) => {
-                assert_eq!(Ok(read), parse_document(&text), "{}", path.display());
-                plain.push(path);
-            }
-            None => full.push(path),
+        if reads_plainly(path, text) {
+            plain.push(path);
+        } else {
+            full.push(path);
         }
     }
     eprintln!(
