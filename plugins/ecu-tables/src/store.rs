@@ -785,15 +785,23 @@ fn open_head(path: &Path, len: usize) -> io::Result<(Stamp, Vec<u8>)> {
 fn refuse_definition_as_rom(rom: &Path, file: &[u8]) -> Result<(), Error> {
     let head = &file[..file.len().min(4096)];
     // Definitions are text, which holds no zero byte; nearly every image
-    // holds one in its first 4 KiB, and is not converted to look inside.
+    // holds one in its first 4 KiB, and is not looked into.
     if head.contains(&0) {
         return Ok(());
     }
-    let head = String::from_utf8_lossy(head);
-    let start = head.trim_start_matches('\u{feff}').trim_start();
-    let format = if start.contains("<XDFFORMAT") {
+    // Looked into as bytes, not converted (a 0xFF-filled head became 4,096
+    // replacement characters at every patch): the markers are ASCII, which
+    // no invalid UTF-8 sequence holds, and a tag can only start the valid
+    // text the head opens with.
+    let has = |marker: &str| head.windows(marker.len()).any(|w| w == marker.as_bytes());
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    let start = text.trim_start_matches('\u{feff}').trim_start();
+    let format = if has("<XDFFORMAT") {
         "a TunerPro XDF definition"
-    } else if start.contains("ASAP2_VERSION") || start.contains("/begin PROJECT") {
+    } else if has("ASAP2_VERSION") || has("/begin PROJECT") {
         "an ASAM A2L description"
     } else if start.starts_with("<?xml") || start.starts_with("<rom") || start.starts_with("<!--") {
         "a definition (XML) file"
@@ -968,6 +976,20 @@ pub fn write_locked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn definitions_given_as_the_rom_are_told_by_their_text() {
+        let refused = |bytes: &[u8]| refuse_definition_as_rom(Path::new("x.bin"), bytes).is_err();
+        assert!(refused(b"\xef\xbb\xbf \n<?xml version='1.0'?><rom/>"));
+        assert!(refused(b"<!-- c --><rom>"));
+        assert!(refused(b"\xff\xfe junk <XDFFORMAT version=\"1.50\">"));
+        assert!(refused(b"/* \xb0C */ ASAP2_VERSION 1 71"));
+        // Images: an erased (0xFF) head, one with a zero byte, one whose
+        // text is not at its start.
+        assert!(!refused(&[0xFF; 4096]));
+        assert!(!refused(b"<rom>\0"));
+        assert!(!refused(b"\xff<?xml version='1.0'?>"));
+    }
 
     #[test]
     fn size_only_matches_are_told_apart_by_the_digits_names_share() {
