@@ -1,6 +1,16 @@
 //! Telling definition formats apart from a file's first bytes, where two
 //! families share an extension (ECUFlash and RomRaider both write `.xml`).
 
+/// The longest UTF-8 text `bytes` starts with: a file's head may end
+/// inside a character, and a binary image is text only up to its first
+/// byte that is not UTF-8.
+pub fn head_text(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
 /// True when `head` (the first KiB or so of a file) looks like a RomRaider
 /// definition: its first element is `<roms>`, or a `<rom base="…">`
 /// (ECUFlash's root `<rom>` never has `base=`).

@@ -463,18 +463,25 @@ fn store_compiled(
     artifact: &[u8],
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, artifact)?;
-    std::fs::rename(&tmp, path)?;
+    write_whole(path, artifact)?;
     let tag = [
         &MAGIC[..],
         &hmac_sha256(secret, &[key.as_bytes(), artifact]),
     ]
     .concat();
-    let tag_path = path.with_extension("tag");
-    let tmp = path.with_extension(format!("tagtmp{}", std::process::id()));
-    std::fs::write(&tmp, tag)?;
-    std::fs::rename(&tmp, tag_path)?;
+    write_whole(&path.with_extension("tag"), &tag)
+}
+
+/// Writes `bytes` beside `path` and renames them over it, so a reader
+/// finds the old file or the new one, never a part.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 
@@ -510,14 +517,11 @@ fn verified_payload<'a>(secret: &[u8], key: &str, bytes: &'a [u8]) -> Option<&'a
 
 fn store(secret: &[u8], key: &str, dir: &Path, path: &Path, payload: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let mut data = Vec::with_capacity(payload.len() + 40);
     data.extend_from_slice(MAGIC);
     data.extend_from_slice(&hmac_sha256(secret, &[key.as_bytes(), payload]));
     data.extend_from_slice(payload);
-    std::fs::write(&tmp, &data)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    write_whole(path, &data)
 }
 
 /// This host's HMAC key: read from the cache directory, or made there from

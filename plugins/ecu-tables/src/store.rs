@@ -633,17 +633,15 @@ impl Explorer {
         lock: &mut FileLock,
     ) -> Result<Arc<Vec<u8>>, Error> {
         // The file as read under this lock (a patch opens it fresh once the
-        // lock is held), unless its stamp moved since: then it is read again.
-        let current = fs::metadata(path).ok().and_then(|meta| {
-            let c = self.roms.get(path)?;
-            (c.stamp == Stamp::of(&meta)).then(|| c.bytes.clone())
-        });
-        write_locked(path, current.as_deref().map(Vec::as_slice), &bytes, lock).map_err(
-            |message| Error::Write {
-                path: path.into(),
-                message,
-            },
-        )?;
+        // lock is held), with the stamp it had.
+        let read = self.roms.get(path).map(|c| (c.bytes.clone(), c.stamp));
+        let read = read
+            .as_ref()
+            .map(|(bytes, stamp)| (bytes.as_slice(), *stamp));
+        write_locked(path, read, &bytes, lock).map_err(|message| Error::Write {
+            path: path.into(),
+            message,
+        })?;
         let bytes = Arc::new(bytes);
         match fs::metadata(path) {
             Ok(meta) => self.cache_rom(path, Stamp::of(&meta), bytes.clone()),
@@ -794,11 +792,9 @@ fn refuse_definition_as_rom(rom: &Path, file: &[u8]) -> Result<(), Error> {
     // no invalid UTF-8 sequence holds, and a tag can only start the valid
     // text the head opens with.
     let has = |marker: &str| head.windows(marker.len()).any(|w| w == marker.as_bytes());
-    let text = match std::str::from_utf8(head) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
-    };
-    let start = text.trim_start_matches('\u{feff}').trim_start();
+    let start = ecu_model::sniff::head_text(head)
+        .trim_start_matches('\u{feff}')
+        .trim_start();
     let format = if has("<XDFFORMAT") {
         "a TunerPro XDF definition"
     } else if has("ASAP2_VERSION") || has("/begin PROJECT") {
@@ -953,10 +949,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// Replaces the ROM's content while `lock` is held: a crash leaves either
 /// the old or the new image, never a torn one, and the file keeps its
 /// inode, so its mode and owner (see `plugin_kit::safe_write`).
-/// `current`, when given, is the file's content read under `lock`.
+/// `read`, when given, is the file's content read under `lock` and the
+/// stamp it had then: while the file keeps that stamp, the copy of the
+/// old image is written from it rather than from the file read again.
 pub fn write_locked(
     path: &Path,
-    current: Option<&[u8]>,
+    read: Option<(&[u8], Stamp)>,
     bytes: &[u8],
     lock: &mut FileLock,
 ) -> Result<(), String> {
@@ -967,8 +965,8 @@ pub fn write_locked(
     if cfg!(not(target_os = "wasi")) && meta.permissions().readonly() {
         return Err("the ROM file is read-only; make it writable or patch a writable copy".into());
     }
-    match current {
-        Some(current) => plugin_kit::safe_write::replace_known(path, current, bytes, lock),
+    match read.filter(|(_, stamp)| *stamp == Stamp::of(&meta)) {
+        Some((current, _)) => plugin_kit::safe_write::replace_known(path, current, bytes, lock),
         None => plugin_kit::safe_write::replace(path, bytes, lock),
     }
 }

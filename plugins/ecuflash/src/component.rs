@@ -6,7 +6,7 @@ use crate::merge::{ChainFile, merge};
 use crate::plain::first_body_element;
 use crate::xml::{ROMRAIDER, RawDefinition, parse_definition};
 use ecu_model::family::{self, Candidate, Format, Identified, Resolved, Source};
-use ecu_model::sniff::{first_element, is_romraider};
+use ecu_model::sniff::{first_element, head_text, is_romraider};
 use std::collections::HashMap;
 
 /// The family's name, as rom_info's `definition_format` shows it.
@@ -22,15 +22,6 @@ pub struct EcuFlash;
 fn stem(file_name: &str) -> &str {
     let name = file_name.rsplit(['/', '\\']).next().unwrap_or(file_name);
     name.rsplit_once('.').map_or(name, |(stem, _)| stem)
-}
-
-/// The longest UTF-8 text `bytes` starts with: a head may end inside a
-/// character.
-fn text_of(bytes: &[u8]) -> &str {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
-    }
 }
 
 /// The `<romid>` fields a candidate carries: what matching an image and
@@ -68,7 +59,7 @@ impl Format for EcuFlash {
     }
 
     fn claims(&self, _file_name: &str, head: &[u8]) -> Result<bool, String> {
-        let head = text_of(head);
+        let head = head_text(head);
         // An ECUFlash file's root is `<rom>`; a file whose head holds no
         // element at all (empty, not XML) is claimed too, so rom_info
         // reports it rather than passing over it.
@@ -89,7 +80,7 @@ impl Format for EcuFlash {
         // The id and the includes come before the first table or scaling:
         // the head up to there, closed, is the file's opening as a
         // document of its own.
-        let head = text_of(contents);
+        let head = head_text(contents);
         if is_romraider(head) {
             return Err(ROMRAIDER.into());
         }

@@ -386,12 +386,9 @@ impl<'a> Cursor<'a> {
     /// return inside, which roxmltree turns into a line feed (and see
     /// [`Self::raw_text_element`]).
     fn text_element(&mut self, name: &str) -> Option<&'a str> {
-        let text = Cursor(self.0).raw_text_element(name)?.trim();
-        if text.contains('\r') {
-            return None;
-        }
-        self.raw_text_element(name)?;
-        Some(text)
+        // A None ends the plain reading, so the cursor may move regardless.
+        let text = self.raw_text_element(name)?.trim();
+        (!text.contains('\r')).then_some(text)
     }
 
     /// [`Self::text_element`]'s text as written. None for anything in it
