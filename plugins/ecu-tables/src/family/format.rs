@@ -19,7 +19,7 @@ use ecu_model::family::{self as model, Candidate, Format, HEAD_BYTES, Identified
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 /// Includes followed from one definition before the rest are left out: a
 /// real chain is two or three deep.
@@ -574,70 +574,20 @@ impl std::fmt::Debug for FormatChecksum {
     }
 }
 
-thread_local! {
-    /// The image a family's checksum last found right. A patch checks the
-    /// image it reads under the ROM's lock, which is most often the one the
-    /// patch before it wrote and checked: comparing it with a copy kept here
-    /// is a fraction of sending a megabyte to the family again. One image (per
-    /// thread: the component has one), so the copy never grows past the
-    /// largest ROM.
-    static LAST_RIGHT: std::cell::RefCell<Option<RightImage>> = const { std::cell::RefCell::new(None) };
-}
-
-/// See [`LAST_RIGHT`].
-struct RightImage {
-    /// The family that found it right. Weak, so the family's allocation,
-    /// and with it the identity compared, outlives a reload: a family
-    /// loaded again is never taken for the one that checked.
-    format: Weak<dyn Format>,
-    plan: String,
-    /// The verdict's reason when the checksum is switched off.
-    disabled: Option<String>,
-    image: Vec<u8>,
-}
-
-impl FormatChecksum {
-    /// Whether this family, under this plan, found `rom` right last.
-    fn known_right(&self, rom: &[u8]) -> Option<Option<String>> {
-        LAST_RIGHT.with_borrow(|last| {
-            let last = last.as_ref()?;
-            (Weak::ptr_eq(&last.format, &Arc::downgrade(&self.format))
-                && last.plan == self.plan
-                && plugin_kit::bytes::same(&last.image, rom))
-            .then(|| last.disabled.clone())
-        })
-    }
-}
-
 impl Checksum for FormatChecksum {
     fn name(&self) -> String {
         self.plan.clone()
     }
 
     fn validate(&self, rom: &[u8]) -> Result<bool, String> {
-        let known = self.known_right(rom);
-        let verdict = match &known {
-            Some(Some(why)) => model::Verdict::Disabled(why.clone()),
-            Some(None) => model::Verdict::Valid,
-            None => self.format.verify(&self.plan, rom)?,
-        };
+        let verdict = self.format.verify(&self.plan, rom)?;
         let disabled = match &verdict {
             model::Verdict::Disabled(why) => Some(why.clone()),
             _ => None,
         };
-        *self.disabled.lock().unwrap_or_else(|e| e.into_inner()) = disabled.clone();
+        *self.disabled.lock().unwrap_or_else(|e| e.into_inner()) = disabled;
         match verdict {
-            model::Verdict::Valid | model::Verdict::Disabled(_) => {
-                if known.is_none() {
-                    LAST_RIGHT.set(Some(RightImage {
-                        format: Arc::downgrade(&self.format),
-                        plan: self.plan.clone(),
-                        disabled,
-                        image: rom.to_vec(),
-                    }));
-                }
-                Ok(true)
-            }
+            model::Verdict::Valid | model::Verdict::Disabled(_) => Ok(true),
             model::Verdict::Invalid(_) => Ok(false),
             model::Verdict::Unknown(why) => Err(why),
         }
@@ -684,69 +634,6 @@ fn apply(rom: &mut [u8], edits: &[model::Edit], family: &str) -> Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Answers verify by its image's first byte (0: wrong, 1: right, 2:
-    /// switched off), counting the calls.
-    #[derive(Default)]
-    struct Counted(std::sync::atomic::AtomicUsize);
-
-    impl Format for Counted {
-        fn name(&self) -> Result<String, String> {
-            Ok("Counted".into())
-        }
-        fn extensions(&self) -> Result<Vec<String>, String> {
-            Ok(vec![])
-        }
-        fn claims(&self, _: &str, _: &[u8]) -> Result<bool, String> {
-            Ok(false)
-        }
-        fn identify(&self, _: &str, _: &[u8], _: bool) -> Result<Identified, String> {
-            Ok(Identified::Candidates(vec![]))
-        }
-        fn resolve(&self, _: &str, _: &[model::Source<'_>]) -> Result<model::Resolved, String> {
-            Err("none".into())
-        }
-        fn verify(&self, _: &str, image: &[u8]) -> Result<model::Verdict, String> {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Ok(match image[0] {
-                0 => model::Verdict::Invalid("wrong".into()),
-                1 => model::Verdict::Valid,
-                _ => model::Verdict::Disabled("off".into()),
-            })
-        }
-    }
-
-    #[test]
-    fn an_image_found_right_last_is_not_sent_to_its_family_again() {
-        let format = Arc::new(Counted::default());
-        let checksum = |format: &Arc<Counted>, plan: &str| FormatChecksum {
-            format: format.clone(),
-            family: "Counted".into(),
-            plan: plan.into(),
-            disabled: Mutex::default(),
-        };
-        let calls = |format: &Arc<Counted>| format.0.load(std::sync::atomic::Ordering::SeqCst);
-        let a = checksum(&format, "p");
-        assert_eq!(a.validate(&[1, 7]), Ok(true));
-        assert_eq!(a.validate(&[1, 7]), Ok(true));
-        assert_eq!(calls(&format), 1, "the same image again is known");
-        // Another image, another plan, or another family is asked.
-        assert_eq!(a.validate(&[1, 8]), Ok(true));
-        assert_eq!(checksum(&format, "q").validate(&[1, 8]), Ok(true));
-        assert_eq!(calls(&format), 3);
-        let other = Arc::new(Counted::default());
-        assert_eq!(checksum(&other, "q").validate(&[1, 8]), Ok(true));
-        assert_eq!(calls(&other), 1);
-        // A wrong image is always asked about, and not kept.
-        assert_eq!(a.validate(&[0, 8]), Ok(false));
-        assert_eq!(a.validate(&[0, 8]), Ok(false));
-        assert_eq!(calls(&format), 5);
-        // A switched-off checksum is known with its reason.
-        assert_eq!(a.validate(&[2]), Ok(true));
-        assert_eq!(a.validate(&[2]), Ok(true));
-        assert_eq!(calls(&format), 6);
-        assert_eq!(a.disabled_note(&[2]).as_deref(), Some("off"));
-    }
 
     #[test]
     fn images_fit_by_id_or_by_size() {
