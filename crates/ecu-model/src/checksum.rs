@@ -213,27 +213,21 @@ fn mitsucan_guard(rom: &[u8]) -> Result<(), ChecksumError> {
 ///
 /// Summed by byte position: Σ (b0<<24 | b1<<16 | b2<<8 | b3) equals
 /// (Σb0)<<24 + (Σb1)<<16 + (Σb2)<<8 + Σb3 mod 2^32, and the four byte sums
-/// are kept in the 16-bit lanes of two u64s, eight bytes a step. WebAssembly
-/// has no byte swap, so the word-at-a-time loop cost about ten operations a
-/// word there; a patch sums a 1 MiB image three times.
+/// are kept in 16-bit lanes (of two u64s, or of `v128`s in WebAssembly).
+/// WebAssembly has no byte swap, so the word-at-a-time loop cost about ten
+/// operations a word there; a patch sums a 1 MiB image twice.
 pub fn word_sum(bytes: &[u8]) -> u32 {
-    /// Bytes 0, 2, 4, 6 of a little-endian u64, each in its own 16-bit lane.
-    const LANES: u64 = 0x00FF_00FF_00FF_00FF;
     /// u64s summed into 16-bit lanes before they could overflow (255 × 256
     /// fits in 16 bits).
     const BLOCK: usize = 256;
     let words = &bytes[..bytes.len() / 4 * 4];
     // Σ of the bytes at each position of a word (0 = most significant).
     let mut by_position = [0u64; 4];
-    let mut eights = words.chunks_exact(8);
-    let blocks = eights.len().div_ceil(BLOCK);
-    for _ in 0..blocks {
-        let (mut even, mut odd) = (0u64, 0u64);
-        for eight in eights.by_ref().take(BLOCK) {
-            let x = u64::from_le_bytes(eight.try_into().expect("chunks of 8"));
-            even += x & LANES;
-            odd += (x >> 8) & LANES;
-        }
+    let (eights, remainder) = words.as_chunks::<8>();
+    // A plain counted loop over each block, so that the compiler can keep
+    // the lanes in vector registers.
+    for block in eights.chunks(BLOCK) {
+        let (even, odd) = lane_sums(block);
         // Lanes 0 and 2 hold bytes 0 and 4 (position 0 of the two words),
         // lanes 1 and 3 bytes 2 and 6 (position 2); `odd` likewise for
         // positions 1 and 3.
@@ -243,7 +237,7 @@ pub fn word_sum(bytes: &[u8]) -> u32 {
         by_position[1] += lane(odd, 0) + lane(odd, 2);
         by_position[3] += lane(odd, 1) + lane(odd, 3);
     }
-    for (position, byte) in eights.remainder().iter().enumerate() {
+    for (position, byte) in remainder.iter().enumerate() {
         by_position[position] += u64::from(*byte);
     }
     let [b0, b1, b2, b3] = by_position.map(|sum| sum as u32);
@@ -251,6 +245,51 @@ pub fn word_sum(bytes: &[u8]) -> u32 {
         .wrapping_add(b1 << 16)
         .wrapping_add(b2 << 8)
         .wrapping_add(b3)
+}
+
+/// The even and odd bytes of `block` (at most 256 eights) summed into the
+/// 16-bit lanes of two u64s, as [`word_sum`] reads them.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+fn lane_sums(block: &[[u8; 8]]) -> (u64, u64) {
+    /// Bytes 0, 2, 4, 6 of a little-endian u64, each in its own 16-bit lane.
+    const LANES: u64 = 0x00FF_00FF_00FF_00FF;
+    let (mut even, mut odd) = (0u64, 0u64);
+    for eight in block {
+        let x = u64::from_le_bytes(*eight);
+        even += x & LANES;
+        odd += (x >> 8) & LANES;
+    }
+    (even, odd)
+}
+
+/// [`lane_sums`] sixteen bytes a step, in the 16-bit lanes of `v128`s.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+fn lane_sums(block: &[[u8; 8]]) -> (u64, u64) {
+    use core::arch::wasm32::{
+        u16x8_add, u16x8_shr, u16x8_splat, u64x2_extract_lane, v128, v128_and,
+    };
+    let (pairs, rest) = block.as_chunks::<2>();
+    let low = u16x8_splat(0x00FF);
+    let (mut even, mut odd) = (u16x8_splat(0), u16x8_splat(0));
+    for pair in pairs {
+        // SAFETY: a pair of eights is 16 bytes; `read_unaligned` is one
+        // `v128.load`.
+        let x = unsafe { pair.as_ptr().cast::<v128>().read_unaligned() };
+        even = u16x8_add(even, v128_and(x, low));
+        odd = u16x8_add(odd, u16x8_shr(x, 8));
+    }
+    // The two u64 halves hold the same byte positions: add them (no lane
+    // carries: a block adds at most 256 bytes to each 16-bit lane in all).
+    let halves = |v: v128| u64x2_extract_lane::<0>(v) + u64x2_extract_lane::<1>(v);
+    let (mut even, mut odd) = (halves(even), halves(odd));
+    for eight in rest {
+        let x = u64::from_le_bytes(*eight);
+        even += x & 0x00FF_00FF_00FF_00FF;
+        odd += (x >> 8) & 0x00FF_00FF_00FF_00FF;
+    }
+    (even, odd)
 }
 
 fn read_be(rom: &[u8], at: usize) -> u32 {
