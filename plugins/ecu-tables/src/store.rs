@@ -22,6 +22,23 @@ struct CachedRom {
     /// The file read as Intel HEX or S-records (and the image they place),
     /// once it was asked for: none inside when it is a binary image.
     records: Option<Option<Decoded>>,
+    /// The checksum verdict last found for the image these bytes hold.
+    checksum: Option<Known>,
+}
+
+/// A checksum verdict remembered with a cached ROM, so that an image
+/// checked (or fixed and checked) a moment ago is not sent to its family
+/// again: a patch would otherwise verify the 1 MiB image it wrote last
+/// time before patching it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Known {
+    /// What the verdict holds for: the checksum's name, the definition
+    /// file, and the image's base address (which decides the image).
+    algorithm: String,
+    definition: PathBuf,
+    base: usize,
+    valid: bool,
+    note: Option<String>,
 }
 
 /// A record file's records and the image they place.
@@ -81,6 +98,16 @@ pub struct ChecksumState {
 
 /// Checksum state of `bytes` for `definition`.
 pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> ChecksumState {
+    checksum_state_known(definition, bytes, None)
+}
+
+/// [`checksum_state`], or `known` when the ROM's verdict for this checksum
+/// is remembered ([`Explorer::known_checksum`]).
+pub fn checksum_state_known(
+    definition: Option<&Definition>,
+    bytes: &[u8],
+    known: Option<&Known>,
+) -> ChecksumState {
     let unknown = |algorithm: Option<String>, note: Option<String>| ChecksumState {
         algorithm,
         module: None,
@@ -109,6 +136,14 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
             }
         }
     };
+    if let Some(k) = known.filter(|k| k.algorithm == module.name()) {
+        return ChecksumState {
+            algorithm: Some(k.algorithm.clone()),
+            note: k.note.clone(),
+            module: Some(module),
+            valid: Some(k.valid),
+        };
+    }
     match module.validate(bytes) {
         Ok(valid) => ChecksumState {
             algorithm: Some(module.name()),
@@ -242,6 +277,10 @@ impl Explorer {
         self.serving = now;
         self.claimed.clear();
         self.foreign.clear();
+        // Another family may judge the same image otherwise.
+        for rom in self.roms.values_mut() {
+            rom.checksum = None;
+        }
     }
 
     /// Extensions of the definition files some family reads, sorted.
@@ -315,10 +354,19 @@ impl Explorer {
         fresh_rom: bool,
         fresh_listing: bool,
     ) -> Result<OpenedRom, Error> {
-        if fresh_rom {
-            self.roms.remove(rom);
-        }
+        let previous = if fresh_rom {
+            self.roms.remove(rom)
+        } else {
+            None
+        };
         let file = self.load_rom(rom)?;
+        // Read again, the same bytes: what was found of them still holds.
+        if let Some(previous) = previous
+            && plugin_kit::bytes::same(&previous.bytes, &file)
+            && let Some(entry) = self.roms.get_mut(rom)
+        {
+            entry.checksum = previous.checksum;
+        }
         refuse_definition_as_rom(rom, &file)?;
         let (records, placed) = self.records_of(rom, &file)?.unzip();
         let (bytes, srf) = match crate::image::split_srf(rom, &file)
@@ -567,6 +615,7 @@ impl Explorer {
                 stamp,
                 bytes,
                 records: None,
+                checksum: None,
             },
         );
     }
@@ -622,6 +671,43 @@ impl Explorer {
                 "it kept changing while being read (is something writing it?); try again",
             ),
         ))
+    }
+
+    /// The checksum verdict remembered for `opened`'s image, if its cached
+    /// file still holds the bytes it was opened from.
+    pub fn known_checksum(&self, opened: &OpenedRom) -> Option<Known> {
+        let entry = self.roms.get(&opened.path)?;
+        let known = entry.checksum.as_ref()?;
+        let definition = opened.definition.as_deref()?;
+        (known.definition == definition.file && known.base == opened.layout.base)
+            .then(|| known.clone())
+    }
+
+    /// Remembers `state`, found for the image of `definition` at `base` in
+    /// the ROM file `path` as now cached (after [`Self::write_rom`], the
+    /// bytes written).
+    pub fn remember_checksum(
+        &mut self,
+        path: &Path,
+        definition: &Definition,
+        base: usize,
+        state: &ChecksumState,
+    ) {
+        let (Some(entry), Some(algorithm), Some(valid)) =
+            (self.roms.get_mut(path), &state.algorithm, state.valid)
+        else {
+            return;
+        };
+        if state.module.is_none() {
+            return;
+        }
+        entry.checksum = Some(Known {
+            algorithm: algorithm.clone(),
+            definition: definition.file.clone(),
+            base,
+            valid,
+            note: state.note.clone(),
+        });
     }
 
     /// Replaces the ROM (whose lock the caller took with [`lock_rom`]

@@ -6,7 +6,7 @@ use crate::decode::{TableData, display_cell, read_table as decode_table};
 use crate::definition::{Definition, Lookup, Table, TableType};
 use crate::error::Error;
 use crate::patch::{self, Op, PatchEffect, Target};
-use crate::store::{ChecksumState, Explorer, OpenedRom, checksum_state};
+use crate::store::{ChecksumState, Explorer, Known, OpenedRom, checksum_state_known};
 use plugin_kit::{Frontmatter, MarkdownTable};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -509,7 +509,10 @@ pub(crate) fn require_inside(t: &Table, opened: &OpenedRom) -> Result<(), Error>
 pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomInfo, Error> {
     let opened = open(ex, cfg, rom)?;
     let def = opened.definition.as_deref();
-    let checksum = checksum_state(def, &opened.bytes);
+    let checksum = checksum_state_known(def, &opened.bytes, ex.known_checksum(&opened).as_ref());
+    if let Some(d) = def {
+        ex.remember_checksum(&opened.path, d, opened.layout.base, &checksum);
+    }
     let mut notes = opened.warnings.clone();
     if def.is_none() {
         notes.push(format!(
@@ -1066,7 +1069,13 @@ fn patch_checked(
         image,
         checksum,
         warnings,
-    } = prepare(&opened, &def, &op, args)?;
+    } = prepare(
+        &opened,
+        &def,
+        &op,
+        args,
+        ex.known_checksum(&opened).as_ref(),
+    )?;
     // Checked under the lock: another writer may have moved an axis or
     // changed the cells while the user read the question.
     if let Some(confirmed) = confirmed
@@ -1077,11 +1086,14 @@ fn patch_checked(
     let written = !plugin_kit::bytes::same(&image, &opened.bytes);
     let after = decode_table(&table, &image)?;
     // Back into the file's own shape (.srf chunks, H8 base) before saving.
+    let base = opened.layout.base;
     let bytes = if written {
         ex.write_rom(&opened.path, opened.layout.into_file(image), &mut lock)?
     } else {
         Arc::new(opened.layout.to_file(&opened.bytes))
     };
+    // The next patch starts from what was just checked.
+    ex.remember_checksum(&opened.path, &def, base, &checksum);
     Ok(PatchOutcome {
         path: opened.path,
         definition: def,
@@ -1119,13 +1131,14 @@ fn prepare(
     def: &Definition,
     op: &Op,
     args: &PatchTable,
+    known: Option<&Known>,
 ) -> Result<Prepared, Error> {
     let table = find_table(def, &args.table)?.clone();
     require_inside(&table, opened)?;
     let before = decode_table(&table, &opened.bytes)?;
     let (target, selection) = patch_target(&table, &before, args)?;
     let mut warnings = opened.warnings.clone();
-    let prior = checksum_state(Some(def), &opened.bytes);
+    let prior = checksum_state_known(Some(def), &opened.bytes, known);
     let mut image = opened.bytes.as_ref().clone();
     let effect = patch::apply(&table, &before, &mut image, op, &target, args.force)?;
     let checksum = match prior.module {
@@ -1209,7 +1222,13 @@ pub fn patch_confirmation(
     crate::store::rom_target(&rom_path(&args.rom)?)?;
     let opened = open(ex, cfg, &args.rom)?;
     let def = opened.require_definition()?;
-    let p = prepare(&opened, &def, &op, args)?;
+    let p = prepare(
+        &opened,
+        &def,
+        &op,
+        args,
+        ex.known_checksum(&opened).as_ref(),
+    )?;
     let cells = p.target.resolve(&p.table, p.before.rows, p.before.cols)?;
     Ok((
         args.describe(&p.table, &p.before, &cells, p.effect.changed.len()),

@@ -527,6 +527,39 @@ fn patching_by_axis_value_writes_the_cells_read_table_shows() {
 }
 
 #[test]
+fn a_remembered_checksum_verdict_goes_with_the_bytes() {
+    let (dir, rom) = workspace("verdict");
+    let cfg = Config::with_definitions(defs());
+    let mut ex = explorer();
+    let mut args = patch_args(&rom, "Ignition Timing Base Map", OpKind::Add, Some(1.0));
+    args.row = Some(3);
+    let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
+    assert!(text.contains("checksum_valid: true"), "{text}");
+    assert!(!text.contains("already invalid"), "{text}");
+    // The image it wrote is remembered as valid: patching it again says
+    // nothing about its checksum before.
+    let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
+    assert!(!text.contains("already invalid"), "{text}");
+    // Another program changes a byte the checksum covers (same size): the
+    // next patch reads the file again and must not take the old verdict.
+    let mut bytes = std::fs::read(&rom).unwrap();
+    bytes[0x100] ^= 0xFF;
+    std::fs::write(&rom, &bytes).unwrap();
+    assert!(!Module::MitsuCan.validate(&bytes).unwrap());
+    let text = tools::patch_table(&mut ex, &cfg, &args).unwrap();
+    assert!(
+        text.contains("checksum was already invalid before this patch"),
+        "{text}"
+    );
+    assert!(
+        Module::MitsuCan
+            .validate(&std::fs::read(&rom).unwrap())
+            .unwrap()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn patching_writes_atomically_with_a_valid_checksum() {
     let (dir, rom) = workspace("patch");
     let cfg = Config::with_definitions(defs());
