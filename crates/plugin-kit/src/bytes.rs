@@ -10,35 +10,47 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    // Whole 64-byte blocks folded without a branch per word (the compiler
-    // turns that into vector compares), then the tail byte by byte.
-    let (a_blocks, a_tail) = a.as_chunks::<64>();
-    let (b_blocks, b_tail) = b.as_chunks::<64>();
-    a_blocks.iter().zip(b_blocks).all(|(x, y)| same_block(x, y))
-        && a_tail.iter().zip(b_tail).all(|(x, y)| x == y)
+    // `simd128` is a feature of every engine benchtop's components target
+    // (wasmtime enables it by default, as do browsers); an engine without
+    // it rejects the module when loading it, so this is safe to call.
+    #[cfg(target_arch = "wasm32")]
+    return same_simd128(a, b);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        // Whole 64-byte blocks folded without a branch per word (vector
+        // compares, once compiled), then the tail byte by byte.
+        let (a_blocks, a_tail) = a.as_chunks::<64>();
+        let (b_blocks, b_tail) = b.as_chunks::<64>();
+        let same_block = |x: &[u8; 64], y: &[u8; 64]| {
+            let (x, _) = x.as_chunks::<8>();
+            let (y, _) = y.as_chunks::<8>();
+            x.iter().zip(y).fold(0, |d, (x, y)| {
+                d | (u64::from_ne_bytes(*x) ^ u64::from_ne_bytes(*y))
+            }) == 0
+        };
+        a_blocks.iter().zip(b_blocks).all(|(x, y)| same_block(x, y))
+            && a_tail.iter().zip(b_tail).all(|(x, y)| x == y)
+    }
 }
 
-#[inline(always)]
-fn same_block(a: &[u8; 64], b: &[u8; 64]) -> bool {
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    {
-        use core::arch::wasm32::{v128, v128_any_true, v128_or, v128_xor};
-        // Four 16-byte lanes of each; `read_unaligned` is one `v128.load`.
-        let lane = |x: &[u8; 64], i: usize| {
-            // SAFETY: `i < 4`, so the 16 bytes read are inside `x`.
-            unsafe { x.as_ptr().add(16 * i).cast::<v128>().read_unaligned() }
-        };
-        let d = |i| v128_xor(lane(a, i), lane(b, i));
+/// [`same`] for slices of one length, 64 bytes a step: four `v128` xors
+/// and one `any_true`. Only this function is built with SIMD, not the
+/// whole component (the emulators' cores ran slower so built).
+#[cfg(target_arch = "wasm32")]
+#[target_feature(enable = "simd128")]
+fn same_simd128(a: &[u8], b: &[u8]) -> bool {
+    use core::arch::wasm32::{v128, v128_any_true, v128_or, v128_xor};
+    let (a_blocks, a_tail) = a.as_chunks::<64>();
+    let (b_blocks, b_tail) = b.as_chunks::<64>();
+    // 16 bytes of a block; `read_unaligned` is one `v128.load`.
+    let lane = |x: &[u8; 64], i: usize| {
+        // SAFETY: `i < 4`, so the 16 bytes read are inside `x`.
+        unsafe { x.as_ptr().add(16 * i).cast::<v128>().read_unaligned() }
+    };
+    a_blocks.iter().zip(b_blocks).all(|(x, y)| {
+        let d = |i| v128_xor(lane(x, i), lane(y, i));
         !v128_any_true(v128_or(v128_or(d(0), d(1)), v128_or(d(2), d(3))))
-    }
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    {
-        let (a, _) = a.as_chunks::<8>();
-        let (b, _) = b.as_chunks::<8>();
-        a.iter().zip(b).fold(0, |d, (x, y)| {
-            d | (u64::from_ne_bytes(*x) ^ u64::from_ne_bytes(*y))
-        }) == 0
-    }
+    }) && a_tail.iter().zip(b_tail).all(|(x, y)| x == y)
 }
 
 /// The offsets where `before` and `after` differ, in order, over their
