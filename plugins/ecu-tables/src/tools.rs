@@ -6,7 +6,7 @@ use crate::decode::{TableData, display_cell, read_table as decode_table};
 use crate::definition::{Definition, Lookup, Table, TableType};
 use crate::error::Error;
 use crate::patch::{self, Op, PatchEffect, Target};
-use crate::store::{ChecksumState, Explorer, Known, OpenedRom, checksum_state_known};
+use crate::store::{ChecksumState, Explorer, OpenedRom, checksum_state_known};
 use plugin_kit::{Frontmatter, MarkdownTable};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -1069,13 +1069,7 @@ fn patch_checked(
         image,
         checksum,
         warnings,
-    } = prepare(
-        &opened,
-        &def,
-        &op,
-        args,
-        ex.known_checksum(&opened).as_ref(),
-    )?;
+    } = prepare(ex, &opened, &def, &op, args)?;
     // Checked under the lock: another writer may have moved an axis or
     // changed the cells while the user read the question.
     if let Some(confirmed) = confirmed
@@ -1127,18 +1121,19 @@ struct Prepared {
 /// checksum: every check a patch makes before writing. patch_table runs it
 /// once to ask the user (nothing locked) and again under the ROM's lock.
 fn prepare(
+    ex: &Explorer,
     opened: &OpenedRom,
     def: &Definition,
     op: &Op,
     args: &PatchTable,
-    known: Option<&Known>,
 ) -> Result<Prepared, Error> {
     let table = find_table(def, &args.table)?.clone();
     require_inside(&table, opened)?;
     let before = decode_table(&table, &opened.bytes)?;
     let (target, selection) = patch_target(&table, &before, args)?;
     let mut warnings = opened.warnings.clone();
-    let prior = checksum_state_known(Some(def), &opened.bytes, known);
+    let known = ex.known_checksum(opened);
+    let prior = checksum_state_known(Some(def), &opened.bytes, known.as_ref());
     let mut image = opened.bytes.as_ref().clone();
     let effect = patch::apply(&table, &before, &mut image, op, &target, args.force)?;
     let checksum = match prior.module {
@@ -1222,13 +1217,7 @@ pub fn patch_confirmation(
     crate::store::rom_target(&rom_path(&args.rom)?)?;
     let opened = open(ex, cfg, &args.rom)?;
     let def = opened.require_definition()?;
-    let p = prepare(
-        &opened,
-        &def,
-        &op,
-        args,
-        ex.known_checksum(&opened).as_ref(),
-    )?;
+    let p = prepare(ex, &opened, &def, &op, args)?;
     let cells = p.target.resolve(&p.table, p.before.rows, p.before.cols)?;
     Ok((
         args.describe(&p.table, &p.before, &cells, p.effect.changed.len()),
