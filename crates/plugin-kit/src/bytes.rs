@@ -10,47 +10,45 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    // `simd128` is a feature of every engine benchtop's components target
-    // (wasmtime enables it by default, as do browsers); an engine without
-    // it rejects the module when loading it, so this is safe to call.
-    #[cfg(target_arch = "wasm32")]
-    return same_simd128(a, b);
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        // Whole 64-byte blocks folded without a branch per word (vector
-        // compares, once compiled), then the tail byte by byte.
-        let (a_blocks, a_tail) = a.as_chunks::<64>();
-        let (b_blocks, b_tail) = b.as_chunks::<64>();
-        let same_block = |x: &[u8; 64], y: &[u8; 64]| {
-            let (x, _) = x.as_chunks::<8>();
-            let (y, _) = y.as_chunks::<8>();
-            x.iter().zip(y).fold(0, |d, (x, y)| {
-                d | (u64::from_ne_bytes(*x) ^ u64::from_ne_bytes(*y))
-            }) == 0
-        };
-        a_blocks.iter().zip(b_blocks).all(|(x, y)| same_block(x, y))
-            && a_tail.iter().zip(b_tail).all(|(x, y)| x == y)
-    }
-}
-
-/// [`same`] for slices of one length, 64 bytes a step: four `v128` xors
-/// and one `any_true`. Only this function is built with SIMD, not the
-/// whole component (the emulators' cores ran slower so built).
-#[cfg(target_arch = "wasm32")]
-#[target_feature(enable = "simd128")]
-fn same_simd128(a: &[u8], b: &[u8]) -> bool {
-    use core::arch::wasm32::{v128, v128_any_true, v128_or, v128_xor};
+    // Whole 64-byte blocks without a branch per word, then the tail.
     let (a_blocks, a_tail) = a.as_chunks::<64>();
     let (b_blocks, b_tail) = b.as_chunks::<64>();
+    same_blocks(a_blocks, b_blocks) && a_tail.iter().zip(b_tail).all(|(x, y)| x == y)
+}
+
+/// Whether two runs of blocks (of one length) are equal: each block's
+/// words folded by xor and or (vector compares, once compiled).
+#[cfg(not(target_arch = "wasm32"))]
+fn same_blocks(a: &[[u8; 64]], b: &[[u8; 64]]) -> bool {
+    a.iter().zip(b).all(|(x, y)| {
+        let (x, _) = x.as_chunks::<8>();
+        let (y, _) = y.as_chunks::<8>();
+        x.iter().zip(y).fold(0, |d, (x, y)| {
+            d | (u64::from_ne_bytes(*x) ^ u64::from_ne_bytes(*y))
+        }) == 0
+    })
+}
+
+/// [`same_blocks`] in a component: four `v128` xors and one `any_true` a
+/// block. Only this loop is built with SIMD: whether whole components gain
+/// from it could not be told apart from the bench machine's noise.
+///
+/// `simd128` is a feature of every engine benchtop's components target
+/// (wasmtime enables it by default, as do browsers); an engine without it
+/// rejects the module when loading it, so this is safe to call.
+#[cfg(target_arch = "wasm32")]
+#[target_feature(enable = "simd128")]
+fn same_blocks(a: &[[u8; 64]], b: &[[u8; 64]]) -> bool {
+    use core::arch::wasm32::{v128, v128_any_true, v128_or, v128_xor};
     // 16 bytes of a block; `read_unaligned` is one `v128.load`.
     let lane = |x: &[u8; 64], i: usize| {
         // SAFETY: `i < 4`, so the 16 bytes read are inside `x`.
         unsafe { x.as_ptr().add(16 * i).cast::<v128>().read_unaligned() }
     };
-    a_blocks.iter().zip(b_blocks).all(|(x, y)| {
+    a.iter().zip(b).all(|(x, y)| {
         let d = |i| v128_xor(lane(x, i), lane(y, i));
         !v128_any_true(v128_or(v128_or(d(0), d(1)), v128_or(d(2), d(3))))
-    }) && a_tail.iter().zip(b_tail).all(|(x, y)| x == y)
+    })
 }
 
 /// The offsets where `before` and `after` differ, in order, over their

@@ -31,7 +31,7 @@ struct CachedRom {
 /// again: a patch would otherwise verify the 1 MiB image it wrote last
 /// time before patching it again.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Known {
+struct Known {
     /// What the verdict holds for: the checksum's name, the definition
     /// file, and the image's base address (which decides the image).
     algorithm: String,
@@ -102,8 +102,8 @@ pub fn checksum_state(definition: Option<&Definition>, bytes: &[u8]) -> Checksum
 }
 
 /// [`checksum_state`], or `known` when the ROM's verdict for this checksum
-/// is remembered ([`Explorer::known_checksum`]).
-pub fn checksum_state_known(
+/// is remembered.
+fn checksum_state_known(
     definition: Option<&Definition>,
     bytes: &[u8],
     known: Option<&Known>,
@@ -673,14 +673,22 @@ impl Explorer {
         ))
     }
 
-    /// The checksum verdict remembered for `opened`'s image, if its cached
-    /// file still holds the bytes it was opened from.
-    pub fn known_checksum(&self, opened: &OpenedRom) -> Option<Known> {
-        let entry = self.roms.get(&opened.path)?;
-        let known = entry.checksum.as_ref()?;
-        let definition = opened.definition.as_deref()?;
-        (known.definition == definition.file && known.base == opened.layout.base)
-            .then(|| known.clone())
+    /// The checksum state of `opened`'s image: the verdict its cached file
+    /// carries for this checksum, definition and base when there is one,
+    /// else asked of the checksum (and then remembered).
+    pub fn checksum_of(&mut self, opened: &OpenedRom) -> ChecksumState {
+        let Some(definition) = opened.definition.as_deref() else {
+            return checksum_state(None, &opened.bytes);
+        };
+        let base = opened.layout.base;
+        let known = self
+            .roms
+            .get(&opened.path)
+            .and_then(|entry| entry.checksum.as_ref())
+            .filter(|k| k.definition == definition.file && k.base == base);
+        let state = checksum_state_known(Some(definition), &opened.bytes, known);
+        self.remember_checksum(&opened.path, definition, base, &state);
+        state
     }
 
     /// Remembers `state`, found for the image of `definition` at `base` in

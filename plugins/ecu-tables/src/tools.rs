@@ -6,7 +6,7 @@ use crate::decode::{TableData, display_cell, read_table as decode_table};
 use crate::definition::{Definition, Lookup, Table, TableType};
 use crate::error::Error;
 use crate::patch::{self, Op, PatchEffect, Target};
-use crate::store::{ChecksumState, Explorer, OpenedRom, checksum_state_known};
+use crate::store::{ChecksumState, Explorer, OpenedRom};
 use plugin_kit::{Frontmatter, MarkdownTable};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -509,10 +509,7 @@ pub(crate) fn require_inside(t: &Table, opened: &OpenedRom) -> Result<(), Error>
 pub fn rom_info_data(ex: &mut Explorer, cfg: &Config, rom: &str) -> Result<RomInfo, Error> {
     let opened = open(ex, cfg, rom)?;
     let def = opened.definition.as_deref();
-    let checksum = checksum_state_known(def, &opened.bytes, ex.known_checksum(&opened).as_ref());
-    if let Some(d) = def {
-        ex.remember_checksum(&opened.path, d, opened.layout.base, &checksum);
-    }
+    let checksum = ex.checksum_of(&opened);
     let mut notes = opened.warnings.clone();
     if def.is_none() {
         notes.push(format!(
@@ -1121,7 +1118,7 @@ struct Prepared {
 /// checksum: every check a patch makes before writing. patch_table runs it
 /// once to ask the user (nothing locked) and again under the ROM's lock.
 fn prepare(
-    ex: &Explorer,
+    ex: &mut Explorer,
     opened: &OpenedRom,
     def: &Definition,
     op: &Op,
@@ -1132,8 +1129,7 @@ fn prepare(
     let before = decode_table(&table, &opened.bytes)?;
     let (target, selection) = patch_target(&table, &before, args)?;
     let mut warnings = opened.warnings.clone();
-    let known = ex.known_checksum(opened);
-    let prior = checksum_state_known(Some(def), &opened.bytes, known.as_ref());
+    let prior = ex.checksum_of(opened);
     let mut image = opened.bytes.as_ref().clone();
     let effect = patch::apply(&table, &before, &mut image, op, &target, args.force)?;
     let checksum = match prior.module {
