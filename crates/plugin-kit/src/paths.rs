@@ -16,6 +16,19 @@ pub fn workspace() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Environment variable through which the host names the plugin's own
+/// cache directory.
+pub const CACHE_VAR: &str = "BENCHTOP_PLUGIN_CACHE";
+
+/// The plugin's own cache directory (read-write, kept between runs), when
+/// the host keeps one. What a plugin reads back from it is its own earlier
+/// writing, but still input: check it, and treat anything odd as absent.
+pub fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os(CACHE_VAR)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
 /// Resolves a user-supplied path: absolute paths stay as they are, relative
 /// ones are joined to the workspace directory (or left relative when there is
 /// none). `.` and `..` are resolved lexically, since the sandbox shows granted

@@ -182,6 +182,30 @@ impl CompileCache {
         self.dir.as_deref()
     }
 
+    /// Where the plugins' own cache directories are, when the cache is on.
+    pub fn plugin_data_root(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join(PLUGIN_DATA_DIR))
+    }
+
+    /// The cache directory of the plugin named `plugin`, made (private to
+    /// this user) if missing: what it keeps between runs (an index of a
+    /// definitions tree, say), its own to read and write. None when the
+    /// cache is off or the directory cannot be made (logged): a plugin
+    /// without one works as before, only without what it would have kept.
+    pub fn plugin_dir(&self, plugin: &str) -> Option<PathBuf> {
+        let dir = self.plugin_data_root()?.join(file_safe(plugin));
+        match create_private_dir(&dir).and_then(|()| {
+            dir.canonicalize()
+                .with_context(|| format!("resolving {}", dir.display()))
+        }) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                tracing::warn!(plugin, "no cache directory for the plugin: {e:#}");
+                None
+            }
+        }
+    }
+
     /// The default cache directory: `$XDG_CACHE_HOME/benchtop` or `~/.cache/benchtop`.
     pub fn default_dir() -> Option<PathBuf> {
         std::env::var_os("XDG_CACHE_HOME")
@@ -554,6 +578,28 @@ fn load_secret(dir: &Path) -> Result<[u8; 32]> {
     })
 }
 
+/// The folder of the compile cache directory that holds the plugins' own
+/// cache directories, one per plugin name.
+const PLUGIN_DATA_DIR: &str = "plugin-data";
+
+/// `name` as one path component: ASCII letters, digits, `-`, `_` and `.`
+/// kept (a plugin name is usually only these), anything else and a
+/// leading dot as `%XX`, so no name climbs out or hides.
+fn file_safe(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for (i, b) in name.bytes().enumerate() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_') || (b == b'.' && i > 0) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.is_empty() {
+        out.push('%');
+    }
+    out
+}
+
 fn create_private_dir(dir: &Path) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
@@ -668,6 +714,43 @@ mod tests {
             i.uses,
             i.warnings
         )
+    }
+
+    #[test]
+    fn a_plugin_name_is_one_harmless_path_component() {
+        assert_eq!(file_safe("ecu-tables"), "ecu-tables");
+        assert_eq!(file_safe("my_plugin.v2"), "my_plugin.v2");
+        assert_eq!(file_safe(".."), "%2E.");
+        assert_eq!(file_safe("a/b"), "a%2Fb");
+        assert_eq!(file_safe(".hidden"), "%2Ehidden");
+        assert_eq!(file_safe("é"), "%C3%A9");
+        assert_eq!(file_safe(""), "%");
+        // Distinct names stay distinct: `%` itself is escaped.
+        assert_ne!(file_safe("a%2Fb"), file_safe("a/b"));
+    }
+
+    #[test]
+    fn each_plugin_gets_a_private_cache_directory_of_its_own() {
+        let dir = std::env::temp_dir().join(format!("benchtop-plugin-data-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = CompileCache::new(Some(dir.clone()));
+        let a = cache.plugin_dir("ecu-tables").unwrap();
+        let b = cache.plugin_dir("../ecu-tables").unwrap();
+        assert_ne!(a, b);
+        for d in [&a, &b] {
+            assert!(
+                d.starts_with(dir.canonicalize().unwrap().join(PLUGIN_DATA_DIR)),
+                "{d:?}"
+            );
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(d).unwrap().permissions().mode();
+                assert_eq!(mode & 0o077, 0, "{d:?} is open to others: {mode:o}");
+            }
+        }
+        assert_eq!(CompileCache::new(None).plugin_dir("ecu-tables"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -451,8 +451,9 @@ impl Host {
         for w in &interface.warnings {
             tracing::warn!(plugin = %name, "{w}");
         }
-        let policy = self.policy_for(&cfg, &interface.settings)?;
+        let mut policy = self.policy_for(&cfg, &interface.settings)?;
         self.refuse_writable_host_files(&name, &policy)?;
+        policy.cache = self.cache.plugin_dir(&name);
         let limits = self.limits_for(&cfg, interface.tick_interface.is_some());
         let spec = PluginSpec {
             name: name.clone(),
@@ -460,6 +461,7 @@ impl Host {
             prefix: cfg.prefix.clone(),
             policy,
             limits,
+            code: u64::from_le_bytes(wasm.digest()[..8].try_into().expect("8 of 32 bytes")),
         };
         let logs = self.logs.clone();
         let registry = Arc::downgrade(&self.registry);
@@ -550,6 +552,14 @@ impl Host {
         }
         if let Some(cache) = self.cache.dir() {
             files.push(("the compile cache", canonical_or_nearest(cache)));
+        }
+        // Each plugin's cache is its own: another plugin writing there
+        // could make it answer wrongly (a definitions index, say).
+        if let Some(data) = self.cache.plugin_data_root() {
+            files.push((
+                "the plugins' cache directories",
+                canonical_or_nearest(&data),
+            ));
         }
         files
     }

@@ -82,6 +82,11 @@ pub struct PluginSpec {
     pub policy: Policy,
     /// Limits.
     pub limits: Limits,
+    /// Names its code: the first eight bytes of the component's SHA-256.
+    /// Served interfaces' callers key what they cache from its answers by
+    /// it, in memory and on disk (a plugin's cache directory outlives the
+    /// process): the same code gives the same answers.
+    pub code: u64,
 }
 
 /// A compiled component linked to the host's imports, with the export
@@ -167,8 +172,9 @@ pub struct Plugin {
     pub policy: Policy,
     /// Limits.
     pub limits: Limits,
-    /// This load's number, distinct from every other load in the process:
-    /// what callers of its served interfaces key their caches by.
+    /// Names the code loaded ([`PluginSpec::code`]): a hot swap to other
+    /// code changes it; what callers of its served interfaces key their
+    /// caches by, in this process and in later ones.
     pub generation: u64,
     /// The linked component, once compiled (at load, or in the background
     /// for [`Plugin::load_deferred`]); the error says why it cannot run.
@@ -299,9 +305,9 @@ impl Plugin {
             prefix,
             policy,
             limits,
+            code,
         } = spec;
         let output = GuestOutput::new(&name);
-        static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Self {
             name,
             source,
@@ -309,7 +315,7 @@ impl Plugin {
             interface,
             policy,
             limits,
-            generation: LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            generation: code,
             linked: std::sync::OnceLock::new(),
             linked_set: tokio::sync::Notify::new(),
             instances: std::sync::atomic::AtomicU64::new(0),
@@ -694,6 +700,7 @@ mod tests {
             prefix: None,
             policy: Policy::default(),
             limits: Limits::default(),
+            code: 1,
         };
         let plugin = Plugin::load_deferred(
             spec,

@@ -60,6 +60,10 @@ pub struct Policy {
     pub env: BTreeMap<String, String>,
     /// Workspace directory, against which relative paths resolve.
     pub workspace: Option<PathBuf>,
+    /// The plugin's own cache directory (read-write, named to it in
+    /// [`CACHE_VAR`]), when the host keeps one: not a grant of the user's,
+    /// so not among the directories a refusal lists.
+    pub cache: Option<PathBuf>,
 }
 
 impl Policy {
@@ -97,6 +101,15 @@ impl Policy {
                 .with_context(|| {
                     format!("granting `{}` to plugin `{plugin}`", grant.path.display())
                 })?;
+        }
+        if let Some(cache) = &self.cache {
+            let guest = cache.to_str().with_context(|| {
+                format!("cache directory `{}` is not valid UTF-8", cache.display())
+            })?;
+            b.preopened_dir(cache, guest, FsPerms::ReadWrite)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("granting plugin `{plugin}` its cache directory"))?;
+            b.env(CACHE_VAR, guest);
         }
         for (k, v) in &self.env {
             b.env(k, v);
@@ -163,6 +176,10 @@ impl Policy {
 
 /// Environment variable holding the workspace directory inside the guest.
 pub const WORKSPACE_VAR: &str = "BENCHTOP_WORKSPACE";
+
+/// Environment variable naming the plugin's own cache directory, when it
+/// has one.
+pub const CACHE_VAR: &str = "BENCHTOP_PLUGIN_CACHE";
 
 /// Environment variable listing the granted directories (`ro /path` lines).
 pub const ALLOWED_VAR: &str = "BENCHTOP_ALLOWED_DIRS";
