@@ -452,6 +452,105 @@ async fn rom_info_identifies_the_sample_rom() {
     ecu.server.stop().await;
 }
 
+/// Files under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Sets `path`'s mtime `secs` seconds into the past: a definition written
+/// a while ago, as a kept index only keeps settled files.
+fn age(path: &Path, secs: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
+    // The sample definitions copied (and aged), a ROM, and a cache of the
+    // test's own: what one server keeps, the next reads.
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().canonicalize().unwrap();
+    let (defs, cache, roms) = (root.join("defs"), root.join("cache"), root.join("roms"));
+    std::fs::create_dir_all(defs.join("base")).unwrap();
+    std::fs::create_dir_all(&roms).unwrap();
+    let samples = ecu_samples().join("definitions");
+    for from in files_under(&samples) {
+        let to = defs.join(from.strip_prefix(&samples).unwrap());
+        std::fs::copy(&from, &to).unwrap();
+        age(&to, 3600);
+    }
+    let rom = roms.join("BT000001.bin");
+    std::fs::copy(sample_rom(), &rom).unwrap();
+    let plugins = ecu_plugins();
+    let start = || async {
+        let args = [
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--definitions-path",
+            defs.to_str().unwrap(),
+            "--allow",
+            &format!("{}:ro", defs.display()),
+            "--allow",
+            &format!("{}:rw", roms.display()),
+        ];
+        Server::start(&args).await
+    };
+    let rom_info = async |server: &Server| text(&server.ok("rom_info", json!({"rom": &rom})).await);
+
+    let first = start().await;
+    let answer = rom_info(&first).await;
+    assert_eq!(val(&answer, "vehicle"), "2024 Benchtop Sample ECU 5MT");
+    first.stop().await;
+    let kept_dir = cache.join("plugin-data/ecu-tables");
+    let index: Vec<PathBuf> = files_under(&kept_dir);
+    assert_eq!(index.len(), 1, "one index for one folder: {index:?}");
+    let index = &index[0];
+
+    // A fresh server answers the same from the index.
+    let second = start().await;
+    assert_eq!(rom_info(&second).await, answer);
+    second.stop().await;
+
+    // A definition edited in place, its size unchanged, is read again.
+    let definition = files_under(&defs)
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("BT000001"))
+        .unwrap();
+    let text_before = std::fs::read_to_string(&definition).unwrap();
+    let edited = text_before.replace("<model>Sample ECU</model>", "<model>Edited ECU</model>");
+    assert_eq!(edited.len(), text_before.len());
+    std::fs::write(&definition, edited).unwrap();
+    age(&definition, 1800);
+    let third = start().await;
+    let after_edit = rom_info(&third).await;
+    assert_eq!(val(&after_edit, "vehicle"), "2024 Benchtop Edited ECU 5MT");
+    third.stop().await;
+
+    // A damaged index is not believed: the answer is the folder's.
+    let kept = std::fs::read(index).unwrap();
+    std::fs::write(index, &kept[..kept.len() / 2]).unwrap();
+    let fourth = start().await;
+    assert_eq!(rom_info(&fourth).await, after_edit);
+    fourth.stop().await;
+    assert_ne!(std::fs::read(index).unwrap(), kept[..kept.len() / 2]);
+}
+
 #[tokio::test]
 async fn workspace_relative_rom_paths_resolve() {
     // The repository as the workspace: the README's `rom: samples/ecu/BT000001.bin`.

@@ -11,6 +11,7 @@ pub mod bins;
 pub mod error;
 pub mod family;
 pub mod image;
+pub mod kept;
 pub mod lookup;
 pub mod offers;
 pub mod overlay;

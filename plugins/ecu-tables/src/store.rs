@@ -187,6 +187,11 @@ pub struct Explorer {
     foreign: HashMap<PathBuf, &'static str>,
     roms: HashMap<PathBuf, CachedRom>,
     listing: Option<Listing>,
+    /// The definitions folder whose kept index ([`crate::kept`]) was
+    /// read, with the families served then: read once per both.
+    recalled: Option<(PathBuf, Vec<(String, u64)>)>,
+    /// Whether a file was sniffed since the index was last kept.
+    unkept: bool,
 }
 
 /// The last walk of the definitions directory.
@@ -383,6 +388,7 @@ impl Explorer {
         };
         self.refresh_families();
         let files = self.listing(dir, fresh_listing)?;
+        self.recall(dir);
         let mut matches: Vec<(String, Arc<Definition>)> = Vec::new();
         let mut by_size: Vec<(String, Arc<Definition>)> = Vec::new();
         let mut tried = Vec::new();
@@ -397,6 +403,7 @@ impl Explorer {
             by_size.extend(found.by_size.into_iter().map(|d| (name.clone(), d)));
             tried.extend(found.tried);
         }
+        self.keep(dir);
         let mut warnings = self.family_problems.clone();
         if matches.is_empty() && by_size.is_empty() {
             let mut unread: Vec<(PathBuf, &str)> = self
@@ -514,6 +521,100 @@ impl Explorer {
         })
     }
 
+    /// The served families' index of `dir`, kept by an earlier run, when
+    /// it is for the families served now: what each file was found to be,
+    /// used while its stamp holds ([`crate::kept`]). Read once per folder
+    /// and set of families; nothing when the host keeps no cache for this
+    /// plugin, or families are linked in (they are not named by code).
+    fn recall(&mut self, dir: &Path) {
+        let Some(cache) = plugin_kit::paths::cache_dir() else {
+            return;
+        };
+        if self
+            .recalled
+            .as_ref()
+            .is_some_and(|(d, served)| d == dir && *served == self.serving)
+        {
+            return;
+        }
+        self.recalled = Some((dir.to_owned(), self.serving.clone()));
+        if self.linked > 0 || self.families.len() != self.serving.len() {
+            return;
+        }
+        let Some(kept) = crate::kept::Kept::read(&cache, dir) else {
+            return;
+        };
+        if kept.families != self.serving {
+            return;
+        }
+        let mut identified = vec![Vec::new(); self.families.len()];
+        for file in kept.files {
+            if file.family.is_some_and(|i| i >= self.families.len()) {
+                continue;
+            }
+            self.claimed
+                .entry(file.path.clone())
+                .or_insert((file.stamp, file.family));
+            if let Some(format) = file.foreign {
+                self.foreign.entry(file.path.clone()).or_insert(format);
+            }
+            if let (Some(i), Some(candidates)) = (file.family, file.candidates) {
+                identified[i].push((file.path, file.stamp, candidates));
+            }
+        }
+        for (family, files) in self.families.iter_mut().zip(identified) {
+            family.recall(files);
+        }
+    }
+
+    /// Keeps what is known of `dir`'s files for the next run, when a file
+    /// was sniffed since it was last kept. Best effort: the index only
+    /// saves the next run time.
+    fn keep(&mut self, dir: &Path) {
+        if !std::mem::take(&mut self.unkept) {
+            return;
+        }
+        let Some(cache) = plugin_kit::paths::cache_dir() else {
+            return;
+        };
+        if self.linked > 0 || self.families.len() != self.serving.len() {
+            return;
+        }
+        let identified: Vec<HashMap<PathBuf, _>> = self
+            .families
+            .iter()
+            .map(|f| {
+                f.identified()
+                    .into_iter()
+                    .map(|(path, stamp, candidates)| (path, (stamp, candidates)))
+                    .collect()
+            })
+            .collect();
+        let mut files: Vec<crate::kept::KeptFile> = self
+            .claimed
+            .iter()
+            .map(|(path, &(stamp, family))| crate::kept::KeptFile {
+                path: path.clone(),
+                stamp,
+                family,
+                foreign: self.foreign.get(path).copied(),
+                candidates: family
+                    .and_then(|i| identified[i].get(path))
+                    .filter(|(at, _)| *at == stamp)
+                    .map(|(_, candidates)| candidates.clone()),
+            })
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let kept = crate::kept::Kept {
+            dir: dir.to_owned(),
+            families: self.serving.clone(),
+            files,
+        };
+        if let Err(e) = kept.write(&cache, std::time::SystemTime::now()) {
+            eprintln!("ecu-tables: the definitions index was not kept: {e}");
+        }
+    }
+
     /// `files` split by the family that claims each (indexed as
     /// `families`), stamped now, sniffing only files new or changed since
     /// last time. A new file is stamped through the handle its head is
@@ -557,6 +658,7 @@ impl Explorer {
                             && self.families[i].claims(path, &head)
                     });
                     self.claimed.insert(path.clone(), (stamp, family));
+                    self.unkept = true;
                     match foreign_format(family, &head) {
                         Some(format) => self.foreign.insert(path.clone(), format),
                         None => self.foreign.remove(path),

@@ -120,6 +120,21 @@ impl Family for FormatFamily {
         self.format.claims(&file_name(path), head).unwrap_or(false)
     }
 
+    fn identified(&self) -> Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)> {
+        self.files
+            .iter()
+            .map(|(path, f)| (path.clone(), f.stamp, f.candidates.clone()))
+            .collect()
+    }
+
+    fn recall(&mut self, files: Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)>) {
+        for (path, stamp, candidates) in files {
+            self.files
+                .entry(path)
+                .or_insert(FileCandidates { stamp, candidates });
+        }
+    }
+
     fn recognize(
         &mut self,
         dir: &Path,

@@ -21,6 +21,7 @@ pub mod peer;
 
 use crate::definition::Definition;
 use crate::error::Error;
+use ecu_model::family::Candidate;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,6 +70,17 @@ pub trait Family: Send {
         files: &[Listed],
         image: &[u8],
     ) -> Result<Recognition, Error>;
+
+    /// What it identified in each file so far, with the file's stamp then:
+    /// what [`crate::kept`] keeps between runs. None for a family that
+    /// keeps nothing.
+    fn identified(&self) -> Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)> {
+        Vec::new()
+    }
+
+    /// Takes what an earlier run identified (each still checked against
+    /// the file's stamp before it is used).
+    fn recall(&mut self, _files: Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)>) {}
 }
 
 /// A definitions file as the store hands it to the family that claims it.
