@@ -72,8 +72,8 @@ impl Kept {
         if meta.len() > MAX_INDEX as u64 {
             return None;
         }
-        let text = std::fs::read_to_string(&path).ok()?;
-        let kept = Self::decode(&text).ok()?;
+        let bytes = std::fs::read(&path).ok()?;
+        let kept = Self::decode(&bytes).ok()?;
         (kept.dir == dir).then_some(kept)
     }
 
@@ -82,9 +82,9 @@ impl Kept {
     /// are left out. Errors are the caller's to ignore: the index only
     /// saves time.
     pub fn write(&self, cache: &Path, now: SystemTime) -> Result<(), String> {
-        let text = self.encode(now);
-        if text.len() > MAX_INDEX {
-            return Err(format!("the index would be {} bytes", text.len()));
+        let bytes = self.encode(now);
+        if bytes.len() > MAX_INDEX {
+            return Err(format!("the index would be {} bytes", bytes.len()));
         }
         let path = index_path(cache, &self.dir);
         // Two servers may write at once: each through a file of its own
@@ -93,7 +93,7 @@ impl Kept {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let temp = path.with_extension(format!("idx.{nonce:09}.tmp"));
-        std::fs::write(&temp, text).map_err(|e| format!("writing {}: {e}", temp.display()))?;
+        std::fs::write(&temp, bytes).map_err(|e| format!("writing {}: {e}", temp.display()))?;
         std::fs::rename(&temp, &path).map_err(|e| {
             let _ = std::fs::remove_file(&temp);
             format!("renaming {} into place: {e}", temp.display())
@@ -102,7 +102,7 @@ impl Kept {
         Ok(())
     }
 
-    fn encode(&self, now: SystemTime) -> String {
+    fn encode(&self, now: SystemTime) -> Vec<u8> {
         let mut w = Writer::new();
         let dir = self.dir.to_string_lossy();
         w.str(&dir, MAX_STR);
@@ -119,12 +119,12 @@ impl Kept {
         for f in files {
             w.0.extend_from_slice(&f);
         }
-        blob::seal(MAGIC, VERSION, &w.0)
+        blob::frame(MAGIC, VERSION, &w.0)
     }
 
-    fn decode(text: &str) -> Result<Kept, String> {
-        let (_, payload) = blob::open(MAGIC, VERSION, MAX_INDEX, text)?;
-        let mut r = Reader::new(&payload);
+    fn decode(bytes: &[u8]) -> Result<Kept, String> {
+        let (_, payload) = blob::unframe(MAGIC, VERSION, bytes)?;
+        let mut r = Reader::new(payload);
         let dir = PathBuf::from(r.str("dir", MAX_STR)?);
         let mut families = Vec::new();
         for _ in 0..r.u32("families")? {
@@ -414,18 +414,14 @@ mod tests {
     #[test]
     fn a_damaged_index_is_refused_not_misread() {
         let now = SystemTime::now();
-        let text = sample(now).encode(now);
-        let mut bytes = blob::base64_decode(&text).unwrap();
-        // Every byte flipped in turn: the seal's checksum refuses each.
+        let mut bytes = sample(now).encode(now);
+        // Every byte flipped in turn: the frame's checksum refuses each.
         for i in 0..bytes.len() {
             bytes[i] ^= 0x40;
-            assert!(
-                Kept::decode(&blob::base64_encode(&bytes)).is_err(),
-                "byte {i}"
-            );
+            assert!(Kept::decode(&bytes).is_err(), "byte {i}");
             bytes[i] ^= 0x40;
         }
-        assert!(Kept::decode(&text[..text.len() / 2]).is_err());
+        assert!(Kept::decode(&bytes[..bytes.len() / 2]).is_err());
     }
 
     #[test]
