@@ -518,9 +518,18 @@ async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
     assert_eq!(val(&answer, "vehicle"), "2024 Benchtop Sample ECU 5MT");
     first.stop().await;
     let kept_dir = cache.join("plugin-data/ecu-tables");
-    let index: Vec<PathBuf> = files_under(&kept_dir);
-    assert_eq!(index.len(), 1, "one index for one folder: {index:?}");
-    let index = &index[0];
+    let kept = files_under(&kept_dir);
+    let of_kind = |ext: &str| -> Vec<PathBuf> {
+        kept.iter()
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .cloned()
+            .collect()
+    };
+    let index = of_kind("idx");
+    assert_eq!(index.len(), 1, "one index for one folder: {kept:?}");
+    // And the definition the family resolved, kept by what it was given.
+    assert_eq!(of_kind("bin").len(), 1, "one resolved definition: {kept:?}");
+    let index = index[0].clone();
 
     // A fresh server answers the same from the index.
     let second = start().await;
@@ -542,13 +551,31 @@ async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
     assert_eq!(val(&after_edit, "vehicle"), "2024 Benchtop Edited ECU 5MT");
     third.stop().await;
 
-    // A damaged index is not believed: the answer is the folder's.
-    let kept = std::fs::read(index).unwrap();
-    std::fs::write(index, &kept[..kept.len() / 2]).unwrap();
+    // A damaged index, or resolved definition, is not believed: the
+    // answer is the folder's, and both are written again (the definition
+    // as edited is the newest entry; the one from before the edit is no
+    // longer asked for).
+    let newest = |ext: &str| {
+        files_under(&kept_dir)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+            .unwrap()
+    };
+    let current = [index.clone(), newest("bin")];
+    let mut damaged = Vec::new();
+    for file in files_under(&kept_dir) {
+        let bytes = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+        damaged.push((file, bytes[..bytes.len() / 2].to_vec()));
+    }
     let fourth = start().await;
     assert_eq!(rom_info(&fourth).await, after_edit);
     fourth.stop().await;
-    assert_ne!(std::fs::read(index).unwrap(), kept[..kept.len() / 2]);
+    for (file, half) in damaged.iter().filter(|(f, _)| current.contains(f)) {
+        let now = std::fs::read(file).unwrap();
+        assert_ne!(&now, half, "{} was not written again", file.display());
+    }
 }
 
 #[tokio::test]

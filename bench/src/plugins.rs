@@ -413,7 +413,7 @@ async fn ecu_family(ctx: &Ctx, table: &mut Table) -> Result<()> {
         "ms",
         Goal::Below(100.0),
         ctx.note(format!(
-            "identify + resolve by peer calls, 586 tables converted; fresh server each, median of {ECU_FIRSTS}"
+            "fresh server each, what an earlier one kept read back (the XDF read, its identification and resolved definition not asked of the family again), 586 tables converted; median of {ECU_FIRSTS}"
         )),
     );
     let warm = Samples::new(warm);
@@ -495,7 +495,7 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         "ms",
         Goal::Below(100.0),
         ctx.note(format!(
-            "fresh server each, the tree's index kept in ecu-tables' cache directory: every file stat'ed, the 3-file chain parsed and merged; median of {ECU_FIRSTS}"
+            "fresh server each, what an earlier one kept in ecu-tables' cache directory: every file stat'ed, the 3-file chain read, the definition the family resolved from it read back; median of {ECU_FIRSTS}"
         )),
     );
     // As served by default: the RomRaider family is a component of its
@@ -528,7 +528,7 @@ async fn ecu_subarudefs(ctx: &Ctx, table: &mut Table) -> Result<()> {
         "ms",
         Goal::Below(100.0),
         ctx.note(format!(
-            "as above, plus the RomRaider component's claims call for each of the 333 .xml files; median of {ECU_FIRSTS}"
+            "as above, with the RomRaider family's component loaded too (asked only about files nothing was kept for); median of {ECU_FIRSTS}"
         )),
     );
     Ok(())
@@ -660,7 +660,7 @@ async fn ecu_set(ctx: &Ctx, table: &mut Table, set: &EcuSet) -> Result<()> {
         "ms",
         Goal::Below(100.0),
         ctx.note(format!(
-            "definition parse + ROM load, fresh server each; median of {ECU_FIRSTS}"
+            "ROM load and the definition read back as an earlier server kept it, fresh server each; median of {ECU_FIRSTS}"
         )),
     );
     let warm = Samples::new(warm);

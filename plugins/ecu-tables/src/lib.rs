@@ -10,8 +10,8 @@
 pub mod bins;
 pub mod error;
 pub mod family;
+pub mod folder_index;
 pub mod image;
-pub mod kept;
 pub mod lookup;
 pub mod offers;
 pub mod overlay;

@@ -187,7 +187,7 @@ pub struct Explorer {
     foreign: HashMap<PathBuf, &'static str>,
     roms: HashMap<PathBuf, CachedRom>,
     listing: Option<Listing>,
-    /// The definitions folder whose kept index ([`crate::kept`]) was
+    /// The definitions folder whose kept index ([`crate::folder_index`]) was
     /// read, with the families served then: read once per both.
     recalled: Option<(PathBuf, Vec<(String, u64)>)>,
     /// Whether a file was sniffed since the index was last kept.
@@ -271,8 +271,8 @@ impl Explorer {
         }
         self.families.truncate(self.linked);
         self.family_problems.clear();
-        for (plugin, _) in &now {
-            match served.family(plugin) {
+        for (plugin, code) in &now {
+            match served.family(plugin, *code) {
                 Ok(family) => self.families.push(family),
                 Err(e) => self.family_problems.push(format!(
                     "the definition family served by plugin `{plugin}` cannot be used: {e}"
@@ -523,7 +523,7 @@ impl Explorer {
 
     /// The served families' index of `dir`, kept by an earlier run, when
     /// it is for the families served now: what each file was found to be,
-    /// used while its stamp holds ([`crate::kept`]). Read once per folder
+    /// used while its stamp holds ([`crate::folder_index`]). Read once per folder
     /// and set of families; nothing when the host keeps no cache for this
     /// plugin, or families are linked in (they are not named by code).
     fn recall(&mut self, dir: &Path) {
@@ -541,7 +541,7 @@ impl Explorer {
         if self.linked > 0 || self.families.len() != self.serving.len() {
             return;
         }
-        let Some(kept) = crate::kept::Kept::read(&cache, dir) else {
+        let Some(kept) = crate::folder_index::FolderIndex::read(&cache, dir) else {
             return;
         };
         if kept.families != self.serving {
@@ -590,22 +590,24 @@ impl Explorer {
                     .collect()
             })
             .collect();
-        let mut files: Vec<crate::kept::KeptFile> = self
+        let mut files: Vec<crate::folder_index::IndexedFile> = self
             .claimed
             .iter()
-            .map(|(path, &(stamp, family))| crate::kept::KeptFile {
-                path: path.clone(),
-                stamp,
-                family,
-                foreign: self.foreign.get(path).copied(),
-                candidates: family
-                    .and_then(|i| identified[i].get(path))
-                    .filter(|(at, _)| *at == stamp)
-                    .map(|(_, candidates)| candidates.clone()),
-            })
+            .map(
+                |(path, &(stamp, family))| crate::folder_index::IndexedFile {
+                    path: path.clone(),
+                    stamp,
+                    family,
+                    foreign: self.foreign.get(path).copied(),
+                    candidates: family
+                        .and_then(|i| identified[i].get(path))
+                        .filter(|(at, _)| *at == stamp)
+                        .map(|(_, candidates)| candidates.clone()),
+                },
+            )
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        let kept = crate::kept::Kept {
+        let kept = crate::folder_index::FolderIndex {
             dir: dir.to_owned(),
             families: self.serving.clone(),
             files,

@@ -18,6 +18,7 @@
 
 pub mod format;
 pub mod peer;
+pub mod remembered;
 
 use crate::definition::Definition;
 use crate::error::Error;
@@ -72,7 +73,7 @@ pub trait Family: Send {
     ) -> Result<Recognition, Error>;
 
     /// What it identified in each file so far, with the file's stamp then:
-    /// what [`crate::kept`] keeps between runs. None for a family that
+    /// what [`crate::folder_index`] keeps between runs. None for a family that
     /// keeps nothing.
     fn identified(&self) -> Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)> {
         Vec::new()
@@ -115,8 +116,9 @@ pub trait Served: Send {
     /// generation changes when the plugin is loaded again.
     fn providers(&self) -> Vec<(String, u64)>;
 
-    /// The family `plugin` serves, or why it cannot be asked.
-    fn family(&self, plugin: &str) -> Result<Box<dyn Family>, String>;
+    /// The family `plugin` serves (its code is `code`, the generation),
+    /// or why it cannot be asked.
+    fn family(&self, plugin: &str, code: u64) -> Result<Box<dyn Family>, String>;
 }
 
 /// Bytes of a definitions file read to tell its family, which are also

@@ -43,9 +43,10 @@ impl Served for PeerFamilies {
             .collect()
     }
 
-    fn family(&self, plugin: &str) -> Result<Box<dyn Family>, String> {
+    fn family(&self, plugin: &str, code: u64) -> Result<Box<dyn Family>, String> {
         let format = PeerFormat {
             plugin: plugin.to_owned(),
+            code,
         };
         Ok(Box::new(FormatFamily::new(Arc::new(format))?))
     }
@@ -54,6 +55,9 @@ impl Served for PeerFamilies {
 /// The format plugin `plugin` serves.
 pub struct PeerFormat {
     plugin: String,
+    /// Its code (the host's `generation`): what a remembered answer of
+    /// its is keyed by.
+    code: u64,
 }
 
 /// Bytes kept in the host for one peer call (`benchtop:host/blobs`), let
@@ -106,6 +110,18 @@ impl Format for PeerFormat {
     }
 
     fn resolve(&self, key: &str, files: &[Source<'_>]) -> Result<Resolved, String> {
+        let cache = plugin_kit::paths::cache_dir();
+        let question = super::remembered::Question {
+            plugin: &self.plugin,
+            code: self.code,
+            key,
+            files,
+        };
+        if let Some(cache) = &cache
+            && let Some(answer) = super::remembered::recall(cache, &question)
+        {
+            return Ok(resolved(answer));
+        }
         route(&self.plugin)?;
         let kept = files
             .iter()
@@ -119,7 +135,13 @@ impl Format for PeerFormat {
                 contents: blob.0,
             })
             .collect();
-        Ok(resolved(wit::resolve(key, &sources)?))
+        let answer = wit::resolve(key, &sources)?;
+        if let Some(cache) = &cache
+            && let Err(e) = super::remembered::remember(cache, &question, &answer)
+        {
+            eprintln!("ecu-tables: the resolved definition was not remembered: {e}");
+        }
+        Ok(resolved(answer))
     }
 
     fn verify(&self, plan: &str, image: &[u8]) -> Result<Verdict, String> {

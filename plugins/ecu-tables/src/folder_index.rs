@@ -30,7 +30,7 @@ const SETTLED: Duration = Duration::from_secs(2);
 
 /// One definitions file as a run found it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct KeptFile {
+pub struct IndexedFile {
     /// The file.
     pub path: PathBuf,
     /// Its stamp when it was read.
@@ -45,16 +45,16 @@ pub struct KeptFile {
 
 /// A definitions folder's files, for the families serving then.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Kept {
+pub struct FolderIndex {
     /// The folder.
     pub dir: PathBuf,
     /// `(plugin, code)` of each family served, in order.
     pub families: Vec<(String, u64)>,
     /// Its files.
-    pub files: Vec<KeptFile>,
+    pub files: Vec<IndexedFile>,
 }
 
-/// The formats [`KeptFile::foreign`] can name.
+/// The formats [`IndexedFile::foreign`] can name.
 const FOREIGN: [&str; 2] = ["RomRaider", "ECUFlash"];
 
 /// Where the index of `dir` is kept in `cache`.
@@ -63,10 +63,10 @@ pub fn index_path(cache: &Path, dir: &Path) -> PathBuf {
     cache.join(format!("definitions-{key:016x}.idx"))
 }
 
-impl Kept {
+impl FolderIndex {
     /// The index kept for `dir` in `cache`, when there is one that reads
     /// back whole and was made for `dir`.
-    pub fn read(cache: &Path, dir: &Path) -> Option<Kept> {
+    pub fn read(cache: &Path, dir: &Path) -> Option<FolderIndex> {
         let path = index_path(cache, dir);
         let meta = std::fs::metadata(&path).ok()?;
         if meta.len() > MAX_INDEX as u64 {
@@ -122,7 +122,7 @@ impl Kept {
         blob::frame(MAGIC, VERSION, &w.0)
     }
 
-    fn decode(bytes: &[u8]) -> Result<Kept, String> {
+    fn decode(bytes: &[u8]) -> Result<FolderIndex, String> {
         let (_, payload) = blob::unframe(MAGIC, VERSION, bytes)?;
         let mut r = Reader::new(payload);
         let dir = PathBuf::from(r.str("dir", MAX_STR)?);
@@ -136,7 +136,7 @@ impl Kept {
             files.push(decode_file(&mut r)?);
         }
         r.finish()?;
-        Ok(Kept {
+        Ok(FolderIndex {
             dir,
             families,
             files,
@@ -185,7 +185,7 @@ fn prune(cache: &Path, now: SystemTime) {
 
 /// `f` as index bytes; None when it is not to be kept (touched lately, or
 /// holding a string too long to keep whole).
-fn encode_file(f: &KeptFile, now: SystemTime) -> Option<Vec<u8>> {
+fn encode_file(f: &IndexedFile, now: SystemTime) -> Option<Vec<u8>> {
     let mtime = f.stamp.mtime?;
     if now.duration_since(mtime).map_or(true, |age| age < SETTLED) {
         return None;
@@ -221,7 +221,7 @@ fn encode_file(f: &KeptFile, now: SystemTime) -> Option<Vec<u8>> {
     Some(w.0)
 }
 
-fn decode_file(r: &mut Reader) -> Result<KeptFile, String> {
+fn decode_file(r: &mut Reader) -> Result<IndexedFile, String> {
     let path = PathBuf::from(r.str("path", MAX_STR)?);
     let len = r.u64("len")?;
     let secs = r.u64("mtime")?;
@@ -257,7 +257,7 @@ fn decode_file(r: &mut Reader) -> Result<KeptFile, String> {
         }
         _ => return Err("an unknown candidates tag".into()),
     };
-    Ok(KeptFile {
+    Ok(IndexedFile {
         path,
         stamp: Stamp {
             len,
@@ -340,9 +340,9 @@ fn str_whole(w: &mut Writer, s: &str) -> Option<()> {
 mod tests {
     use super::*;
 
-    fn sample(now: SystemTime) -> Kept {
+    fn sample(now: SystemTime) -> FolderIndex {
         let old = now - Duration::from_secs(60);
-        let file = |name: &str, family, candidates| KeptFile {
+        let file = |name: &str, family, candidates| IndexedFile {
             path: PathBuf::from(format!("/defs/{name}")),
             stamp: Stamp {
                 len: 499,
@@ -352,7 +352,7 @@ mod tests {
             foreign: None,
             candidates,
         };
-        Kept {
+        FolderIndex {
             dir: "/defs".into(),
             families: vec![("ecuflash".into(), 0x1234_5678_9abc_def0)],
             files: vec![
@@ -371,7 +371,7 @@ mod tests {
                     }])),
                 ),
                 file("broken.xml", Some(0), Some(Err("no <rom>".into()))),
-                KeptFile {
+                IndexedFile {
                     foreign: Some("RomRaider"),
                     ..file("logger.xml", None, None)
                 },
@@ -394,7 +394,7 @@ mod tests {
     fn an_index_reads_back_as_written() {
         let now = SystemTime::now();
         let kept = sample(now);
-        assert_eq!(Kept::decode(&kept.encode(now)).unwrap(), kept);
+        assert_eq!(FolderIndex::decode(&kept.encode(now)).unwrap(), kept);
     }
 
     #[test]
@@ -403,7 +403,7 @@ mod tests {
         let mut kept = sample(now);
         kept.files[1].stamp.mtime = Some(now - Duration::from_millis(500));
         kept.files[2].stamp.mtime = None;
-        let read = Kept::decode(&kept.encode(now)).unwrap();
+        let read = FolderIndex::decode(&kept.encode(now)).unwrap();
         let names: Vec<_> = read.files.iter().map(|f| f.path.clone()).collect();
         assert_eq!(
             names,
@@ -418,10 +418,10 @@ mod tests {
         // Every byte flipped in turn: the frame's checksum refuses each.
         for i in 0..bytes.len() {
             bytes[i] ^= 0x40;
-            assert!(Kept::decode(&bytes).is_err(), "byte {i}");
+            assert!(FolderIndex::decode(&bytes).is_err(), "byte {i}");
             bytes[i] ^= 0x40;
         }
-        assert!(Kept::decode(&bytes[..bytes.len() / 2]).is_err());
+        assert!(FolderIndex::decode(&bytes[..bytes.len() / 2]).is_err());
     }
 
     #[test]
