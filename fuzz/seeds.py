@@ -471,6 +471,52 @@ for target in ("x86_snapshot", "cp1600_snapshot"):
     seed(target, "flips", struct.pack("<I", 0) + b"".join(
         struct.pack("<IB", at, 0xFF) for at in (8, 64, 200, 5000)))
 
+# --- ecu_kept: what ecu-tables reads back from its cache directory -----------
+# The first byte picks the reader (even: a folder index, odd: a resolved
+# definition); the rest is the payload as kept.rs and remembered.rs write it.
+def kstr(text):
+    b = text.encode()
+    return struct.pack("<H", len(b)) + b
+
+
+def kopt(text):
+    return b"\x00" if text is None else b"\x01" + kstr(text)
+
+
+def kscaling(storage, to, choices=()):
+    out = kopt("AFR") + bytes([storage, 0]) + kstr(to) + kopt("x/2") + kopt("AFR") + kopt("%.1f")
+    out += b"\x01" + struct.pack("<d", -1.5) + b"\x00"
+    out += struct.pack("<I", len(choices))
+    for name, data in choices:
+        out += kstr(name) + struct.pack("<I", len(data)) + data
+    return out
+
+
+index = kstr("/defs") + struct.pack("<I", 1) + kstr("ecuflash") + struct.pack("<Q", 42)
+index += struct.pack("<I", 2)
+# A file with one candidate (id bytes at 0x2000, a field, an include).
+index += kstr("/defs/A.xml") + struct.pack("<QQI", 499, 1_700_000_000, 5) + struct.pack("<I", 0) + b"\x00"
+index += b"\x02" + struct.pack("<I", 1) + kstr("0") + kstr("A2UG000N")
+index += b"\x00" + struct.pack("<QI", 0x2000, 8) + b"A2UG000N"
+index += struct.pack("<I", 1) + kstr("memmodel") + kstr("SH7058") + struct.pack("<I", 1) + kstr("BASE")
+# A file no family claims, of a foreign format, never identified.
+index += kstr("/defs/B.xml") + struct.pack("<QQI", 10, 1_700_000_000, 0) + struct.pack("<I", 0xFFFFFFFF) + b"\x01\x00"
+seed("ecu_kept", "index", b"\x00" + index)
+seed("ecu_kept", "index-cut", b"\x00" + index[:40])
+
+table = kstr("Target Boost") + kopt("Boost") + struct.pack("<Q", 0xC1234) + kscaling(2, "x*0.1")
+table += b"\x01" + kopt("RPM") + b"\x01" + struct.pack("<QI", 0xC1000, 16) + kscaling(6, "x") + b"\x01"
+table += b"\x01" + kopt(None) + b"\x00" + struct.pack("<I", 2) + kstr("a") + kstr("b") + b"\x00"
+table += b"\x01\x00\x01" + b"\x01" + struct.pack("<I", 3)
+switch = kstr("Switch") + kopt(None) + struct.pack("<Q", 7) + kscaling(0, "x", [("on", b"\x01")])
+switch += b"\x00\x00" + b"\x00\x00\x00" + b"\x00"
+definition = struct.pack("<I", 1) + kstr("make") + kstr("Subaru")
+definition += struct.pack("<I", 2) + kstr("32BITBASE") + kstr("A2UG000N")
+definition += struct.pack("<I", 2) + table + switch
+definition += struct.pack("<I", 1) + kstr("Odd") + kstr("no scaling") + b"\x00" + kstr("subarudbw")
+seed("ecu_kept", "resolved", b"\x01" + definition)
+seed("ecu_kept", "resolved-cut", b"\x01" + definition[:60])
+
 # -----------------------------------------------------------------------------
 for target, files in seeds.items():
     d = OUT / target

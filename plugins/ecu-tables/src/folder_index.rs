@@ -124,6 +124,12 @@ impl FolderIndex {
 
     fn decode(bytes: &[u8]) -> Result<FolderIndex, String> {
         let (_, payload) = blob::unframe(MAGIC, VERSION, bytes)?;
+        Self::from_payload(payload)
+    }
+
+    /// An index from a frame's payload: any bytes give an index or an
+    /// error (the fuzz target `ecu_kept` feeds it).
+    pub fn from_payload(payload: &[u8]) -> Result<FolderIndex, String> {
         let mut r = Reader::new(payload);
         let dir = PathBuf::from(r.str("dir", MAX_STR)?);
         let mut families = Vec::new();

@@ -188,7 +188,7 @@ fn candidate(c: wit::Candidate) -> Candidate {
 /// A served definition as the tools use it. Tables the family described
 /// but this plugin cannot use (an expression outside the subset, an
 /// address past 4 GiB) are listed as unreadable with the reason.
-fn resolved(served: wit::Definition) -> Resolved {
+pub(crate) fn resolved(served: wit::Definition) -> Resolved {
     let mut unreadable = served.unreadable;
     let mut tables = Vec::with_capacity(served.tables.len());
     for t in served.tables {

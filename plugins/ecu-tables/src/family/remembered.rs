@@ -150,6 +150,16 @@ fn prune(cache: &Path, now: SystemTime) {
     }
 }
 
+/// The definition an entry's payload holds after its question, as
+/// ecu-tables reads it: any bytes give one or an error (the fuzz target
+/// `ecu_kept` feeds it).
+pub fn resolved_from_payload(payload: &[u8]) -> Result<ecu_model::family::Resolved, String> {
+    let mut r = Reader::new(payload);
+    let answer = definition(&mut r)?;
+    r.finish()?;
+    Ok(super::peer::resolved(answer))
+}
+
 // ------------------------------------------------------------ the codec
 
 /// Writes `s` whole, or None when it is too long to be.
