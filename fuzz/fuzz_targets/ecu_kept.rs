@@ -9,7 +9,7 @@
 //! definition is read, so the definition's reader gets the payload here).
 #![no_main]
 
-use ecu_tables::family::remembered::resolved_from_payload;
+use ecu_tables::family::peer::resolved_from_payload;
 use ecu_tables::folder_index::FolderIndex;
 use libfuzzer_sys::fuzz_target;
 

@@ -268,6 +268,13 @@ impl Writer {
         self.0.extend_from_slice(&v.to_le_bytes());
         self
     }
+    /// A string [`Reader::str`] reads back whole, or None (nothing
+    /// written) when it is longer than a u16 length holds: for data kept
+    /// to be used again, where a cut string would be a wrong one.
+    pub fn str_whole(&mut self, s: &str) -> Option<&mut Self> {
+        (s.len() <= u16::MAX as usize).then(|| self.str(s, u16::MAX as usize))
+    }
+
     /// A u16 length then the UTF-8 bytes, cut at a character boundary to
     /// at most `max` bytes.
     pub fn str(&mut self, s: &str, max: usize) -> &mut Self {

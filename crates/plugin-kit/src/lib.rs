@@ -22,6 +22,7 @@
 
 pub mod blob;
 pub mod bytes;
+pub mod cache_files;
 pub mod changes;
 pub mod civil;
 pub mod clients;

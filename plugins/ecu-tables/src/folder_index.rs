@@ -86,19 +86,8 @@ impl FolderIndex {
         if bytes.len() > MAX_INDEX {
             return Err(format!("the index would be {} bytes", bytes.len()));
         }
-        let path = index_path(cache, &self.dir);
-        // Two servers may write at once: each through a file of its own
-        // (WASI has no process id; the clock's nanoseconds tell them apart).
-        let nonce = now
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let temp = path.with_extension(format!("idx.{nonce:09}.tmp"));
-        std::fs::write(&temp, bytes).map_err(|e| format!("writing {}: {e}", temp.display()))?;
-        std::fs::rename(&temp, &path).map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            format!("renaming {} into place: {e}", temp.display())
-        })?;
-        prune(cache, now);
+        plugin_kit::cache_files::replace(&index_path(cache, &self.dir), &bytes, now)?;
+        plugin_kit::cache_files::prune(cache, "definitions-", "idx", MAX_INDEXES, now);
         Ok(())
     }
 
@@ -155,40 +144,6 @@ impl FolderIndex {
 /// fill the cache.
 const MAX_INDEXES: usize = 32;
 
-/// Removes the oldest indexes past [`MAX_INDEXES`], and temporary files
-/// a write left (a server stopped mid-write) once a minute old.
-fn prune(cache: &Path, now: SystemTime) {
-    let Ok(entries) = std::fs::read_dir(cache) else {
-        return;
-    };
-    let mut indexes = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("definitions-") {
-            continue;
-        }
-        let Some(mtime) = entry.metadata().ok().and_then(|m| m.modified().ok()) else {
-            continue;
-        };
-        if name.ends_with(".tmp") {
-            if now
-                .duration_since(mtime)
-                .is_ok_and(|age| age > Duration::from_secs(60))
-            {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        } else if name.ends_with(".idx") {
-            indexes.push((mtime, entry.path()));
-        }
-    }
-    if indexes.len() > MAX_INDEXES {
-        indexes.sort();
-        for (_, path) in &indexes[..indexes.len() - MAX_INDEXES] {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
 /// `f` as index bytes; None when it is not to be kept (touched lately, or
 /// holding a string too long to keep whole).
 fn encode_file(f: &IndexedFile, now: SystemTime) -> Option<Vec<u8>> {
@@ -198,7 +153,7 @@ fn encode_file(f: &IndexedFile, now: SystemTime) -> Option<Vec<u8>> {
     }
     let since = mtime.duration_since(UNIX_EPOCH).ok()?;
     let mut w = Writer::new();
-    str_whole(&mut w, f.path.to_str()?)?;
+    w.str_whole(f.path.to_str()?)?;
     w.u64(f.stamp.len)
         .u64(since.as_secs())
         .u32(since.subsec_nanos());
@@ -215,7 +170,7 @@ fn encode_file(f: &IndexedFile, now: SystemTime) -> Option<Vec<u8>> {
         }
         Some(Err(e)) => {
             w.u8(1);
-            str_whole(&mut w, e)?;
+            w.str_whole(e)?;
         }
         Some(Ok(found)) => {
             w.u8(2).u32(found.len() as u32);
@@ -276,8 +231,8 @@ fn decode_file(r: &mut Reader) -> Result<IndexedFile, String> {
 }
 
 fn encode_candidate(w: &mut Writer, c: &Candidate) -> Option<()> {
-    str_whole(w, &c.key)?;
-    str_whole(w, &c.title)?;
+    w.str_whole(&c.key)?;
+    w.str_whole(&c.title)?;
     match &c.id {
         ImageId::Bytes { offset, bytes } => {
             w.u8(0).u64(*offset).u32(bytes.len() as u32);
@@ -292,12 +247,12 @@ fn encode_candidate(w: &mut Writer, c: &Candidate) -> Option<()> {
     }
     w.u32(c.fields.len() as u32);
     for (k, v) in &c.fields {
-        str_whole(w, k)?;
-        str_whole(w, v)?;
+        w.str_whole(k)?;
+        w.str_whole(v)?;
     }
     w.u32(c.includes.len() as u32);
     for i in &c.includes {
-        str_whole(w, i)?;
+        w.str_whole(i)?;
     }
     Some(())
 }
@@ -332,13 +287,6 @@ fn decode_candidate(r: &mut Reader) -> Result<Candidate, String> {
         id,
         fields,
         includes,
-    })
-}
-
-/// Writes `s` whole, or None when it is too long to be.
-fn str_whole(w: &mut Writer, s: &str) -> Option<()> {
-    (s.len() <= MAX_STR).then(|| {
-        w.str(s, MAX_STR);
     })
 }
 

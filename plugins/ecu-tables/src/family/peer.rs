@@ -188,7 +188,14 @@ fn candidate(c: wit::Candidate) -> Candidate {
 /// A served definition as the tools use it. Tables the family described
 /// but this plugin cannot use (an expression outside the subset, an
 /// address past 4 GiB) are listed as unreadable with the reason.
-pub(crate) fn resolved(served: wit::Definition) -> Resolved {
+/// The definition a remembered entry's payload holds (past its question),
+/// as a resolution reads it: any bytes give one or an error (the fuzz
+/// target `ecu_kept` feeds it).
+pub fn resolved_from_payload(payload: &[u8]) -> Result<Resolved, String> {
+    super::remembered::definition_from_payload(payload).map(resolved)
+}
+
+fn resolved(served: wit::Definition) -> Resolved {
     let mut unreadable = served.unreadable;
     let mut tables = Vec::with_capacity(served.tables.len());
     for t in served.tables {

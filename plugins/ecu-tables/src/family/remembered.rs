@@ -16,7 +16,7 @@ use ecu_model::family::Source;
 use plugin_kit::blob::{self, Reader, Writer};
 use plugin_kit::fnv;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 const MAGIC: [u8; 4] = *b"BTDR";
 const VERSION: u16 = 1;
@@ -101,73 +101,23 @@ pub fn remember(cache: &Path, question: &Question, answer: &wit::Definition) -> 
     if bytes.len() > MAX_ENTRY {
         return Err(format!("the entry would be {} bytes", bytes.len()));
     }
-    let path = question.path(cache);
     let now = SystemTime::now();
-    let nonce = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let temp = path.with_extension(format!("bin.{nonce:09}.tmp"));
-    std::fs::write(&temp, bytes).map_err(|e| format!("writing {}: {e}", temp.display()))?;
-    std::fs::rename(&temp, &path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        format!("renaming {} into place: {e}", temp.display())
-    })?;
-    prune(cache, now);
+    plugin_kit::cache_files::replace(&question.path(cache), &bytes, now)?;
+    plugin_kit::cache_files::prune(cache, "resolved-", "bin", MAX_ENTRIES, now);
     Ok(())
 }
 
-/// Removes the oldest entries past [`MAX_ENTRIES`], and temporary files
-/// a write left once a minute old.
-fn prune(cache: &Path, now: SystemTime) {
-    let Ok(entries) = std::fs::read_dir(cache) else {
-        return;
-    };
-    let mut kept = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("resolved-") {
-            continue;
-        }
-        let Some(mtime) = entry.metadata().ok().and_then(|m| m.modified().ok()) else {
-            continue;
-        };
-        if name.ends_with(".tmp") {
-            if now
-                .duration_since(mtime)
-                .is_ok_and(|age| age > Duration::from_secs(60))
-            {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        } else if name.ends_with(".bin") {
-            kept.push((mtime, entry.path()));
-        }
-    }
-    if kept.len() > MAX_ENTRIES {
-        kept.sort();
-        for (_, path) in &kept[..kept.len() - MAX_ENTRIES] {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-/// The definition an entry's payload holds after its question, as
-/// ecu-tables reads it: any bytes give one or an error (the fuzz target
-/// `ecu_kept` feeds it).
-pub fn resolved_from_payload(payload: &[u8]) -> Result<ecu_model::family::Resolved, String> {
+/// The definition an entry's payload holds after its question: any bytes
+/// give one or an error ([`super::peer::resolved_from_payload`] reads it
+/// as ecu-tables does, for the fuzz target `ecu_kept`).
+pub(crate) fn definition_from_payload(payload: &[u8]) -> Result<wit::Definition, String> {
     let mut r = Reader::new(payload);
     let answer = definition(&mut r)?;
     r.finish()?;
-    Ok(super::peer::resolved(answer))
+    Ok(answer)
 }
 
 // ------------------------------------------------------------ the codec
-
-/// Writes `s` whole, or None when it is too long to be.
-fn put_str(w: &mut Writer, s: &str) -> Option<()> {
-    (s.len() <= MAX_STR).then(|| {
-        w.str(s, MAX_STR);
-    })
-}
 
 fn put_opt_str(w: &mut Writer, s: &Option<String>) -> Option<()> {
     match s {
@@ -175,10 +125,7 @@ fn put_opt_str(w: &mut Writer, s: &Option<String>) -> Option<()> {
             w.u8(0);
             Some(())
         }
-        Some(s) => {
-            w.u8(1);
-            put_str(w, s)
-        }
+        Some(s) => w.u8(1).str_whole(s).map(|_| ()),
     }
 }
 
@@ -197,8 +144,8 @@ fn put_bytes(w: &mut Writer, b: &[u8]) {
 fn put_pairs(w: &mut Writer, pairs: &[(String, String)]) -> Option<()> {
     w.u32(pairs.len() as u32);
     for (a, b) in pairs {
-        put_str(w, a)?;
-        put_str(w, b)?;
+        w.str_whole(a)?;
+        w.str_whole(b)?;
     }
     Some(())
 }
@@ -219,7 +166,7 @@ fn storage_code(s: wit::Storage) -> u8 {
 fn put_scaling(w: &mut Writer, s: &wit::Scaling) -> Option<()> {
     put_opt_str(w, &s.name)?;
     w.u8(storage_code(s.storage)).u8(s.little_endian as u8);
-    put_str(w, &s.to_physical)?;
+    w.str_whole(&s.to_physical)?;
     put_opt_str(w, &s.from_physical)?;
     put_opt_str(w, &s.units)?;
     put_opt_str(w, &s.format)?;
@@ -227,7 +174,7 @@ fn put_scaling(w: &mut Writer, s: &wit::Scaling) -> Option<()> {
     put_opt_f64(w, s.max);
     w.u32(s.choices.len() as u32);
     for c in &s.choices {
-        put_str(w, &c.name)?;
+        w.str_whole(&c.name)?;
         put_bytes(w, &c.bytes);
     }
     Some(())
@@ -244,7 +191,7 @@ fn put_axis(w: &mut Writer, a: &Option<wit::Axis>) -> Option<()> {
         wit::Points::Labels(labels) => {
             w.u8(0).u32(labels.len() as u32);
             for l in labels {
-                put_str(w, l)?;
+                w.str_whole(l)?;
             }
         }
         wit::Points::Stored(p) => {
@@ -260,11 +207,11 @@ fn put_definition(w: &mut Writer, d: &wit::Definition) -> Option<()> {
     put_pairs(w, &d.fields)?;
     w.u32(d.chain.len() as u32);
     for c in &d.chain {
-        put_str(w, c)?;
+        w.str_whole(c)?;
     }
     w.u32(d.tables.len() as u32);
     for t in &d.tables {
-        put_str(w, &t.name)?;
+        w.str_whole(&t.name)?;
         put_opt_str(w, &t.category)?;
         w.u64(t.address);
         put_scaling(w, &t.scaling)?;
@@ -280,8 +227,8 @@ fn put_definition(w: &mut Writer, d: &wit::Definition) -> Option<()> {
     }
     put_pairs(w, &d.unreadable)?;
     match &d.checksum {
-        wit::Checksum::Plan(p) => put_str(w.u8(0), p),
-        wit::Checksum::Unknown(why) => put_str(w.u8(1), why),
+        wit::Checksum::Plan(p) => w.u8(0).str_whole(p).map(|_| ()),
+        wit::Checksum::Unknown(why) => w.u8(1).str_whole(why).map(|_| ()),
     }
 }
 
