@@ -492,7 +492,7 @@ def kscaling(storage, to, choices=()):
     return out
 
 
-index = kstr("/defs") + struct.pack("<I", 1) + kstr("ecuflash") + struct.pack("<Q", 42)
+index = kstr("/defs") + struct.pack("<QI", 7, 1) + kstr("ecuflash") + struct.pack("<Q", 42)
 index += struct.pack("<I", 2)
 # A file with one candidate (id bytes at 0x2000, a field, an include).
 index += kstr("/defs/A.xml") + struct.pack("<QQI", 499, 1_700_000_000, 5) + struct.pack("<I", 0) + b"\x00"

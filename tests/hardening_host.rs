@@ -447,6 +447,9 @@ async fn plugins_that_could_write_host_files_are_refused() {
     std::fs::write(&config, "").unwrap();
     let rw = |d: &Path| format!("{}:rw", d.display());
     let common = ["--plugins", s(&plugins), "--cache-dir", s(&cache)];
+    // Made by a server that loaded it: a grant must name what exists.
+    let other_plugin_cache = cache.join("plugin-data/ecu-tables");
+    std::fs::create_dir_all(&other_plugin_cache).unwrap();
     // A grant that covers none of them: served.
     let (ok, err) = tools(
         &[
@@ -476,6 +479,11 @@ async fn plugins_that_could_write_host_files_are_refused() {
             "the compile cache",
             vec!["--allow".to_owned(), rw(&cache)],
             "covers the compile cache",
+        ),
+        (
+            "another plugin's cache directory",
+            vec!["--allow".to_owned(), rw(&other_plugin_cache)],
+            "reaches the plugins' own cache directories",
         ),
     ] {
         let args: Vec<&str> = common

@@ -349,6 +349,11 @@ impl<'a> Reader<'a> {
         let b = self.bytes(n, field)?;
         String::from_utf8(b.to_vec()).map_err(|_| format!("`{field}` is not UTF-8"))
     }
+    /// Bytes not read yet: a count read from the payload can be checked
+    /// against it before anything is allocated for that many items.
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.at
+    }
     /// Fails unless every byte was read (a longer payload is another layout).
     pub fn finish(&self) -> Result<(), String> {
         if self.at == self.data.len() {

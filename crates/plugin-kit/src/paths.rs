@@ -29,6 +29,17 @@ pub fn cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Environment variable through which the host names the plugin's code.
+pub const CODE_VAR: &str = "BENCHTOP_PLUGIN_CODE";
+
+/// The plugin's own code (the first eight bytes of its component's
+/// SHA-256), when the host says: what it keeps in its cache directory is
+/// what this code decided, and another build may decide otherwise.
+pub fn own_code() -> Option<u64> {
+    let hex = std::env::var(CODE_VAR).ok()?;
+    u64::from_str_radix(&hex, 16).ok()
+}
+
 /// Resolves a user-supplied path: absolute paths stay as they are, relative
 /// ones are joined to the workspace directory (or left relative when there is
 /// none). `.` and `..` are resolved lexically, since the sandbox shows granted

@@ -79,10 +79,10 @@ fn is_skill_file(uri: &str) -> bool {
     uri.starts_with(SCHEME) && uri.ends_with(SKILL_FILE)
 }
 
-/// The skill at `uri` (a listed `SKILL.md`), read once per loaded plugin
-/// instance: its files are the plugin's fixed resources, so a listing
-/// costs no plugin call after the first, and a hot swap (a new instance)
-/// reads them again.
+/// The skill at `uri` (a listed `SKILL.md`), read once per plugin code:
+/// its files are the plugin's fixed resources, so a listing costs no
+/// plugin call after the first, and a hot swap to other code (another
+/// `generation`) reads them again.
 async fn skill(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skill, ErrorData> {
     let Some((plugin, _, _)) = catalog.resource(uri) else {
         return Err(ErrorData::internal_error(
@@ -110,7 +110,7 @@ async fn skill(catalog: &Catalog, uri: &str, ctx: &CallContext) -> Result<Skill,
     Ok(skill)
 }
 
-/// Skills read, per (plugin instance's generation, `SKILL.md` URI).
+/// Skills read, per (plugin code's generation, `SKILL.md` URI).
 type SkillCache = std::sync::Mutex<std::collections::HashMap<(u64, String), Skill>>;
 
 fn skills() -> &'static SkillCache {

@@ -451,9 +451,11 @@ impl Host {
         for w in &interface.warnings {
             tracing::warn!(plugin = %name, "{w}");
         }
+        let code = u64::from_le_bytes(wasm.digest()[..8].try_into().expect("8 of 32 bytes"));
         let mut policy = self.policy_for(&cfg, &interface.settings)?;
         self.refuse_writable_host_files(&name, &policy)?;
         policy.cache = self.cache.plugin_dir(&name);
+        policy.code = Some(code);
         let limits = self.limits_for(&cfg, interface.tick_interface.is_some());
         let spec = PluginSpec {
             name: name.clone(),
@@ -461,7 +463,7 @@ impl Host {
             prefix: cfg.prefix.clone(),
             policy,
             limits,
-            code: u64::from_le_bytes(wasm.digest()[..8].try_into().expect("8 of 32 bytes")),
+            code,
         };
         let logs = self.logs.clone();
         let registry = Arc::downgrade(&self.registry);
@@ -553,14 +555,6 @@ impl Host {
         if let Some(cache) = self.cache.dir() {
             files.push(("the compile cache", canonical_or_nearest(cache)));
         }
-        // Each plugin's cache is its own: another plugin writing there
-        // could make it answer wrongly (a definitions index, say).
-        if let Some(data) = self.cache.plugin_data_root() {
-            files.push((
-                "the plugins' cache directories",
-                canonical_or_nearest(&data),
-            ));
-        }
         files
     }
 
@@ -571,6 +565,12 @@ impl Host {
             return Ok(());
         }
         let host_files = self.host_files();
+        // Each plugin's cache directory is its own: another plugin writing
+        // there could make it answer wrongly (a definitions index, say).
+        let plugin_data = self
+            .cache
+            .plugin_data_root()
+            .map(|d| canonical_or_nearest(&d));
         for grant in policy.dirs.iter().filter(|g| g.access == Access::Rw) {
             if let Some((what, path)) = host_files.iter().find(|(_, p)| p.starts_with(&grant.path))
             {
@@ -585,6 +585,17 @@ impl Host {
                      not contain it{fix}",
                     grant.path.display(),
                     path.display()
+                );
+            }
+            if let Some(data) = &plugin_data
+                && (grant.path.starts_with(data) || data.starts_with(&grant.path))
+            {
+                bail!(
+                    "refusing to load plugin `{name}`: its read-write grant {} reaches the plugins' own \
+                     cache directories ({}), where it could change what another plugin reads back. Grant \
+                     a directory outside them",
+                    grant.path.display(),
+                    data.display()
                 );
             }
         }

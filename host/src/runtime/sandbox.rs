@@ -64,6 +64,10 @@ pub struct Policy {
     /// [`CACHE_VAR`]), when the host keeps one: not a grant of the user's,
     /// so not among the directories a refusal lists.
     pub cache: Option<PathBuf>,
+    /// The plugin's code ([`crate::runtime::plugin::PluginSpec::code`]),
+    /// named to it in [`CODE_VAR`]: what it keeps in its cache directory
+    /// was decided by this code.
+    pub code: Option<u64>,
 }
 
 impl Policy {
@@ -102,17 +106,27 @@ impl Policy {
                     format!("granting `{}` to plugin `{plugin}`", grant.path.display())
                 })?;
         }
-        if let Some(cache) = &self.cache {
-            let guest = cache.to_str().with_context(|| {
-                format!("cache directory `{}` is not valid UTF-8", cache.display())
-            })?;
-            b.preopened_dir(cache, guest, FsPerms::ReadWrite)
-                .map_err(anyhow::Error::from)
-                .with_context(|| format!("granting plugin `{plugin}` its cache directory"))?;
-            b.env(CACHE_VAR, guest);
-        }
         for (k, v) in &self.env {
             b.env(k, v);
+        }
+        // The cache directory only saves work: one removed while the
+        // server runs leaves the plugin working without it, not failing.
+        if let Some(cache) = &self.cache
+            && let Some(guest) = cache.to_str()
+        {
+            match b.preopened_dir(cache, guest, FsPerms::ReadWrite) {
+                Ok(_) => {
+                    b.env(CACHE_VAR, guest);
+                }
+                Err(e) => tracing::warn!(
+                    plugin,
+                    "its cache directory {} cannot be granted ({e}); it runs without one",
+                    cache.display()
+                ),
+            }
+        }
+        if let Some(code) = self.code {
+            b.env(CODE_VAR, format!("{code:016x}"));
         }
         // Lets the plugin explain a refused path in terms of what was granted.
         let roots: Vec<String> = self
@@ -180,6 +194,10 @@ pub const WORKSPACE_VAR: &str = "BENCHTOP_WORKSPACE";
 /// Environment variable naming the plugin's own cache directory, when it
 /// has one.
 pub const CACHE_VAR: &str = "BENCHTOP_PLUGIN_CACHE";
+
+/// Environment variable holding the plugin's code (the first eight bytes
+/// of its component's SHA-256, in hex).
+pub const CODE_VAR: &str = "BENCHTOP_PLUGIN_CODE";
 
 /// Environment variable listing the granted directories (`ro /path` lines).
 pub const ALLOWED_VAR: &str = "BENCHTOP_ALLOWED_DIRS";

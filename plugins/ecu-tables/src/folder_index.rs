@@ -10,8 +10,10 @@
 //! a file whose stamp differs is read again, the whole index is dropped
 //! when the served families are other code (their plugin names and code
 //! digests are kept with it), and an index that does not read back whole
-//! is ignored. Files touched in the last two seconds are not kept: a
-//! coarse file-system clock could give a rewrite the same stamp.
+//! is ignored. Files read within two seconds of their mtime are not
+//! kept (a coarse file-system clock could give a rewrite the same stamp),
+//! nor what could not be read or asked, nor a family's error: those are
+//! asked again by the next run.
 
 use crate::family::Stamp;
 use ecu_model::family::{Candidate, ImageId};
@@ -25,8 +27,18 @@ const VERSION: u16 = 1;
 const MAX_STR: usize = u16::MAX as usize;
 /// Index files larger than this are neither written nor read.
 const MAX_INDEX: usize = 16 << 20;
-/// How old a file's mtime must be before its stamp is kept.
-const SETTLED: Duration = Duration::from_secs(2);
+/// How old a file's mtime must be, when it is read, for what was read to
+/// be kept under its stamp.
+pub const SETTLED: Duration = Duration::from_secs(2);
+
+/// Whether a file stamped `stamp` and read at `now` is settled: old
+/// enough that a rewrite within the file system's clock tick would show
+/// in its mtime.
+pub fn settled(stamp: &Stamp, now: SystemTime) -> bool {
+    stamp
+        .mtime
+        .is_some_and(|mtime| now.duration_since(mtime).is_ok_and(|age| age >= SETTLED))
+}
 
 /// One definitions file as a run found it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +60,9 @@ pub struct IndexedFile {
 pub struct FolderIndex {
     /// The folder.
     pub dir: PathBuf,
+    /// The code of the ecu-tables that wrote it, which decided which
+    /// family claims each file.
+    pub builder: u64,
     /// `(plugin, code)` of each family served, in order.
     pub families: Vec<(String, u64)>,
     /// Its files.
@@ -95,6 +110,7 @@ impl FolderIndex {
         let mut w = Writer::new();
         let dir = self.dir.to_string_lossy();
         w.str(&dir, MAX_STR);
+        w.u64(self.builder);
         w.u32(self.families.len() as u32);
         for (plugin, code) in &self.families {
             w.str(plugin, MAX_STR).u64(*code);
@@ -121,6 +137,7 @@ impl FolderIndex {
     pub fn from_payload(payload: &[u8]) -> Result<FolderIndex, String> {
         let mut r = Reader::new(payload);
         let dir = PathBuf::from(r.str("dir", MAX_STR)?);
+        let builder = r.u64("builder")?;
         let mut families = Vec::new();
         for _ in 0..r.u32("families")? {
             families.push((r.str("plugin", MAX_STR)?, r.u64("code")?));
@@ -133,6 +150,7 @@ impl FolderIndex {
         r.finish()?;
         Ok(FolderIndex {
             dir,
+            builder,
             families,
             files,
         })
@@ -148,7 +166,7 @@ const MAX_INDEXES: usize = 32;
 /// holding a string too long to keep whole).
 fn encode_file(f: &IndexedFile, now: SystemTime) -> Option<Vec<u8>> {
     let mtime = f.stamp.mtime?;
-    if now.duration_since(mtime).map_or(true, |age| age < SETTLED) {
+    if !settled(&f.stamp, now) {
         return None;
     }
     let since = mtime.duration_since(UNIX_EPOCH).ok()?;
@@ -308,6 +326,7 @@ mod tests {
         };
         FolderIndex {
             dir: "/defs".into(),
+            builder: 7,
             families: vec![("ecuflash".into(), 0x1234_5678_9abc_def0)],
             files: vec![
                 file(

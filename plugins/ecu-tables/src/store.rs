@@ -192,6 +192,11 @@ pub struct Explorer {
     recalled: Option<(PathBuf, Vec<(String, u64)>)>,
     /// Whether a file was sniffed since the index was last kept.
     unkept: bool,
+    /// Files whose judgement this run is not to be kept: their head could
+    /// not be read, a family could not be asked about them, or they were
+    /// read within [`crate::folder_index::SETTLED`] of their mtime (a
+    /// coarse clock could give a rewrite the same stamp).
+    unsure: std::collections::HashSet<PathBuf>,
 }
 
 /// The last walk of the definitions directory.
@@ -527,7 +532,10 @@ impl Explorer {
     /// and set of families; nothing when the host keeps no cache for this
     /// plugin, or families are linked in (they are not named by code).
     fn recall(&mut self, dir: &Path) {
-        let Some(cache) = plugin_kit::paths::cache_dir() else {
+        let (Some(cache), Some(own)) = (
+            plugin_kit::paths::cache_dir(),
+            plugin_kit::paths::own_code(),
+        ) else {
             return;
         };
         if self
@@ -544,7 +552,8 @@ impl Explorer {
         let Some(kept) = crate::folder_index::FolderIndex::read(&cache, dir) else {
             return;
         };
-        if kept.families != self.serving {
+        // Which family claims a file is this plugin's decision too.
+        if kept.families != self.serving || kept.builder != own {
             return;
         }
         let mut identified = vec![Vec::new(); self.families.len()];
@@ -574,7 +583,10 @@ impl Explorer {
         if !std::mem::take(&mut self.unkept) {
             return;
         }
-        let Some(cache) = plugin_kit::paths::cache_dir() else {
+        let (Some(cache), Some(own)) = (
+            plugin_kit::paths::cache_dir(),
+            plugin_kit::paths::own_code(),
+        ) else {
             return;
         };
         if self.linked > 0 || self.families.len() != self.serving.len() {
@@ -593,22 +605,27 @@ impl Explorer {
         let mut files: Vec<crate::folder_index::IndexedFile> = self
             .claimed
             .iter()
+            .filter(|(path, _)| !self.unsure.contains(*path))
             .map(
                 |(path, &(stamp, family))| crate::folder_index::IndexedFile {
                     path: path.clone(),
                     stamp,
                     family,
                     foreign: self.foreign.get(path).copied(),
+                    // What a family found, never that it could not be asked
+                    // or read (an error is asked again next run).
                     candidates: family
                         .and_then(|i| identified[i].get(path))
                         .filter(|(at, _)| *at == stamp)
-                        .map(|(_, candidates)| candidates.clone()),
+                        .and_then(|(_, candidates)| candidates.as_ref().ok())
+                        .map(|candidates| Ok(candidates.clone())),
                 },
             )
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
         let kept = crate::folder_index::FolderIndex {
             dir: dir.to_owned(),
+            builder: own,
             families: self.serving.clone(),
             files,
         };
@@ -637,7 +654,10 @@ impl Explorer {
                     // Unreadable: empty, which the family it would be
                     // (ECUFlash claims a file with no element) reports.
                     Err(_) => match fs::metadata(path) {
-                        Ok(meta) => (Stamp::of(&meta), Some(Vec::new())),
+                        Ok(meta) => {
+                            self.unsure.insert(path.clone());
+                            (Stamp::of(&meta), Some(Vec::new()))
+                        }
                         Err(_) => continue,
                     },
                 },
@@ -647,18 +667,33 @@ impl Explorer {
                 _ => {
                     let head = match head {
                         Some(head) => head,
-                        None => read_head(path, SNIFF_BYTES).unwrap_or_default(),
+                        None => read_head(path, SNIFF_BYTES).unwrap_or_else(|_| {
+                            self.unsure.insert(path.clone());
+                            Vec::new()
+                        }),
                     };
+                    if crate::folder_index::settled(&stamp, std::time::SystemTime::now()) {
+                        self.unsure.remove(path);
+                    } else {
+                        self.unsure.insert(path.clone());
+                    }
                     // Only the families whose extension the file has are
                     // asked: a served family's answer is a call to another
                     // plugin, and a tree of 333 .xml files is no XDF's.
                     let extension = path
                         .extension()
                         .map(|e| e.to_string_lossy().to_ascii_lowercase());
+                    let mut asked = true;
                     let family = (0..self.families.len()).find(|&i| {
                         extensions[i].iter().any(|x| Some(x) == extension.as_ref())
-                            && self.families[i].claims(path, &head)
+                            && self.families[i].claims(path, &head).unwrap_or_else(|| {
+                                asked = false;
+                                false
+                            })
                     });
+                    if !asked {
+                        self.unsure.insert(path.clone());
+                    }
                     self.claimed.insert(path.clone(), (stamp, family));
                     self.unkept = true;
                     match foreign_format(family, &head) {
@@ -681,6 +716,7 @@ impl Explorer {
             let listed: std::collections::HashSet<&PathBuf> = files.iter().collect();
             self.claimed.retain(|p, _| listed.contains(p));
             self.foreign.retain(|p, _| listed.contains(p));
+            self.unsure.retain(|p| listed.contains(p));
         }
         own
     }

@@ -116,8 +116,8 @@ impl Family for FormatFamily {
         self.extensions.clone()
     }
 
-    fn claims(&self, path: &Path, head: &[u8]) -> bool {
-        self.format.claims(&file_name(path), head).unwrap_or(false)
+    fn claims(&self, path: &Path, head: &[u8]) -> Option<bool> {
+        self.format.claims(&file_name(path), head).ok()
     }
 
     fn identified(&self) -> Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)> {

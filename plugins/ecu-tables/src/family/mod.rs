@@ -60,7 +60,10 @@ pub trait Family: Send {
     /// Whether the definitions file at `path`, whose first bytes (up to
     /// [`SNIFF_BYTES`]) are `head`, is in this format. Cheap: asked once
     /// per file and change.
-    fn claims(&self, path: &Path, head: &[u8]) -> bool;
+    /// None when the family could not be asked (its plugin trapped, ran
+    /// past its deadline or was removed): taken as no for this call, and
+    /// never kept between runs.
+    fn claims(&self, path: &Path, head: &[u8]) -> Option<bool>;
 
     /// The definitions among `files` (the ones this family claims, freshly
     /// stamped; parse again only what changed) whose internal id `image`
@@ -113,7 +116,8 @@ pub struct Recognition {
 /// removes them while the server runs).
 pub trait Served: Send {
     /// `(plugin, generation)` of each plugin serving a family now; the
-    /// generation changes when the plugin is loaded again.
+    /// generation names the serving code, so it changes when other code
+    /// is loaded (hot swap) and is the same in a later process.
     fn providers(&self) -> Vec<(String, u64)>;
 
     /// The family `plugin` serves (its code is `code`, the generation),

@@ -136,7 +136,16 @@ impl Format for PeerFormat {
             })
             .collect();
         let answer = wit::resolve(key, &sources)?;
+        // Remembered under the code that answered: a hot swap since this
+        // family was made would otherwise file the new code's answer
+        // under the old code.
+        let still_serving = || {
+            peers::providers(INTERFACE)
+                .iter()
+                .any(|p| p.plugin == self.plugin && p.generation == self.code)
+        };
         if let Some(cache) = &cache
+            && still_serving()
             && let Err(e) = super::remembered::remember(cache, &question, &answer)
         {
             eprintln!("ecu-tables: the resolved definition was not remembered: {e}");
@@ -185,9 +194,6 @@ fn candidate(c: wit::Candidate) -> Candidate {
     }
 }
 
-/// A served definition as the tools use it. Tables the family described
-/// but this plugin cannot use (an expression outside the subset, an
-/// address past 4 GiB) are listed as unreadable with the reason.
 /// The definition a remembered entry's payload holds (past its question),
 /// as a resolution reads it: any bytes give one or an error (the fuzz
 /// target `ecu_kept` feeds it).
@@ -195,6 +201,9 @@ pub fn resolved_from_payload(payload: &[u8]) -> Result<Resolved, String> {
     super::remembered::definition_from_payload(payload).map(resolved)
 }
 
+/// A served definition as the tools use it. Tables the family described
+/// but this plugin cannot use (an expression outside the subset, an
+/// address past 4 GiB) are listed as unreadable with the reason.
 fn resolved(served: wit::Definition) -> Resolved {
     let mut unreadable = served.unreadable;
     let mut tables = Vec::with_capacity(served.tables.len());

@@ -6,10 +6,13 @@
 //! family parsing and merging the match's chain (a 500 KB base among
 //! them). A family's answer depends only on its code and on what it is
 //! given: the key and the files' names and contents. So the answer is kept
-//! under a digest of exactly those, with the plugin's name and code (its
-//! `generation`), and the inputs' names and lengths are stored beside it
-//! and compared before it is used. An entry that does not read back
-//! whole is not used; only the [`MAX_ENTRIES`] newest are kept.
+//! under a digest (64-bit FNV-1a) of exactly those, with the plugin's name
+//! and code (its `generation`); the plugin, code, key and the files' names
+//! and lengths are stored beside it and compared before it is used. The
+//! contents enter through the digest only: choosing contents that collide
+//! takes someone who can already write the definitions folder, who could
+//! as well write the definition they want. An entry that does not read
+//! back whole is not used; only the [`MAX_ENTRIES`] newest are kept.
 
 use crate::bindings::benchtop::ecu_family::family as wit;
 use ecu_model::family::Source;
@@ -263,21 +266,21 @@ fn get_bool(r: &mut Reader) -> Read<bool> {
 }
 
 /// A count, refused when the bytes left could not hold that many items
-/// of at least `min` bytes each (no allocation sized by a damaged count).
-fn get_count(r: &mut Reader, min: usize, left: usize) -> Read<usize> {
+/// of at least `min` bytes each (no allocation sized by a crafted count).
+fn get_count(r: &mut Reader, min: usize) -> Read<usize> {
     let n = r.u32("count")? as usize;
-    if n.saturating_mul(min) > left {
+    if n.saturating_mul(min) > r.remaining() {
         return Err(format!("a count of {n} past the data"));
     }
     Ok(n)
 }
 
-fn get_pairs(r: &mut Reader, left: usize) -> Read<Vec<(String, String)>> {
-    let n = get_count(r, 4, left)?;
+fn get_pairs(r: &mut Reader) -> Read<Vec<(String, String)>> {
+    let n = get_count(r, 4)?;
     (0..n).map(|_| Ok((get_str(r)?, get_str(r)?))).collect()
 }
 
-fn get_scaling(r: &mut Reader, left: usize) -> Read<wit::Scaling> {
+fn get_scaling(r: &mut Reader) -> Read<wit::Scaling> {
     let name = get_opt_str(r)?;
     let storage = match r.u8("storage")? {
         0 => wit::Storage::Uint8,
@@ -297,7 +300,7 @@ fn get_scaling(r: &mut Reader, left: usize) -> Read<wit::Scaling> {
     let format = get_opt_str(r)?;
     let min = get_opt_f64(r)?;
     let max = get_opt_f64(r)?;
-    let n = get_count(r, 6, left)?;
+    let n = get_count(r, 6)?;
     let mut choices = Vec::with_capacity(n);
     for _ in 0..n {
         let name = get_str(r)?;
@@ -321,20 +324,20 @@ fn get_scaling(r: &mut Reader, left: usize) -> Read<wit::Scaling> {
     })
 }
 
-fn get_axis(r: &mut Reader, left: usize) -> Read<Option<wit::Axis>> {
+fn get_axis(r: &mut Reader) -> Read<Option<wit::Axis>> {
     if !get_bool(r)? {
         return Ok(None);
     }
     let name = get_opt_str(r)?;
     let points = match r.u8("points")? {
         0 => {
-            let n = get_count(r, 2, left)?;
+            let n = get_count(r, 2)?;
             wit::Points::Labels((0..n).map(|_| get_str(r)).collect::<Read<_>>()?)
         }
         1 => wit::Points::Stored(wit::StoredPoints {
             address: r.u64("address")?,
             count: r.u32("count")?,
-            scaling: get_scaling(r, left)?,
+            scaling: get_scaling(r)?,
         }),
         _ => return Err("unknown points".into()),
     };
@@ -346,20 +349,18 @@ fn get_axis(r: &mut Reader, left: usize) -> Read<Option<wit::Axis>> {
 }
 
 fn definition(r: &mut Reader) -> Read<wit::Definition> {
-    // Every count is checked against the whole entry's size.
-    let left = MAX_ENTRY;
-    let fields = get_pairs(r, left)?;
-    let n = get_count(r, 2, left)?;
+    let fields = get_pairs(r)?;
+    let n = get_count(r, 2)?;
     let chain = (0..n).map(|_| get_str(r)).collect::<Read<_>>()?;
-    let n = get_count(r, 16, left)?;
-    let mut tables = Vec::with_capacity(n.min(4096));
+    let n = get_count(r, 16)?;
+    let mut tables = Vec::with_capacity(n);
     for _ in 0..n {
         let name = get_str(r)?;
         let category = get_opt_str(r)?;
         let address = r.u64("address")?;
-        let scaling = get_scaling(r, left)?;
-        let rows = get_axis(r, left)?;
-        let columns = get_axis(r, left)?;
+        let scaling = get_scaling(r)?;
+        let rows = get_axis(r)?;
+        let columns = get_axis(r)?;
         let column_major = get_bool(r)?;
         let rows_reversed = get_bool(r)?;
         let columns_reversed = get_bool(r)?;
@@ -381,7 +382,7 @@ fn definition(r: &mut Reader) -> Read<wit::Definition> {
             level,
         });
     }
-    let unreadable = get_pairs(r, left)?;
+    let unreadable = get_pairs(r)?;
     let checksum = match r.u8("checksum")? {
         0 => wit::Checksum::Plan(get_str(r)?),
         1 => wit::Checksum::Unknown(get_str(r)?),
