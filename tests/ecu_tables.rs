@@ -478,40 +478,129 @@ fn age(path: &Path, secs: u64) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
-    // The sample definitions copied (and aged), a ROM, and a cache of the
-    // test's own: what one server keeps, the next reads.
-    let work = tempfile::tempdir().unwrap();
-    let root = work.path().canonicalize().unwrap();
-    let (defs, cache, roms) = (root.join("defs"), root.join("cache"), root.join("roms"));
-    std::fs::create_dir_all(defs.join("base")).unwrap();
-    std::fs::create_dir_all(&roms).unwrap();
-    let samples = ecu_samples().join("definitions");
-    for from in files_under(&samples) {
-        let to = defs.join(from.strip_prefix(&samples).unwrap());
-        std::fs::copy(&from, &to).unwrap();
-        age(&to, 3600);
+/// The sample definitions copied into a folder of their own (each aged
+/// `age_secs` when given), a copy of the sample ROM and a cache directory:
+/// what a server keeps there, the next one reads.
+struct KeptTree {
+    _work: TempDir,
+    defs: PathBuf,
+    cache: PathBuf,
+    roms: PathBuf,
+    rom: PathBuf,
+    plugins: TempDir,
+}
+
+impl KeptTree {
+    fn new(age_secs: Option<u64>) -> KeptTree {
+        let work = tempfile::tempdir().unwrap();
+        let root = work.path().canonicalize().unwrap();
+        let (defs, cache, roms) = (root.join("defs"), root.join("cache"), root.join("roms"));
+        std::fs::create_dir_all(defs.join("base")).unwrap();
+        std::fs::create_dir_all(&roms).unwrap();
+        let samples = ecu_samples().join("definitions");
+        for from in files_under(&samples) {
+            let to = defs.join(from.strip_prefix(&samples).unwrap());
+            std::fs::copy(&from, &to).unwrap();
+            if let Some(secs) = age_secs {
+                age(&to, secs);
+            }
+        }
+        let rom = roms.join("BT000001.bin");
+        std::fs::copy(sample_rom(), &rom).unwrap();
+        KeptTree {
+            _work: work,
+            defs,
+            cache,
+            roms,
+            rom,
+            plugins: ecu_plugins(),
+        }
     }
-    let rom = roms.join("BT000001.bin");
-    std::fs::copy(sample_rom(), &rom).unwrap();
-    let plugins = ecu_plugins();
-    let start = || async {
+
+    async fn start(&self) -> Server {
         let args = [
             "--plugins",
-            plugins.path().to_str().unwrap(),
+            self.plugins.path().to_str().unwrap(),
             "--cache-dir",
-            cache.to_str().unwrap(),
+            self.cache.to_str().unwrap(),
             "--definitions-path",
-            defs.to_str().unwrap(),
+            self.defs.to_str().unwrap(),
             "--allow",
-            &format!("{}:ro", defs.display()),
+            &format!("{}:ro", self.defs.display()),
             "--allow",
-            &format!("{}:rw", roms.display()),
+            &format!("{}:rw", self.roms.display()),
         ];
         Server::start(&args).await
+    }
+
+    /// rom_info of the ROM on a fresh server.
+    async fn rom_info(&self) -> String {
+        let server = self.start().await;
+        let answer = text(&server.ok("rom_info", json!({"rom": &self.rom})).await);
+        server.stop().await;
+        answer
+    }
+
+    /// The sample's own definition file in the folder.
+    fn definition(&self) -> PathBuf {
+        files_under(&self.defs)
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains("BT000001"))
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_file_read_before_its_mtime_settled_is_not_kept() {
+    // What a server read of a file less than two seconds after its mtime
+    // is not kept, even when the folder is kept later: a rewrite within a
+    // coarse file-system clock's tick keeps the stamp. The mtime is set
+    // three seconds ahead, so however slowly the server starts, its read
+    // comes before the mtime has settled.
+    let tree = KeptTree::new(None);
+    let definition = tree.definition();
+    let ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(3);
+    let set_mtime = |path: &Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(ahead)
+            .unwrap()
     };
-    let rom_info = async |server: &Server| text(&server.ok("rom_info", json!({"rom": &rom})).await);
+    set_mtime(&definition);
+    let server = tree.start().await;
+    let call = json!({"rom": &tree.rom});
+    let first = text(&server.ok("rom_info", call.clone()).await);
+    assert!(val(&first, "definition").starts_with("BT000001"), "{first}");
+    // Once that mtime has settled, a new file makes the server keep the
+    // folder again.
+    while std::time::SystemTime::now() < ahead + std::time::Duration::from_millis(2500) {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    std::fs::write(tree.defs.join("notes.xml"), "<rom></rom>\n").unwrap();
+    text(&server.ok("rom_info", call).await);
+    server.stop().await;
+    // Rewritten with size and mtime kept, as within one clock tick.
+    let text_before = std::fs::read_to_string(&definition).unwrap();
+    let other_id = text_before.replace("<internalidhex>42540001<", "<internalidhex>42540002<");
+    assert_eq!(other_id.len(), text_before.len());
+    std::fs::write(&definition, other_id).unwrap();
+    set_mtime(&definition);
+    let after = tree.rom_info().await;
+    assert!(
+        !val(&after, "definition").starts_with("BT000001"),
+        "a fresh server used what was read of the file before its mtime settled: {after}"
+    );
+}
+
+#[tokio::test]
+async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
+    let tree = KeptTree::new(Some(3600));
+    let (cache, defs) = (&tree.cache, &tree.defs);
+    let start = || tree.start();
+    let rom_info =
+        async |server: &Server| text(&server.ok("rom_info", json!({"rom": &tree.rom})).await);
 
     let first = start().await;
     let answer = rom_info(&first).await;
@@ -537,10 +626,7 @@ async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
     second.stop().await;
 
     // A definition edited in place, its size unchanged, is read again.
-    let definition = files_under(&defs)
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("BT000001"))
-        .unwrap();
+    let definition = tree.definition();
     let text_before = std::fs::read_to_string(&definition).unwrap();
     let edited = text_before.replace("<model>Sample ECU</model>", "<model>Edited ECU</model>");
     assert_eq!(edited.len(), text_before.len());
