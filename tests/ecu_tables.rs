@@ -597,7 +597,7 @@ async fn a_file_read_before_its_mtime_settled_is_not_kept() {
 #[tokio::test]
 async fn a_fresh_server_reads_the_kept_definitions_index_and_sees_edits() {
     let tree = KeptTree::new(Some(3600));
-    let (cache, defs) = (&tree.cache, &tree.defs);
+    let cache = &tree.cache;
     let start = || tree.start();
     let rom_info =
         async |server: &Server| text(&server.ok("rom_info", json!({"rom": &tree.rom})).await);
