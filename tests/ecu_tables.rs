@@ -554,12 +554,17 @@ impl KeptTree {
 async fn a_file_read_before_its_mtime_settled_is_not_kept() {
     // What a server read of a file less than two seconds after its mtime
     // is not kept, even when the folder is kept later: a rewrite within a
-    // coarse file-system clock's tick keeps the stamp. The mtime is set
-    // three seconds ahead, so however slowly the server starts, its read
-    // comes before the mtime has settled.
+    // coarse file-system clock's tick keeps the stamp. The server is
+    // started and ecu-tables loaded first (a call that fails before any
+    // definition is read), then the mtime is set eight seconds ahead, so
+    // even a loaded machine reads the file before its mtime has settled.
     let tree = KeptTree::new(None);
     let definition = tree.definition();
-    let ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(3);
+    let server = tree.start().await;
+    server
+        .err("rom_info", json!({"rom": tree.roms.join("missing.bin")}))
+        .await;
+    let ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(8);
     let set_mtime = |path: &Path| {
         std::fs::File::options()
             .write(true)
@@ -569,7 +574,6 @@ async fn a_file_read_before_its_mtime_settled_is_not_kept() {
             .unwrap()
     };
     set_mtime(&definition);
-    let server = tree.start().await;
     let call = json!({"rom": &tree.rom});
     let first = text(&server.ok("rom_info", call.clone()).await);
     assert!(val(&first, "definition").starts_with("BT000001"), "{first}");
