@@ -650,14 +650,9 @@ impl Explorer {
                     Err(_) => continue, // gone since the walk
                 },
                 None => match open_head(path, SNIFF_BYTES) {
-                    Ok((stamp, head)) => (stamp, Some(head)),
-                    // Unreadable: empty, which the family it would be
-                    // (ECUFlash claims a file with no element) reports.
-                    Err(_) => match fs::metadata(path) {
-                        Ok(meta) => {
-                            self.unsure.insert(path.clone());
-                            (Stamp::of(&meta), Some(Vec::new()))
-                        }
+                    Ok((stamp, head)) => (stamp, Some(Ok(head))),
+                    Err(e) => match fs::metadata(path) {
+                        Ok(meta) => (Stamp::of(&meta), Some(Err(e))),
                         Err(_) => continue,
                     },
                 },
@@ -665,18 +660,11 @@ impl Explorer {
             let (family, head) = match known {
                 Some((seen, family)) if seen == stamp => (family, None),
                 _ => {
-                    let head = match head {
-                        Some(head) => head,
-                        None => read_head(path, SNIFF_BYTES).unwrap_or_else(|_| {
-                            self.unsure.insert(path.clone());
-                            Vec::new()
-                        }),
-                    };
-                    if crate::folder_index::settled(&stamp, std::time::SystemTime::now()) {
-                        self.unsure.remove(path);
-                    } else {
-                        self.unsure.insert(path.clone());
-                    }
+                    let head = head.unwrap_or_else(|| read_head(path, SNIFF_BYTES));
+                    // Unreadable: empty, which the family it would be
+                    // (ECUFlash claims a file with no element) reports.
+                    let readable = head.is_ok();
+                    let head = head.unwrap_or_default();
                     // Only the families whose extension the file has are
                     // asked: a served family's answer is a call to another
                     // plugin, and a tree of 333 .xml files is no XDF's.
@@ -691,7 +679,11 @@ impl Explorer {
                                 false
                             })
                     });
-                    if !asked {
+                    let settled =
+                        crate::folder_index::settled(&stamp, std::time::SystemTime::now());
+                    if readable && asked && settled {
+                        self.unsure.remove(path);
+                    } else {
                         self.unsure.insert(path.clone());
                     }
                     self.claimed.insert(path.clone(), (stamp, family));
