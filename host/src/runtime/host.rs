@@ -8,7 +8,7 @@ use crate::runtime::engine;
 use crate::runtime::imports::{self, LogLevel, PeerCall, PeerDirectory, PluginState, Sinks};
 use crate::runtime::plugin::{Limits, Plugin, PluginSpec};
 use crate::runtime::registry::{Catalog, Refusal, Registry};
-use crate::runtime::sandbox::{Access, DirGrant, Policy};
+use crate::runtime::sandbox::{Access, CODE_VAR, DirGrant, Policy};
 use crate::runtime::{bundled, remote};
 use crate::wit::interface::{PluginInterface, SettingDecl};
 use anyhow::{Context, Result, bail};
@@ -455,7 +455,10 @@ impl Host {
         let mut policy = self.policy_for(&cfg, &interface.settings)?;
         self.refuse_writable_host_files(&name, &policy)?;
         policy.cache = self.cache.plugin_dir(&name);
-        policy.code = Some(code);
+        // What it keeps in its cache directory was decided by this code.
+        policy
+            .env
+            .insert(CODE_VAR.to_owned(), format!("{code:016x}"));
         let limits = self.limits_for(&cfg, interface.tick_interface.is_some());
         let spec = PluginSpec {
             name: name.clone(),

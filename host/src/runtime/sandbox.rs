@@ -64,10 +64,6 @@ pub struct Policy {
     /// [`CACHE_VAR`]), when the host keeps one: not a grant of the user's,
     /// so not among the directories a refusal lists.
     pub cache: Option<PathBuf>,
-    /// The plugin's code ([`crate::runtime::plugin::PluginSpec::code`]),
-    /// named to it in [`CODE_VAR`]: what it keeps in its cache directory
-    /// was decided by this code.
-    pub code: Option<u64>,
 }
 
 impl Policy {
@@ -124,9 +120,6 @@ impl Policy {
                     cache.display()
                 ),
             }
-        }
-        if let Some(code) = self.code {
-            b.env(CODE_VAR, format!("{code:016x}"));
         }
         // Lets the plugin explain a refused path in terms of what was granted.
         let roots: Vec<String> = self

@@ -526,16 +526,28 @@ impl Explorer {
         })
     }
 
+    /// Where the folder index is kept, and this plugin's code, when one is
+    /// kept at all: the host gives this plugin a cache directory and names
+    /// its code, and every family is a served one, named by its code (a
+    /// family linked in is not, nor one that could not be made, which
+    /// would shift the families' indexes).
+    fn index_place(&self) -> Option<(PathBuf, u64)> {
+        if self.linked > 0 || self.families.len() != self.serving.len() {
+            return None;
+        }
+        Some((
+            plugin_kit::paths::cache_dir()?,
+            plugin_kit::paths::own_code()?,
+        ))
+    }
+
     /// The served families' index of `dir`, kept by an earlier run, when
     /// it is for the families served now: what each file was found to be,
     /// used while its stamp holds ([`crate::folder_index`]). Read once per folder
     /// and set of families; nothing when the host keeps no cache for this
     /// plugin, or families are linked in (they are not named by code).
     fn recall(&mut self, dir: &Path) {
-        let (Some(cache), Some(own)) = (
-            plugin_kit::paths::cache_dir(),
-            plugin_kit::paths::own_code(),
-        ) else {
+        let Some((cache, own)) = self.index_place() else {
             return;
         };
         if self
@@ -546,9 +558,6 @@ impl Explorer {
             return;
         }
         self.recalled = Some((dir.to_owned(), self.serving.clone()));
-        if self.linked > 0 || self.families.len() != self.serving.len() {
-            return;
-        }
         let Some(kept) = crate::folder_index::FolderIndex::read(&cache, dir) else {
             return;
         };
@@ -583,15 +592,9 @@ impl Explorer {
         if !std::mem::take(&mut self.unkept) {
             return;
         }
-        let (Some(cache), Some(own)) = (
-            plugin_kit::paths::cache_dir(),
-            plugin_kit::paths::own_code(),
-        ) else {
+        let Some((cache, own)) = self.index_place() else {
             return;
         };
-        if self.linked > 0 || self.families.len() != self.serving.len() {
-            return;
-        }
         let identified: Vec<HashMap<PathBuf, _>> = self
             .families
             .iter()

@@ -11,7 +11,9 @@
 //! linked in) or through `benchtop:ecu-family` ([`super::peer`]): the same
 //! code runs past this point either way.
 
-use super::{Family, Listed, Recognition, Stamp, file_label, read_head, some_names};
+use super::{
+    Family, IdentifiedFile, Listed, Recognition, Stamp, file_label, read_head, some_names,
+};
 use crate::checksum::Checksum;
 use crate::definition::{Definition, FamilyChecksum, RomId};
 use crate::error::Error;
@@ -120,14 +122,14 @@ impl Family for FormatFamily {
         self.format.claims(&file_name(path), head).ok()
     }
 
-    fn identified(&self) -> Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)> {
+    fn identified(&self) -> Vec<IdentifiedFile> {
         self.files
             .iter()
             .map(|(path, f)| (path.clone(), f.stamp, f.candidates.clone()))
             .collect()
     }
 
-    fn recall(&mut self, files: Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)>) {
+    fn recall(&mut self, files: Vec<IdentifiedFile>) {
         for (path, stamp, candidates) in files {
             self.files
                 .entry(path)

@@ -78,14 +78,18 @@ pub trait Family: Send {
     /// What it identified in each file so far, with the file's stamp then:
     /// what [`crate::folder_index`] keeps between runs. None for a family that
     /// keeps nothing.
-    fn identified(&self) -> Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)> {
+    fn identified(&self) -> Vec<IdentifiedFile> {
         Vec::new()
     }
 
     /// Takes what an earlier run identified (each still checked against
     /// the file's stamp before it is used).
-    fn recall(&mut self, _files: Vec<(PathBuf, Stamp, Result<Vec<Candidate>, String>)>) {}
+    fn recall(&mut self, _files: Vec<IdentifiedFile>) {}
 }
+
+/// A file, its stamp when it was identified, and what its family found in
+/// it (or why it could not): what a family keeps between runs.
+pub type IdentifiedFile = (PathBuf, Stamp, Result<Vec<Candidate>, String>);
 
 /// A definitions file as the store hands it to the family that claims it.
 #[derive(Debug, Clone)]

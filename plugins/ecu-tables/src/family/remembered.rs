@@ -88,10 +88,7 @@ pub fn recall(cache: &Path, question: &Question) -> Option<wit::Definition> {
     if stored != asked.0.as_slice() {
         return None;
     }
-    let mut r = Reader::new(&payload[asked.0.len()..]);
-    let definition = definition(&mut r).ok()?;
-    r.finish().ok()?;
-    Some(definition)
+    definition_from_payload(&payload[asked.0.len()..]).ok()
 }
 
 /// Remembers `answer` for `question`. Best effort: an error only means
@@ -242,19 +239,13 @@ fn get_str(r: &mut Reader) -> Read<String> {
 }
 
 fn get_opt_str(r: &mut Reader) -> Read<Option<String>> {
-    match r.u8("option")? {
-        0 => Ok(None),
-        1 => get_str(r).map(Some),
-        _ => Err("an option tag past 1".into()),
-    }
+    get_bool(r)?.then(|| get_str(r)).transpose()
 }
 
 fn get_opt_f64(r: &mut Reader) -> Read<Option<f64>> {
-    match r.u8("option")? {
-        0 => Ok(None),
-        1 => Ok(Some(f64::from_bits(r.u64("number")?))),
-        _ => Err("an option tag past 1".into()),
-    }
+    get_bool(r)?
+        .then(|| Ok(f64::from_bits(r.u64("number")?)))
+        .transpose()
 }
 
 fn get_bool(r: &mut Reader) -> Read<bool> {
@@ -364,11 +355,7 @@ fn definition(r: &mut Reader) -> Read<wit::Definition> {
         let column_major = get_bool(r)?;
         let rows_reversed = get_bool(r)?;
         let columns_reversed = get_bool(r)?;
-        let level = match r.u8("level")? {
-            0 => None,
-            1 => Some(r.u32("level")?),
-            _ => return Err("a level tag past 1".into()),
-        };
+        let level = get_bool(r)?.then(|| r.u32("level")).transpose()?;
         tables.push(wit::Table {
             name,
             category,
