@@ -798,6 +798,7 @@ impl Cpu {
 
     /// Executes one instruction (prefixes and all REP iterations included),
     /// recording its control-flow event in `last_event`.
+    #[inline(always)]
     pub fn step(&mut self) -> Option<Exit> {
         self.instructions += 1;
         self.last_event = Event::None;

@@ -862,6 +862,53 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The tracker's fast path (the successor seen last, unchanged)
+    /// records exactly what looking every instruction up records: over
+    /// loops, calls, self-modifying code, and a fault handler that
+    /// returns into the faulting instruction.
+    #[test]
+    fn tracking_fast_path_records_what_the_slow_path_records() {
+        // Vector 0 → handler; cx = 5..1: div bl by cl-3 faults at cl = 3,
+        // the handler sets bl = 1 and the 80186 retries the division.
+        let faults = [
+            0x31, 0xC0, 0x8E, 0xC0, 0x26, 0xC7, 0x06, 0x00, 0x00, 0x24, 0x01, 0x26, 0x8C, 0x0E,
+            0x02, 0x00, 0xB9, 0x05, 0x00, 0x88, 0xCB, 0x80, 0xEB, 0x03, 0xB8, 0x0A, 0x00, 0xF6,
+            0xF3, 0xE2, 0xF4, 0xB8, 0x00, 0x4C, 0xCD, 0x21, 0xB3, 0x01, 0xCF,
+        ];
+        // l: mov ax,imm16 ; inc word [0x101] (the immediate) ; jmp l
+        let rewrites = [0xB8, 0, 0, 0xFF, 0x06, 0x01, 0x01, 0xEB, 0xF7];
+        let sums =
+            std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/dos/sums.com"))
+                .unwrap();
+        for (name, code, budget) in [
+            ("loop", &LOOP[..], 1000),
+            ("faults", &faults[..], 1000),
+            ("rewrites", &rewrites[..], 100_000),
+            ("sums", &sums[..], 1_000_000),
+        ] {
+            let run = |slow: bool| {
+                let mut m = machine(code);
+                m.tracker.as_mut().unwrap().slow_only = slow;
+                // Stepped and run, as the tools do both.
+                let stepped = m.step(7).unwrap();
+                let ran = m.run(budget, &mut |_, _| true).unwrap();
+                (stepped, ran, m.tracker.as_ref().unwrap().record())
+            };
+            let (fast, slow) = (run(false), run(true));
+            assert_eq!(fast.0, slow.0, "{name}: steps");
+            assert_eq!(fast.1, slow.1, "{name}: run");
+            assert_eq!(fast.2, slow.2, "{name}: records");
+            if name == "faults" {
+                assert_eq!(fast.1.1, StopReason::Exited(0));
+                assert!(
+                    fast.2.contains("0087:0124 interrupt_handler_00 1"),
+                    "{}",
+                    fast.2
+                );
+            }
+        }
+    }
+
     #[test]
     fn step_advances_one_instruction() {
         let mut m = machine(&LOOP);

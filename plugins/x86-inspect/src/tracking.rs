@@ -47,6 +47,13 @@ pub struct Node {
     pub predecessors: u32,
     /// Next variant at the same linear address (u32::MAX: none).
     next_variant: u32,
+    /// The recorded successor that followed it most recently (u32::MAX:
+    /// none): [`Tracker::before`]'s guess at what runs next.
+    last_successor: u32,
+    /// Whether it is the only node at its linear address, so that finding
+    /// it by address and signature is finding what [`Tracker::node_at`]
+    /// would.
+    alone: bool,
     /// Times it executed.
     pub executions: u64,
 }
@@ -124,18 +131,19 @@ pub struct Tracker {
     pub dropped: Dropped,
     /// Fault contexts entered past [`MAX_CONTEXTS`] and not yet left.
     unrecorded_depth: u32,
+    /// Tests turn [`Self::before`]'s fast path off to compare its records
+    /// with the slow path's.
+    #[cfg(test)]
+    pub(crate) slow_only: bool,
 }
 
 /// The first `len` (at most 8) instruction bytes at `a`, little-endian.
 #[inline(always)]
 fn signature(cpu: &Cpu, a: SegOff, len: u8) -> u64 {
     let lin = Cpu::lin(a.0, a.1) as usize;
-    let n = len.min(8) as u32;
-    let mask = if n == 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * n)) - 1
-    };
+    // Every instruction is at least a byte long: the shift is at most 56.
+    let n = len.clamp(1, 8) as u32;
+    let mask = u64::MAX >> (64 - 8 * n);
     // Fast path: one unaligned load when neither the segment offset nor
     // the 1 MiB space wraps inside the window.
     if lin + 8 <= MEM_SIZE && a.1 <= 0xFFF8 {
@@ -169,6 +177,8 @@ impl Tracker {
             current: NONE,
             dropped: Dropped::default(),
             unrecorded_depth: 0,
+            #[cfg(test)]
+            slow_only: false,
         };
         t.entry_points.insert(entry);
         t.functions.insert(
@@ -213,14 +223,18 @@ impl Tracker {
             successors: Vec::new(),
             predecessors: 0,
             next_variant: NONE,
+            last_successor: NONE,
+            alone: last == NONE,
             executions: 0,
         });
         if last == NONE {
             self.by_addr[lin] = new;
         } else {
-            if self.nodes[self.by_addr[lin] as usize].next_variant == NONE {
+            let head = self.by_addr[lin] as usize;
+            if self.nodes[head].next_variant == NONE {
                 self.variant_addresses += 1;
             }
+            self.nodes[head].alone = false;
             self.nodes[last as usize].next_variant = new;
         }
         new
@@ -231,6 +245,35 @@ impl Tracker {
     #[inline(always)]
     pub fn before(&mut self, cpu: &Cpu) {
         let a = SegOff(cpu.sregs[crate::cpu::CS], cpu.ip);
+        #[cfg(test)]
+        if self.slow_only {
+            return self.before_slow(cpu, a);
+        }
+        // Fast path, most instructions of a loop: the instruction that
+        // followed the last one last time is here again, unchanged. Its
+        // edge is recorded already; only its count moves.
+        if !self.pending_entry
+            && let Some(ctx) = self.contexts.last_mut()
+            && let Some(prev) = ctx.last_executed
+        {
+            let guess = self.nodes[prev as usize].last_successor;
+            if let Some(n) = self.nodes.get_mut(guess as usize)
+                && n.alone
+                && n.address == a
+                && signature(cpu, a, n.len) == n.signature
+            {
+                n.executions += 1;
+                ctx.last_executed = Some(guess);
+                self.current = guess;
+                return;
+            }
+        }
+        self.before_slow(cpu, a);
+    }
+
+    /// [`Self::before`] when the fast path does not apply.
+    #[inline(never)]
+    fn before_slow(&mut self, cpu: &Cpu, a: SegOff) {
         let idx = self.node_at(cpu, a);
         let ctx = self
             .contexts
@@ -250,15 +293,16 @@ impl Tracker {
             return;
         }
         if let Some(prev) = ctx.last_executed {
-            let succ = &mut self.nodes[prev as usize].successors;
-            if succ.last() != Some(&idx) && !succ.contains(&idx) {
-                if succ.len() < MAX_SUCCESSORS {
-                    succ.push(idx);
-                    self.edges += 1;
-                    self.nodes[idx as usize].predecessors += 1;
-                } else {
-                    self.dropped.edges += 1;
-                }
+            let from = &mut self.nodes[prev as usize];
+            if from.successors.contains(&idx) {
+                from.last_successor = idx;
+            } else if from.successors.len() < MAX_SUCCESSORS {
+                from.successors.push(idx);
+                from.last_successor = idx;
+                self.edges += 1;
+                self.nodes[idx as usize].predecessors += 1;
+            } else {
+                self.dropped.edges += 1;
             }
         }
         ctx.last_executed = Some(idx);
@@ -350,5 +394,54 @@ impl Tracker {
     /// The address of the last executed instruction, once one ran.
     pub fn last_executed(&self) -> Option<SegOff> {
         (self.current != NONE).then(|| self.nodes[self.current as usize].address)
+    }
+}
+
+#[cfg(test)]
+impl Tracker {
+    /// Everything the tracker recorded, as text, for comparing two runs.
+    pub(crate) fn record(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "node {i} {} len {} sig {:x} succ {:?} pred {} runs {} variant {}",
+                n.address,
+                n.len,
+                n.signature,
+                n.successors,
+                n.predecessors,
+                n.executions,
+                n.next_variant
+            );
+        }
+        let mut functions: Vec<_> = self.functions.values().collect();
+        functions.sort_by_key(|f| f.address);
+        for f in functions {
+            let _ = writeln!(
+                out,
+                "function {} {} {} {:?}",
+                f.address, f.name, f.called_count, f.callers
+            );
+        }
+        for c in &self.contexts {
+            let _ = writeln!(
+                out,
+                "context {} {} {:?}",
+                c.depth, c.entry_point, c.last_executed
+            );
+        }
+        let _ = writeln!(
+            out,
+            "entries {:?} edges {} variants {} dropped {:?} current {} depth {}",
+            self.entry_points,
+            self.edges,
+            self.variant_addresses,
+            self.dropped,
+            self.current,
+            self.unrecorded_depth
+        );
+        out
     }
 }
