@@ -40,7 +40,7 @@ fn minstr(n: u64, d: Duration) -> f64 {
 // ---------------------------------------------------------------- cp1600
 
 const CP1600_STEPS: u64 = 150_000_000;
-const RUNS: usize = 3;
+const RUNS: usize = 4;
 
 pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let rom = ctx.repo.join("samples/cp1600/bench-loop.bin");
@@ -52,7 +52,10 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
     call_json(&server, "cp1600_create_session", json!({})).await?;
     call_json(&server, "cp1600_load_rom", json!({"rom_path": rom})).await?;
     call_json(&server, "cp1600_step", json!({"count": 1_000_000})).await?; // warm-up
-    let mut best = 0.0f64;
+    // Component and native runs alternate, best of each: on a shared
+    // machine a slow spell then weighs on both sides of the ratio alike.
+    let bytes = std::fs::read(&rom)?;
+    let (mut best, mut native) = (0.0f64, 0.0f64);
     let mut note = String::new();
     for _ in 0..RUNS {
         let (v, t) = timed(call_json(
@@ -69,6 +72,18 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
             note = format!("stopped early: {r}; ");
         }
         best = best.max(minstr(executed, t));
+        let mut m = cp1600::machine::Machine::with_raw_image(&bytes, 0x5000);
+        let limits = cp1600::machine::Limits {
+            instructions: CP1600_STEPS,
+            cycles: u64::MAX,
+        };
+        let t = Instant::now();
+        let r = m.run(
+            limits,
+            &cp1600::machine::StopWhen::default(),
+            &mut |_, _| true,
+        );
+        native = native.max(minstr(r.executed, t.elapsed()));
     }
     // A frame of the STIC's screen: BACKTAB, MOBs and border drawn and
     // encoded (issue 37), MCP round trip included.
@@ -96,35 +111,21 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
         "Minstr/s",
         Goal::AtLeast(100.0),
         ctx.note(format!(
-            "{note}best of {RUNS} calls of {}M instructions, MCP call included",
+            "{note}best of {RUNS} calls of {}M instructions, MCP call included, alternating with native runs",
             CP1600_STEPS / 1_000_000
         )),
     );
 
-    // The same core natively, on the same words.
-    let bytes = std::fs::read(&rom)?;
-    let mut native = 0.0f64;
-    for _ in 0..RUNS {
-        let mut m = cp1600::machine::Machine::with_raw_image(&bytes, 0x5000);
-        let limits = cp1600::machine::Limits {
-            instructions: CP1600_STEPS,
-            cycles: u64::MAX,
-        };
-        let t = Instant::now();
-        let r = m.run(
-            limits,
-            &cp1600::machine::StopWhen::default(),
-            &mut |_, _| true,
-        );
-        native = native.max(minstr(r.executed, t.elapsed()));
-    }
     table.add(
         "cp1600 native: same core in-process (as benches/native.rs)",
         native,
         0,
         "Minstr/s",
         Goal::None,
-        format!("best of {RUNS}; component / native = {:.2}", best / native),
+        format!(
+            "best of {RUNS}, alternating with the component's; component / native = {:.2}",
+            best / native
+        ),
     );
     table.target(
         Figure::new(
@@ -141,6 +142,31 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
 }
 
 // ---------------------------------------------------------------- x86
+
+/// Runs of bench.com per tracking mode, in the component and natively.
+const X86_RUNS: usize = 4;
+
+/// bench.com on the same core in-process: M instructions a second.
+fn x86_native(program: &Path, image: &[u8], tracking: bool) -> Result<f64> {
+    use x86_inspect::machine::{Machine, StopReason};
+    let mut m = Machine::load(
+        1,
+        program,
+        image,
+        "",
+        x86_inspect::cpu::Model::I80186,
+        tracking,
+    )
+    .map_err(|e| anyhow::anyhow!("loading bench.com natively: {e:?}"))?;
+    let t = Instant::now();
+    let (n, r) = m
+        .run(u64::MAX, &mut |_, _| true)
+        .map_err(|e| anyhow::anyhow!("running bench.com natively: {e:?}"))?;
+    if !matches!(r, StopReason::Exited(0)) {
+        bail!("bench.com natively stopped with {r:?}");
+    }
+    Ok(minstr(n, t.elapsed()))
+}
 
 pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let label = |t: bool| if t { "on" } else { "off" };
@@ -165,11 +191,13 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             &allow(&dir, "ro"),
         )?)
         .await?;
-    let mut component = Vec::new();
+    // Component and native runs alternate, best of each: on a shared
+    // machine a slow spell then weighs on both sides of the ratio alike.
+    let image = std::fs::read(&program)?;
+    let mut measured = Vec::new();
     for tracking in [false, true] {
-        let mut best = 0.0f64;
-        let mut count = 0;
-        for _ in 0..2 {
+        let (mut best, mut native, mut count) = (0.0f64, 0.0f64, 0);
+        for _ in 0..X86_RUNS {
             let loaded = call_json(
                 &server,
                 "x86_load_program",
@@ -194,8 +222,9 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
                 .context("x86_run: no instruction count")?;
             best = best.max(minstr(count, t));
             call_json(&server, "x86_remove_machine", json!({"machine": machine})).await?;
+            native = native.max(x86_native(&program, &image, tracking)?);
         }
-        component.push((tracking, best, count));
+        measured.push((tracking, best, native, count));
     }
     // A frame: bench.com's text screen drawn and encoded, MCP included.
     let loaded = call_json(&server, "x86_load_program", json!({"path": program})).await?;
@@ -224,8 +253,7 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
         ctx.note("median of 20, MCP round trip included"),
     );
 
-    let image = std::fs::read(&program)?;
-    for (tracking, best, count) in component {
+    for (tracking, best, native, count) in measured {
         let goal = if tracking {
             Goal::AtLeast(20.0)
         } else {
@@ -241,30 +269,9 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             "Minstr/s",
             goal,
             ctx.note(format!(
-                "best of 2 runs of {count} instructions, MCP call included"
+                "best of {X86_RUNS} runs of {count} instructions, MCP call included, alternating with native runs"
             )),
         );
-        let mut native = 0.0f64;
-        for _ in 0..2 {
-            use x86_inspect::machine::{Machine, StopReason};
-            let mut m = Machine::load(
-                1,
-                &program,
-                &image,
-                "",
-                x86_inspect::cpu::Model::I80186,
-                tracking,
-            )
-            .map_err(|e| anyhow::anyhow!("loading bench.com natively: {e:?}"))?;
-            let t = Instant::now();
-            let (n, r) = m
-                .run(u64::MAX, &mut |_, _| true)
-                .map_err(|e| anyhow::anyhow!("running bench.com natively: {e:?}"))?;
-            if !matches!(r, StopReason::Exited(0)) {
-                bail!("bench.com natively stopped with {r:?}");
-            }
-            native = native.max(minstr(n, t.elapsed()));
-        }
         table.add(
             format!(
                 "x86 native: same core in-process, tracking {}",
@@ -274,7 +281,10 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             1,
             "Minstr/s",
             Goal::None,
-            format!("best of 2; component / native = {:.2}", best / native),
+            format!(
+                "best of {X86_RUNS}, alternating with the component's; component / native = {:.2}",
+                best / native
+            ),
         );
         let measured = format!("component {best:.1} M instr/s");
         let reference = format!("native {native:.1} M instr/s");
