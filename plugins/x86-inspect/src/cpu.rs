@@ -812,13 +812,20 @@ impl Cpu {
         self.insn_ip = self.ip;
         self.seg_override = None;
         self.rep = 0;
+        // Two bit tests, not a `match`: in wasm the match became a jump
+        // table, an indirect jump before every instruction.
         loop {
             let op = self.fetch8();
-            match op {
-                0x26 | 0x2E | 0x36 | 0x3E => self.seg_override = Some(((op >> 3) & 3) as usize),
-                0xF0 | 0xF1 => {}
-                0xF2 | 0xF3 => self.rep = op,
-                _ => return self.exec(op),
+            if op & 0xE7 == 0x26 {
+                // ES: CS: SS: DS: (26 2E 36 3E)
+                self.seg_override = Some(((op >> 3) & 3) as usize);
+            } else if op & 0xFC == 0xF0 {
+                // LOCK (F0, and F1, its alias), REPNE F2, REP F3
+                if op >= 0xF2 {
+                    self.rep = op;
+                }
+            } else {
+                return self.exec(op);
             }
         }
     }
