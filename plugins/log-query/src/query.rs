@@ -233,6 +233,8 @@ struct FileResult {
     name: String,
     log: Arc<Log>,
     rows_matched: usize,
+    /// The log's sample rate, asked once: it walks every time value.
+    rate: Option<f64>,
     stride: usize,
     output_rows: usize,
     error_rows: usize,
@@ -408,6 +410,7 @@ pub fn query_logs(
             name,
             log: log.clone(),
             rows_matched: matched,
+            rate,
             stride,
             output_rows,
             error_rows: stats.error_rows,
@@ -461,8 +464,8 @@ pub fn query_logs(
             format!("[{}]", vals.iter().map(show).collect::<Vec<_>>().join(", "))
         }
     };
-    let actual = rates(&|r| r.log.sample_rate_hz());
-    let output = rates(&|r| r.log.sample_rate_hz().map(|h| h / r.stride as f64));
+    let actual = rates(&|r| r.rate);
+    let output = rates(&|r| r.rate.map(|h| h / r.stride as f64));
     let mut all_channels = vec!["Time".to_string()];
     all_channels.extend(channels.iter().cloned());
     let error_rows: usize = results.iter().map(|r| r.error_rows).sum();
