@@ -58,16 +58,8 @@ async fn the_cp1600_core_in_its_component_stays_within_3x_of_native() {
     let mut native = Duration::MAX;
     for _ in 0..RUNS {
         let mut m = cp1600::machine::Machine::with_raw_image(&bytes, 0x5000);
-        let limits = cp1600::machine::Limits {
-            instructions: STEPS,
-            cycles: u64::MAX,
-        };
         let t = Instant::now();
-        let r = m.run(
-            limits,
-            &cp1600::machine::StopWhen::default(),
-            &mut |_, _| true,
-        );
+        let r = m.run_count(STEPS);
         native = native.min(t.elapsed());
         assert_eq!(r.executed, STEPS);
     }

@@ -73,16 +73,8 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
         }
         best = best.max(minstr(executed, t));
         let mut m = cp1600::machine::Machine::with_raw_image(&bytes, 0x5000);
-        let limits = cp1600::machine::Limits {
-            instructions: CP1600_STEPS,
-            cycles: u64::MAX,
-        };
         let t = Instant::now();
-        let r = m.run(
-            limits,
-            &cp1600::machine::StopWhen::default(),
-            &mut |_, _| true,
-        );
+        let r = m.run_count(CP1600_STEPS);
         native = native.max(minstr(r.executed, t.elapsed()));
     }
     // A frame of the STIC's screen: BACKTAB, MOBs and border drawn and

@@ -1,7 +1,7 @@
 //! Native throughput of the core on a loop-heavy program (memory traffic,
 //! ALU, shifts, taken and untaken branches). Prints one markdown table row.
 
-use cp1600::machine::{Limits, Machine, StopWhen};
+use cp1600::machine::Machine;
 use std::time::Instant;
 
 /// The words of `samples/cp1600/bench-loop.asm`:
@@ -30,12 +30,8 @@ fn measure(n: u64) -> f64 {
         m.cpu.mem.load_word(0x5000 + i as u16, *w);
     }
     m.cpu.reset_to(0x5000);
-    let limits = Limits {
-        instructions: n,
-        cycles: u64::MAX,
-    };
     let t = Instant::now();
-    let r = m.run(limits, &StopWhen::default(), &mut |_, _| true);
+    let r = m.run_count(n);
     let secs = t.elapsed().as_secs_f64();
     assert_eq!(r.executed, n);
     n as f64 / secs / 1e6

@@ -292,6 +292,17 @@ impl Default for Machine {
 }
 
 impl Machine {
+    /// Runs `instructions` instructions (fewer if the program halts or
+    /// faults) with no stop condition and no cycle limit: the bare core,
+    /// as benchmarks time it.
+    pub fn run_count(&mut self, instructions: u64) -> RunResult {
+        let limits = Limits {
+            instructions,
+            cycles: u64::MAX,
+        };
+        self.run(limits, &StopWhen::default(), &mut |_, _| true)
+    }
+
     /// A machine with a raw image (big-endian 16-bit words, as a `.bin`)
     /// loaded at `at` and the CPU reset there: how benchmarks and tests run
     /// the core natively, without a session.
