@@ -40,7 +40,19 @@ fn minstr(n: u64, d: Duration) -> f64 {
 // ---------------------------------------------------------------- cp1600
 
 const CP1600_STEPS: u64 = 150_000_000;
-const RUNS: usize = 4;
+
+/// Runs of each emulator in the component, each followed by one of the
+/// same core natively; the best of each side is compared. Alternating
+/// puts a slow spell of a shared machine on both sides of the ratio.
+const PAIRS: usize = 4;
+
+/// bench-loop.bin on the cp1600 core in-process: M instructions a second.
+fn cp1600_native(image: &[u8]) -> f64 {
+    let mut m = cp1600::machine::Machine::with_raw_image(image, 0x5000);
+    let t = Instant::now();
+    let r = m.run_count(CP1600_STEPS);
+    minstr(r.executed, t.elapsed())
+}
 
 pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
     let rom = ctx.repo.join("samples/cp1600/bench-loop.bin");
@@ -52,12 +64,10 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
     call_json(&server, "cp1600_create_session", json!({})).await?;
     call_json(&server, "cp1600_load_rom", json!({"rom_path": rom})).await?;
     call_json(&server, "cp1600_step", json!({"count": 1_000_000})).await?; // warm-up
-    // Component and native runs alternate, best of each: on a shared
-    // machine a slow spell then weighs on both sides of the ratio alike.
     let bytes = std::fs::read(&rom)?;
     let (mut best, mut native) = (0.0f64, 0.0f64);
     let mut note = String::new();
-    for _ in 0..RUNS {
+    for _ in 0..PAIRS {
         let (v, t) = timed(call_json(
             &server,
             "cp1600_step",
@@ -72,10 +82,7 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
             note = format!("stopped early: {r}; ");
         }
         best = best.max(minstr(executed, t));
-        let mut m = cp1600::machine::Machine::with_raw_image(&bytes, 0x5000);
-        let t = Instant::now();
-        let r = m.run_count(CP1600_STEPS);
-        native = native.max(minstr(r.executed, t.elapsed()));
+        native = native.max(cp1600_native(&bytes));
     }
     // A frame of the STIC's screen: BACKTAB, MOBs and border drawn and
     // encoded (issue 37), MCP round trip included.
@@ -103,7 +110,7 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
         "Minstr/s",
         Goal::AtLeast(100.0),
         ctx.note(format!(
-            "{note}best of {RUNS} calls of {}M instructions, MCP call included, alternating with native runs",
+            "{note}best of {PAIRS} calls of {}M instructions, MCP call included, alternating with native runs",
             CP1600_STEPS / 1_000_000
         )),
     );
@@ -115,7 +122,7 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
         "Minstr/s",
         Goal::None,
         format!(
-            "best of {RUNS}, alternating with the component's; component / native = {:.2}",
+            "best of {PAIRS}, alternating with the component's; component / native = {:.2}",
             best / native
         ),
     );
@@ -134,9 +141,6 @@ pub async fn cp1600(ctx: &Ctx, table: &mut Table) -> Result<()> {
 }
 
 // ---------------------------------------------------------------- x86
-
-/// Runs of bench.com per tracking mode, in the component and natively.
-const X86_RUNS: usize = 4;
 
 /// bench.com on the same core in-process: M instructions a second.
 fn x86_native(program: &Path, image: &[u8], tracking: bool) -> Result<f64> {
@@ -183,13 +187,11 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             &allow(&dir, "ro"),
         )?)
         .await?;
-    // Component and native runs alternate, best of each: on a shared
-    // machine a slow spell then weighs on both sides of the ratio alike.
     let image = std::fs::read(&program)?;
     let mut measured = Vec::new();
     for tracking in [false, true] {
         let (mut best, mut native, mut count) = (0.0f64, 0.0f64, 0);
-        for _ in 0..X86_RUNS {
+        for _ in 0..PAIRS {
             let loaded = call_json(
                 &server,
                 "x86_load_program",
@@ -261,7 +263,7 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             "Minstr/s",
             goal,
             ctx.note(format!(
-                "best of {X86_RUNS} runs of {count} instructions, MCP call included, alternating with native runs"
+                "best of {PAIRS} runs of {count} instructions, MCP call included, alternating with native runs"
             )),
         );
         table.add(
@@ -274,7 +276,7 @@ pub async fn x86(ctx: &Ctx, table: &mut Table) -> Result<()> {
             "Minstr/s",
             Goal::None,
             format!(
-                "best of {X86_RUNS}, alternating with the component's; component / native = {:.2}",
+                "best of {PAIRS}, alternating with the component's; component / native = {:.2}",
                 best / native
             ),
         );

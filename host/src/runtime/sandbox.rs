@@ -107,16 +107,21 @@ impl Policy {
         }
         // The cache directory only saves work: one removed while the
         // server runs leaves the plugin working without it, not failing.
-        if let Some(cache) = &self.cache
-            && let Some(guest) = cache.to_str()
-        {
-            match b.preopened_dir(cache, guest, FsPerms::ReadWrite) {
-                Ok(_) => {
+        if let Some(cache) = &self.cache {
+            let granted = match cache.to_str() {
+                Some(guest) => b
+                    .preopened_dir(cache, guest, FsPerms::ReadWrite)
+                    .map(|_| guest)
+                    .map_err(|e| e.to_string()),
+                None => Err("its path is not valid UTF-8".to_owned()),
+            };
+            match granted {
+                Ok(guest) => {
                     b.env(CACHE_VAR, guest);
                 }
-                Err(e) => tracing::warn!(
+                Err(why) => tracing::warn!(
                     plugin,
-                    "its cache directory {} cannot be granted ({e}); it runs without one",
+                    "its cache directory {} cannot be granted ({why}); it runs without one",
                     cache.display()
                 ),
             }

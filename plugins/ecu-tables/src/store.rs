@@ -645,6 +645,9 @@ impl Explorer {
     fn claim(&mut self, files: &[PathBuf]) -> Vec<Vec<Listed>> {
         let mut own = vec![Vec::new(); self.families.len()];
         let extensions: Vec<Vec<String>> = self.families.iter().map(|f| f.extensions()).collect();
+        // Taken once, before any read (in the sandbox the clock is a host
+        // call): a file settled then is settled when it is read.
+        let now = std::time::SystemTime::now();
         for path in files {
             let known = self.claimed.get(path).copied();
             let (stamp, head) = match known {
@@ -682,8 +685,7 @@ impl Explorer {
                                 false
                             })
                     });
-                    let settled =
-                        crate::folder_index::settled(&stamp, std::time::SystemTime::now());
+                    let settled = crate::folder_index::settled(&stamp, now);
                     if readable && asked && settled {
                         self.unsure.remove(path);
                     } else {
