@@ -29,7 +29,9 @@ struct Kept {
 
 struct Blob {
     owner: u64,
-    bytes: Arc<[u8]>,
+    /// The lifted list itself: an `Arc<[u8]>` would copy it once more
+    /// (a 1 MiB ROM image crosses on every checksum a family checks).
+    bytes: Arc<Vec<u8>>,
 }
 
 impl BlobStore {
@@ -69,13 +71,13 @@ impl BlobStore {
             handle,
             Blob {
                 owner,
-                bytes: bytes.into(),
+                bytes: Arc::new(bytes),
             },
         );
         Ok(handle)
     }
 
-    fn get(&self, handle: u64) -> Result<Arc<[u8]>, String> {
+    fn get(&self, handle: u64) -> Result<Arc<Vec<u8>>, String> {
         let kept = self.kept.lock().expect("blob store poisoned");
         kept.blobs
             .get(&handle)
@@ -111,7 +113,7 @@ impl BlobStore {
 
     /// Takes blob `handle` out of the store, whoever kept it: the host
     /// receiving bytes a plugin kept for it.
-    pub fn take(&self, handle: u64) -> Result<Arc<[u8]>, String> {
+    pub fn take(&self, handle: u64) -> Result<Arc<Vec<u8>>, String> {
         let mut kept = self.kept.lock().expect("blob store poisoned");
         let blob = kept.blobs.remove(&handle).ok_or_else(|| {
             format!("no blob {handle:#x} is kept: it was released, or its plugin reloaded")
