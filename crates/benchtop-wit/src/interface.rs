@@ -257,8 +257,16 @@ impl PluginInterface {
     /// docs alone, a few KiB from which [`Self::from_outline`] derives the
     /// same interface. Decoding a component walks all of its code, which
     /// is most of the time deriving takes; an outline has none.
+    ///
+    /// The outline leaves out the WASI and `benchtop:host` interfaces the
+    /// component imports unless an export needs their types: nothing is
+    /// derived from them, and decoding them was about 40% of deriving a
+    /// plugin's interface at every start. The interface is derived from
+    /// that same pruned WIT, so a start from the outline sees what this
+    /// one does.
     pub fn with_outline(wasm: &[u8]) -> Result<(Self, Vec<u8>)> {
-        let (resolve, world) = decode_component(wasm)?;
+        let (mut resolve, world) = decode_component(wasm)?;
+        prune_unused_imports(&mut resolve, world);
         let package = resolve.worlds[world]
             .package
             .context("the component's world belongs to no package")?;
@@ -474,6 +482,47 @@ fn world_key_name(resolve: &Resolve, key: &WorldKey) -> String {
         WorldKey::Name(n) => n.clone(),
         WorldKey::Interface(i) => resolve.id_of(*i).unwrap_or_default(),
     }
+}
+
+/// Drops from `world`'s imports the WASI and `benchtop:host` interfaces
+/// that neither its exports nor its other imports need (through `use`):
+/// what a plugin reads, writes and calls on the host says nothing about
+/// its tools. Interfaces from other packages (served by peer plugins,
+/// [`PluginInterface::uses`]) stay.
+fn prune_unused_imports(resolve: &mut Resolve, world: wit_parser::WorldId) {
+    let from_host_or_wasi = |id: wit_parser::InterfaceId| {
+        let package = resolve.interfaces[id].package;
+        is_host_package(resolve, package)
+            || package.is_some_and(|p| resolve.packages[p].name.namespace == "wasi")
+    };
+    let w = &resolve.worlds[world];
+    let exports = w.exports.values().map(|item| (item, true));
+    let imports = w.imports.values().map(|item| (item, false));
+    let mut pending: Vec<_> = exports
+        .chain(imports)
+        .filter_map(|(item, exported)| match item {
+            WorldItem::Interface { id, .. } => (exported || !from_host_or_wasi(*id)).then_some(*id),
+            // A type the world `use`s from an interface needs it.
+            WorldItem::Type { id, .. } => match resolve.types[*id].kind {
+                TypeDefKind::Type(Type::Id(used)) => match resolve.types[used].owner {
+                    TypeOwner::Interface(owner) => Some(owner),
+                    _ => None,
+                },
+                _ => None,
+            },
+            WorldItem::Function(_) => None,
+        })
+        .collect();
+    let mut needed = std::collections::HashSet::new();
+    while let Some(id) = pending.pop() {
+        if needed.insert(id) {
+            pending.extend(resolve.interface_direct_deps(id));
+        }
+    }
+    resolve.worlds[world].imports.retain(|_, item| match item {
+        WorldItem::Interface { id, .. } => needed.contains(id),
+        _ => true,
+    });
 }
 
 fn is_host_package(resolve: &Resolve, pkg: Option<wit_parser::PackageId>) -> bool {
@@ -958,6 +1007,57 @@ mod tests {
         let iface = resolve.packages[pkg].interfaces["i"];
         let func = resolve.interfaces[iface].functions["f"].clone();
         tool_def(&resolve, Some("t:t/i"), &func, &mut Vec::new())
+    }
+
+    /// An outline keeps what the exports need and the peers' interfaces,
+    /// and drops the host's and WASI's interfaces nothing else uses.
+    #[test]
+    fn pruning_keeps_what_exports_use_and_peer_imports() {
+        let wit = r#"
+            package t:t;
+            interface tools {
+                use benchtop:host/types.{thing};
+                f: func(x: thing) -> string;
+            }
+            world plugin {
+                import wasi:io/streams;
+                import benchtop:host/log;
+                import acme:peer/api;
+                export tools;
+            }
+            package wasi:io { interface streams { read: func() -> u8; } }
+            package benchtop:host {
+                interface types { type thing = u32; }
+                interface log { write: func(s: string); }
+            }
+            package acme:peer { interface api { ask: func() -> string; } }
+        "#;
+        let mut resolve = Resolve::default();
+        let pkg = resolve.push_str("t.wit", wit).unwrap();
+        let world = resolve.packages[pkg].worlds["plugin"];
+        let names = |r: &Resolve| {
+            let mut n: Vec<String> = r.worlds[world]
+                .imports
+                .keys()
+                .map(|k| r.name_world_key(k))
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(
+            names(&resolve),
+            [
+                "acme:peer/api",
+                "benchtop:host/log",
+                "benchtop:host/types",
+                "wasi:io/streams"
+            ]
+        );
+        prune_unused_imports(&mut resolve, world);
+        assert_eq!(names(&resolve), ["acme:peer/api", "benchtop:host/types"]);
+        // Still a world that encodes and decodes.
+        let outline = wit_component::encode(&resolve, pkg).unwrap();
+        wit_parser::decoding::decode(&outline).unwrap();
     }
 
     /// Hardening item 9: templates that differ only in variable names are
