@@ -156,6 +156,12 @@ pub enum Event {
     Ret,
 }
 
+/// Whether `op` is one [`Cpu::alu_or_mov`] runs.
+#[inline(always)]
+fn is_alu_or_mov(op: u8) -> bool {
+    op & 0xC4 == 0 || op & 0xF4 == 0x80
+}
+
 /// A decoded r/m operand.
 #[derive(Clone, Copy)]
 enum Rm {
@@ -824,8 +830,80 @@ impl Cpu {
                 if op >= 0xF2 {
                     self.rep = op;
                 }
+            } else if op & 0xF0 == 0x70 {
+                // Jcc, INC/DEC of a register, ALU and MOV: the commonest
+                // instructions run here, not in `exec`. In wasm a call of
+                // `exec` (over 100 KiB of code) saves and restores five
+                // registers and checks the stack and the epoch, which
+                // costs more than most of these instructions do.
+                let c = self.cond(op & 0xF);
+                self.jump_rel8(c);
+                return None;
+            } else if op & 0xF0 == 0x40 {
+                let r = (op & 7) as usize;
+                self.regs[r] = self.inc_dec::<true>(self.regs[r] as u32, op & 8 != 0) as u16;
+                return None;
+            } else if is_alu_or_mov(op) {
+                self.alu_or_mov(op);
+                return None;
             } else {
                 return self.exec(op);
+            }
+        }
+    }
+
+    /// ALU with a register and an r/m operand (00–3B, the forms with a
+    /// ModR/M byte), ALU with an r/m operand and an immediate (80–83), and
+    /// MOV between a register and an r/m operand (88–8B).
+    #[inline(always)]
+    fn alu_or_mov(&mut self, op: u8) {
+        if op & 1 != 0 {
+            self.alu_or_mov_sized::<true>(op)
+        } else {
+            self.alu_or_mov_sized::<false>(op)
+        }
+    }
+
+    /// [`Self::alu_or_mov`] on words (`W`) or bytes.
+    #[inline(always)]
+    fn alu_or_mov_sized<const W: bool>(&mut self, op: u8) {
+        let modrm = self.fetch8();
+        let reg = ((modrm >> 3) & 7) as usize;
+        let rm = self.decode_rm(modrm);
+        // Bit 1 of the opcode: the register is the destination.
+        let to_reg = op & 2 != 0;
+        if op & 0xFC == 0x80 {
+            let alu = reg as u8;
+            let a = self.read_rm::<W>(rm);
+            let b = match op {
+                0x81 => self.fetch16() as u32,
+                0x83 => self.fetch8() as i8 as u16 as u32,
+                _ => self.fetch8() as u32,
+            };
+            let r = self.alu::<W>(alu, a, b);
+            if alu != 7 {
+                self.write_rm::<W>(rm, r);
+            }
+        } else if op & 0xFC == 0x88 {
+            if to_reg {
+                let v = self.read_rm::<W>(rm);
+                self.set_reg::<W>(reg, v);
+            } else {
+                self.write_rm::<W>(rm, self.reg::<W>(reg));
+            }
+        } else {
+            let alu = op >> 3;
+            let (m, r) = (self.read_rm::<W>(rm), self.reg::<W>(reg));
+            if to_reg {
+                let v = self.alu::<W>(alu, r, m);
+                if alu != 7 {
+                    self.set_reg::<W>(reg, v);
+                }
+            } else {
+                let v = self.alu::<W>(alu, m, r);
+                if alu != 7 {
+                    self.write_rm::<W>(rm, v);
+                }
             }
         }
     }
@@ -854,93 +932,50 @@ impl Cpu {
         }
     }
 
+    /// ALU on the accumulator and an immediate (04, 05, 0C, ... 3D).
     #[inline(always)]
-    fn alu_op<const W: bool, const OP: u8, const FORM: u8>(&mut self) {
-        // FORM 0: r/m, reg   1: reg, r/m   2: acc, imm
-        if FORM == 2 {
-            let b = if W {
-                self.fetch16() as u32
-            } else {
-                self.fetch8() as u32
-            };
-            let a = self.reg::<W>(AX);
-            let r = self.alu_k::<W, OP>(a, b);
-            if OP != 7 {
-                self.set_reg::<W>(AX, r);
-            }
-            return;
-        }
-        let modrm = self.fetch8();
-        let reg = ((modrm >> 3) & 7) as usize;
-        let rm = self.decode_rm(modrm);
-        if FORM == 0 {
-            let a = self.read_rm::<W>(rm);
-            let b = self.reg::<W>(reg);
-            let r = self.alu_k::<W, OP>(a, b);
-            if OP != 7 {
-                self.write_rm::<W>(rm, r);
-            }
+    fn alu_acc_imm<const W: bool, const OP: u8>(&mut self) {
+        let b = if W {
+            self.fetch16() as u32
         } else {
-            let a = self.reg::<W>(reg);
-            let b = self.read_rm::<W>(rm);
-            let r = self.alu_k::<W, OP>(a, b);
-            if OP != 7 {
-                self.set_reg::<W>(reg, r);
-            }
+            self.fetch8() as u32
+        };
+        let a = self.reg::<W>(AX);
+        let r = self.alu_k::<W, OP>(a, b);
+        if OP != 7 {
+            self.set_reg::<W>(AX, r);
         }
     }
 
     #[inline]
     fn exec(&mut self, op: u8) -> Option<Exit> {
         match op {
-            0x00 => self.alu_op::<false, 0, 0>(),
-            0x01 => self.alu_op::<true, 0, 0>(),
-            0x02 => self.alu_op::<false, 0, 1>(),
-            0x03 => self.alu_op::<true, 0, 1>(),
-            0x04 => self.alu_op::<false, 0, 2>(),
-            0x05 => self.alu_op::<true, 0, 2>(),
-            0x08 => self.alu_op::<false, 1, 0>(),
-            0x09 => self.alu_op::<true, 1, 0>(),
-            0x0A => self.alu_op::<false, 1, 1>(),
-            0x0B => self.alu_op::<true, 1, 1>(),
-            0x0C => self.alu_op::<false, 1, 2>(),
-            0x0D => self.alu_op::<true, 1, 2>(),
-            0x10 => self.alu_op::<false, 2, 0>(),
-            0x11 => self.alu_op::<true, 2, 0>(),
-            0x12 => self.alu_op::<false, 2, 1>(),
-            0x13 => self.alu_op::<true, 2, 1>(),
-            0x14 => self.alu_op::<false, 2, 2>(),
-            0x15 => self.alu_op::<true, 2, 2>(),
-            0x18 => self.alu_op::<false, 3, 0>(),
-            0x19 => self.alu_op::<true, 3, 0>(),
-            0x1A => self.alu_op::<false, 3, 1>(),
-            0x1B => self.alu_op::<true, 3, 1>(),
-            0x1C => self.alu_op::<false, 3, 2>(),
-            0x1D => self.alu_op::<true, 3, 2>(),
-            0x20 => self.alu_op::<false, 4, 0>(),
-            0x21 => self.alu_op::<true, 4, 0>(),
-            0x22 => self.alu_op::<false, 4, 1>(),
-            0x23 => self.alu_op::<true, 4, 1>(),
-            0x24 => self.alu_op::<false, 4, 2>(),
-            0x25 => self.alu_op::<true, 4, 2>(),
-            0x28 => self.alu_op::<false, 5, 0>(),
-            0x29 => self.alu_op::<true, 5, 0>(),
-            0x2A => self.alu_op::<false, 5, 1>(),
-            0x2B => self.alu_op::<true, 5, 1>(),
-            0x2C => self.alu_op::<false, 5, 2>(),
-            0x2D => self.alu_op::<true, 5, 2>(),
-            0x30 => self.alu_op::<false, 6, 0>(),
-            0x31 => self.alu_op::<true, 6, 0>(),
-            0x32 => self.alu_op::<false, 6, 1>(),
-            0x33 => self.alu_op::<true, 6, 1>(),
-            0x34 => self.alu_op::<false, 6, 2>(),
-            0x35 => self.alu_op::<true, 6, 2>(),
-            0x38 => self.alu_op::<false, 7, 0>(),
-            0x39 => self.alu_op::<true, 7, 0>(),
-            0x3A => self.alu_op::<false, 7, 1>(),
-            0x3B => self.alu_op::<true, 7, 1>(),
-            0x3C => self.alu_op::<false, 7, 2>(),
-            0x3D => self.alu_op::<true, 7, 2>(),
+            0x00..=0x03
+            | 0x08..=0x0B
+            | 0x10..=0x13
+            | 0x18..=0x1B
+            | 0x20..=0x23
+            | 0x28..=0x2B
+            | 0x30..=0x33
+            | 0x38..=0x3B
+            | 0x80..=0x83
+            | 0x88..=0x8B => self.alu_or_mov(op),
+            0x04 => self.alu_acc_imm::<false, 0>(),
+            0x05 => self.alu_acc_imm::<true, 0>(),
+            0x0C => self.alu_acc_imm::<false, 1>(),
+            0x0D => self.alu_acc_imm::<true, 1>(),
+            0x14 => self.alu_acc_imm::<false, 2>(),
+            0x15 => self.alu_acc_imm::<true, 2>(),
+            0x1C => self.alu_acc_imm::<false, 3>(),
+            0x1D => self.alu_acc_imm::<true, 3>(),
+            0x24 => self.alu_acc_imm::<false, 4>(),
+            0x25 => self.alu_acc_imm::<true, 4>(),
+            0x2C => self.alu_acc_imm::<false, 5>(),
+            0x2D => self.alu_acc_imm::<true, 5>(),
+            0x34 => self.alu_acc_imm::<false, 6>(),
+            0x35 => self.alu_acc_imm::<true, 6>(),
+            0x3C => self.alu_acc_imm::<false, 7>(),
+            0x3D => self.alu_acc_imm::<true, 7>(),
             0x06 | 0x0E | 0x16 | 0x1E => {
                 let v = self.sregs[(op >> 3) as usize];
                 self.push(v);
@@ -981,30 +1016,6 @@ impl Cpu {
                 let c = self.cond(op & 0xF);
                 self.jump_rel8(c);
             }
-            0x80..=0x83 => {
-                let modrm = self.fetch8();
-                let alu = (modrm >> 3) & 7;
-                let rm = self.decode_rm(modrm);
-                if op & 1 == 0 {
-                    let a = self.read_rm8(rm) as u32;
-                    let b = self.fetch8() as u32;
-                    let r = self.alu::<false>(alu, a, b);
-                    if alu != 7 {
-                        self.write_rm8(rm, r as u8);
-                    }
-                } else {
-                    let a = self.read_rm16(rm) as u32;
-                    let b = if op == 0x81 {
-                        self.fetch16()
-                    } else {
-                        self.fetch8() as i8 as u16
-                    } as u32;
-                    let r = self.alu::<true>(alu, a, b);
-                    if alu != 7 {
-                        self.write_rm16(rm, r as u16);
-                    }
-                }
-            }
             0x84 | 0x85 => {
                 let modrm = self.fetch8();
                 let reg = ((modrm >> 3) & 7) as usize;
@@ -1031,20 +1042,6 @@ impl Cpu {
                     let b = self.regs[reg];
                     self.write_rm16(rm, b);
                     self.regs[reg] = a;
-                }
-            }
-            0x88..=0x8B => {
-                let modrm = self.fetch8();
-                let reg = ((modrm >> 3) & 7) as usize;
-                let rm = self.decode_rm(modrm);
-                match op {
-                    0x88 => self.write_rm8(rm, self.r8(reg)),
-                    0x89 => self.write_rm16(rm, self.regs[reg]),
-                    0x8A => {
-                        let v = self.read_rm8(rm);
-                        self.set_r8(reg, v)
-                    }
-                    _ => self.regs[reg] = self.read_rm16(rm),
                 }
             }
             0x8C => {
