@@ -830,25 +830,82 @@ impl Cpu {
                 if op >= 0xF2 {
                     self.rep = op;
                 }
-            } else if op & 0xF0 == 0x70 {
-                // Jcc, INC/DEC of a register, ALU and MOV: the commonest
-                // instructions run here, not in `exec`. In wasm a call of
-                // `exec` (over 100 KiB of code) saves and restores five
-                // registers and checks the stack and the epoch, which
-                // costs more than most of these instructions do.
-                let c = self.cond(op & 0xF);
-                self.jump_rel8(c);
-                return None;
-            } else if op & 0xF0 == 0x40 {
-                let r = (op & 7) as usize;
-                self.regs[r] = self.inc_dec::<true>(self.regs[r] as u32, op & 8 != 0) as u16;
-                return None;
-            } else if is_alu_or_mov(op) {
-                self.alu_or_mov(op);
+            } else if self.run_common(op) {
                 return None;
             } else {
                 return self.exec(op);
             }
+        }
+    }
+
+    /// Runs `op` (its prefixes read) when it is one of the commonest
+    /// instructions, and says whether it did: ALU and MOV with a ModR/M
+    /// operand, Jcc, INC/DEC and PUSH/POP of a register, MOV of an
+    /// immediate to a register, shifts and rotates. `exec` runs them the
+    /// same way (it decodes every opcode); running them here spares them
+    /// its call, which in wasm costs more than most of them (a function of
+    /// over 100 KiB saves and restores five registers and checks the stack
+    /// and the epoch). Bit tests, not a `match`: in wasm a `match` becomes
+    /// an indirect jump.
+    #[inline(always)]
+    fn run_common(&mut self, op: u8) -> bool {
+        if is_alu_or_mov(op) {
+            self.alu_or_mov(op);
+        } else if op & 0xF0 == 0x70 {
+            self.jcc(op);
+        } else if op & 0xF0 == 0x40 {
+            self.inc_dec_reg(op);
+        } else if op & 0xF0 == 0x50 {
+            self.push_pop_reg(op);
+        } else if op & 0xF0 == 0xB0 {
+            self.mov_reg_imm(op);
+        } else if op & 0xFC == 0xD0 {
+            self.shift_rm(op);
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Jcc (70–7F).
+    #[inline(always)]
+    fn jcc(&mut self, op: u8) {
+        let c = self.cond(op & 0xF);
+        self.jump_rel8(c);
+    }
+
+    /// INC (40–47) or DEC (48–4F) of a word register.
+    #[inline(always)]
+    fn inc_dec_reg(&mut self, op: u8) {
+        let r = (op & 7) as usize;
+        self.regs[r] = self.inc_dec::<true>(self.regs[r] as u32, op & 8 != 0) as u16;
+    }
+
+    /// PUSH (50–57) or POP (58–5F) of a word register.
+    #[inline(always)]
+    fn push_pop_reg(&mut self, op: u8) {
+        let r = (op & 7) as usize;
+        if op & 8 == 0 {
+            // PUSH SP pushes the decremented value on the 8086/80186.
+            let sp = self.regs[SP].wrapping_sub(2);
+            self.regs[SP] = sp;
+            let v = self.regs[r];
+            self.ww_at(self.base(SS), sp, v);
+        } else {
+            let v = self.pop();
+            self.regs[r] = v;
+        }
+    }
+
+    /// MOV of an immediate to a byte (B0–B7) or word (B8–BF) register.
+    #[inline(always)]
+    fn mov_reg_imm(&mut self, op: u8) {
+        let r = (op & 7) as usize;
+        if op & 8 == 0 {
+            let v = self.fetch8();
+            self.set_r8(r, v);
+        } else {
+            self.regs[r] = self.fetch16();
         }
     }
 
@@ -932,6 +989,21 @@ impl Cpu {
         }
     }
 
+    /// Group 2 by 1 (D0, D1) or by CL (D2, D3).
+    #[inline(always)]
+    fn shift_rm(&mut self, op: u8) {
+        let modrm = self.fetch8();
+        let rm = self.decode_rm(modrm);
+        let count = if op & 2 == 0 {
+            1
+        } else if self.model == Model::I80186 {
+            self.regs[CX] as u8 & 0x1F
+        } else {
+            self.regs[CX] as u8
+        };
+        self.group2(op & 1 != 0, modrm, rm, count);
+    }
+
     /// ALU on the accumulator and an immediate (04, 05, 0C, ... 3D).
     #[inline(always)]
     fn alu_acc_imm<const W: bool, const OP: u8>(&mut self) {
@@ -991,31 +1063,10 @@ impl Cpu {
             0x0F => return self.fault(6),
             0x27 | 0x2F => self.daa_das(op == 0x2F),
             0x37 | 0x3F => self.aaa_aas(op == 0x3F),
-            0x40..=0x47 => {
-                let r = (op & 7) as usize;
-                self.regs[r] = self.inc_dec::<true>(self.regs[r] as u32, false) as u16;
-            }
-            0x48..=0x4F => {
-                let r = (op & 7) as usize;
-                self.regs[r] = self.inc_dec::<true>(self.regs[r] as u32, true) as u16;
-            }
-            0x50..=0x57 => {
-                // PUSH SP pushes the decremented value on the 8086/80186.
-                let r = (op & 7) as usize;
-                let sp = self.regs[SP].wrapping_sub(2);
-                self.regs[SP] = sp;
-                let v = self.regs[r];
-                self.ww_at(self.base(SS), sp, v);
-            }
-            0x58..=0x5F => {
-                let v = self.pop();
-                self.regs[(op & 7) as usize] = v;
-            }
+            0x40..=0x4F => self.inc_dec_reg(op),
+            0x50..=0x5F => self.push_pop_reg(op),
             0x60..=0x6F | 0xC0 | 0xC1 | 0xC8 | 0xC9 => return self.exec_186(op),
-            0x70..=0x7F => {
-                let c = self.cond(op & 0xF);
-                self.jump_rel8(c);
-            }
+            0x70..=0x7F => self.jcc(op),
             0x84 | 0x85 => {
                 let modrm = self.fetch8();
                 let reg = ((modrm >> 3) & 7) as usize;
@@ -1132,11 +1183,7 @@ impl Cpu {
                 let a = self.regs[AX] as u32;
                 self.alu::<true>(4, a, b);
             }
-            0xB0..=0xB7 => {
-                let v = self.fetch8();
-                self.set_r8((op & 7) as usize, v);
-            }
-            0xB8..=0xBF => self.regs[(op & 7) as usize] = self.fetch16(),
+            0xB0..=0xBF => self.mov_reg_imm(op),
             0xC2 => {
                 let n = self.fetch16();
                 self.ip = self.pop();
@@ -1204,18 +1251,7 @@ impl Cpu {
                 self.load_flags(f);
                 self.last_event = Event::Iret;
             }
-            0xD0..=0xD3 => {
-                let modrm = self.fetch8();
-                let rm = self.decode_rm(modrm);
-                let count = if op & 2 == 0 {
-                    1
-                } else if self.model == Model::I80186 {
-                    self.regs[CX] as u8 & 0x1F
-                } else {
-                    self.regs[CX] as u8
-                };
-                self.group2(op & 1 != 0, modrm, rm, count);
-            }
+            0xD0..=0xD3 => self.shift_rm(op),
             0xD4 => {
                 let base = self.fetch8();
                 if base == 0 {
