@@ -434,32 +434,31 @@ impl Cpu {
         if md == 3 {
             return Rm::Reg(rm);
         }
-        let r = &self.regs;
-        let (mut off, def) = match rm {
-            0 => (r[BX].wrapping_add(r[SI]), DS),
-            1 => (r[BX].wrapping_add(r[DI]), DS),
-            2 => (r[BP].wrapping_add(r[SI]), SS),
-            3 => (r[BP].wrapping_add(r[DI]), SS),
-            4 => (r[SI], DS),
-            5 => (r[DI], DS),
-            6 => (r[BP], SS),
-            _ => (r[BX], DS),
-        };
-        let def = match md {
-            0 if rm == 6 => {
-                off = self.fetch16();
-                DS
-            }
-            0 => def,
-            1 => {
-                off = off.wrapping_add(self.fetch8() as i8 as u16);
-                def
-            }
-            _ => {
-                off = off.wrapping_add(self.fetch16());
-                def
-            }
-        };
+        // Base, index (its mask 0 when there is none) and default
+        // segment of each r/m: looked up, not matched, since in wasm a
+        // `match` on it is an indirect jump per memory operand.
+        const FORMS: [(usize, usize, u16, usize); 8] = [
+            (BX, SI, 0xFFFF, DS),
+            (BX, DI, 0xFFFF, DS),
+            (BP, SI, 0xFFFF, SS),
+            (BP, DI, 0xFFFF, SS),
+            (SI, SI, 0, DS),
+            (DI, DI, 0, DS),
+            (BP, BP, 0, SS),
+            (BX, BX, 0, DS),
+        ];
+        let (base, index, mask, def) = FORMS[rm];
+        let mut off = self.regs[base].wrapping_add(self.regs[index] & mask);
+        let mut def = def;
+        if md == 1 {
+            off = off.wrapping_add(self.fetch8() as i8 as u16);
+        } else if md == 2 {
+            off = off.wrapping_add(self.fetch16());
+        } else if rm == 6 {
+            // mod 00, r/m 110: a direct address, in DS.
+            off = self.fetch16();
+            def = DS;
+        }
         Rm::Mem(self.seg_or(def), off)
     }
 
