@@ -398,12 +398,7 @@ impl PluginInterface {
             .iter()
             .filter_map(|(key, item)| match item {
                 WorldItem::Interface { id, .. } => {
-                    let iface = &resolve.interfaces[*id];
-                    let from_host = is_host_package(&resolve, iface.package);
-                    let from_wasi = iface
-                        .package
-                        .is_some_and(|p| resolve.packages[p].name.namespace == "wasi");
-                    (!from_host && !from_wasi).then(|| world_key_name(&resolve, key))
+                    (!is_host_or_wasi(&resolve, *id)).then(|| world_key_name(&resolve, key))
                 }
                 _ => None,
             })
@@ -490,29 +485,24 @@ fn world_key_name(resolve: &Resolve, key: &WorldKey) -> String {
 /// its tools. Interfaces from other packages (served by peer plugins,
 /// [`PluginInterface::uses`]) stay.
 fn prune_unused_imports(resolve: &mut Resolve, world: wit_parser::WorldId) {
-    let from_host_or_wasi = |id: wit_parser::InterfaceId| {
-        let package = resolve.interfaces[id].package;
-        is_host_package(resolve, package)
-            || package.is_some_and(|p| resolve.packages[p].name.namespace == "wasi")
-    };
     let w = &resolve.worlds[world];
-    let exports = w.exports.values().map(|item| (item, true));
-    let imports = w.imports.values().map(|item| (item, false));
-    let mut pending: Vec<_> = exports
-        .chain(imports)
-        .filter_map(|(item, exported)| match item {
-            WorldItem::Interface { id, .. } => (exported || !from_host_or_wasi(*id)).then_some(*id),
-            // A type the world `use`s from an interface needs it.
-            WorldItem::Type { id, .. } => match resolve.types[*id].kind {
-                TypeDefKind::Type(Type::Id(used)) => match resolve.types[used].owner {
-                    TypeOwner::Interface(owner) => Some(owner),
-                    _ => None,
-                },
+    let exported = w.exports.values().filter_map(|item| match item {
+        WorldItem::Interface { id, .. } => Some(*id),
+        _ => None,
+    });
+    let imported = w.imports.values().filter_map(|item| match item {
+        WorldItem::Interface { id, .. } => (!is_host_or_wasi(resolve, *id)).then_some(*id),
+        // A type the world `use`s from an interface needs it.
+        WorldItem::Type { id, .. } => match resolve.types[*id].kind {
+            TypeDefKind::Type(Type::Id(used)) => match resolve.types[used].owner {
+                TypeOwner::Interface(owner) => Some(owner),
                 _ => None,
             },
-            WorldItem::Function(_) => None,
-        })
-        .collect();
+            _ => None,
+        },
+        WorldItem::Function(_) => None,
+    });
+    let mut pending: Vec<_> = exported.chain(imported).collect();
     let mut needed = std::collections::HashSet::new();
     while let Some(id) = pending.pop() {
         if needed.insert(id) {
@@ -523,6 +513,14 @@ fn prune_unused_imports(resolve: &mut Resolve, world: wit_parser::WorldId) {
         WorldItem::Interface { id, .. } => needed.contains(id),
         _ => true,
     });
+}
+
+/// Whether interface `id` is the host's (`benchtop:host`) or WASI's, not
+/// a peer plugin's.
+fn is_host_or_wasi(resolve: &Resolve, id: wit_parser::InterfaceId) -> bool {
+    let package = resolve.interfaces[id].package;
+    is_host_package(resolve, package)
+        || package.is_some_and(|p| resolve.packages[p].name.namespace == "wasi")
 }
 
 fn is_host_package(resolve: &Resolve, pkg: Option<wit_parser::PackageId>) -> bool {

@@ -447,9 +447,8 @@ impl Cpu {
             (BP, BP, 0, SS),
             (BX, BX, 0, DS),
         ];
-        let (base, index, mask, def) = FORMS[rm];
+        let (base, index, mask, mut def) = FORMS[rm];
         let mut off = self.regs[base].wrapping_add(self.regs[index] & mask);
-        let mut def = def;
         if md == 1 {
             off = off.wrapping_add(self.fetch8() as i8 as u16);
         } else if md == 2 {
