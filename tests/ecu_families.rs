@@ -365,6 +365,22 @@ async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
     let info = rom_info_until(&s, &rom, |i| i.contains("checksum_valid: false")).await;
     // Named by its plan; definition_format names the family.
     assert!(info.contains("checksum_algorithm: sum8\n"), "{info}");
+    // A family whose fix leaves the checksum wrong is not believed: the
+    // patch is refused and the file is left as it was.
+    std::fs::write(&defs, "stuck-checksum\n").unwrap();
+    rom_info_until(&s, &rom, |i| i.contains("checksum_algorithm: sum8-stuck")).await;
+    let refused = text(
+        &s.err(
+            "patch_table",
+            json!({"rom": rom, "table": "First byte", "op": "set", "value": 9}),
+        )
+        .await,
+    );
+    assert!(
+        refused.contains("sum8-stuck checksum did not validate after fixing"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read(&rom).unwrap(), broken);
 
     // A definition that includes another (as ECUFlash files include their
     // base) is resolved from both files, and says so when its base goes.

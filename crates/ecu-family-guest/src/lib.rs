@@ -18,7 +18,7 @@ use bindings::exports::benchtop::ecu_family::family as wit;
 use bindings::exports::benchtop::host::provider;
 use ecu_model::definition::{Axis, AxisSource, Table};
 use ecu_model::family::{
-    Candidate, Checksum, Edit, Format, Identified, ImageId, Resolved, Source, Verdict,
+    Candidate, Checksum, Edit, Fixed, Format, Identified, ImageId, Resolved, Source, Verdict,
 };
 use ecu_model::scaling::{Endian, Kind, Scaling, Storage};
 use std::marker::PhantomData;
@@ -92,26 +92,33 @@ impl<F: Format + Default + 'static> wit::Guest for Exported<F> {
     }
 
     fn verify(plan: String, image: wit::Blob) -> Result<wit::Verdict, String> {
-        Ok(match F::default().verify(&plan, &bytes(image)?)? {
-            Verdict::Valid => wit::Verdict::Valid,
-            Verdict::Disabled(why) => wit::Verdict::Disabled(why),
-            Verdict::Invalid(why) => wit::Verdict::Invalid(why),
-            Verdict::Unknown(why) => wit::Verdict::Unknown(why),
-        })
+        Ok(verdict(F::default().verify(&plan, &bytes(image)?)?))
     }
 
-    fn fix(plan: String, image: wit::Blob) -> Result<Vec<wit::Edit>, String> {
-        Ok(F::default()
-            .fix(&plan, &bytes(image)?)?
-            .into_iter()
-            .map(|Edit { offset, bytes }| wit::Edit { offset, bytes })
-            .collect())
+    fn fix(plan: String, image: wit::Blob) -> Result<wit::Fixed, String> {
+        let Fixed { edits, after } = F::default().fix_checked(&plan, &mut bytes(image)?)?;
+        Ok(wit::Fixed {
+            edits: edits
+                .into_iter()
+                .map(|Edit { offset, bytes }| wit::Edit { offset, bytes })
+                .collect(),
+            after: verdict(after),
+        })
     }
 }
 
 impl<F: Format + Default + 'static> provider::Guest for Exported<F> {
     fn describe() -> String {
         F::default().describe()
+    }
+}
+
+fn verdict(v: Verdict) -> wit::Verdict {
+    match v {
+        Verdict::Valid => wit::Verdict::Valid,
+        Verdict::Disabled(why) => wit::Verdict::Disabled(why),
+        Verdict::Invalid(why) => wit::Verdict::Invalid(why),
+        Verdict::Unknown(why) => wit::Verdict::Unknown(why),
     }
 }
 

@@ -27,6 +27,14 @@ pub trait Checksum: Send + Sync + std::fmt::Debug {
 
     /// Rewrites the image's checksum so that it validates.
     fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String>;
+
+    /// [`fix`](Self::fix), then [`validate`](Self::validate) of the fixed
+    /// image: Err when the fix failed, else what validating said. One
+    /// question, which a family served as a component answers in one call.
+    fn fix_checked(&self, rom: &mut Vec<u8>) -> Result<Result<bool, String>, String> {
+        self.fix(rom)?;
+        Ok(self.validate(rom))
+    }
 }
 
 impl Checksum for Module {

@@ -150,6 +150,39 @@ pub struct Edit {
     pub bytes: Vec<u8>,
 }
 
+/// What [`Format::fix_checked`] did to an image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fixed {
+    /// The bytes it wrote, as [`Format::fix`] gave them.
+    pub edits: Vec<Edit>,
+    /// [`Format::verify`]'s verdict on the image with them written.
+    pub after: Verdict,
+}
+
+/// Writes checksum `edits` into `image`; none is written unless all fit.
+pub fn apply_edits(image: &mut [u8], edits: &[Edit]) -> Result<(), String> {
+    let span = |e: &Edit| {
+        let start = usize::try_from(e.offset).ok()?;
+        Some(start..start.checked_add(e.bytes.len())?)
+    };
+    if let Some(bad) = edits
+        .iter()
+        .find(|e| span(e).is_none_or(|r| r.end > image.len()))
+    {
+        return Err(format!(
+            "checksum fix writes {} bytes at 0x{:X}, past the end of the {}-byte image",
+            bad.bytes.len(),
+            bad.offset,
+            image.len()
+        ));
+    }
+    for e in edits {
+        let range = span(e).expect("checked above");
+        image[range].copy_from_slice(&e.bytes);
+    }
+    Ok(())
+}
+
 /// One definition format. Every answer is a function of the bytes given:
 /// a family reads no files and keeps no state a caller relies on.
 pub trait Format: Send + Sync {
@@ -200,6 +233,18 @@ pub trait Format: Send + Sync {
             edit.offset += span.start as u64;
         }
         Ok(edits)
+    }
+
+    /// [`Format::fix`], its edits written into `image`, then
+    /// [`Format::verify`] of the result: what a patch asks, as one
+    /// question, so that a family served as a component is passed the
+    /// image once (each crossing of a 1 MiB image costs a patch about
+    /// 0.4 ms). Nothing is written when `fix` fails or an edit does not fit.
+    fn fix_checked(&self, plan: &str, image: &mut [u8]) -> Result<Fixed, String> {
+        let edits = self.fix(plan, image)?;
+        apply_edits(image, &edits)?;
+        let after = self.verify(plan, image)?;
+        Ok(Fixed { edits, after })
     }
 
     /// One line on what the family reads, for `benchtop plugins`.
@@ -381,6 +426,25 @@ mod tests {
         }
         assert_eq!(Plain.verify("mitsucan", &image), Ok(Verdict::Valid));
         assert!(Plain.fix("sum8", &image).unwrap_err().contains("sum8"));
+        // Fixed and checked at once: the edits written, the verdict after.
+        image[0x80] ^= 0xFF;
+        let fixed = Plain.fix_checked("mitsucan", &mut image).unwrap();
+        assert_eq!((fixed.edits.len(), fixed.after), (1, Verdict::Valid));
+        assert_eq!(Plain.verify("mitsucan", &image), Ok(Verdict::Valid));
+        let mut short = vec![0u8; 8];
+        let bad = [Edit {
+            offset: 6,
+            bytes: vec![1, 2, 3],
+        }];
+        assert!(
+            apply_edits(&mut short, &bad)
+                .unwrap_err()
+                .contains("past the end of the 8-byte image")
+        );
+        assert_eq!(
+            short, [0; 8],
+            "nothing is written when an edit does not fit"
+        );
         assert_eq!(Plain.describe(), "ECU definition family: Plain definitions");
     }
 }

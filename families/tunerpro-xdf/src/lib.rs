@@ -27,7 +27,7 @@ pub mod xdf;
 
 use bindings::benchtop::host::blobs;
 use bindings::exports::benchtop::ecu_family::family::{
-    Blob, Definition, Edit, Guest, Identified, Source, Verdict,
+    Blob, Definition, Fixed, Guest, Identified, Source, Verdict,
 };
 
 /// The component: a unit struct, because the family keeps no state (every
@@ -81,7 +81,7 @@ impl Guest for Xdf {
         Err(NO_PLAN.into())
     }
 
-    fn fix(_plan: String, _image: Blob) -> Result<Vec<Edit>, String> {
+    fn fix(_plan: String, _image: Blob) -> Result<Fixed, String> {
         Err(NO_PLAN.into())
     }
 }

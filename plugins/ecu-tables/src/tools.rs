@@ -1136,14 +1136,16 @@ fn prepare(
         Some(module) => {
             // A module that cannot handle this image must not write a
             // ROM with a knowingly wrong checksum.
-            module.fix(&mut image).map_err(|e| Error::Write {
-                path: opened.path.clone(),
-                message: format!("{e}, so its checksum could not be fixed"),
-            })?;
-            let fixed = module.validate(&image).map_err(|e| Error::Write {
-                path: opened.path.clone(),
-                message: format!("{e}, so its checksum could not be checked after fixing"),
-            })?;
+            let fixed = module
+                .fix_checked(&mut image)
+                .map_err(|e| Error::Write {
+                    path: opened.path.clone(),
+                    message: format!("{e}, so its checksum could not be fixed"),
+                })?
+                .map_err(|e| Error::Write {
+                    path: opened.path.clone(),
+                    message: format!("{e}, so its checksum could not be checked after fixing"),
+                })?;
             if !fixed {
                 return Err(Error::Write {
                     path: opened.path.clone(),

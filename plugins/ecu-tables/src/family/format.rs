@@ -598,6 +598,35 @@ impl Checksum for FormatChecksum {
 
     fn validate(&self, rom: &[u8]) -> Result<bool, String> {
         let verdict = self.format.verify(&self.plan, rom)?;
+        self.judge(verdict)
+    }
+
+    fn disabled_note(&self, _rom: &[u8]) -> Option<String> {
+        self.disabled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String> {
+        self.fix_checked(rom).map(drop)
+    }
+
+    /// One question to the family: its edits are written into `rom` (all
+    /// or none) and its verdict on the result judged.
+    fn fix_checked(&self, rom: &mut Vec<u8>) -> Result<Result<bool, String>, String> {
+        let fixed = self
+            .format
+            .fix_checked(&self.plan, rom)
+            .map_err(|e| format!("the {} family: {e}", self.family))?;
+        Ok(self.judge(fixed.after))
+    }
+}
+
+impl FormatChecksum {
+    /// What a verdict says of the image, remembering why its checksum is
+    /// switched off, if it is.
+    fn judge(&self, verdict: model::Verdict) -> Result<bool, String> {
         let disabled = match &verdict {
             model::Verdict::Disabled(why) => Some(why.clone()),
             _ => None,
@@ -609,43 +638,6 @@ impl Checksum for FormatChecksum {
             model::Verdict::Unknown(why) => Err(why),
         }
     }
-
-    fn disabled_note(&self, _rom: &[u8]) -> Option<String> {
-        self.disabled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    fn fix(&self, rom: &mut Vec<u8>) -> Result<(), String> {
-        let edits = self.format.fix(&self.plan, rom)?;
-        apply(rom, &edits, &self.family)
-    }
-}
-
-/// Writes a format's checksum edits into `rom`; none is written unless
-/// all fit.
-fn apply(rom: &mut [u8], edits: &[model::Edit], family: &str) -> Result<(), String> {
-    let span = |e: &model::Edit| {
-        let start = usize::try_from(e.offset).ok()?;
-        Some(start..start.checked_add(e.bytes.len())?)
-    };
-    if let Some(bad) = edits
-        .iter()
-        .find(|e| span(e).is_none_or(|r| r.end > rom.len()))
-    {
-        return Err(format!(
-            "the {family} family's checksum fix writes {} bytes at 0x{:X}, past the end of the {}-byte image",
-            bad.bytes.len(),
-            bad.offset,
-            rom.len()
-        ));
-    }
-    for e in edits {
-        let range = span(e).expect("checked above");
-        rom[range].copy_from_slice(&e.bytes);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -768,20 +760,5 @@ mod tests {
             "{:?}",
             chain.notes
         );
-    }
-
-    #[test]
-    fn checksum_edits_are_written_only_when_all_fit() {
-        let mut rom = vec![0u8; 8];
-        let edit = |offset, bytes: &[u8]| model::Edit {
-            offset,
-            bytes: bytes.to_vec(),
-        };
-        apply(&mut rom, &[edit(6, &[1, 2])], "Test").unwrap();
-        assert_eq!(rom, [0, 0, 0, 0, 0, 0, 1, 2]);
-        let err = apply(&mut rom, &[edit(0, &[9]), edit(7, &[3, 4])], "Test").unwrap_err();
-        assert!(err.contains("past the end of the 8-byte image"), "{err}");
-        assert_eq!(rom[0], 0, "nothing is written when one edit does not fit");
-        assert!(apply(&mut rom, &[edit(u64::MAX, &[1])], "Test").is_err());
     }
 }

@@ -20,7 +20,8 @@ use crate::expr::Expr;
 use crate::printf::Format as Printf;
 use crate::scaling::{Endian, Kind, Scaling, Storage};
 use ecu_model::family::{
-    Candidate, Checksum, Edit, Format, Identified, ImageId, Resolved, Source, Verdict,
+    Candidate, Checksum, Edit, Fixed, Format, Identified, ImageId, Resolved, Source, Verdict,
+    apply_edits,
 };
 use std::sync::Arc;
 
@@ -156,24 +157,46 @@ impl Format for PeerFormat {
     fn verify(&self, plan: &str, image: &[u8]) -> Result<Verdict, String> {
         route(&self.plugin)?;
         let image = Kept::new(image)?;
-        Ok(match wit::verify(plan, image.0)? {
-            wit::Verdict::Valid => Verdict::Valid,
-            wit::Verdict::Disabled(why) => Verdict::Disabled(why),
-            wit::Verdict::Invalid(why) => Verdict::Invalid(why),
-            wit::Verdict::Unknown(why) => Verdict::Unknown(why),
-        })
+        Ok(verdict(wit::verify(plan, image.0)?))
     }
 
     fn fix(&self, plan: &str, image: &[u8]) -> Result<Vec<Edit>, String> {
+        Ok(self.fixed(plan, image)?.edits)
+    }
+
+    /// One call: the family fixes and verifies in the same pass.
+    fn fix_checked(&self, plan: &str, image: &mut [u8]) -> Result<Fixed, String> {
+        let fixed = self.fixed(plan, image)?;
+        apply_edits(image, &fixed.edits)?;
+        Ok(fixed)
+    }
+}
+
+impl PeerFormat {
+    /// The family's `fix` of `image`, as ecu-model's types.
+    fn fixed(&self, plan: &str, image: &[u8]) -> Result<Fixed, String> {
         route(&self.plugin)?;
         let image = Kept::new(image)?;
-        Ok(wit::fix(plan, image.0)?
-            .into_iter()
-            .map(|e| Edit {
-                offset: e.offset,
-                bytes: e.bytes,
-            })
-            .collect())
+        let wit::Fixed { edits, after } = wit::fix(plan, image.0)?;
+        Ok(Fixed {
+            edits: edits
+                .into_iter()
+                .map(|e| Edit {
+                    offset: e.offset,
+                    bytes: e.bytes,
+                })
+                .collect(),
+            after: verdict(after),
+        })
+    }
+}
+
+fn verdict(v: wit::Verdict) -> Verdict {
+    match v {
+        wit::Verdict::Valid => Verdict::Valid,
+        wit::Verdict::Disabled(why) => Verdict::Disabled(why),
+        wit::Verdict::Invalid(why) => Verdict::Invalid(why),
+        wit::Verdict::Unknown(why) => Verdict::Unknown(why),
     }
 }
 

@@ -5,8 +5,8 @@ wit_bindgen::generate!({ path: "wit", world: "family", generate_all });
 
 use benchtop::host::blobs;
 use exports::benchtop::ecu_family::family::{
-    Blob, Candidate, Checksum, Definition, Edit, Guest, Identified, ImageId, Scaling, Source,
-    Storage, Table, Verdict,
+    Blob, Candidate, Checksum, Definition, Edit, Fixed, Guest, Identified, ImageId, Scaling,
+    Source, Storage, Table, Verdict,
 };
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -92,6 +92,14 @@ impl Guest for Faulty {
                 unreadable: Vec::new(),
                 checksum: Checksum::Plan("sum8".into()),
             }),
+            // A fault: the same checksum, but `fix` leaves it wrong.
+            "stuck-checksum" => Ok(Definition {
+                fields: Vec::new(),
+                chain: Vec::new(),
+                tables: vec![table("First byte", 0, "x")],
+                unreadable: Vec::new(),
+                checksum: Checksum::Plan(STUCK.into()),
+            }),
             _ => Ok(Definition {
                 fields: Vec::new(),
                 chain: Vec::new(),
@@ -105,24 +113,33 @@ impl Guest for Faulty {
     fn verify(plan: String, image: Blob) -> Result<Verdict, String> {
         let image = bytes(image)?;
         let (body, last) = split(&plan, &image)?;
-        Ok(if sum(body) == last {
-            Verdict::Valid
-        } else {
-            Verdict::Invalid(format!("the last byte is {last}, the sum {}", sum(body)))
-        })
+        Ok(verify(sum(body), last))
     }
 
-    fn fix(plan: String, image: Blob) -> Result<Vec<Edit>, String> {
+    fn fix(plan: String, image: Blob) -> Result<Fixed, String> {
         let image = bytes(image)?;
         let (body, last) = split(&plan, &image)?;
         let total = sum(body);
-        Ok(if total == last {
+        if plan == STUCK {
+            // No edit, and (honestly) the verdict on the image as it is.
+            let after = verify(total, last);
+            return Ok(Fixed {
+                edits: Vec::new(),
+                after,
+            });
+        }
+        // Written, the last byte is the sum: the image is then valid.
+        let edits = if total == last {
             Vec::new()
         } else {
             vec![Edit {
                 offset: body.len() as u64,
                 bytes: vec![total],
             }]
+        };
+        Ok(Fixed {
+            edits,
+            after: Verdict::Valid,
         })
     }
 }
@@ -154,8 +171,19 @@ fn table(name: &str, address: u64, to: &str) -> Table {
     }
 }
 
+/// A sum8 plan whose fix writes nothing.
+const STUCK: &str = "sum8-stuck";
+
+fn verify(total: u8, last: u8) -> Verdict {
+    if total == last {
+        Verdict::Valid
+    } else {
+        Verdict::Invalid(format!("the last byte is {last}, the sum {total}"))
+    }
+}
+
 fn split<'a>(plan: &str, image: &'a [u8]) -> Result<(&'a [u8], u8), String> {
-    if plan != "sum8" {
+    if plan != "sum8" && plan != STUCK {
         return Err(format!("unknown plan `{plan}`"));
     }
     match image.split_last() {
