@@ -1074,7 +1074,9 @@ fn patch_checked(
     {
         return Err(Error::ChangedSinceConfirmed);
     }
-    let written = !plugin_kit::bytes::same(&image, &opened.bytes);
+    // A cell whose stored bytes changed settles it without comparing the
+    // whole image again (a checksum fix alone may still change it).
+    let written = !effect.changed.is_empty() || !plugin_kit::bytes::same(&image, &opened.bytes);
     let after = decode_table(&table, &image)?;
     // Back into the file's own shape (.srf chunks, H8 base) before saving.
     let base = opened.layout.base;

@@ -160,8 +160,8 @@ impl Format for PeerFormat {
         Ok(verdict(wit::verify(plan, image.0)?))
     }
 
-    fn fix(&self, plan: &str, image: &[u8]) -> Result<Vec<Edit>, String> {
-        Ok(self.fixed(plan, image)?.edits)
+    fn fix(&self, plan: &str, image: &mut [u8]) -> Result<Vec<Edit>, String> {
+        Ok(self.fix_checked(plan, image)?.edits)
     }
 
     /// One call: the family fixes and verifies in the same pass.
