@@ -142,7 +142,7 @@ impl Format {
             }
         } else {
             match s.conv {
-                Conv::Fixed => format!("{:.*}", s.precision.unwrap_or(6), value),
+                Conv::Fixed => fixed(value, s.precision.unwrap_or(6)),
                 Conv::Int => format!("{}", value.round() as i64),
                 Conv::HexLower | Conv::HexUpper => {
                     let v = value.round() as i64;
@@ -173,12 +173,73 @@ impl Format {
     }
 }
 
+/// `value` with `precision` decimals: the text of `format!("{:.*}",
+/// precision, value)`, which it falls back to where it cannot be sure.
+///
+/// The standard formatter works the digits out with big numbers whenever
+/// its fast path cannot round exactly, as for most values a scaling gives
+/// (`12.35` is not a binary fraction): rendering a table of them was most
+/// of a patch_table's formatting time. A finite double is `m·2^-k`
+/// exactly, so its digits are `m·10^p / 2^k`, computed exactly in 128
+/// bits for every value and precision a table shows; exact halves, where
+/// the formatter's tie rule decides, go to it.
+pub fn fixed(value: f64, precision: usize) -> String {
+    exact_fixed(value, precision).unwrap_or_else(|| format!("{value:.precision$}"))
+}
+
+fn exact_fixed(value: f64, precision: usize) -> Option<String> {
+    /// 10^17 < 2^57 and m < 2^53: the product fits in 128 bits.
+    const MAX_PRECISION: usize = 17;
+    if !value.is_finite() || precision > MAX_PRECISION {
+        return None;
+    }
+    let bits = value.to_bits();
+    let biased = ((bits >> 52) & 0x7FF) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, exponent) = match biased {
+        0 => (fraction, -1074),
+        _ => (fraction | 1 << 52, biased - 1075),
+    };
+    // value = mantissa · 2^exponent; whole numbers past 2^53 and values
+    // too small for a 128-bit shift are left to the formatter.
+    if exponent > 0 || exponent < -127 {
+        return None;
+    }
+    let shift = exponent.unsigned_abs();
+    let scaled = u128::from(mantissa) * 10u128.pow(precision as u32);
+    let (mut digits, rest) = if shift == 0 {
+        (scaled, 0)
+    } else {
+        (scaled >> shift, scaled & ((1u128 << shift) - 1))
+    };
+    if shift > 0 {
+        let half = 1u128 << (shift - 1);
+        if rest == half {
+            return None;
+        }
+        if rest > half {
+            digits += 1;
+        }
+    }
+    let mut text = digits.to_string();
+    if text.len() <= precision {
+        text.insert_str(0, &"0".repeat(precision + 1 - text.len()));
+    }
+    if precision > 0 {
+        text.insert(text.len() - precision, '.');
+    }
+    if value.is_sign_negative() {
+        text.insert(0, '-');
+    }
+    Some(text)
+}
+
 fn general(value: f64, precision: Option<usize>) -> String {
     match precision {
         // Shortest text that reads back as the same double, without noise
         // such as `0.30000000000000004` for sums of tenths.
         None => {
-            let rounded = format!("{:.10}", value);
+            let rounded = fixed(value, 10);
             let trimmed = rounded.trim_end_matches('0').trim_end_matches('.');
             if trimmed == "-0" {
                 "0".into()
@@ -198,14 +259,11 @@ fn general(value: f64, precision: Option<usize>) -> String {
                 text
             } else {
                 let decimals = (p as i32 - 1 - exp).max(0) as usize;
-                let fixed = format!("{:.*}", decimals, value);
-                if fixed.contains('.') {
-                    fixed
-                        .trim_end_matches('0')
-                        .trim_end_matches('.')
-                        .to_string()
+                let text = fixed(value, decimals);
+                if text.contains('.') {
+                    text.trim_end_matches('0').trim_end_matches('.').to_string()
                 } else {
-                    fixed
+                    text
                 }
             }
         }
@@ -237,6 +295,55 @@ mod tests {
 
     fn f(fmt: &str, v: f64) -> String {
         Format::parse(fmt).apply(v)
+    }
+
+    #[test]
+    fn fixed_is_the_standard_formatters_text() {
+        let check = |v: f64, p: usize| assert_eq!(fixed(v, p), format!("{v:.p$}"), "{v:e} .{p}");
+        let edges = [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            0.125,
+            0.105,
+            -0.04,
+            12.35,
+            999.99999,
+            f64::MIN_POSITIVE,
+            5e-324,
+            1e-300,
+            1e15,
+            9007199254740993.0,
+            1e300,
+        ];
+        for v in edges {
+            for p in 0..=20 {
+                check(v, p);
+            }
+        }
+        // Scaled table values (raw · factor + offset), and random doubles
+        // over many magnitudes.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for raw in 0..4096u32 {
+            for (factor, offset) in [(0.35, -64.0), (0.01, 0.0), (1.0 / 12.8, 0.0), (0.1, -40.0)] {
+                check(f64::from(raw) * factor + offset, 1 + raw as usize % 4);
+            }
+        }
+        for _ in 0..200_000 {
+            let mantissa = (next() >> 11) as f64 / (1u64 << 53) as f64;
+            let magnitude = 10f64.powi((next() % 24) as i32 - 12);
+            let sign = if next() % 2 == 0 { 1.0 } else { -1.0 };
+            check(sign * mantissa * magnitude, (next() % 13) as usize);
+        }
     }
 
     #[test]
