@@ -435,16 +435,15 @@ mod tests {
         let fixed = Plain.fix_checked("mitsucan", &mut image).unwrap();
         assert_eq!((fixed.edits.len(), fixed.after), (1, Verdict::Valid));
         assert_eq!(Plain.verify("mitsucan", &image), Ok(Verdict::Valid));
+        // Edits are written all or none.
+        let edit = |offset, bytes: &[u8]| Edit {
+            offset,
+            bytes: bytes.to_vec(),
+        };
         let mut short = vec![0u8; 8];
-        let bad = [Edit {
-            offset: 6,
-            bytes: vec![1, 2, 3],
-        }];
-        assert!(
-            apply_edits(&mut short, &bad)
-                .unwrap_err()
-                .contains("past the end of the 8-byte image")
-        );
+        let err = apply_edits(&mut short, &[edit(0, &[9]), edit(6, &[1, 2, 3])]).unwrap_err();
+        assert!(err.contains("past the end of the 8-byte image"), "{err}");
+        assert!(apply_edits(&mut short, &[edit(u64::MAX, &[1])]).is_err());
         assert_eq!(
             short, [0; 8],
             "nothing is written when an edit does not fit"
