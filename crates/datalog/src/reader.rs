@@ -188,6 +188,114 @@ fn short_number(word: u64, len: usize) -> Option<(f64, u8)> {
     Some((if neg { -value } else { value }, frac as u8))
 }
 
+/// The fast path of [`Reader::read_rows`]: reads rows from `i` while each
+/// is plain (no quote, as many fields as the header, a first field that
+/// cannot start a header line), looking only at the first field and the
+/// converted ones and skipping the others. Returns where it stopped: the
+/// start of a line it cannot take, or the end of `b`.
+///
+/// Not inlined into the row loop: in a component, Cranelift then keeps
+/// this loop's values (the linear memory's base among them) in registers
+/// instead of reloading them from the stack frame of the whole reader.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn plain_rows(
+    b: &[u8],
+    mut i: usize,
+    delim: u8,
+    seps: &Separators,
+    lay: &Layout,
+    spans: &mut [(usize, usize)],
+    columns: &mut [Column],
+    rows: &mut usize,
+) -> usize {
+    // The first quote at or after `i`.
+    let mut next_quote = seps.quotes.next_from(i);
+    while i < b.len() {
+        let c0 = b[i];
+        if c0 == b'\n' || c0 == b'\r' {
+            i += 1;
+            continue;
+        }
+        if next_quote < i {
+            next_quote = seps.quotes.next_from(i);
+        }
+        let line_end = seps.lines.next_from(i);
+        if line_end >= next_quote {
+            return i;
+        }
+        let mut row = seps.fields.cursor(i);
+        let (mut at, mut next_k) = (i, 0);
+        for (span, &(k, _)) in spans.iter_mut().zip(&lay.visits) {
+            if k > next_k {
+                at = row.nth_bit(k - next_k - 1) + 1;
+            }
+            let end = row.next_bit();
+            *span = (at, end);
+            at = end + 1;
+            next_k = k + 1;
+        }
+        // The fields after the last one looked at: as many field ends up
+        // to the line's end as there are fields left.
+        let ncols = lay.map.len();
+        let whole = if ncols > next_k {
+            at <= line_end && seps.fields.count(at, line_end) == ncols - next_k
+        } else {
+            at == line_end + 1
+        };
+        if !whole {
+            return i;
+        }
+        let (first_at, first_end) = spans[0];
+        let first = match &b[first_at..first_end] {
+            [] => PlainField::Empty,
+            field => match number_at(b, first_at, first_end) {
+                Some(number) => PlainField::Number(number),
+                None if header_like(field, &lay.header[0]) => return i,
+                None => PlainField::Text,
+            },
+        };
+        for (visit, (&(at, end), &(_, col))) in spans.iter().zip(&lay.visits).enumerate() {
+            let Some(col) = col else { continue };
+            let column = &mut columns[col];
+            let cell = match visit {
+                0 => first,
+                _ if at == end => PlainField::Empty,
+                _ => number_at(b, at, end).map_or(PlainField::Text, PlainField::Number),
+            };
+            match cell {
+                PlainField::Empty => column.push_null(),
+                PlainField::Number((v, d)) => column.push_num(v, d),
+                PlainField::Text => push_text(column, &b[at..end], delim),
+            }
+        }
+        for &c in &lay.absent {
+            columns[c].push_null();
+        }
+        *rows += 1;
+        i = next_line(b, line_end);
+    }
+    i
+}
+
+/// Whether a first field that is not a number may start a header line:
+/// a time axis name (a new header) or the current header's first name.
+/// Rare, so kept out of [`plain_rows`]' loop.
+#[cold]
+#[inline(never)]
+fn header_like(field: &[u8], first_name: &str) -> bool {
+    let text = String::from_utf8_lossy(field);
+    time_unit_of(&text).is_some() || text.trim() == first_name
+}
+
+/// A plain row's field that is not a number, stored through
+/// [`push_general`]. Rare, so kept out of [`plain_rows`]' loop.
+#[cold]
+#[inline(never)]
+fn push_text(column: &mut Column, field: &[u8], delim: u8) {
+    push_general(column, &String::from_utf8_lossy(field), false, delim);
+}
+
 /// What a field of a plain row holds, before it is stored.
 #[derive(Clone, Copy)]
 enum PlainField {
@@ -824,88 +932,13 @@ impl Reader {
         };
         self.seps.index(b, delim);
         let seps = &self.seps;
-        // The first quote at or after `i`.
-        let mut next_quote = seps.quotes.next_from(i);
         // Where the fields the fast path looks at start and end.
         let mut spans: Vec<(usize, usize)> = vec![(0, 0); lay.visits.len()];
         let mut stop = b.len();
-        while i < b.len() {
-            let c0 = b[i];
-            if c0 == b'\n' || c0 == b'\r' {
-                i += 1;
-                continue;
-            }
-            // Fast path: a row with no quote and as many fields as the
-            // header, whose first field cannot start a header line. Only
-            // the first field and the converted ones are looked at; the
-            // others are skipped over.
-            if next_quote < i {
-                next_quote = seps.quotes.next_from(i);
-            }
-            let line_end = seps.lines.next_from(i);
-            if line_end < next_quote {
-                let mut row = seps.fields.cursor(i);
-                let (mut at, mut next_k) = (i, 0);
-                for (span, &(k, _)) in spans.iter_mut().zip(&lay.visits) {
-                    if k > next_k {
-                        at = row.nth_bit(k - next_k - 1) + 1;
-                    }
-                    let end = row.next_bit();
-                    *span = (at, end);
-                    at = end + 1;
-                    next_k = k + 1;
-                }
-                // The fields after the last one looked at: as many field
-                // ends up to the line's end as there are fields left.
-                let ncols = lay.map.len();
-                let whole = if ncols > next_k {
-                    at <= line_end && seps.fields.count(at, line_end) == ncols - next_k
-                } else {
-                    at == line_end + 1
-                };
-                let (first_at, first_end) = spans[0];
-                let first = match whole.then(|| &b[first_at..first_end]) {
-                    None => None,
-                    Some([]) => Some(PlainField::Empty),
-                    Some(field) => match number_at(b, first_at, first_end) {
-                        Some(number) => Some(PlainField::Number(number)),
-                        None => {
-                            let text = String::from_utf8_lossy(field);
-                            let header_like =
-                                time_unit_of(&text).is_some() || text.trim() == lay.header[0];
-                            (!header_like).then_some(PlainField::Text)
-                        }
-                    },
-                };
-                if let Some(first) = first {
-                    for (visit, (&(at, end), &(_, col))) in
-                        spans.iter().zip(&lay.visits).enumerate()
-                    {
-                        let Some(col) = col else { continue };
-                        let column = &mut columns[col];
-                        let cell = match visit {
-                            0 => first,
-                            _ if at == end => PlainField::Empty,
-                            _ => number_at(b, at, end).map_or(PlainField::Text, PlainField::Number),
-                        };
-                        match cell {
-                            PlainField::Empty => column.push_null(),
-                            PlainField::Number((v, d)) => column.push_num(v, d),
-                            PlainField::Text => push_general(
-                                column,
-                                &String::from_utf8_lossy(&b[at..end]),
-                                false,
-                                delim,
-                            ),
-                        }
-                    }
-                    for &c in &lay.absent {
-                        columns[c].push_null();
-                    }
-                    rows += 1;
-                    i = next_line(b, line_end);
-                    continue;
-                }
+        loop {
+            i = plain_rows(b, i, delim, seps, &lay, &mut spans, columns, &mut rows);
+            if i >= b.len() {
+                break;
             }
             // Any other line (quotes, too few or too many fields, a header
             // line) is split field by field, as RFC 4180 reads it.
