@@ -671,42 +671,46 @@ fn read_detected(
     let mut reader = Reader::new(file_name, need.clone(), size_hint);
     reader.plan = plan;
     reader.encoding = encoding;
+    // `buf[..filled]` holds the bytes read and not yet parsed. The rest of
+    // `buf` is room to read into, zeroed once when it grows rather than at
+    // every read (a pass over the whole file otherwise).
+    let mut filled = buf.len();
     let mut want = 1;
     loop {
-        while !eof && buf.len() < want {
-            let start = buf.len();
-            buf.resize(start + step.max(want - start), 0);
+        while !eof && filled < want {
+            let end = filled + step.max(want - filled);
+            if buf.len() < end {
+                buf.resize(end, 0);
+            }
             let n = loop {
-                match source.read(&mut buf[start..]) {
+                match source.read(&mut buf[filled..end]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(ReadError::Io(e.to_string())),
                 }
             };
-            buf.truncate(start + n);
+            filled += n;
             eof = n == 0;
-            if eof {
-                break;
-            }
         }
         // Parse as soon as a read brings anything: a source that reads
         // ahead (`plugin_kit::read_ahead`) then fetches the next piece
         // meanwhile.
-        let used = reader.feed(&buf, eof)?;
+        let used = reader.feed(&buf[..filled], eof)?;
         if eof || (head_only && reader.lay.is_some() && !reader.units_row_possible) {
             return reader.finish();
         }
-        buf.drain(..used);
+        buf.copy_within(used..filled, 0);
+        filled -= used;
         // Nothing parsed means a line longer than the buffer (or a quoted
         // field still open): grow geometrically, so it is rescanned only
         // O(log n) times, up to a bound.
         want = if used == 0 {
-            if buf.len() > MAX_LINE {
+            if filled > MAX_LINE {
                 return Err(ReadError::LineTooLong);
             }
-            (buf.len() * 2).max(buf.len() + 1)
+            (filled * 2).max(filled + 1)
         } else {
-            buf.len() + 1
+            filled + 1
         };
     }
 }
