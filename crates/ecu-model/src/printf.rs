@@ -202,7 +202,7 @@ fn exact_fixed(value: f64, precision: usize) -> Option<String> {
     };
     // value = mantissa · 2^exponent; whole numbers past 2^53 and values
     // too small for a 128-bit shift are left to the formatter.
-    if exponent > 0 || exponent < -127 {
+    if !(-127..=0).contains(&exponent) {
         return None;
     }
     let shift = exponent.unsigned_abs();
