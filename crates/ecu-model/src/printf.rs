@@ -207,19 +207,14 @@ fn exact_fixed(value: f64, precision: usize) -> Option<String> {
     }
     let shift = exponent.unsigned_abs();
     let scaled = u128::from(mantissa) * 10u128.pow(precision as u32);
-    let (mut digits, rest) = if shift == 0 {
-        (scaled, 0)
-    } else {
-        (scaled >> shift, scaled & ((1u128 << shift) - 1))
-    };
+    let mut digits = scaled >> shift;
     if shift > 0 {
-        let half = 1u128 << (shift - 1);
+        // Rounded to nearest by what the shift dropped.
+        let (rest, half) = (scaled & ((1u128 << shift) - 1), 1u128 << (shift - 1));
         if rest == half {
             return None;
         }
-        if rest > half {
-            digits += 1;
-        }
+        digits += u128::from(rest > half);
     }
     let mut text = digits.to_string();
     if text.len() <= precision {

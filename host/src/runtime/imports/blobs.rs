@@ -30,7 +30,7 @@ struct Kept {
 struct Blob {
     owner: u64,
     /// The lifted list itself: an `Arc<[u8]>` would copy it once more
-    /// (a 1 MiB ROM image crosses on every checksum a family checks).
+    /// (a 1 MiB ROM image crosses on every patch's checksum fix).
     bytes: Arc<Vec<u8>>,
 }
 

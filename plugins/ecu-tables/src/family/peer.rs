@@ -166,26 +166,18 @@ impl Format for PeerFormat {
 
     /// One call: the family fixes and verifies in the same pass.
     fn fix_checked(&self, plan: &str, image: &mut [u8]) -> Result<Fixed, String> {
-        let fixed = self.fixed(plan, image)?;
-        apply_edits(image, &fixed.edits)?;
-        Ok(fixed)
-    }
-}
-
-impl PeerFormat {
-    /// The family's `fix` of `image`, as ecu-model's types.
-    fn fixed(&self, plan: &str, image: &[u8]) -> Result<Fixed, String> {
         route(&self.plugin)?;
-        let image = Kept::new(image)?;
-        let wit::Fixed { edits, after } = wit::fix(plan, image.0)?;
+        let wit::Fixed { edits, after } = wit::fix(plan, Kept::new(image)?.0)?;
+        let edits: Vec<Edit> = edits
+            .into_iter()
+            .map(|e| Edit {
+                offset: e.offset,
+                bytes: e.bytes,
+            })
+            .collect();
+        apply_edits(image, &edits)?;
         Ok(Fixed {
-            edits: edits
-                .into_iter()
-                .map(|e| Edit {
-                    offset: e.offset,
-                    bytes: e.bytes,
-                })
-                .collect(),
+            edits,
             after: verdict(after),
         })
     }
