@@ -86,6 +86,18 @@ const POW10: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
+/// `mant / 10^frac` correctly rounded (`mant` below 2^53, `frac` at most
+/// 22, so both are exact doubles and one division rounds once). Whole
+/// numbers skip the division: its latency is on the path of every stored
+/// value, and most channels (RPM, counts, flags) are whole. The conversion
+/// is signed because `mant` fits: an unsigned one is a branch and a
+/// fix-up in wasm.
+#[inline(always)]
+fn scaled(mant: u64, frac: usize) -> f64 {
+    let v = mant as i64 as f64;
+    if frac == 0 { v } else { v / POW10[frac] }
+}
+
 /// Tries the common numeric field `-?digits(.digits)?` (at most 15 digits),
 /// the whole of `field`. Returns the value and its decimals.
 #[inline(always)]
@@ -117,7 +129,7 @@ fn plain_number(field: &[u8]) -> Option<(f64, u8)> {
     if int_digits == 0 || int_digits + frac > 15 {
         return None;
     }
-    let v = mant as f64 / POW10[frac];
+    let v = scaled(mant, frac);
     Some((if neg { -v } else { v }, frac as u8))
 }
 
@@ -184,7 +196,7 @@ fn short_number(word: u64, len: usize) -> Option<(f64, u8)> {
     let mut v = (padded & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
     v = (v & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
     v = (v & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32;
-    let value = v as f64 / POW10[frac];
+    let value = scaled(v, frac);
     Some((if neg { -value } else { value }, frac as u8))
 }
 
@@ -208,10 +220,12 @@ fn plain_rows(
     spans: &mut [(usize, usize)],
     columns: &mut [Column],
     rows: &mut usize,
+    most: usize,
 ) -> usize {
     // The first quote at or after `i`.
     let mut next_quote = seps.quotes.next_from(i);
-    while i < b.len() {
+    let mut done = 0;
+    while i < b.len() && done < most {
         let c0 = b[i];
         if c0 == b'\n' || c0 == b'\r' {
             i += 1;
@@ -273,9 +287,153 @@ fn plain_rows(
             columns[c].push_null();
         }
         *rows += 1;
+        done += 1;
         i = next_line(b, line_end);
     }
     i
+}
+
+/// Rows [`uniform_rows`] takes in its first block; each block after a
+/// whole one doubles, up to [`UNIFORM_MOST`], so a file whose rows are
+/// rarely alike costs little when a block stops at its first row.
+const UNIFORM_FIRST: usize = 4;
+/// The most rows in one block of [`uniform_rows`] (its scratch is about
+/// this many rows' field ends).
+const UNIFORM_MOST: usize = 1024;
+
+/// The columnar fast path of [`Reader::read_rows`]: reads from `i` blocks
+/// of rows that are all alike (no quote, as many fields as the header,
+/// each row ended by the same line end, `\n` or `\r\n`), and returns where
+/// it stopped, at the first row that is not, which [`plain_rows`] and the
+/// RFC 4180 path read as before.
+///
+/// A block's field ends are first written out in order (`ends`), so the
+/// `k`th field of row `r` is between two of them at fixed places. Then
+/// each converted column is read down the block in a short loop of its
+/// own, which a component's compiler keeps in registers, where a loop over
+/// a row's fields has every column's state live at once.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn uniform_rows(
+    b: &[u8],
+    mut i: usize,
+    delim: u8,
+    seps: &Separators,
+    lay: &Layout,
+    columns: &mut [Column],
+    rows: &mut usize,
+    ends: &mut Vec<usize>,
+) -> usize {
+    let ncols = lay.map.len();
+    // A single-column file's empty field is a blank line, which is skipped.
+    if ncols < 2 {
+        return i;
+    }
+    // Every field of a block ends before the first quote.
+    let limit = seps.quotes.next_from(i).min(b.len());
+    let mut block = UNIFORM_FIRST;
+    loop {
+        // Room for `block` rows with `\r\n` ends (one more end a row).
+        let room = block * (ncols + 1);
+        let found = seps.fields.positions(i, limit, room, ends);
+        let ends = &ends[..found];
+        if found < ncols {
+            return i;
+        }
+        let first_end = ends[ncols - 1];
+        let crlf = b[first_end] == b'\r' && b.get(first_end + 1) == Some(&b'\n');
+        let stride = ncols + usize::from(crlf);
+        // The row after row `r`'s line end starts one past its last end.
+        let start = |r: usize| if r == 0 { i } else { ends[r * stride - 1] + 1 };
+        // Rows whose line end is where it must be.
+        let mut n = 0;
+        for row in ends.chunks_exact(stride) {
+            let last = row[ncols - 1];
+            let ended = if crlf {
+                b[last] == b'\r' && row[ncols] == last + 1 && b[last + 1] == b'\n'
+            } else {
+                // A lone `\r` ends a row's fields, but its line runs on to
+                // the next `\n` (as `next_line` reads it): not alike.
+                b[last] == b'\n'
+            };
+            if !ended {
+                break;
+            }
+            n += 1;
+        }
+        // No row may hold another line end (a short row followed by a long
+        // one, a blank line): then the block's line ends are exactly its
+        // rows' own. Otherwise, find the first row that holds one.
+        let line_ends = 1 + usize::from(crlf);
+        if n > 0 && seps.lines.count(i, start(n) - 1) != n * line_ends {
+            n = (0..n)
+                .position(|r| seps.lines.count(start(r), start(r + 1) - 1) != line_ends)
+                .unwrap_or(n);
+        }
+        if n == 0 {
+            return i;
+        }
+        // The first field: a line whose first field may start a header
+        // ends the block before it.
+        let whole = n;
+        let (_, first_col) = lay.visits[0];
+        for r in 0..n {
+            let (at, end) = (start(r), ends[r * stride]);
+            let cell = if at == end {
+                PlainField::Empty
+            } else {
+                match number_at(b, at, end) {
+                    Some(number) => PlainField::Number(number),
+                    None if header_like(&b[at..end], &lay.header[0]) => {
+                        n = r;
+                        break;
+                    }
+                    None => PlainField::Text,
+                }
+            };
+            if let Some(c) = first_col {
+                push_cell(&mut columns[c], cell, &b[at..end], delim);
+            }
+        }
+        for &(k, col) in &lay.visits[1..] {
+            let Some(c) = col else { continue };
+            let column = &mut columns[c];
+            column.values.reserve(n);
+            for row in ends.chunks_exact(stride).take(n) {
+                let (at, end) = (row[k - 1] + 1, row[k]);
+                let cell = if at == end {
+                    PlainField::Empty
+                } else {
+                    number_at(b, at, end).map_or(PlainField::Text, PlainField::Number)
+                };
+                push_cell(column, cell, &b[at..end], delim);
+            }
+        }
+        for &c in &lay.absent {
+            columns[c].values.reserve(n);
+            for _ in 0..n {
+                columns[c].push_null();
+            }
+        }
+        *rows += n;
+        i = start(n);
+        // On only after a whole block that filled `ends`: otherwise the
+        // next row is not alike, or the fields before `limit` are used up.
+        if n < whole || n < found / stride || found < room {
+            return i;
+        }
+        block = (block * 2).min(UNIFORM_MOST);
+    }
+}
+
+/// Stores one field of a plain row.
+#[inline(always)]
+fn push_cell(column: &mut Column, cell: PlainField, field: &[u8], delim: u8) {
+    match cell {
+        PlainField::Empty => column.push_null(),
+        PlainField::Number((v, d)) => column.push_num(v, d),
+        PlainField::Text => push_text(column, field, delim),
+    }
 }
 
 /// Whether a first field that is not a number may start a header line:
@@ -939,10 +1097,34 @@ impl Reader {
         // Where the fields the fast path looks at start and end.
         let mut spans: Vec<(usize, usize)> = vec![(0, 0); lay.visits.len()];
         let mut stop = b.len();
+        // Field ends of a block of alike rows.
+        let mut ends = Vec::new();
+        // Rows the row-by-row path reads before the columnar one tries
+        // again: one after it read a block, twice as many after each try
+        // that read none (a file whose rows are rarely alike).
+        let mut plain_most = 1;
+        #[cfg(test)]
+        let columnar = !tests::ROW_BY_ROW.get();
+        #[cfg(not(test))]
+        let columnar = true;
         loop {
-            i = plain_rows(b, i, delim, seps, &lay, &mut spans, columns, &mut rows);
+            let from = i;
+            if columnar {
+                i = uniform_rows(b, i, delim, seps, &lay, columns, &mut rows, &mut ends);
+            }
+            plain_most = if i == from {
+                (plain_most * 2).min(1 << 16)
+            } else {
+                1
+            };
+            i = plain_rows(
+                b, i, delim, seps, &lay, &mut spans, columns, &mut rows, plain_most,
+            );
             if i >= b.len() {
                 break;
+            }
+            if i != from {
+                continue;
             }
             // Any other line (quotes, too few or too many fields, a header
             // line) is split field by field, as RFC 4180 reads it.
@@ -1207,6 +1389,78 @@ const ABSOLUTE_AFTER_S: f64 = 60.0;
 mod tests {
     use super::*;
     use crate::column::Cell;
+
+    thread_local! {
+        /// Reads without [`uniform_rows`], for comparing the two paths.
+        pub(super) static ROW_BY_ROW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A log as text, with each cell's bits (the tagged NaNs of empty and
+    /// text cells are not told apart by `Debug`).
+    fn read_both_ways(data: &[u8], step: usize) -> [String; 2] {
+        [true, false].map(|row_by_row| {
+            ROW_BY_ROW.set(row_by_row);
+            let log = read_in_steps(data, data.len() as u64, "x.csv", &Need::All, step);
+            ROW_BY_ROW.set(false);
+            let bits: Vec<Vec<u64>> = log
+                .iter()
+                .flat_map(|l| &l.columns)
+                .map(|c| c.values.iter().map(|v| v.to_bits()).collect())
+                .collect();
+            format!("{log:?} {bits:?}")
+        })
+    }
+
+    #[test]
+    fn blocks_of_alike_rows_read_as_row_by_row() {
+        // Rows mostly alike, with what ends a block of them anywhere: short
+        // and long rows, blank lines, quotes, lone `\r`s, header lines, text
+        // and empty cells, mixed line ends; long runs to fill whole blocks.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut below = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..120 {
+            let ncols = 1 + below(5) as usize;
+            let header = ["Time", "RPM", "Knock", "MAP", "AFR"][..ncols].join(",");
+            let rare = [8, 40, 400, 4000][case % 4];
+            let eol = if below(2) == 0 { "\r\n" } else { "\n" };
+            let mut csv = format!("{header}{eol}");
+            for _ in 0..below(2500) {
+                let mut fields = ncols;
+                match below(rare) {
+                    0 => fields += 1,
+                    1 => fields -= 1,
+                    2 => csv.push_str(eol),
+                    3 => csv.push_str(&format!("{header}\n")),
+                    _ => {}
+                }
+                let cells: Vec<String> = (0..fields)
+                    .map(|_| match below(rare.max(10)) {
+                        0 => String::new(),
+                        1 => "\"q,1\"".into(),
+                        2 => "abc".into(),
+                        3 => "Time".into(),
+                        4 => "-".into(),
+                        5 => "12345678901234567".into(),
+                        _ => format!("{}.{}", below(10_000), below(100)),
+                    })
+                    .collect();
+                csv.push_str(&cells.join(","));
+                csv.push_str(match below(rare / 4 + 2) {
+                    0 => ["\r", "\n", "\r\n"][below(3) as usize],
+                    _ => eol,
+                });
+            }
+            for step in [61, 4096, csv.len() + 1] {
+                let [want, got] = read_both_ways(csv.as_bytes(), step);
+                assert!(want == got, "case {case}, step {step}:\n{csv}");
+            }
+        }
+    }
 
     #[test]
     fn a_head_read_names_the_channels_without_reading_the_file() {

@@ -87,6 +87,56 @@ impl Bitmap {
             as usize
     }
 
+    /// Writes the set bits at or after `from` and before `to` in order
+    /// into the start of `out`, and returns how many it wrote: all of
+    /// them, or at least `most` (it stops after the word that reaches
+    /// `most`). `out` is scratch space that it grows as it needs; entries
+    /// past the count are junk. `from` must not be past the indexed length.
+    ///
+    /// A word's first sixteen bits are written without a loop (sixteen
+    /// positions, those past the word's count junk): a loop per bit is a
+    /// branch that mispredicts at each word's end, and in a component an
+    /// interruption check at each of its turns.
+    pub fn positions(&self, from: usize, to: usize, most: usize, out: &mut Vec<usize>) -> usize {
+        if from >= to {
+            return 0;
+        }
+        if out.len() < most + 64 {
+            out.resize(most + 64, 0);
+        }
+        let last_word = (to - 1) / 64;
+        let mut word = from / 64;
+        let mut bits = self.words[word] & (u64::MAX << (from % 64));
+        let mut n = 0;
+        loop {
+            if word == last_word {
+                bits &= u64::MAX >> (63 - (to - 1) % 64);
+            }
+            let base = word * 64;
+            let count = bits.count_ones() as usize;
+            let mut write = |slots: &mut [usize]| {
+                for slot in slots {
+                    *slot = base + bits.trailing_zeros() as usize;
+                    bits &= bits.wrapping_sub(1);
+                }
+            };
+            // `n < most` here, and a word adds at most 64: all in `out`.
+            write(&mut out[n..n + 8]);
+            if count > 8 {
+                write(&mut out[n + 8..n + 16]);
+                if count > 16 {
+                    write(&mut out[n + 16..n + count]);
+                }
+            }
+            n += count;
+            if word == last_word || n >= most {
+                return n;
+            }
+            word += 1;
+            bits = self.words[word];
+        }
+    }
+
     /// A cursor yielding the set bits at or after `i` in order. `i` must not
     /// be past the indexed length.
     #[inline(always)]
@@ -248,6 +298,25 @@ mod tests {
                         for to in start..len {
                             let want = set.iter().filter(|&&i| i >= start && i <= to).count();
                             assert_eq!(map.count(start, to), want, "count {start}..={to} of {len}");
+                        }
+                        for to in start..=len {
+                            let want: Vec<usize> =
+                                after.iter().copied().filter(|&i| i < to).collect();
+                            for most in [1, 2, 5, len + 1] {
+                                let mut out = Vec::new();
+                                let n = map.positions(start, to, most, &mut out);
+                                assert!(n >= most.min(want.len()), "{start}..{to} of {len}");
+                                assert_eq!(
+                                    &out[..n],
+                                    &want[..n],
+                                    "positions {start}..{to} of {len}"
+                                );
+                                // It stops within a word of `most`.
+                                if n < want.len() {
+                                    assert_eq!(out[n - 1] / 64, out[most - 1] / 64);
+                                    assert_ne!(want[n] / 64, out[n - 1] / 64);
+                                }
+                            }
                         }
                         let mut cursor = map.cursor(start);
                         let walked: Vec<usize> =
