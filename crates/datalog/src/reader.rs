@@ -376,37 +376,11 @@ fn uniform_rows(
         // The first field: a line whose first field may start a header
         // ends the block before it.
         let whole = n;
-        let (_, first_col) = lay.visits[0];
-        for r in 0..n {
-            let (at, end) = (start(r), ends[r * stride]);
-            let cell = if at == end {
-                PlainField::Empty
-            } else {
-                match number_at(b, at, end) {
-                    Some(number) => PlainField::Number(number),
-                    None if header_like(&b[at..end], &lay.header[0]) => {
-                        n = r;
-                        break;
-                    }
-                    None => PlainField::Text,
-                }
-            };
-            if let Some(c) = first_col {
-                push_cell(&mut columns[c], cell, &b[at..end], delim);
-            }
-        }
+        let first = lay.visits[0].1.map(|c| &mut columns[c]);
+        n = first_fields(b, i, ends, stride, n, &lay.header[0], first, delim);
         for &(k, col) in &lay.visits[1..] {
-            let Some(c) = col else { continue };
-            let column = &mut columns[c];
-            column.values.reserve(n);
-            for row in ends.chunks_exact(stride).take(n) {
-                let (at, end) = (row[k - 1] + 1, row[k]);
-                let cell = if at == end {
-                    PlainField::Empty
-                } else {
-                    number_at(b, at, end).map_or(PlainField::Text, PlainField::Number)
-                };
-                push_cell(column, cell, &b[at..end], delim);
+            if let Some(c) = col {
+                column_fields(b, ends, stride, k, n, &mut columns[c], delim);
             }
         }
         for &c in &lay.absent {
@@ -426,13 +400,76 @@ fn uniform_rows(
     }
 }
 
-/// Stores one field of a plain row.
-#[inline(always)]
-fn push_cell(column: &mut Column, cell: PlainField, field: &[u8], delim: u8) {
-    match cell {
-        PlainField::Empty => column.push_null(),
-        PlainField::Number((v, d)) => column.push_num(v, d),
-        PlainField::Text => push_text(column, field, delim),
+/// The first fields of a block's `n` rows (the first starts at `i`, each
+/// other one past the previous row's last end), stored in `column` when
+/// it is converted. Returns how many rows it took: it stops before a row
+/// whose first field may start a header line.
+///
+/// This and [`column_fields`] are functions of their own so that
+/// Cranelift keeps each loop's few values in registers. Both store a cell
+/// with branches: a `match` on a [`PlainField`] became a jump table.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn first_fields(
+    b: &[u8],
+    i: usize,
+    ends: &[usize],
+    stride: usize,
+    n: usize,
+    first_name: &str,
+    mut column: Option<&mut Column>,
+    delim: u8,
+) -> usize {
+    if let Some(c) = column.as_deref_mut() {
+        c.values.reserve(n);
+    }
+    let mut at = i;
+    for (r, row) in ends.chunks_exact(stride).take(n).enumerate() {
+        let end = row[0];
+        let number = if at == end {
+            None
+        } else {
+            let number = number_at(b, at, end);
+            if number.is_none() && header_like(&b[at..end], first_name) {
+                return r;
+            }
+            number
+        };
+        if let Some(c) = column.as_deref_mut() {
+            if at == end {
+                c.push_null();
+            } else if let Some((v, decimals)) = number {
+                c.push_num(v, decimals);
+            } else {
+                push_text(c, &b[at..end], delim);
+            }
+        }
+        at = row[stride - 1] + 1;
+    }
+    n
+}
+
+/// Field `k` (not the first) of a block's `n` rows, into `column`.
+#[inline(never)]
+fn column_fields(
+    b: &[u8],
+    ends: &[usize],
+    stride: usize,
+    k: usize,
+    n: usize,
+    column: &mut Column,
+    delim: u8,
+) {
+    column.values.reserve(n);
+    for row in ends.chunks_exact(stride).take(n) {
+        let (at, end) = (row[k - 1] + 1, row[k]);
+        if at == end {
+            column.push_null();
+        } else if let Some((v, decimals)) = number_at(b, at, end) {
+            column.push_num(v, decimals);
+        } else {
+            push_text(column, &b[at..end], delim);
+        }
     }
 }
 
