@@ -93,10 +93,11 @@ impl Bitmap {
     /// `most`). `out` is scratch space that it grows as it needs; entries
     /// past the count are junk. `from` must not be past the indexed length.
     ///
-    /// A word's first sixteen bits are written without a loop (sixteen
-    /// positions, those past the word's count junk): a loop per bit is a
-    /// branch that mispredicts at each word's end, and in a component an
-    /// interruption check at each of its turns.
+    /// A word's first bits are written without a loop (four, then twelve
+    /// more when it has more than four; those past the word's count are
+    /// junk): a loop per bit is a branch that mispredicts at each word's
+    /// end, and in a component an interruption check at each of its turns.
+    /// A sparse map (line ends: about one a word) writes four a word.
     pub fn positions(&self, from: usize, to: usize, most: usize, out: &mut Vec<usize>) -> usize {
         if from >= to {
             return 0;
@@ -121,9 +122,9 @@ impl Bitmap {
                 }
             };
             // `n < most` here, and a word adds at most 64: all in `out`.
-            write(&mut out[n..n + 8]);
-            if count > 8 {
-                write(&mut out[n + 8..n + 16]);
+            write(&mut out[n..n + 4]);
+            if count > 4 {
+                write(&mut out[n + 4..n + 16]);
                 if count > 16 {
                     write(&mut out[n + 16..n + count]);
                 }
