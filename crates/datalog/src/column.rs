@@ -79,6 +79,12 @@ impl Column {
         self.special += 1;
     }
 
+    /// Appends `n` empty cells.
+    pub(crate) fn push_nulls(&mut self, n: usize) {
+        self.values.resize(self.values.len() + n, null());
+        self.special += n;
+    }
+
     /// Appends a text cell (anything that did not parse as a number).
     pub(crate) fn push_text(&mut self, s: &str) {
         // Text columns usually repeat a few labels: reuse the last equal one.

@@ -220,10 +220,9 @@ fn plain_rows(
     spans: &mut [(usize, usize)],
     columns: &mut [Column],
     rows: &mut usize,
+    next_quote: &mut usize,
     most: usize,
 ) -> usize {
-    // The first quote at or after `i`.
-    let mut next_quote = seps.quotes.next_from(i);
     let mut done = 0;
     while i < b.len() && done < most {
         let c0 = b[i];
@@ -231,11 +230,8 @@ fn plain_rows(
             i += 1;
             continue;
         }
-        if next_quote < i {
-            next_quote = seps.quotes.next_from(i);
-        }
         let line_end = seps.lines.next_from(i);
-        if line_end >= next_quote {
+        if line_end >= quote_from(seps, i, next_quote) {
             return i;
         }
         let mut row = seps.fields.cursor(i);
@@ -261,27 +257,17 @@ fn plain_rows(
             return i;
         }
         let (first_at, first_end) = spans[0];
-        let first = match &b[first_at..first_end] {
-            [] => PlainField::Empty,
-            field => match number_at(b, first_at, first_end) {
-                Some(number) => PlainField::Number(number),
-                None if header_like(field, &lay.header[0]) => return i,
-                None => PlainField::Text,
-            },
+        let Some(first) = first_field(b, first_at, first_end, &lay.header[0]) else {
+            return i;
         };
         for (visit, (&(at, end), &(_, col))) in spans.iter().zip(&lay.visits).enumerate() {
             let Some(col) = col else { continue };
-            let column = &mut columns[col];
-            let cell = match visit {
-                0 => first,
-                _ if at == end => PlainField::Empty,
-                _ => number_at(b, at, end).map_or(PlainField::Text, PlainField::Number),
+            let number = if visit == 0 {
+                first
+            } else {
+                plain_field(b, at, end)
             };
-            match cell {
-                PlainField::Empty => column.push_null(),
-                PlainField::Number((v, d)) => column.push_num(v, d),
-                PlainField::Text => push_text(column, &b[at..end], delim),
-            }
+            push_field(&mut columns[col], b, at, end, number, delim);
         }
         for &c in &lay.absent {
             columns[c].push_null();
@@ -324,6 +310,7 @@ fn uniform_rows(
     lay: &Layout,
     columns: &mut [Column],
     rows: &mut usize,
+    next_quote: &mut usize,
     scratch: &mut BlockScratch,
 ) -> usize {
     let ncols = lay.map.len();
@@ -335,7 +322,7 @@ fn uniform_rows(
     // to the last converted one.
     let width = lay.visits.last().map_or(1, |&(k, _)| k + 1);
     // Every field of a block ends before the first quote.
-    let limit = seps.quotes.next_from(i).min(b.len());
+    let limit = quote_from(seps, i, next_quote).min(b.len());
     let mut block = UNIFORM_FIRST;
     loop {
         // Room for `block` rows with `\r\n` ends (two line ends a row).
@@ -402,10 +389,7 @@ fn uniform_rows(
             }
         }
         for &c in &lay.absent {
-            columns[c].values.reserve(n);
-            for _ in 0..n {
-                columns[c].push_null();
-            }
+            columns[c].push_nulls(n);
         }
         *rows += n;
         i = row_start(i, lines, per_row, n);
@@ -443,8 +427,7 @@ fn row_start(i: usize, lines: &[usize], per_row: usize, r: usize) -> usize {
 /// before a row whose first field may start a header line.
 ///
 /// This and [`column_fields`] are functions of their own so that
-/// Cranelift keeps each loop's few values in registers. Both store a cell
-/// with branches: a `match` on a [`PlainField`] became a jump table.
+/// Cranelift keeps each loop's few values in registers.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn first_fields(
@@ -464,23 +447,11 @@ fn first_fields(
     }
     for (r, row) in ends.chunks_exact(width).enumerate() {
         let (at, end) = (row_start(i, lines, per_row, r), row[0]);
-        let number = if at == end {
-            None
-        } else {
-            let number = number_at(b, at, end);
-            if number.is_none() && header_like(&b[at..end], first_name) {
-                return r;
-            }
-            number
+        let Some(number) = first_field(b, at, end, first_name) else {
+            return r;
         };
         if let Some(c) = column.as_deref_mut() {
-            if at == end {
-                c.push_null();
-            } else if let Some((v, decimals)) = number {
-                c.push_num(v, decimals);
-            } else {
-                push_text(c, &b[at..end], delim);
-            }
+            push_field(c, b, at, end, number, delim);
         }
     }
     n
@@ -500,13 +471,62 @@ fn column_fields(
     column.values.reserve(n);
     for row in ends.chunks_exact(width).take(n) {
         let (at, end) = (row[k - 1] + 1, row[k]);
-        if at == end {
-            column.push_null();
-        } else if let Some((v, decimals)) = number_at(b, at, end) {
-            column.push_num(v, decimals);
-        } else {
-            push_text(column, &b[at..end], delim);
-        }
+        push_field(column, b, at, end, plain_field(b, at, end), delim);
+    }
+}
+
+/// The first quote at or after `i`, looked for again only once the rows
+/// read have passed the last one found (`next_quote`, shared by
+/// [`uniform_rows`] and [`plain_rows`]).
+#[inline(always)]
+fn quote_from(seps: &Separators, i: usize, next_quote: &mut usize) -> usize {
+    if *next_quote < i {
+        *next_quote = seps.quotes.next_from(i);
+    }
+    *next_quote
+}
+
+/// The number a plain row's field `b[at..end]` holds: `None` when it is
+/// empty or text.
+#[inline(always)]
+fn plain_field(b: &[u8], at: usize, end: usize) -> Option<(f64, u8)> {
+    if at == end {
+        None
+    } else {
+        number_at(b, at, end)
+    }
+}
+
+/// [`plain_field`] of a row's first field, or `None` when that field may
+/// start a header line (the row is then left to the RFC 4180 path).
+#[inline(always)]
+fn first_field(b: &[u8], at: usize, end: usize, first_name: &str) -> Option<Option<(f64, u8)>> {
+    let number = plain_field(b, at, end);
+    if number.is_none() && at != end && header_like(&b[at..end], first_name) {
+        return None;
+    }
+    Some(number)
+}
+
+/// Stores a plain row's field `b[at..end]`, whose [`plain_field`] is
+/// `number`: an empty cell, the number, or text. With branches: in a
+/// component a `match` on an enum of the three became a jump table, an
+/// indirect jump per cell.
+#[inline(always)]
+fn push_field(
+    column: &mut Column,
+    b: &[u8],
+    at: usize,
+    end: usize,
+    number: Option<(f64, u8)>,
+    delim: u8,
+) {
+    if at == end {
+        column.push_null();
+    } else if let Some((v, decimals)) = number {
+        column.push_num(v, decimals);
+    } else {
+        push_text(column, &b[at..end], delim);
     }
 }
 
@@ -526,15 +546,6 @@ fn header_like(field: &[u8], first_name: &str) -> bool {
 #[inline(never)]
 fn push_text(column: &mut Column, field: &[u8], delim: u8) {
     push_general(column, &String::from_utf8_lossy(field), false, delim);
-}
-
-/// What a field of a plain row holds, before it is stored.
-#[derive(Clone, Copy)]
-enum PlainField {
-    Empty,
-    Number((f64, u8)),
-    /// Anything else: stored through [`push_general`].
-    Text,
 }
 
 /// One field as [`read_field`] found it.
@@ -684,9 +695,7 @@ fn layout(columns: &mut Vec<Column>, header: &[String], rows: usize, need: &Need
                 c.loaded = need.wants(&c.name);
                 if c.loaded {
                     c.values.reserve(rows.max(1024));
-                    for _ in 0..rows {
-                        c.push_null();
-                    }
+                    c.push_nulls(rows);
                 }
                 columns.push(c);
                 existing.insert(unique, columns.len() - 1);
@@ -1172,6 +1181,7 @@ impl Reader {
         let mut spans: Vec<(usize, usize)> = vec![(0, 0); lay.visits.len()];
         let mut stop = b.len();
         let mut scratch = BlockScratch::default();
+        let mut next_quote = seps.quotes.next_from(i);
         // Rows the row-by-row path reads before the columnar one tries
         // again: one after it read a block, twice as many after each try
         // that read none (a file whose rows are rarely alike).
@@ -1183,7 +1193,17 @@ impl Reader {
         loop {
             let from = i;
             if columnar {
-                i = uniform_rows(b, i, delim, seps, &lay, columns, &mut rows, &mut scratch);
+                i = uniform_rows(
+                    b,
+                    i,
+                    delim,
+                    seps,
+                    &lay,
+                    columns,
+                    &mut rows,
+                    &mut next_quote,
+                    &mut scratch,
+                );
             }
             plain_most = if i == from {
                 (plain_most * 2).min(1 << 16)
@@ -1191,7 +1211,16 @@ impl Reader {
                 1
             };
             i = plain_rows(
-                b, i, delim, seps, &lay, &mut spans, columns, &mut rows, plain_most,
+                b,
+                i,
+                delim,
+                seps,
+                &lay,
+                &mut spans,
+                columns,
+                &mut rows,
+                &mut next_quote,
+                plain_most,
             );
             if i >= b.len() {
                 break;
