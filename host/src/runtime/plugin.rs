@@ -385,7 +385,14 @@ impl Plugin {
                 }
             }
             // Yield so other plugins' calls and the transport keep running.
-            Ok(UpdateDeadline::Yield(1))
+            // tokio's own yield, as wasmtime advises for tokio: it defers
+            // the wake until the worker has polled for I/O, where the bare
+            // `Yield` wakes the task at once into the worker's LIFO slot,
+            // ahead of requests waiting to be read.
+            Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(tokio::task::yield_now()),
+            ))
         });
         // Instantiation runs guest start code: bound it like a call.
         store.data_mut().call = Some(ActiveCall::new(
@@ -635,7 +642,10 @@ impl Plugin {
         // socket read, a sleep), so the call is also raced against timers.
         let outcome = {
             let call = func.call_async(&mut live.store, params, &mut results);
+            // Biased, the call first: one that returns on its first poll
+            // (most do) never arms the deadline's timer.
             tokio::select! {
+                biased;
                 r = call => r.map_err(|e| describe_trap(&e, self.limits.memory, &self.output)),
                 _ = past(&watchdog) => {
                     Err(format!("it ran past its deadline of {budget:?} (blocked in a host call)"))
