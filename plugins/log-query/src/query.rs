@@ -582,7 +582,7 @@ pub fn query_logs(
                 r.name.clone(),
                 r.log.rows().to_string(),
                 r.rows_matched.to_string(),
-                r.log.sample_rate_hz().map_or(String::new(), fmt_rate),
+                r.rate.map_or(String::new(), fmt_rate),
             ]);
         }
         let more = results.len().saturating_sub(MAX_LISTED_FILES);
@@ -609,7 +609,7 @@ pub fn query_logs(
 fn suggest_rate(results: &[FileResult], total_out: usize, limit: u32) -> String {
     let rate = results
         .iter()
-        .filter_map(|r| r.log.sample_rate_hz().map(|h| h / r.stride as f64))
+        .filter_map(|r| r.rate.map(|h| h / r.stride as f64))
         .fold(0.0f64, f64::max);
     if rate <= 0.0 {
         return "sample_rate: 1".into();
