@@ -370,7 +370,6 @@ fn uniform_rows(
         let ends = &scratch.ends[..n * width];
         // The first field: a line whose first field may start a header
         // ends the block before it.
-        let whole = n;
         let first = lay.visits[0].1.map(|c| &mut columns[c]);
         n = first_fields(
             b,
@@ -395,7 +394,7 @@ fn uniform_rows(
         i = row_start(i, lines, per_row, n);
         // On only after a whole block that filled `lines`: otherwise the
         // next row is not alike, or the lines before `limit` are used up.
-        if n < whole || n < most || found < room {
+        if n < most || found < room {
             return i;
         }
         block = (block * 2).min(UNIFORM_MOST);
