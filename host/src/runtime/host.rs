@@ -208,8 +208,13 @@ impl Host {
                 .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
                 .collect();
             found.sort();
+            // Each path resolved once: resolving is a system call per
+            // component, and comparing pairs would resolve each file once
+            // per file before it, on the way to the first `tools/list`.
+            let mut listed: std::collections::HashSet<PathBuf> =
+                files.iter().map(|g| resolved(g)).collect();
             for f in found {
-                if !files.iter().any(|g| same_file(g, &f)) {
+                if listed.insert(resolved(&f)) {
                     files.push(f);
                 }
             }
@@ -345,10 +350,13 @@ impl Host {
 
     fn plugin_config(&self, file: &Path) -> PluginConfig {
         let pulled = self.pulled.lock().expect("pulled lock").clone();
+        let file_resolved = resolved(file);
         self.config
             .plugins
             .iter()
-            .find(|p| same_file(&p.path, file) || pulled.get(&p.path).is_some_and(|f| f == file))
+            .find(|p| {
+                resolved(&p.path) == file_resolved || pulled.get(&p.path).is_some_and(|f| f == file)
+            })
             .cloned()
             .unwrap_or_else(|| PluginConfig {
                 path: file.to_owned(),
@@ -820,11 +828,11 @@ fn is_remote(path: &Path) -> bool {
     path.to_string_lossy().starts_with("oci://")
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
-    }
+/// `path` with links resolved, or as given when it cannot be resolved (a
+/// config entry naming a file not there yet): two paths name the same
+/// plugin file when their resolved forms are equal.
+fn resolved(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_owned())
 }
 
 fn spawn_ticker(plugin: std::sync::Weak<Plugin>, interval: Duration) {
