@@ -350,12 +350,16 @@ impl Host {
 
     fn plugin_config(&self, file: &Path) -> PluginConfig {
         let pulled = self.pulled.lock().expect("pulled lock").clone();
-        let file_resolved = resolved(file);
-        self.config
-            .plugins
+        let entries = &self.config.plugins;
+        // The path as the config names it first (a config entry is loaded
+        // by that path), so that only a file from the plugins directory
+        // resolves the config's paths, each once.
+        entries
             .iter()
-            .find(|p| {
-                resolved(&p.path) == file_resolved || pulled.get(&p.path).is_some_and(|f| f == file)
+            .find(|p| p.path == file || pulled.get(&p.path).is_some_and(|f| f == file))
+            .or_else(|| {
+                let file = resolved(file);
+                entries.iter().find(|p| resolved(&p.path) == file)
             })
             .cloned()
             .unwrap_or_else(|| PluginConfig {

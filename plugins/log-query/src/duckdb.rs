@@ -77,13 +77,18 @@ for _ in sys.stdin:
             output,
             version: String::new(),
         };
-        duck.query()?;
+        duck.version = duck.ask()?.2;
         Ok(duck)
     }
 
     /// Runs the query once: its wall time in milliseconds and the rows it
     /// matched.
     pub fn query(&mut self) -> Result<(f64, u64), String> {
+        self.ask().map(|(ms, rows, _)| (ms, rows))
+    }
+
+    /// One query's answer: milliseconds, rows matched, DuckDB's version.
+    fn ask(&mut self) -> Result<(f64, u64, String), String> {
         // A process that could not import DuckDB has said why and ended:
         // its answer is read even when the request could not be written.
         let _ = writeln!(self.input, "run").and_then(|()| self.input.flush());
@@ -103,8 +108,8 @@ for _ in sys.stdin:
             .next()
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| format!("DuckDB answered {line:?}"))?;
-        self.version = parts.next().unwrap_or("?").to_owned();
-        Ok((ms, rows))
+        let version = parts.next().unwrap_or("?").to_owned();
+        Ok((ms, rows, version))
     }
 
     /// Why the process answered nothing: the last line of its errors.
