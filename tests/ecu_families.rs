@@ -288,6 +288,68 @@ async fn shared_the_xdf_family_dropped_into_a_running_server_reads_and_patches_m
     s.stop().await;
 }
 
+/// A family built against another shape of the family interface (an
+/// out-of-date third-party build) is reported as unusable, saying what
+/// differs, before anything runs: its answers would otherwise make
+/// ecu-tables trap and lose every user's cached ROMs.
+#[tokio::test]
+async fn a_family_in_another_shape_is_refused_and_said_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap();
+    let rom = work.join("tiny.bin");
+    std::fs::write(&rom, [0u8; 16]).unwrap();
+    let rom = rom.to_string_lossy().into_owned();
+    let etc = tempfile::tempdir().unwrap();
+    let config = etc.path().join("benchtop.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = {:?}\n\n[[plugin]]\npath = {:?}\n",
+            plugins().join("ecu_tables.wasm"),
+            test_plugins().join("shifted_family.wasm"),
+        ),
+    )
+    .unwrap();
+    let s = Server::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--definitions-path",
+        work.to_str().unwrap(),
+        "--allow",
+        &format!("{}:rw", work.display()),
+    ])
+    .await;
+    for _ in 0..2 {
+        let info = text(&s.call("rom_info", json!({"rom": rom})).await);
+        assert!(
+            info.contains("the definition family served by plugin `shifted-family` cannot be used")
+                && info.contains("serves benchtop:ecu-family/family@0.1.0 in another shape")
+                && info.contains(
+                    "`extensions` returns result<list<u32>, string> where result<list<string>, string> is expected"
+                )
+                && info.contains("it has no `claims`")
+                && info.contains("nothing ran"),
+            "{info}"
+        );
+        // ecu-tables itself never trapped.
+        assert!(!info.contains("was reset"), "{info}");
+    }
+    s.stop().await;
+    // The listing says so too, before any call.
+    let out = std::process::Command::new(bin())
+        .args(["tools", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("  uses benchtop:ecu-family/family@0.1.0 from no loaded plugin\n")
+            && listing.contains(
+                "    not from shifted-family, which serves it in another shape: `extensions` returns"
+            ),
+        "{listing}"
+    );
+}
+
 /// A family that traps, never returns or answers what the tools cannot
 /// use is reported by the ECU tools, which keep serving: a peer call that
 /// fails reaches ecu-tables as an error, never as a trap of its own.

@@ -304,12 +304,17 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
                         println!("  serves {served} to plugins");
                     }
                     for used in &plugin.interface.uses {
-                        let by: Vec<&str> = catalog
-                            .plugins()
-                            .iter()
-                            .filter(|p| p.interface.provides.contains(used))
-                            .map(|p| p.name.as_str())
-                            .collect();
+                        let mut by = Vec::new();
+                        let mut shaped_otherwise = Vec::new();
+                        for p in catalog.plugins() {
+                            if !p.interface.provides.contains(used) {
+                                continue;
+                            }
+                            match plugin.shape_against(used, p).await {
+                                None => by.push(p.name.as_str()),
+                                Some(d) => shaped_otherwise.push((p.name.as_str(), d)),
+                            }
+                        }
                         println!(
                             "  uses {used} from {}",
                             if by.is_empty() {
@@ -318,6 +323,9 @@ async fn run(cli: Cli, settings: Vec<(String, String)>) -> Result<std::process::
                                 by.join(", ")
                             }
                         );
+                        for (p, d) in shaped_otherwise {
+                            println!("    not from {p}, which serves it in another shape: {d}");
+                        }
                     }
                     for (i, tool) in plugin.interface.tools.iter().enumerate() {
                         let first = tool.description.lines().next().unwrap_or("");

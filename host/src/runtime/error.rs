@@ -44,6 +44,19 @@ pub enum CallError {
         /// The plugin's name.
         plugin: String,
     },
+    /// The caller and the plugin serving it were built against different
+    /// shapes of the interface between them; nothing ran.
+    #[error(
+        "plugin `{plugin}` serves {interface} in another shape than the caller was built against ({differences}); nothing ran. Rebuild one of the two against the WIT the other uses"
+    )]
+    Mismatch {
+        /// The serving plugin's name.
+        plugin: String,
+        /// The interface.
+        interface: String,
+        /// How the two shapes differ (see `imports::shape_differences`).
+        differences: String,
+    },
     /// The plugin could not be instantiated.
     #[error("plugin `{plugin}` could not start: {reason}")]
     Unavailable {

@@ -762,6 +762,7 @@ impl PeerDirectory for CatalogPeers {
         interface: &'a str,
         func: &'a str,
         params: &'a [wasmtime::component::Val],
+        expected: &'a Arc<crate::runtime::imports::Shape>,
         ctx: CallContext,
     ) -> PeerCall<'a> {
         Box::pin(async move {
@@ -775,7 +776,7 @@ impl PeerDirectory for CatalogPeers {
                 ));
             };
             serving
-                .call_provided(interface, func, params, ctx)
+                .call_provided(interface, func, params, expected, ctx)
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -4,11 +4,15 @@
 
 use crate::runtime::context::CallContext;
 use crate::runtime::error::{CANCEL_GRACE, CallError, Interrupted, describe_trap};
-use crate::runtime::imports::{ActiveCall, PluginState, Sinks, link_peer_imports};
+use crate::runtime::imports::{
+    ActiveCall, PluginState, Shape, Side, Sinks, interface_shape, link_peer_imports,
+    shape_differences,
+};
 use crate::runtime::sandbox::{GuestOutput, Policy};
 use crate::wit::interface::PluginInterface;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{
     Component, ComponentExportIndex, Instance, InstancePre, Linker, ResourceTable, Val,
@@ -187,6 +191,9 @@ pub struct Plugin {
     live: tokio::sync::Mutex<Option<Live>>,
     output: GuestOutput,
     sinks: Sinks,
+    /// Callers' shapes of the interfaces it serves found to fit its own
+    /// ([`Plugin::check_shape`]).
+    shapes_fit: std::sync::Mutex<Vec<Arc<Shape>>>,
 }
 
 /// Runs `work` on a thread of its own at the lowest CPU priority and
@@ -320,6 +327,7 @@ impl Plugin {
             linked_set: tokio::sync::Notify::new(),
             instances: std::sync::atomic::AtomicU64::new(0),
             live: tokio::sync::Mutex::new(None),
+            shapes_fit: Default::default(),
             output,
             sinks,
         }
@@ -482,6 +490,7 @@ impl Plugin {
         interface: &str,
         func: &str,
         params: &[Val],
+        expected: &Arc<Shape>,
         ctx: CallContext,
     ) -> Result<Vec<Val>, CallError> {
         let unavailable = |reason: String| CallError::Unavailable {
@@ -491,7 +500,51 @@ impl Plugin {
         if !self.interface.provides.iter().any(|p| p == interface) {
             return Err(unavailable(format!("it does not serve {interface}")));
         }
+        self.check_shape(interface, expected).await?;
         self.call_in(interface, func, params, ctx).await
+    }
+
+    /// How this plugin's import of `interface` differs from `provider`'s
+    /// export of it: `None` when it fits, or when either cannot run.
+    pub async fn shape_against(&self, interface: &str, provider: &Plugin) -> Option<String> {
+        let (mine, theirs) = (self.linked().await.ok()?, provider.linked().await.ok()?);
+        let shape =
+            |l: &Linked, side| interface_shape(l.pre.engine(), l.pre.component(), interface, side);
+        shape_differences(&shape(mine, Side::Import), &shape(theirs, Side::Export))
+    }
+
+    /// Refuses a caller that imports `interface` in another shape than
+    /// this plugin exports it: its answers would not fit the caller, whose
+    /// instance would trap on them. A shape found to fit is remembered
+    /// (a few, each kept alive so that its address names it).
+    async fn check_shape(&self, interface: &str, expected: &Arc<Shape>) -> Result<(), CallError> {
+        const REMEMBERED: usize = 8;
+        let fitting = |fits: &Vec<Arc<Shape>>| fits.iter().any(|s| Arc::ptr_eq(s, expected));
+        if fitting(&self.shapes_fit.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(());
+        }
+        let linked = self.linked().await?;
+        let served = interface_shape(
+            linked.pre.engine(),
+            linked.pre.component(),
+            interface,
+            Side::Export,
+        );
+        if let Some(differences) = shape_differences(expected, &served) {
+            return Err(CallError::Mismatch {
+                plugin: self.name.clone(),
+                interface: interface.to_string(),
+                differences,
+            });
+        }
+        let mut fits = self.shapes_fit.lock().unwrap_or_else(|e| e.into_inner());
+        if !fitting(&fits) {
+            if fits.len() == REMEMBERED {
+                fits.remove(0);
+            }
+            fits.push(expected.clone());
+        }
+        Ok(())
     }
 
     /// Calls `func` of the plugin's `benchtop:host/durable-state` export
@@ -721,10 +774,11 @@ mod tests {
             || anyhow::bail!("the compiler ran out of memory"),
             || {},
         );
+        let expected: Arc<Shape> = Vec::new().into();
         // The first call waits for the compile; later ones find its result.
         for _ in 0..2 {
             let err = plugin
-                .call_provided(served, "name", &[], CallContext::detached())
+                .call_provided(served, "name", &[], &expected, CallContext::detached())
                 .await
                 .unwrap_err();
             assert!(

@@ -41,7 +41,10 @@ mod bindings {
 
 pub use bindings::benchtop::host::log::Level as LogLevel;
 pub use blobs::{BlobOwner, BlobStore};
-pub use peers::{NoPeers, PeerCall, PeerDirectory, link_peer_imports};
+pub use peers::{
+    NoPeers, PeerCall, PeerDirectory, Shape, Side, interface_shape, link_peer_imports,
+    shape_differences,
+};
 
 /// Receives a plugin's log messages: `(plugin, level, message)`.
 pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
