@@ -358,7 +358,13 @@ fn uniform_rows(
                 break;
             }
             let mut fields = seps.fields.cursor(start);
-            for field_end in ends.iter_mut() {
+            // Four at a time, without a loop inside: in a component every
+            // turn of a loop is also an interruption check.
+            let (fours, rest) = ends.as_chunks_mut::<4>();
+            for four in fours {
+                *four = [(); 4].map(|_| fields.next_bit());
+            }
+            for field_end in rest {
                 *field_end = fields.next_bit();
             }
             start = row[per_row - 1] + 1;

@@ -171,6 +171,14 @@ impl Cursor<'_> {
     /// past it once that has been returned.
     #[inline(always)]
     pub fn next_bit(&mut self) -> usize {
+        // Most fields end in the word already loaded: answered without
+        // entering `nth_bit`'s loop, whose every turn in a component is
+        // also an interruption check.
+        if self.bits != 0 {
+            let at = self.word * 64 + self.bits.trailing_zeros() as usize;
+            self.bits &= self.bits - 1;
+            return at;
+        }
         self.nth_bit(0)
     }
 
