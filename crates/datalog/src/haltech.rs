@@ -308,7 +308,7 @@ mod tests {
                 "Calculated Air Mass Per Cylinder"
             ]
         );
-        assert_eq!(log.time, [0.0, 0.02, 0.04]);
+        assert_eq!(log.time(), [0.0, 0.02, 0.04]);
         let cell = |c: &str, r| log.column(c).unwrap().cell(r);
         assert_eq!(cell("RPM", 1), Cell::Num(1312.0));
         assert_eq!(cell("Coolant Temperature", 0), Cell::Num(70.25));
@@ -371,6 +371,6 @@ mod tests {
         assert_eq!(log.column("MAP").unwrap().cell(1), Cell::Num(102.0));
         assert_eq!(log.column("MAP").unwrap().unit, "kPa");
         assert_eq!(log.column("Mystery").unwrap().unit, "zz");
-        assert_eq!(log.time, [0.0, 0.05]);
+        assert_eq!(log.time(), [0.0, 0.05]);
     }
 }

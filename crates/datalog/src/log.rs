@@ -14,8 +14,8 @@ pub struct Log {
     /// Every column of the file in header order, channels and bookkeeping
     /// alike.
     pub columns: Vec<Column>,
-    /// Time of each row in seconds (NaN where unknown).
-    pub time: Vec<f64>,
+    /// Time of each row in seconds: see [`Log::time`].
+    pub(crate) time: Times,
     /// Index in `columns` of the time axis; none when no column is one (then
     /// every `time` is NaN and only row order is known).
     pub time_column: Option<usize>,
@@ -52,6 +52,17 @@ pub struct Log {
     /// What a reader of the log should know about how it was read (values
     /// held, raw ids, a time axis rebuilt, records cut short), in words.
     pub notes: Vec<String>,
+}
+
+/// Where a log's times are kept.
+#[derive(Debug, Clone)]
+pub(crate) enum Times {
+    /// Times of their own (converted, shifted or rebuilt).
+    Own(Vec<f64>),
+    /// The time column's values are the times (seconds from near zero, no
+    /// empty or text cell): not copied, since a million-row log's copy is
+    /// 8 MB more to fill and to keep.
+    Column,
 }
 
 /// A marker a logger recorded in a log.
@@ -123,9 +134,18 @@ impl Need {
 }
 
 impl Log {
+    /// Time of each row in seconds (NaN where unknown).
+    pub fn time(&self) -> &[f64] {
+        match (&self.time, self.time_column) {
+            (Times::Own(t), _) => t,
+            (Times::Column, Some(c)) => &self.columns[c].values,
+            (Times::Column, None) => &[],
+        }
+    }
+
     /// Rows of the log (lines of numbers after the header block).
     pub fn rows(&self) -> usize {
-        self.time.len()
+        self.time().len()
     }
 
     /// Columns shown as channels: everything but the time axis and EvoScan's
@@ -150,11 +170,12 @@ impl Log {
     }
 
     fn time_bounds(&self) -> Option<(f64, f64, usize)> {
-        let first = self.time.iter().copied().find(|t| !t.is_nan())?;
-        let last = self.time.iter().rev().copied().find(|t| !t.is_nan())?;
+        let time = self.time();
+        let first = time.iter().copied().find(|t| !t.is_nan())?;
+        let last = time.iter().rev().copied().find(|t| !t.is_nan())?;
         // Counted without a branch per row: a query asks this of a
         // million-row log several times.
-        let n = self.time.iter().map(|t| usize::from(!t.is_nan())).sum();
+        let n = time.iter().map(|t| usize::from(!t.is_nan())).sum();
         Some((first, last, n))
     }
 
@@ -171,7 +192,11 @@ impl Log {
 
     /// Approximate bytes held, for the cache budget.
     pub fn heap_bytes(&self) -> usize {
-        self.time.len() * 8
+        let own_times = match &self.time {
+            Times::Own(t) => t.len() * 8,
+            Times::Column => 0,
+        };
+        own_times
             + self
                 .columns
                 .iter()

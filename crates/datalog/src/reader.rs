@@ -16,6 +16,7 @@ use crate::detect;
 pub use crate::detect::Encoding;
 pub use crate::format::{DateKind, Format, TimeUnit, parse_clock};
 use crate::format::{general_number, time_unit_of};
+use crate::log::Times;
 pub use crate::log::{Log, Marker, Need};
 use crate::plan::{MAX_COLUMNS, Plan, too_many_columns};
 use crate::separators::Separators;
@@ -1294,7 +1295,7 @@ impl Reader {
         };
         let plan = self.plan.as_ref();
         let mut log = Log {
-            time: Vec::new(),
+            time: Times::Own(Vec::new()),
             time_column,
             time_unit,
             time_decimals: 2,
@@ -1391,17 +1392,18 @@ fn pick_time_column(columns: &[Column]) -> (Option<usize>, Option<TimeUnit>) {
 
 fn fill_time(log: &mut Log, rows: usize) {
     let Some(tc) = log.time_column else {
-        log.time = vec![f64::NAN; rows];
+        log.time = Times::Own(vec![f64::NAN; rows]);
         return;
     };
     let col = &log.columns[tc];
     match log.time_unit {
         Some(TimeUnit::Millis) => {
-            log.time = col
-                .values
-                .iter()
-                .map(|&v| if v.is_nan() { v } else { v / 1000.0 })
-                .collect();
+            log.time = Times::Own(
+                col.values
+                    .iter()
+                    .map(|&v| if v.is_nan() { v } else { v / 1000.0 })
+                    .collect(),
+            );
             log.time_decimals = (col.decimals + 3).min(6);
         }
         Some(unit @ (TimeUnit::Clock | TimeUnit::MinSec)) => {
@@ -1417,30 +1419,32 @@ fn fill_time(log: &mut Log, rows: usize) {
             let mut wraps = 0.0;
             let mut prev = f64::NAN;
             let mut unread = 0usize;
-            log.time = (0..rows)
-                .map(|r| {
-                    let t = match col.cell(r) {
-                        crate::column::Cell::Str(s) => parse(s),
-                        _ => None,
-                    };
-                    match t {
-                        None => {
-                            unread += 1;
-                            f64::NAN
-                        }
-                        Some(mut t) => {
-                            if !prev.is_nan() && t + wraps < prev - period / 2.0 {
-                                wraps += period;
+            log.time = Times::Own(
+                (0..rows)
+                    .map(|r| {
+                        let t = match col.cell(r) {
+                            crate::column::Cell::Str(s) => parse(s),
+                            _ => None,
+                        };
+                        match t {
+                            None => {
+                                unread += 1;
+                                f64::NAN
                             }
-                            t += wraps;
-                            prev = t;
-                            let f = *first.get_or_insert(t);
-                            // 3600.1 − 3600.0 is 0.1 to three places.
-                            crate::format::round_to(t - f, 3)
+                            Some(mut t) => {
+                                if !prev.is_nan() && t + wraps < prev - period / 2.0 {
+                                    wraps += period;
+                                }
+                                t += wraps;
+                                prev = t;
+                                let f = *first.get_or_insert(t);
+                                // 3600.1 − 3600.0 is 0.1 to three places.
+                                crate::format::round_to(t - f, 3)
+                            }
                         }
-                    }
-                })
-                .collect();
+                    })
+                    .collect(),
+            );
             log.time_decimals = if unit == TimeUnit::Clock {
                 3
             } else {
@@ -1466,11 +1470,17 @@ fn fill_time(log: &mut Log, rows: usize) {
             }
         }
         _ => {
-            log.time = col
-                .values
-                .iter()
-                .map(|&v| if v.is_nan() { f64::NAN } else { v })
-                .collect();
+            // Only numbers: the column is the time axis as it is.
+            log.time = if col.special == 0 {
+                Times::Column
+            } else {
+                Times::Own(
+                    col.values
+                        .iter()
+                        .map(|&v| if v.is_nan() { f64::NAN } else { v })
+                        .collect(),
+                )
+            };
             log.time_decimals = col.decimals.clamp(2, 6);
         }
     }
@@ -1478,12 +1488,10 @@ fn fill_time(log: &mut Log, rows: usize) {
     // logger powered up): time counts from the log's start, and the clock
     // stays queryable as a channel.
     if matches!(log.time_unit, Some(TimeUnit::Seconds | TimeUnit::Millis))
-        && let Some(&t0) = log.time.iter().find(|t| !t.is_nan())
+        && let Some(&t0) = log.time().iter().find(|t| !t.is_nan())
         && t0 > ABSOLUTE_AFTER_S
     {
-        for t in &mut log.time {
-            *t -= t0;
-        }
+        log.time = Times::Own(log.time().iter().map(|t| t - t0).collect());
         log.time_origin = t0;
     }
 }
@@ -1642,7 +1650,7 @@ mod tests {
         assert_eq!(log.format, Format::RomRaider);
         assert_eq!(log.rows(), 4);
         assert_eq!(log.header_changes, 1);
-        assert_eq!(log.time, vec![0.0, 0.04, 0.08, 0.12]);
+        assert_eq!(log.time(), vec![0.0, 0.04, 0.08, 0.12]);
         let rpm = log.column("Engine Speed (rpm)").unwrap();
         assert_eq!(rpm.cell(0), Cell::Num(850.5));
         let knock = log.column("Knock Sum* (count)").unwrap();
@@ -1654,12 +1662,35 @@ mod tests {
         assert!((log.sample_rate_hz().unwrap() - 25.0).abs() < 1e-9);
     }
 
+    /// A time column of plain seconds is the time axis itself, not a
+    /// copy; an empty cell, or a clock far from zero, makes times of
+    /// their own, as before.
+    #[test]
+    fn seconds_from_zero_are_the_time_column_itself() {
+        let plain = parse(b"Time,RPM\n0.00,800\n0.01,810\n0.02,820\n", "a.csv").unwrap();
+        assert_eq!(plain.time(), [0.0, 0.01, 0.02]);
+        assert_eq!(plain.time().as_ptr(), plain.column("Time").unwrap().values.as_ptr());
+        let columns_only: usize = plain.columns.iter().map(|c| c.values.len() * 8).sum();
+        assert_eq!(plain.heap_bytes(), columns_only);
+
+        let gap = parse(b"Time,RPM\n0.00,800\n,810\n0.02,820\n", "a.csv").unwrap();
+        assert_eq!(gap.time()[0], 0.0);
+        assert!(gap.time()[1].is_nan());
+        assert_ne!(gap.time().as_ptr(), gap.column("Time").unwrap().values.as_ptr());
+
+        let clock = parse(b"Time,RPM\n5000.5,800\n5000.6,810\n", "a.csv").unwrap();
+        assert_eq!(clock.time_origin, 5000.5);
+        assert_eq!(clock.time()[0], 0.0);
+        assert!((clock.time()[1] - 0.1).abs() < 1e-9);
+        assert_eq!(clock.column("Time").unwrap().cell(1), Cell::Num(5000.6));
+    }
+
     #[test]
     fn romraider_clock_time() {
         let csv = "Time,Engine Speed (rpm)\n23:59:59.900,800\n23:59:59.950,810\n00:00:00.000,820\n";
         let log = parse(csv.as_bytes(), "romraiderlog_x.csv").unwrap();
         assert_eq!(log.time_unit, Some(TimeUnit::Clock));
-        assert!((log.time[2] - 0.1).abs() < 1e-9);
+        assert!((log.time()[2] - 0.1).abs() < 1e-9);
     }
 
     #[test]
@@ -1667,7 +1698,7 @@ mod tests {
         let csv = "LogID,LogEntryDate,LogEntryTime,LogEntrySeconds,LogNotes,01_LogMark,RPM\n1,2024-06-01,10:20:00.03125,0.03125,,0,843.8\n2,2024-06-01,10:20:00.11225,0.11225,pull 1,0,859.4\n";
         let log = parse(csv.as_bytes(), "EvoScanDataLog_2024.06.01_10.20.00.csv").unwrap();
         assert_eq!(log.format, Format::EvoScan);
-        assert_eq!(log.time, vec![0.03125, 0.11225]);
+        assert_eq!(log.time(), vec![0.03125, 0.11225]);
         assert_eq!(log.channels(), vec!["LogNotes", "01_LogMark", "RPM"]);
         assert_eq!(
             log.start_clock.as_deref(),
@@ -1773,7 +1804,7 @@ mod tests {
         let all = parse(csv.as_bytes(), "x.csv").unwrap();
         let some = parse_columns(csv.as_bytes(), "x.csv", &Need::named(["RPM", "Knock"])).unwrap();
         assert_eq!(some.rows(), all.rows());
-        assert_eq!(some.time, all.time);
+        assert_eq!(some.time(), all.time());
         assert_eq!(some.ragged_lines, all.ragged_lines);
         assert_eq!(some.header_changes, all.header_changes);
         let names = |l: &Log| l.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
@@ -1812,7 +1843,7 @@ mod tests {
             log.header_changes,
             log.ragged_lines,
             log.start_clock,
-            log.time
+            log.time()
         );
         for c in &log.columns {
             let cells: Vec<_> = (0..c.values.len()).map(|r| c.cell(r)).collect();
@@ -1929,7 +1960,7 @@ mod tests {
             log.column("IgnitionRetardCyl1").unwrap().cell(1),
             Cell::Num(-0.75)
         );
-        assert_eq!(log.time, vec![0.0, 0.05, 0.1]);
+        assert_eq!(log.time(), vec![0.0, 0.05, 0.1]);
         assert!((log.sample_rate_hz().unwrap() - 20.0).abs() < 1e-9);
         assert!(log.start_date.is_some());
         assert_pieces_agree(csv.as_bytes(), "me7.csv", &Need::All);
@@ -1950,7 +1981,7 @@ mod tests {
             log.column("Engine torque").unwrap().cell(2),
             Cell::Num(-450.5)
         );
-        assert_eq!(log.time, vec![0.44, 0.96, 1.47]);
+        assert_eq!(log.time(), vec![0.44, 0.96, 1.47]);
         assert!((log.duration_s().unwrap() - 1.03).abs() < 1e-9);
         let d = crate::logs::LogDate::local(log.start_date.unwrap());
         assert_eq!(d.display(), "2025-12-23 13:30");
@@ -1982,7 +2013,7 @@ mod tests {
         let csv = "sample,time,RPM\n0,102183.500,963.75\n1,102183.750,1605\n2,102184.000,1634.25\n";
         let log = parse(csv.as_bytes(), "log0182.csv").unwrap();
         assert_eq!(log.format, Format::OpenPort);
-        assert_eq!(log.time, vec![0.0, 0.25, 0.5]);
+        assert_eq!(log.time(), vec![0.0, 0.25, 0.5]);
         assert_eq!(log.time_origin, 102183.5);
         assert_eq!(log.channels(), ["sample", "time", "RPM"]);
         assert!((log.sample_rate_hz().unwrap() - 4.0).abs() < 1e-9);
@@ -2131,10 +2162,10 @@ mod tests {
         assert!(
             (log.duration_s().unwrap() - 4.0).abs() < 1e-9,
             "{:?}",
-            log.time
+            log.time()
         );
         assert!((log.sample_rate_hz().unwrap() - 10.0).abs() < 1e-9);
-        assert_eq!(log.time[21], 2.1);
+        assert_eq!(log.time()[21], 2.1);
         assert!(log.notes[0].contains("mm:ss.0"), "{:?}", log.notes);
         assert_eq!(log.channels()[0], "Engine Speed (rpm)");
         assert_eq!(parse_min_sec("59:58.3"), Some(3598.3));

@@ -62,7 +62,7 @@ fn dump(log: &Log) -> String {
     );
     out += &format!(
         "{:?}\n",
-        log.time.iter().map(|t| t.to_bits()).collect::<Vec<_>>()
+        log.time().iter().map(|t| t.to_bits()).collect::<Vec<_>>()
     );
     for c in &log.columns {
         out += &format!(
@@ -110,7 +110,7 @@ fn shared_binary_logs_read_alike_whole_in_pieces_and_by_channel() {
         )
         .unwrap();
         let bits = |t: &[f64]| t.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&one.time), bits(&whole.time), "{name}");
+        assert_eq!(bits(one.time()), bits(whole.time()), "{name}");
         assert_eq!(one.rows(), whole.rows(), "{name}");
         for c in &one.columns {
             let full = whole.column(&c.name).unwrap();

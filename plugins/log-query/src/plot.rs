@@ -233,9 +233,9 @@ pub fn render(log: &Log, name: &str, args: &PlotArgs) -> Result<Plot, ToolError>
     }
 
     // x axis: time, or the row number when the log has none.
-    let timed = log.time.iter().any(|t| !t.is_nan());
+    let timed = log.time().iter().any(|t| !t.is_nan());
     let xs: Vec<f64> = if timed {
-        log.time.clone()
+        log.time().to_vec()
     } else {
         (0..log.rows()).map(|r| r as f64).collect()
     };

@@ -434,7 +434,7 @@ pub fn query_logs(
     for &(ri, row) in &out_rows {
         let r = &results[ri];
         let log = &r.log;
-        let t = log.time[row];
+        let t = log.time()[row];
         let mut cells = vec![if t.is_nan() {
             String::new()
         } else {

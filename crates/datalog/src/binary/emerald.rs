@@ -201,7 +201,7 @@ pub(crate) mod tests {
             ["id19", "id46", "id2", "id20", "id1", "id31", "id32", "id17"]
         );
         assert_eq!(log.column("id20").unwrap().cell(2), Cell::Num(23.0));
-        assert_eq!(log.time[20], 1.0);
+        assert_eq!(log.time()[20], 1.0);
         assert!((log.sample_rate_hz().unwrap() - 20.0).abs() < 1e-9);
         let d = crate::logs::LogDate::local(log.start_date.unwrap());
         assert_eq!(d.display(), "2025-12-31 14:13");

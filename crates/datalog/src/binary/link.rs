@@ -373,7 +373,7 @@ pub(crate) mod tests {
         );
         let log = read(&file[..], &Need::All).unwrap();
         assert_eq!(log.format, Format::Link);
-        assert_eq!(log.time, [-1.5, 0.0, 1.0, 2.0]);
+        assert_eq!(log.time(), [-1.5, 0.0, 1.0, 2.0]);
         assert_eq!(
             log.channels(),
             ["Engine Speed", "ECT", "Inj Duty Cycle", "Marker"]

@@ -533,7 +533,7 @@ pub(crate) mod tests {
             assert_eq!(log.format, Format::Mlg);
             assert_eq!(log.rows(), 3);
             assert_eq!(log.channels(), ["RPM", "AFR", "Marker"]);
-            assert_eq!(log.time, [0.0, 0.066, 0.132]);
+            assert_eq!(log.time(), [0.0, 0.066, 0.132]);
             assert_eq!(log.column("AFR").unwrap().cell(0), Cell::Num(14.7));
             assert_eq!(log.column("AFR").unwrap().unit, "AFR");
             assert_eq!(log.column("RPM").unwrap().cell(2), Cell::Num(4200.0));

@@ -387,7 +387,7 @@ impl Parts {
             .map_or(3, |c| c.decimals.clamp(2, 6));
         Log {
             columns: self.columns,
-            time: self.time,
+            time: crate::log::Times::Own(self.time),
             time_column: self.time_column,
             time_unit: self.time_column.map(|_| TimeUnit::Seconds),
             time_decimals,
