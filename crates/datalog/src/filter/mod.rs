@@ -170,11 +170,7 @@ impl Bound<'_> {
                     }
                 });
             } else {
-                program.run(start, n, &mut regs, |i, m| {
-                    if m {
-                        on_match(start + i);
-                    }
-                });
+                program.run_matching(start, n, &mut regs, |i| on_match(start + i));
             }
             start += n;
         }
@@ -373,6 +369,11 @@ mod tests {
             "Phase == \"pull1\" and Knock > 5",
             "abs(AFR - 14) < 1",
             "(RPM > 5000) == (Knock > 3)",
+            // Values, not booleans: -0.0 and NaN do not match.
+            "-(Knock * 0)",
+            "RPM - 3000",
+            "Knock mod 2",
+            "Knock / (Knock - 3)",
         ] {
             matches(expr, &cols);
         }
