@@ -16,6 +16,9 @@ pub struct Log {
     pub columns: Vec<Column>,
     /// Time of each row in seconds: see [`Log::time`].
     pub(crate) time: Times,
+    /// The first and last times and how many rows are timed, once asked
+    /// (a query asks several times; a log does not change once read).
+    pub(crate) bounds: std::sync::OnceLock<Option<(f64, f64, usize)>>,
     /// Index in `columns` of the time axis; none when no column is one (then
     /// every `time` is NaN and only row order is known).
     pub time_column: Option<usize>,
@@ -170,6 +173,10 @@ impl Log {
     }
 
     fn time_bounds(&self) -> Option<(f64, f64, usize)> {
+        *self.bounds.get_or_init(|| self.measure_time())
+    }
+
+    fn measure_time(&self) -> Option<(f64, f64, usize)> {
         let time = self.time();
         let first = time.iter().copied().find(|t| !t.is_nan())?;
         let last = time.iter().rev().copied().find(|t| !t.is_nan())?;

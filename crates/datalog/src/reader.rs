@@ -1296,6 +1296,7 @@ impl Reader {
         let plan = self.plan.as_ref();
         let mut log = Log {
             time: Times::Own(Vec::new()),
+            bounds: Default::default(),
             time_column,
             time_unit,
             time_decimals: 2,
@@ -1669,14 +1670,20 @@ mod tests {
     fn seconds_from_zero_are_the_time_column_itself() {
         let plain = parse(b"Time,RPM\n0.00,800\n0.01,810\n0.02,820\n", "a.csv").unwrap();
         assert_eq!(plain.time(), [0.0, 0.01, 0.02]);
-        assert_eq!(plain.time().as_ptr(), plain.column("Time").unwrap().values.as_ptr());
+        assert_eq!(
+            plain.time().as_ptr(),
+            plain.column("Time").unwrap().values.as_ptr()
+        );
         let columns_only: usize = plain.columns.iter().map(|c| c.values.len() * 8).sum();
         assert_eq!(plain.heap_bytes(), columns_only);
 
         let gap = parse(b"Time,RPM\n0.00,800\n,810\n0.02,820\n", "a.csv").unwrap();
         assert_eq!(gap.time()[0], 0.0);
         assert!(gap.time()[1].is_nan());
-        assert_ne!(gap.time().as_ptr(), gap.column("Time").unwrap().values.as_ptr());
+        assert_ne!(
+            gap.time().as_ptr(),
+            gap.column("Time").unwrap().values.as_ptr()
+        );
 
         let clock = parse(b"Time,RPM\n5000.5,800\n5000.6,810\n", "a.csv").unwrap();
         assert_eq!(clock.time_origin, 5000.5);

@@ -388,6 +388,7 @@ impl Parts {
         Log {
             columns: self.columns,
             time: crate::log::Times::Own(self.time),
+            bounds: Default::default(),
             time_column: self.time_column,
             time_unit: self.time_column.map(|_| TimeUnit::Seconds),
             time_decimals,
