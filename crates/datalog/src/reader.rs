@@ -444,23 +444,51 @@ fn first_fields(
     ends: &[usize],
     width: usize,
     first_name: &str,
-    mut column: Option<&mut Column>,
+    column: Option<&mut Column>,
     delim: u8,
 ) -> usize {
     let n = ends.len() / width;
-    if let Some(c) = column.as_deref_mut() {
-        c.values.reserve(n);
-    }
-    for (r, row) in ends.chunks_exact(width).enumerate() {
-        let (at, end) = (row_start(i, lines, per_row, r), row[0]);
-        let Some(number) = first_field(b, at, end, first_name) else {
-            return r;
-        };
-        if let Some(c) = column.as_deref_mut() {
-            push_field(c, b, at, end, number, delim);
+    let field = |r: usize| (row_start(i, lines, per_row, r), ends[r * width]);
+    let Some(column) = column else {
+        return (0..n)
+            .position(|r| {
+                let (at, end) = field(r);
+                first_field(b, at, end, first_name).is_none()
+            })
+            .unwrap_or(n);
+    };
+    column.values.reserve(n);
+    // As `column_fields` stores its numbers.
+    let mut r = 0;
+    loop {
+        let (len, mut decimals) = (column.values.len(), column.decimals);
+        let room = column.values.spare_capacity_mut();
+        let mut written = 0;
+        let mut other = None;
+        while r < n {
+            let (at, end) = field(r);
+            match first_field(b, at, end, first_name) {
+                Some(Some((v, d))) => {
+                    room[written].write(v);
+                    written += 1;
+                    decimals = decimals.max(d);
+                    r += 1;
+                }
+                Some(None) => {
+                    other = Some((at, end));
+                    break;
+                }
+                // A line that may start a header ends the block here.
+                None => break,
+            }
         }
+        // SAFETY: as in `column_fields`.
+        unsafe { column.values.set_len(len + written) };
+        column.decimals = decimals;
+        let Some((at, end)) = other else { return r };
+        push_field(column, b, at, end, None, delim);
+        r += 1;
     }
-    n
 }
 
 /// Field `k` (not the first) of a block's first `n` rows, into `column`.
@@ -475,9 +503,37 @@ fn column_fields(
     delim: u8,
 ) {
     column.values.reserve(n);
-    for row in ends.chunks_exact(width).take(n) {
-        let (at, end) = (row[k - 1] + 1, row[k]);
-        push_field(column, b, at, end, plain_field(b, at, end), delim);
+    let mut rows = ends.chunks_exact(width).take(n);
+    // Numbers are written straight into the room reserved, their count
+    // and decimals kept in locals: in a component a push per cell loads
+    // and stores the vector's length around the value's store (linear
+    // memory might alias it). An empty or text cell goes through
+    // `push_field`, and the numbers after it start again.
+    loop {
+        let (len, mut decimals) = (column.values.len(), column.decimals);
+        let room = column.values.spare_capacity_mut();
+        let mut written = 0;
+        let mut other = None;
+        for row in &mut rows {
+            let (at, end) = (row[k - 1] + 1, row[k]);
+            match plain_field(b, at, end) {
+                Some((v, d)) => {
+                    room[written].write(v);
+                    written += 1;
+                    decimals = decimals.max(d);
+                }
+                None => {
+                    other = Some((at, end));
+                    break;
+                }
+            }
+        }
+        // SAFETY: `room[..written]` was written just above, and `room` is
+        // the spare capacity past `len`.
+        unsafe { column.values.set_len(len + written) };
+        column.decimals = decimals;
+        let Some((at, end)) = other else { break };
+        push_field(column, b, at, end, None, delim);
     }
 }
 
