@@ -389,6 +389,43 @@ struct CellStats {
     pct: f64,
 }
 
+/// A cell's figures of one channel, kept as its samples come.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    n: usize,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Default for Running {
+    fn default() -> Self {
+        Running {
+            n: 0,
+            // As `Iterator::sum` starts: all -0.0 samples sum to -0.0.
+            sum: -0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+}
+
+impl Running {
+    /// Adds a sample (a number, never NaN: `Column::number` gives no NaN).
+    /// Of two zeros, the minimum is -0.0 and the maximum +0.0.
+    #[inline]
+    fn add(&mut self, v: f64) {
+        self.n += 1;
+        self.sum += v;
+        if v < self.min || (v == self.min && v.is_sign_negative()) {
+            self.min = v;
+        }
+        if v > self.max || (v == self.max && self.max.is_sign_negative()) {
+            self.max = v;
+        }
+    }
+}
+
 /// The log channel of every axis, in the order of `axes`.
 fn match_all(log: &Log, axes: &[AxisRef]) -> Result<Vec<Matched>, String> {
     axes.iter()
@@ -852,8 +889,14 @@ struct Tally {
     clamp_to_edges: bool,
     /// Samples per cell.
     counts: Vec<usize>,
-    /// Per named channel, per cell: the values of the samples in the cell.
-    values: Vec<Vec<Vec<f64>>>,
+    /// Per named channel, per cell: count, sum, min and max of its samples
+    /// so far (in row order, so the sum is the one a sum of the values in
+    /// order gives).
+    running: Vec<Vec<Running>>,
+    /// Per named channel, per cell: the values of the samples in the cell,
+    /// kept only for a percentile (the others need none, and a million-row
+    /// log's values are 8 MB a channel).
+    values: Option<Vec<Vec<Vec<f64>>>>,
     /// Per axis: samples below its lowest and above its highest cell.
     outside: [[usize; 2]; 2],
     /// With clamp_to_edges: per axis and side, samples held at the outer
@@ -873,7 +916,9 @@ impl Tally {
             keep_points: args.keep_points,
             clamp_to_edges: args.clamp_to_edges,
             counts: vec![0; cells],
-            values: vec![vec![Vec::new(); cells]; args.channels.len()],
+            running: vec![vec![Running::default(); cells]; args.channels.len()],
+            values: (args.stats.is_empty() || args.stats.contains(&Stat::Percentile))
+                .then(|| vec![vec![Vec::new(); cells]; args.channels.len()]),
             outside: [[0; 2]; 2],
             held: [[0; 2]; 2],
             held_samples: 0,
@@ -933,29 +978,35 @@ impl Tally {
         self.counts[idx] += 1;
         for (j, c) in stat_cols.iter().enumerate() {
             if let Some(v) = c.and_then(|c| c.number(row)) {
-                self.values[j][idx].push(v);
+                self.running[j][idx].add(v);
+                if let Some(values) = &mut self.values {
+                    values[j][idx].push(v);
+                }
             }
         }
     }
 
     /// Each named channel's figures per cell, printed with `decimals`.
     fn summaries(&mut self, decimals: &[u8], p: f64) -> Vec<Summary> {
-        std::mem::take(&mut self.values)
+        let mut values = self.values.take();
+        std::mem::take(&mut self.running)
             .into_iter()
             .zip(decimals)
-            .map(|(per_cell, &decimals)| Summary {
+            .enumerate()
+            .map(|(j, (per_cell, &decimals))| Summary {
                 cells: per_cell
                     .into_iter()
-                    .map(|mut v| {
-                        if v.is_empty() {
-                            return None;
-                        }
-                        Some(CellStats {
-                            n: v.len(),
-                            sum: v.iter().sum(),
-                            min: v.iter().copied().fold(f64::INFINITY, f64::min),
-                            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                            pct: percentile(&mut v, p),
+                    .enumerate()
+                    .map(|(idx, r)| {
+                        (r.n > 0).then(|| CellStats {
+                            n: r.n,
+                            sum: r.sum,
+                            min: r.min,
+                            max: r.max,
+                            // Not asked for when the values were not kept.
+                            pct: values
+                                .as_mut()
+                                .map_or(f64::NAN, |v| percentile(&mut v[j][idx], p)),
                         })
                     })
                     .collect(),
@@ -1352,6 +1403,36 @@ mod tests {
         assert_eq!(one.cell(-1e9), Some(0));
         assert!(AxisBins::new(&[1.0, 1.0]).unwrap_err().contains("repeats"));
         assert!(AxisBins::new(&[]).is_err());
+    }
+
+    /// The running figures are the ones the kept values give.
+    #[test]
+    fn running_figures_match_the_values() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let values: Vec<f64> = (0..5000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 20_001) as f64 / 7.0 - 1000.0
+            })
+            .collect();
+        let mut r = Running::default();
+        values.iter().for_each(|&v| r.add(v));
+        assert_eq!(r.n, values.len());
+        assert_eq!(r.sum.to_bits(), values.iter().sum::<f64>().to_bits());
+        assert_eq!(r.min, values.iter().copied().fold(f64::INFINITY, f64::min));
+        assert_eq!(
+            r.max,
+            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+        // Zeros: the minimum is -0.0, the maximum +0.0, the sum of -0.0s -0.0.
+        let mut z = Running::default();
+        [0.0, -0.0, 0.0].iter().for_each(|&v| z.add(v));
+        assert!(z.min.is_sign_negative() && z.max.is_sign_positive());
+        let mut neg = Running::default();
+        neg.add(-0.0);
+        assert!(neg.sum.is_sign_negative());
     }
 
     #[test]
