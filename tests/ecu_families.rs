@@ -288,37 +288,70 @@ async fn shared_the_xdf_family_dropped_into_a_running_server_reads_and_patches_m
     s.stop().await;
 }
 
-/// A family built against another shape of the family interface (an
-/// out-of-date third-party build) is reported as unusable, saying what
-/// differs, before anything runs: its answers would otherwise make
-/// ecu-tables trap and lose every user's cached ROMs.
-#[tokio::test]
-async fn a_family_in_another_shape_is_refused_and_said_why() {
+/// ecu-tables beside the test family `family` (its config lines
+/// `settings`), with a 16-byte ROM in a workspace that is also the
+/// definitions folder.
+struct TestFamily {
+    server: Server,
+    /// The ROM's path.
+    rom: String,
+    /// The workspace.
+    work: PathBuf,
+    /// The config file (outside the read-write grant: a plugin that could
+    /// write it is refused).
+    config: PathBuf,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+async fn with_test_family(family: &str, settings: &str) -> TestFamily {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().canonicalize().unwrap();
     let rom = work.join("tiny.bin");
     std::fs::write(&rom, [0u8; 16]).unwrap();
-    let rom = rom.to_string_lossy().into_owned();
     let etc = tempfile::tempdir().unwrap();
     let config = etc.path().join("benchtop.toml");
     std::fs::write(
         &config,
         format!(
-            "[[plugin]]\npath = {:?}\n\n[[plugin]]\npath = {:?}\n",
+            "[[plugin]]\npath = {:?}\n\n[[plugin]]\npath = {:?}\n{settings}",
             plugins().join("ecu_tables.wasm"),
-            test_plugins().join("shifted_family.wasm"),
+            test_plugins().join(family),
         ),
     )
     .unwrap();
-    let s = Server::start(&[
+    let server = Server::start(&[
         "--config",
         config.to_str().unwrap(),
         "--definitions-path",
         work.to_str().unwrap(),
         "--allow",
         &format!("{}:rw", work.display()),
+        "--workspace",
+        work.to_str().unwrap(),
     ])
     .await;
+    TestFamily {
+        server,
+        rom: rom.to_string_lossy().into_owned(),
+        work,
+        config,
+        _dirs: [dir, etc],
+    }
+}
+
+/// A family built against another shape of the family interface (an
+/// out-of-date third-party build) is reported as unusable, saying what
+/// differs, before anything runs: its answers would otherwise make
+/// ecu-tables trap and lose every user's cached ROMs.
+#[tokio::test]
+async fn a_family_in_another_shape_is_refused_and_said_why() {
+    let TestFamily {
+        server: s,
+        rom,
+        config,
+        _dirs,
+        ..
+    } = with_test_family("shifted_family.wasm", "").await;
     for _ in 0..2 {
         let info = text(&s.call("rom_info", json!({"rom": rom})).await);
         assert!(
@@ -355,35 +388,13 @@ async fn a_family_in_another_shape_is_refused_and_said_why() {
 /// fails reaches ecu-tables as an error, never as a trap of its own.
 #[tokio::test]
 async fn a_faulty_family_is_reported_and_the_ecu_tools_keep_serving() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().canonicalize().unwrap();
-    let rom = work.join("tiny.bin");
-    std::fs::write(&rom, [0u8; 16]).unwrap();
-    let rom = rom.to_string_lossy().into_owned();
-    // Outside the read-write grant: a plugin that could write the config
-    // file is refused.
-    let etc = tempfile::tempdir().unwrap();
-    let config = etc.path().join("benchtop.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[plugin]]\npath = {:?}\n\n[[plugin]]\npath = {:?}\ndeadline_ms = 1500\n",
-            plugins().join("ecu_tables.wasm"),
-            test_plugins().join("faulty_family.wasm"),
-        ),
-    )
-    .unwrap();
-    let s = Server::start(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--definitions-path",
-        work.to_str().unwrap(),
-        "--allow",
-        &format!("{}:rw", work.display()),
-        "--workspace",
-        work.to_str().unwrap(),
-    ])
-    .await;
+    let TestFamily {
+        server: s,
+        rom,
+        work,
+        _dirs,
+        ..
+    } = with_test_family("faulty_family.wasm", "deadline_ms = 1500\n").await;
     let defs = work.join("a.faulty");
     for (fault, expected) in [
         ("trap", "panicked"),
