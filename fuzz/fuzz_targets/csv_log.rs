@@ -88,7 +88,7 @@ fn assert_same(a: &Log, b: &Log) {
         (a.start_date, a.encoding, a.time_origin.to_bits()),
         (b.start_date, b.encoding, b.time_origin.to_bits())
     );
-    let bits = |l: &Log| l.time.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+    let bits = |l: &Log| l.time().iter().map(|t| t.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(a), bits(b));
     assert_eq!(a.columns.len(), b.columns.len());
     for (x, y) in a.columns.iter().zip(&b.columns) {
