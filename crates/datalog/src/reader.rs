@@ -457,38 +457,15 @@ fn first_fields(
             })
             .unwrap_or(n);
     };
-    column.values.reserve(n);
-    // As `column_fields` stores its numbers.
-    let mut r = 0;
-    loop {
-        let (len, mut decimals) = (column.values.len(), column.decimals);
-        let room = column.values.spare_capacity_mut();
-        let mut written = 0;
-        let mut other = None;
-        while r < n {
-            let (at, end) = field(r);
-            match first_field(b, at, end, first_name) {
-                Some(Some((v, d))) => {
-                    room[written].write(v);
-                    written += 1;
-                    decimals = decimals.max(d);
-                    r += 1;
-                }
-                Some(None) => {
-                    other = Some((at, end));
-                    break;
-                }
-                // A line that may start a header ends the block here.
-                None => break,
-            }
+    store_cells(column, n, b, delim, |r| {
+        let (at, end) = field(r);
+        match first_field(b, at, end, first_name) {
+            Some(Some((v, d))) => Stored::Number(v, d),
+            Some(None) => Stored::Other(at, end),
+            // A line that may start a header ends the block here.
+            None => Stored::Stop,
         }
-        // SAFETY: as in `column_fields`.
-        unsafe { column.values.set_len(len + written) };
-        column.decimals = decimals;
-        let Some((at, end)) = other else { return r };
-        push_field(column, b, at, end, None, delim);
-        r += 1;
-    }
+    })
 }
 
 /// Field `k` (not the first) of a block's first `n` rows, into `column`.
@@ -502,38 +479,72 @@ fn column_fields(
     column: &mut Column,
     delim: u8,
 ) {
+    store_cells(column, n, b, delim, |r| {
+        let row = &ends[r * width..];
+        let (at, end) = (row[k - 1] + 1, row[k]);
+        match plain_field(b, at, end) {
+            Some((v, d)) => Stored::Number(v, d),
+            None => Stored::Other(at, end),
+        }
+    });
+}
+
+/// One cell of a block as [`store_cells`] stores it.
+enum Stored {
+    /// A number and its decimals.
+    Number(f64, u8),
+    /// An empty or text cell, `b[at..end]`.
+    Other(usize, usize),
+    /// Not a row of the block: it ends before this one.
+    Stop,
+}
+
+/// Stores the cells of a block's rows `0..n`, `cell(r)` telling what each
+/// is, into `column`; returns the rows stored (`n`, or the row `cell`
+/// stopped at).
+///
+/// Numbers are written straight into the room reserved, their count and
+/// decimals kept in locals and set once: in a component a push per cell
+/// loads and stores the vector's length around the value's store (linear
+/// memory might alias it). An empty or text cell goes through
+/// `push_field`, and the numbers after it start again.
+#[inline(always)]
+fn store_cells(
+    column: &mut Column,
+    n: usize,
+    b: &[u8],
+    delim: u8,
+    mut cell: impl FnMut(usize) -> Stored,
+) -> usize {
     column.values.reserve(n);
-    let mut rows = ends.chunks_exact(width).take(n);
-    // Numbers are written straight into the room reserved, their count
-    // and decimals kept in locals: in a component a push per cell loads
-    // and stores the vector's length around the value's store (linear
-    // memory might alias it). An empty or text cell goes through
-    // `push_field`, and the numbers after it start again.
+    let mut r = 0;
     loop {
         let (len, mut decimals) = (column.values.len(), column.decimals);
         let room = column.values.spare_capacity_mut();
         let mut written = 0;
         let mut other = None;
-        for row in &mut rows {
-            let (at, end) = (row[k - 1] + 1, row[k]);
-            match plain_field(b, at, end) {
-                Some((v, d)) => {
+        while r < n {
+            match cell(r) {
+                Stored::Number(v, d) => {
                     room[written].write(v);
                     written += 1;
                     decimals = decimals.max(d);
+                    r += 1;
                 }
-                None => {
+                Stored::Other(at, end) => {
                     other = Some((at, end));
                     break;
                 }
+                Stored::Stop => break,
             }
         }
         // SAFETY: `room[..written]` was written just above, and `room` is
         // the spare capacity past `len`.
         unsafe { column.values.set_len(len + written) };
         column.decimals = decimals;
-        let Some((at, end)) = other else { break };
+        let Some((at, end)) = other else { return r };
         push_field(column, b, at, end, None, delim);
+        r += 1;
     }
 }
 
@@ -1548,7 +1559,12 @@ fn fill_time(log: &mut Log, rows: usize) {
         && let Some(&t0) = log.time().iter().find(|t| !t.is_nan())
         && t0 > ABSOLUTE_AFTER_S
     {
-        log.time = Times::Own(log.time().iter().map(|t| t - t0).collect());
+        match &mut log.time {
+            Times::Own(times) => times.iter_mut().for_each(|t| *t -= t0),
+            Times::Column => {
+                log.time = Times::Own(log.time().iter().map(|t| t - t0).collect());
+            }
+        }
         log.time_origin = t0;
     }
 }

@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wasmtime::component::types::ComponentFunc;
 use wasmtime::component::{
     Component, ComponentExportIndex, Instance, InstancePre, Linker, ResourceTable, Val,
 };
@@ -159,6 +160,11 @@ impl Linked {
                 .map(|i| lookup(Some(i), "tick"))
                 .transpose()?,
         })
+    }
+
+    /// `interface` on `side` of the component (see [`interface_shape`]).
+    fn shape(&self, interface: &str, side: Side) -> Vec<(String, ComponentFunc)> {
+        interface_shape(self.pre.engine(), self.pre.component(), interface, side)
     }
 }
 
@@ -508,9 +514,10 @@ impl Plugin {
     /// export of it: `None` when it fits, or when either cannot run.
     pub async fn shape_against(&self, interface: &str, provider: &Plugin) -> Option<String> {
         let (mine, theirs) = (self.linked().await.ok()?, provider.linked().await.ok()?);
-        let shape =
-            |l: &Linked, side| interface_shape(l.pre.engine(), l.pre.component(), interface, side);
-        shape_differences(&shape(mine, Side::Import), &shape(theirs, Side::Export))
+        shape_differences(
+            &mine.shape(interface, Side::Import),
+            &theirs.shape(interface, Side::Export),
+        )
     }
 
     /// Refuses a caller that imports `interface` in another shape than
@@ -523,13 +530,7 @@ impl Plugin {
         if fitting(&self.shapes_fit.lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(());
         }
-        let linked = self.linked().await?;
-        let served = interface_shape(
-            linked.pre.engine(),
-            linked.pre.component(),
-            interface,
-            Side::Export,
-        );
+        let served = self.linked().await?.shape(interface, Side::Export);
         if let Some(differences) = shape_differences(expected, &served) {
             return Err(CallError::Mismatch {
                 plugin: self.name.clone(),

@@ -568,6 +568,7 @@ pub fn overlay(
         },
         cells,
         args,
+        stats.contains(&Stat::Percentile),
     );
     let mut channels = ChannelsSeen::new(args.channels.len());
     let mut parts: Vec<LogPart> = Vec::new();
@@ -910,15 +911,15 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(grid: Grid, cells: usize, args: &OverlayLog) -> Self {
+    /// `keep_values` for a percentile (see `values`).
+    fn new(grid: Grid, cells: usize, args: &OverlayLog, keep_values: bool) -> Self {
         Tally {
             grid,
             keep_points: args.keep_points,
             clamp_to_edges: args.clamp_to_edges,
             counts: vec![0; cells],
             running: vec![vec![Running::default(); cells]; args.channels.len()],
-            values: (args.stats.is_empty() || args.stats.contains(&Stat::Percentile))
-                .then(|| vec![vec![Vec::new(); cells]; args.channels.len()]),
+            values: keep_values.then(|| vec![vec![Vec::new(); cells]; args.channels.len()]),
             outside: [[0; 2]; 2],
             held: [[0; 2]; 2],
             held_samples: 0,
@@ -1408,14 +1409,9 @@ mod tests {
     /// The running figures are the ones the kept values give.
     #[test]
     fn running_figures_match_the_values() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let values: Vec<f64> = (0..5000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 20_001) as f64 / 7.0 - 1000.0
-            })
+        // Scattered over ±1000, in no order (7919 is prime to 20,001).
+        let values: Vec<f64> = (0..5000u64)
+            .map(|i| (i * 7919 % 20_001) as f64 / 7.0 - 1000.0)
             .collect();
         let mut r = Running::default();
         values.iter().for_each(|&v| r.add(v));

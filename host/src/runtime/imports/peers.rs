@@ -122,19 +122,19 @@ pub fn link_peer_imports(
         let ComponentItem::ComponentInstance(instance) = import.ty else {
             bail!("`{name}` is imported as a function, not an interface another plugin can serve");
         };
-        let interface: Arc<str> = name.into();
-        let mut shape = Vec::new();
-        for (func, export) in instance.exports(engine) {
-            match export.ty {
-                ComponentItem::ComponentFunc(f) => shape.push((func.to_string(), f)),
-                // Records, variants and the like travel as values.
-                ComponentItem::Type(_) => {}
-                _ => bail!(
-                    "`{name}` has `{func}`, which is neither a function nor a value type: an interface served by a plugin holds no resources"
-                ),
-            }
+        // Records, variants and the like travel as values.
+        if let Some((func, _)) = instance.exports(engine).find(|(_, e)| {
+            !matches!(
+                e.ty,
+                ComponentItem::ComponentFunc(_) | ComponentItem::Type(_)
+            )
+        }) {
+            bail!(
+                "`{name}` has `{func}`, which is neither a function nor a value type: an interface served by a plugin holds no resources"
+            );
         }
-        let shape: Arc<Shape> = shape.into();
+        let interface: Arc<str> = name.into();
+        let shape: Arc<Shape> = interface_shape(engine, component, name, Side::Import).into();
         let mut linked = linker.instance(name)?;
         for (func, _) in shape.iter() {
             let interface = interface.clone();
@@ -274,23 +274,19 @@ pub fn shape_differences(expected: &Shape, served: &Shape) -> Option<String> {
 
 /// How `have` differs from `want`: the first parameter or result that does.
 fn func_difference(want: &ComponentFunc, have: &ComponentFunc) -> Option<String> {
-    let (wp, hp): (Vec<Type>, Vec<Type>) = (
-        want.params().map(|(_, t)| t).collect(),
-        have.params().map(|(_, t)| t).collect(),
-    );
-    if wp.len() != hp.len() {
+    if want.params().len() != have.params().len() {
         return Some(format!(
             "takes {} parameters where {} are expected",
-            hp.len(),
-            wp.len()
+            have.params().len(),
+            want.params().len()
         ));
     }
-    for ((name, w), h) in want.params().map(|(n, _)| n).zip(&wp).zip(&hp) {
+    for ((name, w), (_, h)) in want.params().zip(have.params()) {
         if w != h {
             return Some(format!(
                 "takes `{name}` as {} where {} is expected",
-                shown(h),
-                shown(w)
+                shown(&h),
+                shown(&w)
             ));
         }
     }
