@@ -178,6 +178,15 @@ impl Log {
 
     fn measure_time(&self) -> Option<(f64, f64, usize)> {
         let time = self.time();
+        // The time column as the axis has a number in every cell (no text,
+        // nothing empty, and numbers are never NaN): nothing to count.
+        if let Times::Column = self.time
+            && let (Some(&first), Some(&last)) = (time.first(), time.last())
+            && !first.is_nan()
+            && !last.is_nan()
+        {
+            return Some((first, last, time.len()));
+        }
         let first = time.iter().copied().find(|t| !t.is_nan())?;
         let last = time.iter().rev().copied().find(|t| !t.is_nan())?;
         // Counted without a branch per row: a query asks this of a

@@ -1749,7 +1749,12 @@ mod tests {
         let columns_only: usize = plain.columns.iter().map(|c| c.values.len() * 8).sum();
         assert_eq!(plain.heap_bytes(), columns_only);
 
+        // Its bounds are read off its ends; a gap's are counted.
+        assert_eq!(plain.duration_s(), Some(0.02));
+        assert!((plain.sample_rate_hz().unwrap() - 100.0).abs() < 1e-9);
+
         let gap = parse(b"Time,RPM\n0.00,800\n,810\n0.02,820\n", "a.csv").unwrap();
+        assert!((gap.sample_rate_hz().unwrap() - 50.0).abs() < 1e-9);
         assert_eq!(gap.time()[0], 0.0);
         assert!(gap.time()[1].is_nan());
         assert_ne!(
