@@ -261,7 +261,7 @@ impl Cache {
         }
         let unreadable = |message| ToolError::new(error::UNREADABLE_LOG, message);
         let companion = file.companion_bytes();
-        let read = plugin_kit::read_ahead::ReadAhead::open(&file.path)
+        let read = plugin_kit::file_stream::FileStream::open(&file.path)
             .map_err(|e| (unreadable(format!("cannot read {}: {e}", file.name)), true))
             .and_then(|source| {
                 // The base name: loggers are told apart by it (`romraiderlog…`).

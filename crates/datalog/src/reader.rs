@@ -1006,9 +1006,8 @@ fn read_detected(
             filled += n;
             eof = n == 0;
         }
-        // Parse as soon as a read brings anything: a source that reads
-        // ahead (`plugin_kit::read_ahead`) then fetches the next piece
-        // meanwhile.
+        // Parse as soon as a read brings anything (in a component, one
+        // host piece of 64 KiB): the bytes are still in the cache.
         let used = reader.feed(&buf[..filled], eof)?;
         if eof || (head_only && reader.lay.is_some() && !reader.units_row_possible) {
             return reader.finish();

@@ -6,11 +6,11 @@
 //! [`yaml`] quotes scalars so that any string survives a YAML parser.
 //!
 //! Files come through the sandbox: [`paths`] explains refused paths and
-//! refuses pipes and devices before opening them, and [`read_ahead`] reads
-//! a large file with the host fetching the next piece while the plugin
-//! works on the last. [`clients`] keeps each MCP client's sessions apart.
-//! [`safe_write`] rewrites a user's file under a lock
-//! that works across processes, keeping its inode (mode and owner).
+//! refuses pipes and devices before opening them, and [`file_stream`] reads
+//! a large file front to back in the host's largest pieces. [`clients`]
+//! keeps each MCP client's sessions apart. [`safe_write`] rewrites a user's
+//! file under a lock that works across processes, keeping its inode (mode
+//! and owner).
 //!
 //! Every plugin fails the same way: [`ToolError`] is the Rust side of
 //! `benchtop:host/errors.tool-error`.
@@ -28,11 +28,11 @@ pub mod civil;
 pub mod clients;
 pub mod error;
 pub mod file_io;
+pub mod file_stream;
 pub mod fnv;
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
-pub mod read_ahead;
 pub mod safe_write;
 pub mod suggest;
 pub mod text;

@@ -193,7 +193,7 @@ impl Service {
         // buffer's byte limit (staged) besides the buffer itself, whatever
         // the file's size (a 256 MiB file read whole beside a full ring
         // once came near the plugin's 512 MiB cap).
-        let file = plugin_kit::read_ahead::ReadAhead::open(path).map_err(unreadable)?;
+        let file = plugin_kit::file_stream::FileStream::open(path).map_err(unreadable)?;
         let mut src = Hashing {
             inner: std::io::BufReader::with_capacity(
                 IMPORT_READ_BUFFER,
