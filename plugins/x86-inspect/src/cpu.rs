@@ -601,8 +601,64 @@ impl Cpu {
         r
     }
 
-    /// Group 2: ROL ROR RCL RCR SHL SHR SETMO SAR by `count`.
+    /// Group 2: ROL ROR RCL RCR SHL SHR SETMO SAR by `count`. The
+    /// commonest, a rotate or shift by one, runs inline; the rest in
+    /// [`Self::shift_any`] (in wasm a call costs about what such a shift
+    /// does).
+    #[inline(always)]
     fn shift<const W: bool>(&mut self, op: u8, a: u32, count: u8) -> u32 {
+        if count == 1 && matches!(op, 0 | 1 | 4 | 5 | 7) {
+            self.shift_by_one::<W>(op, a)
+        } else {
+            self.shift_any::<W>(op, a, count)
+        }
+    }
+
+    /// ROL, ROR, SHL, SHR or SAR (`op` 0, 1, 4, 5, 7) by one, as
+    /// [`Self::shift_any`] does them.
+    #[inline(always)]
+    fn shift_by_one<const W: bool>(&mut self, op: u8, a: u32) -> u32 {
+        let (mask, sign) = if W {
+            (0xFFFFu32, 0x8000u32)
+        } else {
+            (0xFF, 0x80)
+        };
+        let (r, cf, of) = match op {
+            0 => {
+                let cf = a & sign != 0;
+                let r = ((a << 1) | cf as u32) & mask;
+                (r, cf, (r & sign != 0) != cf)
+            }
+            1 => {
+                let cf = a & 1 != 0;
+                let r = (a >> 1) | if cf { sign } else { 0 };
+                (r, cf, (r ^ (r << 1)) & sign != 0)
+            }
+            4 => {
+                let cf = a & sign != 0;
+                let r = (a << 1) & mask;
+                (r, cf, (r & sign != 0) != cf)
+            }
+            5 => (a >> 1, a & 1 != 0, a & sign != 0),
+            _ => ((a >> 1) | (a & sign), a & 1 != 0, false),
+        };
+        let mut f = self.flags & !(CF | OF);
+        if op >= 4 {
+            // Shifts set SF, ZF and PF, and the 8086 leaves AF set.
+            f = (f & !ARITH) | szp::<W>(r) | AF;
+        }
+        if cf {
+            f |= CF;
+        }
+        if of {
+            f |= OF;
+        }
+        self.flags = f;
+        r
+    }
+
+    /// [`Self::shift`] by any count.
+    fn shift_any<const W: bool>(&mut self, op: u8, a: u32, count: u8) -> u32 {
         let (mask, sign, bits) = if W {
             (0xFFFFu32, 0x8000u32, 16u32)
         } else {
@@ -615,11 +671,6 @@ impl Cpu {
         let mut cf = self.flag(CF);
         let of;
         match op {
-            0 if count == 1 => {
-                cf = r & sign != 0;
-                r = ((r << 1) | cf as u32) & mask;
-                of = ((r & sign) != 0) != cf;
-            }
             0 => {
                 for _ in 0..count {
                     cf = r & sign != 0;
@@ -1462,6 +1513,7 @@ impl Cpu {
         None
     }
 
+    #[inline(always)]
     fn group2(&mut self, word: bool, modrm: u8, rm: Rm, count: u8) {
         let mut sub = (modrm >> 3) & 7;
         if sub == 6 && self.model == Model::I80186 {
@@ -1913,6 +1965,35 @@ impl Cpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inline rotates and shifts by one give the general path's result
+    /// and flags, for every byte, words across their range, and flags
+    /// clear or set before.
+    #[test]
+    fn shifts_by_one_match_the_general_path() {
+        let mut c = Cpu::new(Model::I80186);
+        for op in [0, 1, 4, 5, 7] {
+            for before in [0, ARITH | DF] {
+                for a in 0..=0xFFu32 {
+                    c.flags = before;
+                    let fast = c.shift_by_one::<false>(op, a);
+                    let fast_flags = c.flags;
+                    c.flags = before;
+                    assert_eq!(
+                        (fast, fast_flags),
+                        (c.shift_any::<false>(op, a, 1), c.flags)
+                    );
+                }
+                for a in (0..=0xFFFFu32).step_by(97).chain([0x7FFF, 0x8000, 0xFFFF]) {
+                    c.flags = before;
+                    let fast = c.shift_by_one::<true>(op, a);
+                    let fast_flags = c.flags;
+                    c.flags = before;
+                    assert_eq!((fast, fast_flags), (c.shift_any::<true>(op, a, 1), c.flags));
+                }
+            }
+        }
+    }
 
     fn cpu_with(code: &[u8]) -> Cpu {
         let mut c = Cpu::new(Model::I80186);
