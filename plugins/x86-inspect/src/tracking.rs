@@ -127,6 +127,12 @@ pub struct Tracker {
     pub variant_addresses: u64,
     pending_entry: bool,
     current: u32,
+    /// The node that followed the current context's last executed one
+    /// the last time (that node's `last_successor`), read when it ran:
+    /// [`Self::before`]'s fast path then starts from one field instead of
+    /// a chain of loads through the context stack. NONE when the fast
+    /// path cannot apply (no last node, or a new context's entry pending).
+    next_guess: u32,
     /// What bounds left out.
     pub dropped: Dropped,
     /// Fault contexts entered past [`MAX_CONTEXTS`] and not yet left.
@@ -175,6 +181,7 @@ impl Tracker {
             variant_addresses: 0,
             pending_entry: false,
             current: NONE,
+            next_guess: NONE,
             dropped: Dropped::default(),
             unrecorded_depth: 0,
             #[cfg(test)]
@@ -252,21 +259,19 @@ impl Tracker {
         // Fast path, most instructions of a loop: the instruction that
         // followed the last one last time is here again, unchanged. Its
         // edge is recorded already; only its count moves.
-        if !self.pending_entry
-            && let Some(ctx) = self.contexts.last_mut()
-            && let Some(prev) = ctx.last_executed
+        let guess = self.next_guess;
+        if let Some(n) = self.nodes.get_mut(guess as usize)
+            && n.alone
+            && n.address == a
+            && signature(cpu, a, n.len) == n.signature
         {
-            let guess = self.nodes[prev as usize].last_successor;
-            if let Some(n) = self.nodes.get_mut(guess as usize)
-                && n.alone
-                && n.address == a
-                && signature(cpu, a, n.len) == n.signature
-            {
-                n.executions += 1;
+            n.executions += 1;
+            self.next_guess = n.last_successor;
+            self.current = guess;
+            if let Some(ctx) = self.contexts.last_mut() {
                 ctx.last_executed = Some(guess);
-                self.current = guess;
-                return;
             }
+            return;
         }
         self.before_slow(cpu, a);
     }
@@ -290,6 +295,7 @@ impl Tracker {
             // Not recorded: the next edge starts afresh.
             self.dropped.instructions += 1;
             ctx.last_executed = None;
+            self.next_guess = NONE;
             return;
         }
         if let Some(prev) = ctx.last_executed {
@@ -306,7 +312,9 @@ impl Tracker {
             }
         }
         ctx.last_executed = Some(idx);
-        self.nodes[idx as usize].executions += 1;
+        let node = &mut self.nodes[idx as usize];
+        node.executions += 1;
+        self.next_guess = node.last_successor;
         self.current = idx;
     }
 
@@ -374,6 +382,7 @@ impl Tracker {
                         last_executed: None,
                     });
                     self.pending_entry = true;
+                    self.next_guess = NONE;
                 }
             }
             Event::Iret => {
@@ -381,6 +390,13 @@ impl Tracker {
                     self.unrecorded_depth -= 1;
                 } else if self.contexts.len() > 1 {
                     self.contexts.pop();
+                    // Back in the interrupted context: its last node's guess.
+                    self.next_guess = match self.current_context().last_executed {
+                        Some(prev) if !self.pending_entry => {
+                            self.nodes[prev as usize].last_successor
+                        }
+                        _ => NONE,
+                    };
                 }
             }
         }
