@@ -23,6 +23,24 @@ const { ws, mcp, page, call, check, openView, callWithView, hostCalls, shot, run
 });
 const status = (frame) => frame.textContent("#status");
 
+/**
+ * Clicks `selector` until `settled` matches. A view settles its layout
+ * after it renders (it reports its size and the host resizes its frame),
+ * and a click aimed just before that can miss: about 2 runs in 5 left a
+ * cell's editor closed here. Each handler used this way changes the state
+ * `settled` looks for at once, so a click that landed is not repeated.
+ */
+async function clickUntil(frame, selector, settled) {
+    for (let attempt = 0; attempt < 5; attempt++) {
+        await frame.click(selector);
+        try {
+            await frame.waitForSelector(settled, { state: "attached", timeout: 1000 });
+            return;
+        } catch { /* missed: aim again */ }
+    }
+    throw new Error(`clicking ${selector} never gave ${settled}`);
+}
+
 await run(async () => {
     // --- discovery: tools name their views; views carry their _meta ----------
     const tools = (await mcp.listTools()).tools;
@@ -99,19 +117,17 @@ await run(async () => {
     const target = { row: 7, col: 2 };
     const old = cellsOf(mdTables(text(fresh))[0])[`${target.row},${target.col}`];
     const next = (Number(old) + 1.5).toFixed(1);
-    await frame.click(`#grid td[data-row="${target.row}"][data-col="${target.col}"]`);
+    await clickUntil(frame, `#grid td[data-row="${target.row}"][data-col="${target.col}"]`, "#editor.open");
     await frame.fill("#edit-value", next);
-    await frame.click("#edit-patch");
-    await frame.waitForSelector("#confirm.open");
+    await clickUntil(frame, "#edit-patch", "#confirm.open");
     const confirmText = await frame.textContent("#confirm-text");
     check("ecu-table: an edit asks for confirmation first, naming cell and value", confirmText.includes(`[${target.row},${target.col}]`) && confirmText.includes(next), confirmText);
-    await frame.click("#confirm-no");
+    await clickUntil(frame, "#confirm-no", "#confirm:not(.open)");
     const unchanged = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0])[`${target.row},${target.col}`];
     check("ecu-table: a cancelled edit calls no tool and leaves the ROM as it was",
         (await hostCalls()).length === 0 && unchanged === old && (await status(frame)).includes("cancelled"), `calls ${JSON.stringify(await hostCalls())}, cell ${unchanged}`);
-    await frame.click("#edit-patch");
-    await frame.waitForSelector("#confirm.open");
-    await frame.click("#confirm-yes");
+    await clickUntil(frame, "#edit-patch", "#confirm.open");
+    await clickUntil(frame, "#confirm-yes", "#confirm:not(.open)");
     await frame.waitForFunction(() => /patched/.test(document.getElementById("status").textContent) || document.getElementById("status").className === "error");
     const calls = await hostCalls();
     check("ecu-table: a confirmed edit calls patch_table through the bridge (set on one cell)",
