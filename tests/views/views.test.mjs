@@ -141,8 +141,8 @@ await run(async () => {
     await frame.press(`#grid td[data-row="0"][data-col="0"]`, "Enter");
     check("ecu-table: a cell opens its editor from the keyboard too", (await frame.textContent("#edit-where")).startsWith("Cell [0,0]"), await frame.textContent("#edit-where"));
     await frame.fill("#edit-value", "1000000");
-    await frame.click("#edit-patch");
-    await frame.click("#confirm-yes");
+    await clickUntil(frame, "#edit-patch", "#confirm.open");
+    await clickUntil(frame, "#confirm-yes", "#confirm:not(.open)");
     await frame.waitForSelector("#status.error");
     const refusal = await status(frame);
     check("ecu-table: a refused patch shows patch_table's refusal", /^patch_table refused: \S+/.test(refusal), refusal);
@@ -166,16 +166,14 @@ await run(async () => {
         `view ${JSON.stringify(propShown)} tool ${JSON.stringify(propWant)} ${await status(frame)}`);
     await shot("ecu-table-proposal");
     const applyArgs = JSON.parse(/```json\n([\s\S]*?)\n```/.exec(text(prop))[1]);
-    await frame.click("#apply");
-    await frame.waitForSelector("#apply-confirm.open");
-    await frame.click("#apply-no");
+    await clickUntil(frame, "#apply", "#apply-confirm.open");
+    await clickUntil(frame, "#apply-no", "#apply-confirm:not(.open)");
     const propCalls = await hostCalls();
     check("ecu-table: a cancelled proposal writes nothing (only read_table was called)",
         propCalls.every((c) => c.name === "read_table") && (await status(frame)).includes("cancelled"), JSON.stringify(propCalls));
     const beforeApply = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
-    await frame.click("#apply");
-    await frame.waitForSelector("#apply-confirm.open");
-    await frame.click("#apply-yes");
+    await clickUntil(frame, "#apply", "#apply-confirm.open");
+    await clickUntil(frame, "#apply-yes", "#apply-confirm:not(.open)");
     await frame.waitForFunction(() => /patched/.test(document.getElementById("status").textContent) || document.getElementById("status").className === "error");
     const applyCall = (await hostCalls()).filter((c) => c.name === "patch_table");
     const afterApply = cellsOf(mdTables(text(await call("read_table", { rom, table })))[0]);
@@ -209,13 +207,12 @@ await run(async () => {
         bigCells.length > keep && cutMd.rows.length === keep && same(bigMarked.map((x) => x[0]).sort(), bigCells) &&
         bigMarked.every(([k, v]) => (k in cutWant ? v === cutWant[k] : v === null)),
         `marked ${bigMarked.length} of ${bigCells.length}: ${JSON.stringify(bigMarked).slice(0, 300)}`);
-    await frame.click("#apply");
-    await frame.waitForSelector("#apply-confirm.open");
+    await clickUntil(frame, "#apply", "#apply-confirm.open");
     const bigConfirm = await frame.textContent("#apply-text");
     check("ecu-table: the apply confirmation counts the cells written and says how many are shown",
         bigConfirm.startsWith(`Write ${bigCells.length} cells of ${table}`) && bigConfirm.includes(`all ${bigCells.length} outlined`) && bigConfirm.includes(`${keep} listed with new values`),
         bigConfirm);
-    await frame.click("#apply-no");
+    await clickUntil(frame, "#apply-no", "#apply-confirm:not(.open)");
     check("ecu-table: cancelling it writes nothing", (await hostCalls()).every((c) => c.name === "read_table"), JSON.stringify(await hostCalls()));
 
     // --- 1D table --------------------------------------------------------------
