@@ -910,6 +910,41 @@ mod tests {
     }
 
     #[test]
+    fn each_context_keeps_its_last_executed_instruction() {
+        // As in the test above: the fourth `div bl` (at 011B) faults, the
+        // handler (0124: mov bl,1 ; iret) returns to retry it.
+        let faults = [
+            0x31, 0xC0, 0x8E, 0xC0, 0x26, 0xC7, 0x06, 0x00, 0x00, 0x24, 0x01, 0x26, 0x8C, 0x0E,
+            0x02, 0x00, 0xB9, 0x05, 0x00, 0x88, 0xCB, 0x80, 0xEB, 0x03, 0xB8, 0x0A, 0x00, 0xF6,
+            0xF3, 0xE2, 0xF4, 0xB8, 0x00, 0x4C, 0xCD, 0x21, 0xB3, 0x01, 0xCF,
+        ];
+        let mut m = machine(&faults);
+        let cs = m.cpu.sregs[CS];
+        let lasts = |m: &Machine| -> Vec<Option<SegOff>> {
+            let t = m.tracker.as_ref().unwrap();
+            t.contexts()
+                .map(|c| c.last_executed.map(|i| t.nodes[i as usize].address))
+                .collect()
+        };
+        // Five setup instructions, three turns of four, and the faulting
+        // division's three before it: 19; the handler's first is the 20th.
+        m.step(20).unwrap();
+        assert_eq!(
+            lasts(&m),
+            [Some(SegOff(cs, 0x11B)), Some(SegOff(cs, 0x124))]
+        );
+        // The IRET, then the retried division, back in the program.
+        m.step(1).unwrap();
+        assert_eq!(lasts(&m), [Some(SegOff(cs, 0x11B))]);
+        m.step(1).unwrap();
+        assert_eq!(lasts(&m), [Some(SegOff(cs, 0x11B))]);
+        assert_eq!(m.cpu.ip, 0x11D, "the division ran again");
+        // Run as well as stepped: LOOP, then mov bl,cl and sub bl,3.
+        m.run(3, &mut |_, _| true).unwrap();
+        assert_eq!(lasts(&m), [Some(SegOff(cs, 0x115))]);
+    }
+
+    #[test]
     fn step_advances_one_instruction() {
         let mut m = machine(&LOOP);
         let (n, r) = m.step(1).unwrap();

@@ -902,8 +902,7 @@ impl Session {
         };
         let ctx = t.current_context();
         let contexts = t
-            .contexts
-            .iter()
+            .contexts()
             .map(|c| CfgContext {
                 depth: c.depth,
                 entry_point: addr(c.entry_point),

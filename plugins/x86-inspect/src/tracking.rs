@@ -59,6 +59,7 @@ pub struct Node {
 }
 
 /// An execution context: the program, or a CPU-fault handler it entered.
+#[derive(Clone, Copy, Debug)]
 pub struct Context {
     /// Nesting depth (0: the program).
     pub depth: u32,
@@ -117,8 +118,9 @@ pub struct Tracker {
     pub nodes: Vec<Node>,
     /// First node per linear address.
     by_addr: Vec<u32>,
-    /// The context stack; the last is the current one.
-    pub contexts: Vec<Context>,
+    /// The context stack; the last is the current one, whose
+    /// `last_executed` is kept in `top_last` instead ([`Self::contexts`]).
+    contexts: Vec<Context>,
     /// Entry points of every context ever entered.
     pub entry_points: BTreeSet<SegOff>,
     /// Distinct edges recorded.
@@ -127,6 +129,11 @@ pub struct Tracker {
     pub variant_addresses: u64,
     pending_entry: bool,
     current: u32,
+    /// The current context's last executed node (NONE: none), kept here
+    /// rather than in the context stack: [`Self::before`]'s fast path
+    /// then stores one field instead of finding the stack's top. Written
+    /// back to the stack when a fault enters a new context.
+    top_last: u32,
     /// The node that followed the current context's last executed one
     /// the last time (that node's `last_successor`), read when it ran:
     /// [`Self::before`]'s fast path then starts from one field instead of
@@ -181,6 +188,7 @@ impl Tracker {
             variant_addresses: 0,
             pending_entry: false,
             current: NONE,
+            top_last: NONE,
             next_guess: NONE,
             dropped: Dropped::default(),
             unrecorded_depth: 0,
@@ -268,9 +276,7 @@ impl Tracker {
             n.executions += 1;
             self.next_guess = n.last_successor;
             self.current = guess;
-            if let Some(ctx) = self.contexts.last_mut() {
-                ctx.last_executed = Some(guess);
-            }
+            self.top_last = guess;
             return;
         }
         self.before_slow(cpu, a);
@@ -280,11 +286,11 @@ impl Tracker {
     #[inline(never)]
     fn before_slow(&mut self, cpu: &Cpu, a: SegOff) {
         let idx = self.node_at(cpu, a);
-        let ctx = self
-            .contexts
-            .last_mut()
-            .expect("context stack is never empty");
         if self.pending_entry {
+            let ctx = self
+                .contexts
+                .last_mut()
+                .expect("context stack is never empty");
             ctx.entry_point = a;
             if self.entry_points.len() < MAX_ENTRY_POINTS {
                 self.entry_points.insert(a);
@@ -294,11 +300,12 @@ impl Tracker {
         if idx == NONE {
             // Not recorded: the next edge starts afresh.
             self.dropped.instructions += 1;
-            ctx.last_executed = None;
+            self.top_last = NONE;
             self.next_guess = NONE;
             return;
         }
-        if let Some(prev) = ctx.last_executed {
+        let prev = self.top_last;
+        if prev != NONE {
             let from = &mut self.nodes[prev as usize];
             if from.successors.contains(&idx) {
                 from.last_successor = idx;
@@ -311,7 +318,7 @@ impl Tracker {
                 self.dropped.edges += 1;
             }
         }
-        ctx.last_executed = Some(idx);
+        self.top_last = idx;
         let node = &mut self.nodes[idx as usize];
         node.executions += 1;
         self.next_guess = node.last_successor;
@@ -375,12 +382,17 @@ impl Tracker {
                     self.unrecorded_depth += 1;
                 } else if serviced.is_none() {
                     // A CPU fault runs its handler in a new execution context.
+                    let last = self.top_last;
+                    if let Some(top) = self.contexts.last_mut() {
+                        top.last_executed = (last != NONE).then_some(last);
+                    }
                     let depth = self.contexts.len() as u32;
                     self.contexts.push(Context {
                         depth,
                         entry_point: here,
                         last_executed: None,
                     });
+                    self.top_last = NONE;
                     self.pending_entry = true;
                     self.next_guess = NONE;
                 }
@@ -390,8 +402,11 @@ impl Tracker {
                     self.unrecorded_depth -= 1;
                 } else if self.contexts.len() > 1 {
                     self.contexts.pop();
-                    // Back in the interrupted context: its last node's guess.
-                    self.next_guess = match self.current_context().last_executed {
+                    // Back in the interrupted context: its last node, and
+                    // that node's guess.
+                    let last = self.contexts.last().and_then(|c| c.last_executed);
+                    self.top_last = last.unwrap_or(NONE);
+                    self.next_guess = match last {
                         Some(prev) if !self.pending_entry => {
                             self.nodes[prev as usize].last_successor
                         }
@@ -403,8 +418,22 @@ impl Tracker {
     }
 
     /// The context executing now.
-    pub fn current_context(&self) -> &Context {
-        self.contexts.last().expect("context stack is never empty")
+    pub fn current_context(&self) -> Context {
+        self.contexts()
+            .last()
+            .expect("context stack is never empty")
+    }
+
+    /// The context stack, outermost first.
+    pub fn contexts(&self) -> impl Iterator<Item = Context> + '_ {
+        let top = self.contexts.len() - 1;
+        self.contexts.iter().enumerate().map(move |(i, c)| {
+            let mut c = *c;
+            if i == top {
+                c.last_executed = (self.top_last != NONE).then_some(self.top_last);
+            }
+            c
+        })
     }
 
     /// The address of the last executed instruction, once one ran.
@@ -441,7 +470,7 @@ impl Tracker {
                 f.address, f.name, f.called_count, f.callers
             );
         }
-        for c in &self.contexts {
+        for c in self.contexts() {
             let _ = writeln!(
                 out,
                 "context {} {} {:?}",
