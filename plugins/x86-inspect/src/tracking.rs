@@ -50,10 +50,14 @@ pub struct Node {
     /// The recorded successor that followed it most recently (u32::MAX:
     /// none): [`Tracker::before`]'s guess at what runs next.
     last_successor: u32,
-    /// Whether it is the only node at its linear address, so that finding
-    /// it by address and signature is finding what [`Tracker::node_at`]
-    /// would.
-    alone: bool,
+    /// Whether [`Tracker::before`]'s fast path may take it: it is the
+    /// only node at its linear address (so finding it by address and
+    /// signature is finding what [`Tracker::node_at`] would), and its
+    /// 8-byte window wraps neither its segment nor the 1 MiB space (so
+    /// one load reads it).
+    fast: bool,
+    /// Masks the window to the signature's bytes (`len` of them, 1 to 8).
+    mask: u64,
     /// Times it executed.
     pub executions: u64,
 }
@@ -150,16 +154,25 @@ pub struct Tracker {
     pub(crate) slow_only: bool,
 }
 
+/// The mask of a signature of an instruction `len` bytes long: its first
+/// bytes, at least one and at most eight.
+fn signature_mask(len: u8) -> u64 {
+    u64::MAX >> (64 - 8 * len.clamp(1, 8) as u32)
+}
+
+/// Whether the 8 bytes from `a` wrap neither the segment offset nor the
+/// 1 MiB space, so that one load reads them.
+fn one_window(a: SegOff) -> bool {
+    Cpu::lin(a.0, a.1) as usize + 8 <= MEM_SIZE && a.1 <= 0xFFF8
+}
+
 /// The first `len` (at most 8) instruction bytes at `a`, little-endian.
 #[inline(always)]
 fn signature(cpu: &Cpu, a: SegOff, len: u8) -> u64 {
     let lin = Cpu::lin(a.0, a.1) as usize;
-    // Every instruction is at least a byte long: the shift is at most 56.
     let n = len.clamp(1, 8) as u32;
-    let mask = u64::MAX >> (64 - 8 * n);
-    // Fast path: one unaligned load when neither the segment offset nor
-    // the 1 MiB space wraps inside the window.
-    if lin + 8 <= MEM_SIZE && a.1 <= 0xFFF8 {
+    let mask = signature_mask(len);
+    if one_window(a) {
         let bytes: [u8; 8] = cpu.mem[lin..lin + 8].try_into().expect("8-byte window");
         return u64::from_le_bytes(bytes) & mask;
     }
@@ -239,7 +252,8 @@ impl Tracker {
             predecessors: 0,
             next_variant: NONE,
             last_successor: NONE,
-            alone: last == NONE,
+            fast: last == NONE && one_window(a),
+            mask: signature_mask(len),
             executions: 0,
         });
         if last == NONE {
@@ -249,7 +263,7 @@ impl Tracker {
             if self.nodes[head].next_variant == NONE {
                 self.variant_addresses += 1;
             }
-            self.nodes[head].alone = false;
+            self.nodes[head].fast = false;
             self.nodes[last as usize].next_variant = new;
         }
         new
@@ -269,9 +283,11 @@ impl Tracker {
         // edge is recorded already; only its count moves.
         let guess = self.next_guess;
         if let Some(n) = self.nodes.get_mut(guess as usize)
-            && n.alone
+            && n.fast
             && n.address == a
-            && signature(cpu, a, n.len) == n.signature
+            && let lin = Cpu::lin(a.0, a.1) as usize
+            && let Some(window) = cpu.mem.get(lin..lin + 8)
+            && u64::from_le_bytes(window.try_into().expect("8 bytes")) & n.mask == n.signature
         {
             n.executions += 1;
             self.next_guess = n.last_successor;
