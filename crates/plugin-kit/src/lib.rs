@@ -18,7 +18,8 @@
 //! Small algorithms more than one crate needs live here once too: [`civil`]
 //! turns Unix time into calendar dates and back, [`suggest`] measures how
 //! far a mistyped name is from the real ones, [`blob`] frames the
-//! emulators' session snapshots (base64, versioned, checksummed).
+//! emulators' session snapshots (base64, versioned, checksummed), and
+//! [`placed`] runs an emulator's loop on its state at a fixed address.
 
 pub mod blob;
 pub mod bytes;
@@ -33,6 +34,7 @@ pub mod fnv;
 pub mod frontmatter;
 pub mod markdown;
 pub mod paths;
+pub mod placed;
 pub mod safe_write;
 pub mod suggest;
 pub mod text;

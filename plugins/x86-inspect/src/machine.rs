@@ -381,7 +381,9 @@ impl Machine {
             let resume = done == 0 || passing;
             self.feed_keyboard();
             let (n, exit) = if self.tracker.is_some() {
-                self.run_tracked(chunk, resume)
+                // At a fixed address in a component, as `Cpu::run` runs
+                // (see `plugin_kit::placed`).
+                plugin_kit::placed::run_placed(self, |m| m.run_tracked(chunk, resume))
             } else {
                 let bp = self.bp_armed.then_some(&self.bp_bitmap[..]);
                 self.cpu.run(chunk, bp, resume)
