@@ -226,13 +226,22 @@ impl Cpu {
         let op = word & 0x3FF;
         let d = self.st.d;
         self.st.d = false;
-        let cycles = match op >> 6 {
-            0 => self.exec_control(op),
-            1 => self.exec_shift(op),
-            2..=7 => self.exec_reg(op),
-            8 => self.exec_branch(op),
-            9 => self.exec_mvo(op, d),
-            _ => self.exec_mem(op, d),
+        // Comparisons, not a `match`: in a component the match became a
+        // bounds-clamped jump table, an indirect jump per instruction.
+        let cycles = if op >= 0x280 {
+            self.exec_mem(op, d)
+        } else if op >= 0x200 {
+            if op >= 0x240 {
+                self.exec_mvo(op, d)
+            } else {
+                self.exec_branch(op)
+            }
+        } else if op >= 0x080 {
+            self.exec_reg(op)
+        } else if op >= 0x040 {
+            self.exec_shift(op)
+        } else {
+            self.exec_control(op)
         };
         // A refused instruction (FAULT) did not happen, so no interrupt follows it.
         if self.irq && cycles < FAULT {
