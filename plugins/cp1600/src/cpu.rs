@@ -272,6 +272,19 @@ impl Cpu {
     fn exec_control(&mut self, op: u16) -> u32 {
         let dd = (op & 7) as usize;
         let extra = (dd >= 6) as u32;
+        // INCR and DECR, the commonest, before the `match` (a jump table
+        // in a component).
+        if (0x008..=0x017).contains(&op) {
+            let r = self.st.r[dd];
+            let v = if op < 0x010 {
+                r.wrapping_add(1)
+            } else {
+                r.wrapping_sub(1)
+            };
+            self.st.r[dd] = v;
+            self.set_sz(v);
+            return 6 + extra;
+        }
         match op {
             0x000 => {
                 // jzIntv leaves the PC on the HLT itself.
