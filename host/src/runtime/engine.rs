@@ -17,9 +17,6 @@ pub fn new_engine() -> Result<Engine> {
     let mut config = wasmtime::Config::new();
     config.epoch_interruption(true);
     config.wasm_component_model(true);
-    // `BENCHTOP_PERFMAP=1` names the compiled plugin functions for `perf`
-    // (it writes /tmp/perf-PID.map), so a plugin's hot loop can be profiled
-    // as it runs inside the host. Use with --no-cache.
     #[cfg(target_os = "linux")]
     if let Some(creator) = super::memory::creator() {
         config.with_host_memory(creator);
@@ -27,6 +24,9 @@ pub fn new_engine() -> Result<Engine> {
         // into memories of its own; into these it copies the data segments.
         config.memory_init_cow(false);
     }
+    // `BENCHTOP_PERFMAP=1` names the compiled plugin functions for `perf`
+    // (it writes /tmp/perf-PID.map), so a plugin's hot loop can be profiled
+    // as it runs inside the host. Use with --no-cache.
     if std::env::var_os("BENCHTOP_PERFMAP").is_some_and(|v| v != "0") {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }

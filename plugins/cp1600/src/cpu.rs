@@ -329,18 +329,7 @@ impl Cpu {
                 self.st.c = true;
                 4
             }
-            0x008..=0x00F => {
-                let v = self.st.r[dd].wrapping_add(1);
-                self.st.r[dd] = v;
-                self.set_sz(v);
-                6 + extra
-            }
-            0x010..=0x017 => {
-                let v = self.st.r[dd].wrapping_sub(1);
-                self.st.r[dd] = v;
-                self.set_sz(v);
-                6 + extra
-            }
+            0x008..=0x017 => unreachable!("INCR and DECR are run above"),
             0x018..=0x01F => {
                 let v = !self.st.r[dd];
                 self.st.r[dd] = v;

@@ -864,10 +864,6 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// The tracker's fast path (the successor seen last, unchanged)
-    /// records exactly what looking every instruction up records: over
-    /// loops, calls, self-modifying code, and a fault handler that
-    /// returns into the faulting instruction.
     /// Vector 0 → handler (0124); cx = 5..1: div bl by cl-3 faults at
     /// cl = 3, the handler sets bl = 1 and the 80186 retries the division.
     const FAULTS: [u8; 39] = [
@@ -876,9 +872,12 @@ mod tests {
         0xF4, 0xB8, 0x00, 0x4C, 0xCD, 0x21, 0xB3, 0x01, 0xCF,
     ];
 
+    /// The tracker's fast path (the successor seen last, unchanged)
+    /// records exactly what looking every instruction up records: over
+    /// loops, calls, self-modifying code, and a fault handler that
+    /// returns into the faulting instruction.
     #[test]
     fn tracking_fast_path_records_what_the_slow_path_records() {
-        let faults = FAULTS;
         // l: mov ax,imm16 ; inc word [0x101] (the immediate) ; jmp l
         let rewrites = [0xB8, 0, 0, 0xFF, 0x06, 0x01, 0x01, 0xEB, 0xF7];
         let sums =
@@ -886,7 +885,7 @@ mod tests {
                 .unwrap();
         for (name, code, budget) in [
             ("loop", &LOOP[..], 1000),
-            ("faults", &faults[..], 1000),
+            ("faults", &FAULTS[..], 1000),
             ("rewrites", &rewrites[..], 100_000),
             ("sums", &sums[..], 1_000_000),
         ] {

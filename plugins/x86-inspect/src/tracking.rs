@@ -75,6 +75,11 @@ pub struct Context {
 
 const NONE: u32 = u32::MAX;
 
+/// A node index as an `Option` (NONE: none).
+fn some_node(i: u32) -> Option<u32> {
+    (i != NONE).then_some(i)
+}
+
 /// Bounds on what tracking keeps, so that no guest program (a huge code
 /// path, code rewriting itself in a loop, a storm of faults) can grow the
 /// plugin without limit or make each instruction slower than the last.
@@ -400,7 +405,7 @@ impl Tracker {
                     // A CPU fault runs its handler in a new execution context.
                     let last = self.top_last;
                     if let Some(top) = self.contexts.last_mut() {
-                        top.last_executed = (last != NONE).then_some(last);
+                        top.last_executed = some_node(last);
                     }
                     let depth = self.contexts.len() as u32;
                     self.contexts.push(Context {
@@ -446,7 +451,7 @@ impl Tracker {
         self.contexts.iter().enumerate().map(move |(i, c)| {
             let mut c = *c;
             if i == top {
-                c.last_executed = (self.top_last != NONE).then_some(self.top_last);
+                c.last_executed = some_node(self.top_last);
             }
             c
         })
