@@ -660,6 +660,43 @@ async fn a_program_printing_forever_leaves_the_plugin_serving() {
     x.server.stop().await;
 }
 
+/// mov ax,2626h ; mov cx,8000h ; xor di,di ; rep stosw: the program fills
+/// its whole segment, itself included, with ES: prefixes.
+const PREFIXES_FOREVER: [u8; 10] = [0xB8, 0x26, 0x26, 0xB9, 0x00, 0x80, 0x31, 0xFF, 0xF3, 0xAB];
+
+#[tokio::test]
+async fn a_segment_of_prefixes_stops_at_the_budget_and_keeps_the_machines() {
+    // It used to be one instruction that never ended: the host's deadline
+    // reset the plugin after 30 s and every machine was lost.
+    let drive = drive_with(&[("PREFIX.COM", &PREFIXES_FOREVER)]);
+    let x = X86::start(&[
+        format!("{}:ro", samples("dos").display()),
+        format!("{}:ro", drive.path().display()),
+    ])
+    .await;
+    let greet = x
+        .ok("x86_load_program", json!({"path": sample("greet.com")}))
+        .await;
+    let stuck = x
+        .ok(
+            "x86_load_program",
+            json!({"path": drive.path().join("PREFIX.COM")}),
+        )
+        .await;
+    let started = std::time::Instant::now();
+    let run = x
+        .ok(
+            "x86_run",
+            json!({"machine": stuck["machine"], "max_instructions": 100}),
+        )
+        .await;
+    assert_eq!(run["stop_reason"], "budget", "{run}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let run = x.ok("x86_run", json!({"machine": greet["machine"]})).await;
+    assert_eq!(run["stop_reason"], "exited", "{run}");
+    x.server.stop().await;
+}
+
 #[tokio::test]
 async fn input_comes_from_text_the_client_types_or_a_redirected_file() {
     let drive = drive_with(&[("CAT.COM", &CAT), ("IN.TXT", b"one\r\ntwo\r\n")]);

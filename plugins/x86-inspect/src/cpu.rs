@@ -877,6 +877,15 @@ impl Cpu {
         self.rep = 0;
         // Two bit tests, not a `match`: in wasm the match became a jump
         // table, an indirect jump before every instruction.
+        //
+        // The 8086 has no limit on prefixes, so a code segment of nothing
+        // else is one instruction that never ends: a 10-byte program made
+        // the host's deadline reset the plugin, losing every machine. The
+        // instruction ends here after 64 KiB of them (the stream has come
+        // round), so budgets and time limits stop the run; the CPU, as the
+        // real one, gets nowhere. (A counter costs ~2.5% in a component;
+        // comparing the IP with `insn_ip` instead, 12%.)
+        let mut prefixes = 0u32;
         loop {
             let op = self.fetch8();
             if op & 0xE7 == 0x26 {
@@ -891,6 +900,10 @@ impl Cpu {
                 return None;
             } else {
                 return self.exec(op);
+            }
+            prefixes += 1;
+            if prefixes == 0x1_0000 {
+                return None;
             }
         }
     }
@@ -2045,6 +2058,18 @@ mod tests {
         assert_eq!(n, 4);
         assert_eq!(&c.mem[0x1300..0x1303], b"abc");
         assert_eq!(c.regs[CX], 0);
+    }
+
+    #[test]
+    fn a_segment_of_prefixes_does_not_hang_a_run() {
+        let mut c = cpu_with(&[]);
+        let cs = (c.sregs[CS] as usize) << 4;
+        c.mem[cs..cs + 0x1_0000].fill(0x26);
+        assert_eq!(c.run(3, None, false), (3, Exit::Budget));
+        // mov al,1 after three prefixes still runs as one instruction
+        let mut c = cpu_with(&[0x26, 0xF3, 0x2E, 0xB0, 0x01, 0xF4]);
+        assert_eq!(c.run(2, None, false), (2, Exit::Halt));
+        assert_eq!(c.regs[AX] & 0xFF, 1);
     }
 
     #[test]
