@@ -35,6 +35,15 @@ impl X86 {
         X86::start(&[format!("{}:ro", samples("dos").display())]).await
     }
 
+    /// The samples read-only and a drive of the test's own (`ro` or `rw`).
+    async fn samples_and(drive: &Path, mode: &str) -> X86 {
+        X86::start(&[
+            format!("{}:ro", samples("dos").display()),
+            format!("{}:{mode}", drive.display()),
+        ])
+        .await
+    }
+
     /// Calls a tool that must succeed; returns its JSON document.
     async fn ok(&self, tool: &str, args: Value) -> Value {
         result_json(&self.server.ok(tool, args).await)
@@ -599,11 +608,7 @@ async fn x86_screenshot_shows_the_text_and_the_pixels_a_program_drew() {
 #[tokio::test]
 async fn a_program_printing_forever_leaves_the_plugin_serving() {
     let drive = drive_with(&[("FOREVER.COM", &PRINT_FOREVER)]);
-    let x = X86::start(&[
-        format!("{}:ro", samples("dos").display()),
-        format!("{}:rw", drive.path().display()),
-    ])
-    .await;
+    let x = X86::samples_and(drive.path(), "rw").await;
     let greet = x
         .ok(
             "x86_load_program",
@@ -669,11 +674,7 @@ async fn a_segment_of_prefixes_stops_at_the_budget_and_keeps_the_machines() {
     // It used to be one instruction that never ended: the host's deadline
     // reset the plugin after 30 s and every machine was lost.
     let drive = drive_with(&[("PREFIX.COM", &PREFIXES_FOREVER)]);
-    let x = X86::start(&[
-        format!("{}:ro", samples("dos").display()),
-        format!("{}:ro", drive.path().display()),
-    ])
-    .await;
+    let x = X86::samples_and(drive.path(), "ro").await;
     let greet = x
         .ok("x86_load_program", json!({"path": sample("greet.com")}))
         .await;

@@ -875,17 +875,13 @@ impl Cpu {
         self.insn_ip = self.ip;
         self.seg_override = None;
         self.rep = 0;
+        // The 8086 has no limit on prefixes, so a segment of nothing else
+        // would be one instruction that never ends and a run that never
+        // returns; it ends after 64 KiB of them, the stream having come
+        // round (docs/design.md, "An instruction of prefixes ends").
+        let mut prefixes = 0u32;
         // Two bit tests, not a `match`: in wasm the match became a jump
         // table, an indirect jump before every instruction.
-        //
-        // The 8086 has no limit on prefixes, so a code segment of nothing
-        // else is one instruction that never ends: a 10-byte program made
-        // the host's deadline reset the plugin, losing every machine. The
-        // instruction ends here after 64 KiB of them (the stream has come
-        // round), so budgets and time limits stop the run; the CPU, as the
-        // real one, gets nowhere. (A counter costs ~2.5% in a component;
-        // comparing the IP with `insn_ip` instead, 12%.)
-        let mut prefixes = 0u32;
         loop {
             let op = self.fetch8();
             if op & 0xE7 == 0x26 {
