@@ -16,6 +16,18 @@ pub const INTERRUPT_VECTOR: u16 = 0x1004;
 /// instruction was refused before it changed anything.
 pub const FAULT: u32 = 1 << 31;
 
+/// Set in [`Cpu::exec`]'s result by HLT beside its cycles, so a run loop
+/// learns of the halt from the value it tests anyway rather than loading
+/// [`CpuState::halted`] after every instruction.
+pub const HALTED: u32 = 1 << 30;
+
+/// The most cycles one [`Cpu::exec`] can return, its flags aside: the
+/// longest instruction (an indirect MVI after SDBD, 14) followed by
+/// interrupt entry (12), rounded up. A run loop may execute
+/// `(cycle_end - cycles) / MAX_EXEC_CYCLES` instructions without checking
+/// the cycle limit.
+pub const MAX_EXEC_CYCLES: u32 = 32;
+
 /// Something a real console would not survive, caught before it happens
 /// (only while [`Cpu::checks`] is on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +187,7 @@ impl Cpu {
             return None;
         }
         let cycles = self.exec();
-        let ran = cycles & !FAULT;
+        let ran = cycles & !(FAULT | HALTED);
         if ran != 0 {
             // Saturating: a restored session may start near the end (up
             // to 2^63); wrapping would make every difference nonsense.
@@ -290,7 +302,7 @@ impl Cpu {
                 // jzIntv leaves the PC on the HLT itself.
                 self.st.r[7] = self.st.r[7].wrapping_sub(1);
                 self.st.halted = true;
-                4
+                4 | HALTED
             }
             0x001 => {
                 self.st.d = true;

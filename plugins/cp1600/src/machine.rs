@@ -5,7 +5,7 @@
 //! only against the halt flag and the limits. Breakpoints, conditions or an
 //! enabled trace switch to the checked loop.
 
-use crate::cpu::{Cpu, CpuState, FAULT, Fault, INTERRUPT_VECTOR};
+use crate::cpu::{Cpu, CpuState, FAULT, Fault, HALTED, INTERRUPT_VECTOR, MAX_EXEC_CYCLES};
 use crate::disasm::disassemble;
 use std::collections::VecDeque;
 
@@ -520,30 +520,55 @@ impl Machine {
         let mut prev = 0u16;
         let mut stop = None;
         let mut faulted = false;
-        while !cpu.st.halted && cycles < cycle_end && n < instr_end {
-            let pc = cpu.st.r[7];
-            let c = cpu.exec();
-            if c >= FAULT {
-                let ran = c & !FAULT;
-                if ran != 0 {
-                    cycles = cycles.saturating_add(ran as u64);
-                    n = n.saturating_add(1);
-                    prev = pc;
+        'run: while !cpu.st.halted && cycles < cycle_end && n < instr_end {
+            // No instruction takes more than MAX_EXEC_CYCLES, so a chunk of
+            // `room` instructions cannot reach the cycle limit before its
+            // last one and the inner loop tests one counter: in a component
+            // every bound it tests is a spill and a reload per instruction.
+            // Near the limit the chunk is one instruction, as before.
+            let room = (cycle_end - cycles) / u64::from(MAX_EXEC_CYCLES);
+            let chunk = (instr_end - n).min(room).max(1);
+            let chunk_start = cycles;
+            // Counted down: the test is the decrement's own flag.
+            let mut left = chunk;
+            loop {
+                let pc = cpu.st.r[7];
+                let c = cpu.exec();
+                // HLT or a fault, flagged in the value tested anyway.
+                if c >= HALTED {
+                    let ran = c & !(FAULT | HALTED);
+                    if ran != 0 {
+                        cycles = cycles.saturating_add(ran as u64);
+                        left -= 1;
+                        prev = pc;
+                    }
+                    faulted = c & FAULT != 0;
+                    n += chunk - left;
+                    break 'run;
                 }
-                faulted = true;
-                break;
+                debug_assert!(c <= MAX_EXEC_CYCLES, "{c} cycles at ${pc:04X}");
+                // Cannot wrap before the chunk's last instruction (see
+                // above); a one-instruction chunk is checked after it.
+                cycles = cycles.wrapping_add(c as u64);
+                left -= 1;
+                prev = pc;
+                if IDLE
+                    && cpu.st.r[7] <= pc
+                    && let Some(d) = watch.check(cpu, pc, cycles)
+                {
+                    n += chunk - left;
+                    stop = Some(Stop::Check(d));
+                    break 'run;
+                }
+                if left == 0 {
+                    break;
+                }
             }
-            // Saturating as in `Cpu::step` (a restored session may start
-            // near the end); a cmov, not a branch, in this loop.
-            cycles = cycles.saturating_add(c as u64);
-            n = n.saturating_add(1);
-            prev = pc;
-            if IDLE
-                && cpu.st.r[7] <= pc
-                && let Some(d) = watch.check(cpu, pc, cycles)
-            {
-                stop = Some(Stop::Check(d));
-                break;
+            n += chunk;
+            // Saturating, as in `Cpu::step`: a restored session may start
+            // near the end (up to 2^63).
+            if cycles < chunk_start {
+                cycles = u64::MAX;
             }
         }
         cpu.st.cycles = cycles;
@@ -675,6 +700,71 @@ mod tests {
             &mut never,
         );
         assert_eq!((r.reason, r.executed), (StopReason::Count, 3));
+    }
+
+    /// The fast loop runs in chunks that test one counter; wherever the
+    /// limits fall, it must stop where stepping one instruction at a time
+    /// against both limits stops.
+    #[test]
+    fn chunked_runs_stop_where_single_steps_stop() {
+        let programs: [&[u8]; 3] = [
+            include_bytes!("../../../samples/cp1600/01-hello-world.bin"),
+            include_bytes!("../../../samples/cp1600/06-nested-calls.bin"),
+            include_bytes!("../../../samples/cp1600/bench-loop.bin"),
+        ];
+        for (p, image) in programs.iter().enumerate() {
+            for (instructions, cycles) in (0..400)
+                .map(|c| (u64::MAX, c))
+                .chain((0..300).map(|i| (i, u64::MAX)))
+                .chain([(97, 1000), (1000, 613), (5000, 40_000)])
+            {
+                let mut fast = Machine::with_raw_image(image, 0x5000);
+                let r = fast.run(
+                    Limits {
+                        instructions,
+                        cycles,
+                    },
+                    &StopWhen::default(),
+                    &mut never,
+                );
+                let mut slow = Machine::with_raw_image(image, 0x5000);
+                let going = |st: &CpuState| {
+                    !st.halted && st.cycles < cycles && st.instructions < instructions
+                };
+                while going(&slow.cpu.st) {
+                    assert_eq!(slow.cpu.step(), None);
+                }
+                let at = format!("program {p}, limits ({instructions}, {cycles})");
+                assert_eq!(fast.cpu.st, slow.cpu.st, "{at}");
+                assert_eq!(r.executed, slow.cpu.st.instructions, "{at}");
+                let why = if slow.cpu.st.halted {
+                    StopReason::Halted
+                } else if slow.cpu.st.cycles >= cycles {
+                    StopReason::MaxCycles
+                } else {
+                    StopReason::Count
+                };
+                assert_eq!(r.reason, why, "{at}");
+            }
+        }
+    }
+
+    /// A restored session may start near the end of the cycle counter: it
+    /// saturates there rather than wrapping.
+    #[test]
+    fn the_cycle_counter_saturates() {
+        let mut m = looping();
+        m.cpu.st.cycles = u64::MAX - 20;
+        let unlimited = Limits {
+            instructions: 1000,
+            cycles: u64::MAX,
+        };
+        let r = m.run(unlimited, &StopWhen::default(), &mut never);
+        assert_eq!(
+            (r.reason, m.cpu.st.cycles),
+            (StopReason::MaxCycles, u64::MAX)
+        );
+        assert!(r.executed >= 3 && r.executed <= 4, "{}", r.executed);
     }
 
     #[test]
